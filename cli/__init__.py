@@ -1,0 +1,1 @@
+"""The `flowmap` command line: one thin module per verb over library calls."""

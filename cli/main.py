@@ -1,0 +1,103 @@
+"""The `flowmap` entry point: registers one command per verb, maps errors to exit codes.
+
+Library code raises `FlowmapError` subclasses carrying an exit code; this is
+the one place that turns them into one line on stderr and that code — a user
+mistake never ends in a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from flowmap.errors import FlowmapError
+
+app = typer.Typer(
+    name="flowmap",
+    help="See what flows through your RL training pipeline, seam by seam.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+)
+
+# One module per verb; each exposes `register(app)`.
+VERBS = ["trace", "report"]
+OPTIONAL_VERBS = ["render", "export", "baseline", "check", "diff"]
+
+
+def _register() -> None:
+    import importlib
+
+    for verb in VERBS:
+        importlib.import_module(f"flowmap.cli.{verb}").register(app)
+    for verb in OPTIONAL_VERBS:
+        try:
+            mod = importlib.import_module(f"flowmap.cli.{verb}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"flowmap.cli.{verb}":
+                raise
+            continue
+        mod.register(app)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns (and as a script exits with) the exit code."""
+    args = _module_args_verbatim(sys.argv[1:] if argv is None else list(argv))
+    try:
+        rc = app(args=args, prog_name="flowmap", standalone_mode=False)
+    except FlowmapError as exc:
+        sys.stderr.write(f"flowmap: {exc}\n")
+        return _exit(exc.exit_code, argv)
+    except SystemExit as exc:
+        return _exit(exc.code if isinstance(exc.code, int) else 1, argv)
+    except typer.Exit as exc:
+        return _exit(exc.exit_code, argv)
+    except KeyboardInterrupt:
+        return _exit(130, argv)
+    except Exception as exc:
+        # click's own usage errors (typer vendors click, so match by shape, not class)
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+            exc.show()
+            return _exit(exc.exit_code, argv)
+        if type(exc).__name__ == "Abort":
+            return _exit(1, argv)
+        raise
+    return _exit(rc if isinstance(rc, int) else 0, argv)
+
+
+def _module_args_verbatim(argv: list[str]) -> list[str]:
+    """`flowmap trace -m mod --its-flag x`: everything after MODULE belongs to the module.
+
+    click would read `x` as SCRIPT and `--its-flag` as an unknown option; a `--`
+    after MODULE keeps the module's arguments whole and in order.
+    """
+    if "trace" not in argv:
+        return argv
+    j = argv.index("trace") + 1
+    while j < len(argv):
+        a = argv[j]
+        if a == "-m" and j + 1 < len(argv):
+            return argv[: j + 2] + ["--"] + argv[j + 2 :]
+        if a in ("-o", "--output", "--process"):
+            j += 2
+        elif a.startswith("-"):
+            j += 1
+        else:
+            break
+    return argv
+
+
+def _exit(code: int, argv: list[str] | None) -> int:
+    if argv is None:
+        sys.exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""flowmap: see what flows through your RL training pipeline.
+
+Record, at every hop, the payload's shape, owner, lifetime and byte size;
+build the dataflow graph; show it; gate CI on it.
+
+    import flowmap
+    with flowmap.owner("driver"):
+        flowmap.hop("rollout/0", "ready_buffer", trajectory, items=[traj.id])
+
+When nothing is tracing, every call here is a near-free no-op.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flowmap.capture.api import (
+    counter,
+    current_owner,
+    drop,
+    hop,
+    mark,
+    owner,
+    seam,
+    set_owner,
+    step,
+)
+from flowmap.capture.session import tracing
+
+if TYPE_CHECKING:
+    from flowmap.model.run import Run
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "counter",
+    "current_owner",
+    "drop",
+    "hop",
+    "is_tracing",
+    "load",
+    "mark",
+    "owner",
+    "seam",
+    "set_owner",
+    "step",
+    "tracing",
+]
+
+
+def is_tracing() -> bool:
+    """True when this process records hops (lets callers skip building costly payload views)."""
+    from flowmap.capture import state
+
+    return state.tracer is not None
+
+
+def load(path: str) -> Run:
+    """Read a run (a run directory or one shard file): hops, seams, owners, counters, items."""
+    from flowmap.model.run import load as _load
+
+    return _load(path)
+
+

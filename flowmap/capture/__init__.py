@@ -1,0 +1,1 @@
+"""Capture: runs inside the traced program. Cheap, metadata only, never raises."""

@@ -1,0 +1,42 @@
+"""Start flowmap tracing in a Python child process of a traced run.
+
+This directory is put first on PYTHONPATH by the traced parent, so Python
+imports this module at start-up. It then steps aside: it takes itself off
+sys.path and imports the `sitecustomize` it shadowed, if there is one, so the
+user's own start-up customisation still runs.
+"""
+
+import os
+import sys
+
+
+def _chain_original() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    del sys.modules["sitecustomize"]
+    try:
+        import sitecustomize  # noqa: F401  (the user's, if any)
+    except ImportError:
+        pass
+
+
+def _start() -> None:
+    run_dir = os.environ.get("FLOWMAP_RUN_DIR")
+    if not run_dir:
+        return
+    try:
+        import flowmap.capture.session as session
+    except ImportError:
+        root = os.environ.get("FLOWMAP_IMPORT_ROOT")
+        if not root:
+            return
+        sys.path.append(root)
+        import flowmap.capture.session as session
+    session.start(run_dir)
+
+
+_chain_original()
+try:
+    _start()
+except Exception as exc:  # never stop the child from running
+    sys.stderr.write(f"flowmap: tracing could not start in this process ({exc}).\n")

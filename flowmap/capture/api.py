@@ -1,0 +1,233 @@
+"""The public capture API: `hop`, `owner`, `seam`, `counter`, `mark`, `drop`, `step`.
+
+Every function starts with one check of `state.tracer`; when nothing is
+tracing that is all it costs. When tracing, failures inside flowmap are
+counted by the tracer and swallowed: instrumentation must never change what
+the user's program does.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from flowmap.capture import state
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def hop(
+    src: str,
+    dst: str,
+    payload: Any,
+    *,
+    name: str | None = None,
+    items: Iterable[Any] = (),
+    step: int | None = None,
+    version: int | None = None,
+    transport: str = "ref",
+    dims: Mapping[str, Sequence[str]] | None = None,
+) -> None:
+    """Record one crossing of the seam `src -> dst` carrying `payload`.
+
+    `items` are ids of the logical units on board (trajectory ids, uids), which
+    give lifetimes; `dims` names the dimensions of tensor leaves by path, e.g.
+    `{"routed_experts": ("tokens", "layers", "topk")}`, so sizes can be
+    projected to production scale.
+    """
+    t = state.tracer
+    if t is None:
+        return
+    try:
+        t.hop(
+            src, dst, payload,
+            name if name is not None else type(payload).__name__,
+            items, step, version, transport,
+            {k: tuple(v) for k, v in dims.items()} if dims else None,
+        )
+    except Exception as exc:
+        t.error(exc)
+
+
+def counter(name: str, value: float) -> None:
+    """Record one sample of the time series `name` (in-flight, watermark, loss...)."""
+    t = state.tracer
+    if t is None:
+        return
+    try:
+        t.counter(current_owner(), name, float(value))
+    except Exception as exc:
+        t.error(exc)
+
+
+def mark(name: str) -> None:
+    """Record a phase marker (`weight_sync.begin`, `train.step`...)."""
+    t = state.tracer
+    if t is None:
+        return
+    try:
+        t.mark(current_owner(), name)
+    except Exception as exc:
+        t.error(exc)
+
+
+def drop(items: Iterable[Any], reason: str) -> None:
+    """Record that `items` were discarded by the current owner (e.g. `reason="stale"`)."""
+    t = state.tracer
+    if t is None:
+        return
+    try:
+        t.drop(current_owner(), items, reason)
+    except Exception as exc:
+        t.error(exc)
+
+
+def step(n: int) -> None:
+    """Set the training step that later hops of this process belong to."""
+    t = state.tracer
+    if t is None:
+        return
+    try:
+        t.set_step(int(n))
+    except Exception as exc:
+        t.error(exc)
+
+
+def current_owner() -> str:
+    """The owner of the running code: the innermost `owner()` block, else the process default."""
+    return state.current_owner.get() or state.default_owner
+
+
+def set_owner(name: str) -> None:
+    """Set the default owner of this process (for worker processes such as DP ranks)."""
+    state.default_owner = name
+
+
+class owner:
+    """Set the current owner for a block (`with owner("driver"):`) or a function (`@owner("driver")`).
+
+    Context-variable based: each thread and asyncio task keeps its own owner.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._tokens: list[Any] = []
+
+    def __enter__(self) -> owner:
+        self._tokens.append(state.current_owner.set(self.name))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        state.current_owner.reset(self._tokens.pop())
+
+    def __call__(self, fn: F) -> F:
+        name = self.name
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                token = state.current_owner.set(name)
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    state.current_owner.reset(token)
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            token = state.current_owner.set(name)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                state.current_owner.reset(token)
+
+        return wrapper  # type: ignore[return-value]
+
+
+def seam(
+    owner: str,
+    *,
+    name: str | None = None,
+    args: Sequence[str] | None = None,
+    result: bool = True,
+) -> Callable[[F], F]:
+    """Turn a function into a seam: a call is a hop `<caller> -> owner` of its arguments,
+    its return value a hop `owner -> <caller>`; the body runs as `owner`.
+
+    `args` selects the arguments that make the payload (default: all but
+    `self`/`cls`); `result=False` records the call only.
+    """
+
+    def decorate(fn: F) -> F:
+        label = name or fn.__name__
+        try:
+            sig: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            sig = None
+        selected = tuple(args) if args is not None else None
+
+        def enter(a: tuple, kw: dict) -> tuple[str, Any]:
+            caller = current_owner()
+            t = state.tracer
+            if t is not None:
+                try:
+                    t.hop(caller, owner, _arguments(sig, a, kw, selected), label, (), None, None,
+                          "ref", None)
+                except Exception as exc:
+                    t.error(exc)
+            return caller, state.current_owner.set(owner)
+
+        def leave(caller: str, out: Any) -> None:
+            t = state.tracer
+            if t is not None and result:
+                try:
+                    t.hop(owner, caller, out, label, (), None, None, "ref", None)
+                except Exception as exc:
+                    t.error(exc)
+
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*a: Any, **kw: Any) -> Any:
+                caller, token = enter(a, kw)
+                try:
+                    out = await fn(*a, **kw)
+                finally:
+                    state.current_owner.reset(token)
+                leave(caller, out)
+                return out
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            caller, token = enter(a, kw)
+            try:
+                out = fn(*a, **kw)
+            finally:
+                state.current_owner.reset(token)
+            leave(caller, out)
+            return out
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def _arguments(
+    sig: inspect.Signature | None, a: tuple, kw: dict, selected: tuple[str, ...] | None
+) -> dict[str, Any]:
+    """The call's arguments by name, minus `self`/`cls`, limited to `selected`."""
+    if sig is None:
+        bound: dict[str, Any] = {f"arg{i}": v for i, v in enumerate(a)}
+        bound.update(kw)
+    else:
+        bound = dict(sig.bind_partial(*a, **kw).arguments)
+    if selected is not None:
+        return {k: bound[k] for k in selected if k in bound}
+    bound.pop("self", None)
+    bound.pop("cls", None)
+    return bound

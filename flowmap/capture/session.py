@@ -1,0 +1,174 @@
+"""Start and stop tracing in a process, and carry it into child processes.
+
+A run is a directory; every traced process writes its own shard there.
+Children find the run through two environment variables:
+
+- `FLOWMAP_RUN_DIR` — the run directory;
+- `PYTHONPATH` gains `flowmap/capture/_boot`, whose `sitecustomize` starts a
+  tracer in any Python child (multiprocessing spawn and forkserver, plain
+  `subprocess` children, `torch.multiprocessing.spawn` ranks, torchrun).
+
+Forked children (multiprocessing's fork start method, `os.fork`) inherit the
+parent's tracer object; an at-fork hook gives them a fresh shard instead.
+Shards are closed at interpreter exit, by multiprocessing's finalizers (its
+workers leave through `os._exit`, which skips `atexit`), and on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from flowmap import trace_format as tf
+from flowmap.capture import state
+from flowmap.capture.tracer import Tracer
+
+ENV_RUN_DIR = "FLOWMAP_RUN_DIR"
+ENV_IMPORT_ROOT = "FLOWMAP_IMPORT_ROOT"
+BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
+
+_hooks_installed = False
+
+
+def start(run_dir: str, process: str | None = None) -> Tracer | None:
+    """Begin tracing this process into `run_dir`; returns None (with a warning) if it cannot."""
+    global _hooks_installed
+    if state.tracer is not None:
+        return state.tracer
+    try:
+        tracer = Tracer(run_dir, process)
+    except OSError as exc:
+        sys.stderr.write(
+            f"flowmap: cannot write the trace to {run_dir} ({exc.strerror or exc}); "
+            "capture is off, the program goes on.\n"
+        )
+        return None
+    state.tracer = tracer
+    if not _hooks_installed:
+        _hooks_installed = True
+        atexit.register(stop)
+        os.register_at_fork(before=_before_fork, after_in_child=_after_fork_child)
+        _register_multiprocessing_finalizer()
+    _install_sigterm()
+    return tracer
+
+
+def stop() -> None:
+    """Close this process's shard (idempotent)."""
+    tracer = state.tracer
+    state.tracer = None
+    if tracer is not None:
+        tracer.close()
+
+
+def _before_fork() -> None:
+    if state.tracer is not None:
+        state.tracer.flush()
+
+
+def _after_fork_child() -> None:
+    parent = state.tracer
+    if parent is None:
+        return
+    # The inherited tracer shares the parent's file and lock state: abandon it
+    # without closing (the parent still writes there) and open our own shard.
+    parent.closed = True
+    parent.fd = -1
+    state.tracer = None
+    start(parent.run_dir, parent.process)
+    _register_multiprocessing_finalizer()
+
+
+def _register_multiprocessing_finalizer() -> None:
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is None:
+        return
+    try:
+        mp_util.Finalize(None, stop, exitpriority=-100)
+    except Exception:
+        pass
+
+
+def _install_sigterm() -> None:
+    """Close the shard on SIGTERM, then die of SIGTERM as the program would have."""
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread, or no signals here
+        pass
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    stop()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def child_environment(run_dir: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment that makes Python children of this process trace into `run_dir`."""
+    env = dict(os.environ if env is None else env)
+    env[ENV_RUN_DIR] = os.path.abspath(run_dir)
+    # Where flowmap itself lives, for a child that cannot import it otherwise
+    # (run from a source checkout); the boot module appends it to sys.path.
+    env[ENV_IMPORT_ROOT] = os.path.dirname(os.path.dirname(os.path.dirname(BOOT_DIR)))
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOT_DIR]
+    env["PYTHONPATH"] = os.pathsep.join([BOOT_DIR] + paths)
+    return env
+
+
+@contextlib.contextmanager
+def propagate(run_dir: str) -> Iterator[None]:
+    """Within the block, Python children started by this process are traced too."""
+    saved = {k: os.environ.get(k) for k in (ENV_RUN_DIR, ENV_IMPORT_ROOT, "PYTHONPATH")}
+    os.environ.update(child_environment(run_dir))
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def write_run_meta(run_dir: str, **fields: Any) -> None:
+    """Create or update `run.json`, the run's small description (command, times, exit code)."""
+    path = os.path.join(run_dir, tf.RUN_META)
+    meta: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        with open(path, encoding="utf-8") as f:
+            meta = json.load(f)
+    meta.update({"flowmap": "run", "schema": tf.SCHEMA_VERSION}, **fields)
+    meta.setdefault("started_wall_ns", time.time_ns())
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2, sort_keys=True)
+            f.write("\n")
+    except OSError:
+        pass
+
+
+@contextlib.contextmanager
+def tracing(path: str, *, process: str | None = None, children: bool = True) -> Iterator[str]:
+    """Trace the block into the run directory `path` (children too, unless `children=False`).
+
+    Yields the run path; `flowmap.load(path)` reads it afterwards.
+    """
+    write_run_meta(path, command=list(sys.argv))
+    start(path, process)
+    ctx = propagate(path) if children else contextlib.nullcontext()
+    try:
+        with ctx:
+            yield path
+    finally:
+        stop()
+        write_run_meta(path, finished_wall_ns=time.time_ns())

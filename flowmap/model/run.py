@@ -1,0 +1,167 @@
+"""A run: every shard of one traced execution, merged on one clock.
+
+`Run` is what `flowmap.load` returns and what every reader of traces (report,
+render, check, diff) starts from. The per-seam and per-owner statistics are
+computed once, lazily, in `flowmap.model.aggregate`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from flowmap import trace_format as tf
+from flowmap.errors import NoRunFound, NotATrace
+from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_shard, shard_paths
+
+
+@dataclass(slots=True)
+class Health:
+    """How complete the capture is: the reader's and the tracer's own account."""
+
+    shards: int
+    events: int
+    tracer_errors: int
+    error_messages: list[str]
+    truncated_shards: list[str]
+    bad_lines: int
+
+
+class Run:
+    def __init__(self, path: str, shards: list[Shard], meta: dict[str, Any]) -> None:
+        self.path = path
+        self.shards = shards
+        self.meta = meta
+        self.hops: list[Hop] = sorted(
+            (h for s in shards for h in s.hops), key=lambda h: h.t_ns
+        )
+        self.counter_samples: list[CounterSample] = sorted(
+            (c for s in shards for c in s.counters), key=lambda c: c.t_ns
+        )
+        self.marks: list[Mark] = sorted((m for s in shards for m in s.marks), key=lambda m: m.t_ns)
+        self.drops: list[Drop] = sorted((d for s in shards for d in s.drops), key=lambda d: d.t_ns)
+        starts = [s.t0_mono_ns for s in shards]
+        self.t0_ns = min(starts) if starts else 0
+
+    @property
+    def truncated(self) -> bool:
+        return any(s.truncated for s in self.shards)
+
+    @cached_property
+    def health(self) -> Health:
+        return Health(
+            shards=len(self.shards),
+            events=sum(s.num_events for s in self.shards),
+            tracer_errors=sum(max(s.num_errors, len(s.errors)) for s in self.shards),
+            error_messages=[m for s in self.shards for m in s.errors],
+            truncated_shards=[os.path.basename(s.path) for s in self.shards if s.truncated],
+            bad_lines=sum(s.bad_lines for s in self.shards),
+        )
+
+    @cached_property
+    def steps(self) -> list[int]:
+        """The training steps seen on hops, sorted; empty when the program set none."""
+        return sorted({h.step for h in self.hops if h.step is not None})
+
+    @property
+    def num_steps(self) -> int:
+        """The denominator of every "per step" figure: at least 1."""
+        return max(1, len(self.steps))
+
+    @cached_property
+    def seams(self) -> dict[tuple[str, str, str], Any]:
+        """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism)."""
+        from flowmap.model.aggregate import seam_stats
+
+        return seam_stats(self)
+
+    @cached_property
+    def owners(self) -> dict[str, Any]:
+        """`name -> OwnerStats`, sorted by name."""
+        from flowmap.model.aggregate import owner_stats
+
+        return owner_stats(self)
+
+    @cached_property
+    def counters(self) -> dict[str, Any]:
+        """`name -> CounterStats`, sorted by name."""
+        from flowmap.model.aggregate import counter_stats
+
+        return counter_stats(self)
+
+    @cached_property
+    def items(self) -> Any:
+        """`ItemStats`: totals, drops by reason, lifetimes."""
+        from flowmap.model.aggregate import item_stats
+
+        return item_stats(self)
+
+    def __repr__(self) -> str:
+        return f"Run({self.path!r}, hops={len(self.hops)}, seams={len(self.seams)})"
+
+
+def load(path: str | os.PathLike[str]) -> Run:
+    """Read the run directory (or single shard file) at `path`."""
+    path = os.fspath(path)
+    shards = [read_shard(p) for p in shard_paths(path)]
+    meta: dict[str, Any] = {}
+    if os.path.isdir(path):
+        try:
+            with open(os.path.join(path, tf.RUN_META), encoding="utf-8") as f:
+                loaded = json.load(f)
+            if isinstance(loaded, dict):
+                meta = loaded
+        except (OSError, ValueError):
+            pass
+    return Run(path, shards, meta)
+
+
+RUNS_DIR = "flowmap-runs"
+
+
+def is_run_dir(path: str) -> bool:
+    if not os.path.isdir(path):
+        return False
+    if os.path.exists(os.path.join(path, tf.RUN_META)):
+        return True
+    return any(n.endswith(tf.SHARD_SUFFIX) for n in os.listdir(path))
+
+
+def newest_run(cwd: str = ".") -> str:
+    """The most recently modified run in `cwd` or `cwd/flowmap-runs/`."""
+    candidates: list[str] = []
+    for base in (cwd, os.path.join(cwd, RUNS_DIR)):
+        if not os.path.isdir(base):
+            continue
+        for name in os.listdir(base):
+            p = os.path.join(base, name)
+            if is_run_dir(p):
+                candidates.append(p)
+    if not candidates:
+        raise NoRunFound(
+            "no run found here; trace one with `flowmap trace SCRIPT` or pass RUN explicitly"
+        )
+    return max(candidates, key=lambda p: (_last_write(p), p))
+
+
+def _last_write(run_dir: str) -> float:
+    # Shards grow in place, which does not touch the directory's own mtime.
+    times = [os.path.getmtime(run_dir)]
+    for name in os.listdir(run_dir):
+        try:
+            times.append(os.path.getmtime(os.path.join(run_dir, name)))
+        except OSError:
+            pass
+    return max(times)
+
+
+def resolve(run: str | None) -> str:
+    """The RUN argument of a CLI verb: given, or the newest in the working directory."""
+    if run is None:
+        return newest_run()
+    if not os.path.exists(run):
+        raise NotATrace(f"{run} does not exist")
+    return run

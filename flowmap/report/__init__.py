@@ -1,0 +1,1 @@
+"""Reports of a run: the stable JSON document and the terminal tables."""

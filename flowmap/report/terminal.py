@@ -1,0 +1,105 @@
+"""The terminal report: rich tables of seams, owners, counters, items and capture health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from flowmap.model.run import Run
+from flowmap.units import fmt_bytes
+
+MAX_SEAM_ROWS = 40
+
+
+def print_report(run: Run, console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(f"[bold]flowmap report[/bold]  {run.path}  "
+                  f"({len(run.hops)} hops, {len(run.seams)} seams, {run.num_steps} steps)",
+                  highlight=False, markup=True)
+    if run.truncated:
+        console.print("[yellow]the run was cut short (a process was killed); "
+                      "showing everything recorded before that[/yellow]")
+    console.print(_seams_table(run))
+    console.print(_owners_table(run))
+    if run.counters:
+        console.print(_counters_table(run))
+    console.print(_items_line(run), highlight=False)
+    console.print(_health_line(run), highlight=False)
+
+
+def _shapes(s: Any) -> str:
+    parts = []
+    for leaf in s.leaves[:4]:
+        shape = "×".join(f"{d[0]}..{d[1]}" if isinstance(d, list) else str(d) for d in leaf.shape)
+        dtype = "|".join(leaf.dtypes) or leaf.kind
+        parts.append(f"{leaf.path} {dtype}[{shape}]" if shape else f"{leaf.path} {dtype}")
+    if len(s.leaves) > 4:
+        parts.append(f"+{len(s.leaves) - 4} more")
+    return "\n".join(parts)
+
+
+def _seams_table(run: Run) -> Table:
+    t = Table(title="Seams, heaviest first", title_justify="left")
+    for col in ("seam", "hops", "total", "per step", "per hop p50", "max", "leaves (dtype[shape])",
+                "transport"):
+        t.add_column(col, justify="right" if col in ("hops", "total", "per step", "per hop p50",
+                                                        "max") else "left", overflow="fold")
+    for s in list(run.seams.values())[:MAX_SEAM_ROWS]:
+        t.add_row(
+            f"{_escape(s.src)} → {_escape(s.dst)}\n[dim]{_escape(s.name)}[/dim]",
+            str(s.hops),
+            fmt_bytes(s.total_bytes),
+            fmt_bytes(s.bytes_per_step_mean),
+            fmt_bytes(s.p50_bytes),
+            fmt_bytes(s.max_bytes),
+            _escape(_shapes(s)),
+            ", ".join(f"{k}×{v}" for k, v in s.transports.items()),
+        )
+    if len(run.seams) > MAX_SEAM_ROWS:
+        t.caption = f"{len(run.seams) - MAX_SEAM_ROWS} lighter seams not shown (see --json)"
+    return t
+
+
+def _owners_table(run: Run) -> Table:
+    t = Table(title="Owners", title_justify="left")
+    for col in ("owner", "role", "bytes in", "bytes out", "hops in", "hops out"):
+        t.add_column(col, justify="left" if col in ("owner", "role") else "right")
+    for o in run.owners.values():
+        t.add_row(_escape(o.name), _escape(o.role), fmt_bytes(o.bytes_in), fmt_bytes(o.bytes_out),
+                  str(o.hops_in), str(o.hops_out))
+    return t
+
+
+def _counters_table(run: Run) -> Table:
+    t = Table(title="Counters", title_justify="left")
+    for col in ("counter", "count", "min", "mean", "max", "last"):
+        t.add_column(col, justify="left" if col == "counter" else "right")
+    for c in run.counters.values():
+        t.add_row(_escape(c.name), str(c.count), f"{c.min:.4g}", f"{c.mean:.4g}", f"{c.max:.4g}",
+                  f"{c.last:.4g}")
+    return t
+
+
+def _items_line(run: Run) -> str:
+    i = run.items
+    reasons = ", ".join(f"{n} {r}" for r, n in i.dropped.items())
+    return (f"items: {i.total} total, {i.consumed} consumed, {i.dropped_total} dropped"
+            + (f" ({reasons})" if reasons else ""))
+
+
+def _health_line(run: Run) -> str:
+    h = run.health
+    line = (f"capture: {h.shards} shard(s), {h.events} events, {h.tracer_errors} tracer errors")
+    if h.truncated_shards:
+        line += f", {len(h.truncated_shards)} truncated shard(s)"
+    if h.error_messages:
+        line += f"; first error: {h.error_messages[0]}"
+    return line
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
