@@ -56,22 +56,24 @@ class Description:
     def __init__(self, leaves: list[Leaf], nbytes: int, storages: list[tuple[int, str]]):
         self.leaves = leaves
         self.nbytes = nbytes
-        # One (data_ptr, device) per tensor/array leaf, in leaf order, so later
+        # One (data_ptr, device) per tensor/array leaf that stands for one
+        # object (count 1, not folded from a list), in leaf order, so later
         # analysis can tell a reference (same storage) from a copy.
         self.storages = storages
 
 
 class _Walk:
-    __slots__ = ("leaves", "spans", "storages", "seen", "dims", "full")
+    __slots__ = ("leaves", "spans", "storages", "seen", "dims", "full", "folded")
 
     def __init__(self, dims: Mapping[str, tuple[str, ...]] | None):
         self.leaves: list[Leaf] = []
         # storage key -> list of (start, end) byte ranges seen in this hop
-        self.spans: dict[tuple[int, str], list[tuple[int, int]]] = {}
+        self.spans: dict[Any, list[tuple[int, int]]] = {}  # address space -> byte ranges
         self.storages: list[tuple[int, str]] = []
         self.seen: set[int] = set()
         self.dims = dims or {}
         self.full = False
+        self.folded = False  # inside a folded list: no per-leaf storage ids
 
 
 def describe(payload: Any, dims: Mapping[str, tuple[str, ...]] | None = None) -> Description:
@@ -80,10 +82,11 @@ def describe(payload: Any, dims: Mapping[str, tuple[str, ...]] | None = None) ->
     _visit(w, payload, "", 0)
     nbytes = 0
     for leaf in w.leaves:
-        if leaf[1] not in ("tensor", "ndarray"):
+        kind = leaf[1]
+        if kind != "tensor" and kind != "ndarray":
             nbytes += leaf[5]
     for ranges in w.spans.values():
-        nbytes += _union_length(ranges)
+        nbytes += _union_length(ranges) if len(ranges) > 1 else ranges[0][1] - ranges[0][0]
     return Description(w.leaves, nbytes, w.storages)
 
 
@@ -118,6 +121,10 @@ def _visit(w: _Walk, obj: Any, path: str, depth: int) -> None:
 
 def _visit_unsafe(w: _Walk, obj: Any, path: str, depth: int) -> None:
     t = type(obj)
+    tensor_t = _Torch.tensor_type or _Torch.tensor()
+    if tensor_t is not None and (t is tensor_t or isinstance(obj, tensor_t)):
+        _tensor(w, obj, path)
+        return
     scalar = _SCALARS.get(t)
     if scalar is not None:
         _add(w, (path, scalar[0], (), "", "", scalar[1], 1, None))
@@ -132,10 +139,6 @@ def _visit_unsafe(w: _Walk, obj: Any, path: str, depth: int) -> None:
         n = obj.nbytes if t is memoryview else len(obj)
         _add(w, (path, "bytes", (n,), "", "", n, 1, None))
         return
-    tensor_t = _Torch.tensor()
-    if tensor_t is not None and isinstance(obj, tensor_t):
-        _tensor(w, obj, path)
-        return
     if t.__module__ == "numpy" and t.__name__ == "ndarray":
         _ndarray(w, obj, path)
         return
@@ -149,11 +152,19 @@ def _visit_unsafe(w: _Walk, obj: Any, path: str, depth: int) -> None:
         _add(w, (path, "ref", (), t.__name__, "", 0, 1, None))
         return
     w.seen.add(key)
-    if isinstance(obj, Mapping):
+    if t is dict or isinstance(obj, Mapping):
+        tensor_t = _Torch.tensor_type
+        prefix = f"{path}." if path else ""
         for k, v in obj.items():
             if w.full:
                 return
-            _visit(w, v, f"{path}.{k}" if path else str(k), depth + 1)
+            if type(v) is tensor_t:  # the common case, without the generic dispatch
+                try:
+                    _tensor(w, v, f"{prefix}{k}")
+                    continue
+                except Exception:
+                    pass
+            _visit(w, v, f"{prefix}{k}", depth + 1)
         return
     if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
         for i, v in enumerate(obj):
@@ -186,35 +197,59 @@ def _fields_of(obj: Any) -> list[tuple[str, Any]] | None:
     return None
 
 
+_DTYPE_NAMES: dict[Any, str] = {}
+_DEVICE_NAMES: dict[Any, str] = {}
+
+
 def _tensor(w: _Walk, t: Any, path: str) -> None:
-    shape = tuple(t.shape)
-    itemsize = t.element_size()
-    numel = t.numel()
-    nbytes = numel * itemsize
-    device = str(t.device)
-    dims = w.dims.get(path)
-    _add(w, (path, "tensor", shape, str(t.dtype).removeprefix("torch."), device, nbytes, 1, dims))
-    if t.is_sparse or device == "meta":
-        key = (id(t), device)
+    # Each metadata read costs ~100 ns through torch's Python bindings, and a
+    # hop may carry dozens of tensors: read each once, cache the string forms.
+    if t.is_cpu:
+        device = "cpu"
     else:
-        key = (t.untyped_storage().data_ptr(), device)
-    start = t.storage_offset() * itemsize
-    w.spans.setdefault(key, []).append((start, start + nbytes))
-    w.storages.append(key)
+        dev = t.device
+        device = _DEVICE_NAMES.get(dev) or _DEVICE_NAMES.setdefault(dev, str(dev))
+    dtype = _DTYPE_NAMES.get(t.dtype) or _dtype_name(t.dtype)
+    nbytes = t.nbytes
+    leaves = w.leaves
+    if len(leaves) < MAX_LEAVES:
+        leaves.append((path, "tensor", t.shape, dtype, device, nbytes, 1,
+                       w.dims.get(path) if w.dims else None))
+    else:
+        w.full = True
+    # Live allocations never overlap in one address space, so byte ranges keyed
+    # by device dedupe views of one storage without asking for the storage
+    # (a second binding call). Meta and sparse tensors have no address: their
+    # object identity stands in.
+    try:
+        start = t.data_ptr() if device != "meta" else 0
+    except Exception:
+        start = 0
+    if start == 0:
+        start = id(t) << 64
+        device += "#obj"
+    spans = w.spans.get(device)
+    if spans is None:
+        w.spans[device] = [(start, start + nbytes)]
+    else:
+        spans.append((start, start + nbytes))
+    if not w.folded:
+        w.storages.append((start, device))
+
+
+def _dtype_name(dt: Any) -> str:
+    name = _DTYPE_NAMES[dt] = str(dt).removeprefix("torch.")
+    return name
 
 
 def _ndarray(w: _Walk, a: Any, path: str) -> None:
     nbytes = int(a.nbytes)
     dims = w.dims.get(path)
     _add(w, (path, "ndarray", tuple(a.shape), str(a.dtype), "cpu", nbytes, 1, dims))
-    base = a
-    while getattr(base, "base", None) is not None and type(base.base).__name__ == "ndarray":
-        base = base.base
     ptr = a.__array_interface__["data"][0]
-    origin = base.__array_interface__["data"][0]
-    key = (origin, "cpu")
-    w.spans.setdefault(key, []).append((ptr - origin, ptr - origin + nbytes))
-    w.storages.append(key)
+    w.spans.setdefault("cpu", []).append((ptr, ptr + nbytes))
+    if not w.folded:
+        w.storages.append((ptr, "cpu"))
 
 
 def _sequence(w: _Walk, seq: Any, path: str, depth: int) -> None:
@@ -232,32 +267,38 @@ def _sequence(w: _Walk, seq: Any, path: str, depth: int) -> None:
         _add(w, (star, scalar[0], (n,), "", "", scalar[1] * n, n, None))
         return
     sub = _Walk(w.dims)
+    sub.folded = True
     sub.seen = w.seen
     sub.spans = w.spans
-    sub.storages = w.storages
+    acc: dict[str, Leaf] = {}
     scanned = 0
     for item in seq:
         if scanned >= MAX_LIST_SCAN:
             break
+        sub.leaves = []
+        sub.full = False
         _visit(sub, item, star, depth + 1)
+        _merge_into(acc, sub.leaves)
         scanned += 1
-    merged = _merge(sub.leaves)
+    merged = list(acc.values())
     if scanned < n:
         scale = n / scanned
-        merged = [
-            leaf[:5] + (int(leaf[5] * scale), int(leaf[6] * scale), leaf[7]) for leaf in merged
-        ]
-        # Extrapolated bytes are not in `spans`; account for the unscanned part.
-        extra = sum(leaf[5] for leaf in merged if leaf[1] in ("tensor", "ndarray"))
-        extra -= sum(leaf[5] / scale for leaf in merged if leaf[1] in ("tensor", "ndarray"))
+        extra = 0.0
+        scaled = []
+        for leaf in merged:
+            if leaf[1] in ("tensor", "ndarray"):
+                extra += leaf[5] * (scale - 1)
+            scaled.append(leaf[:5] + (int(leaf[5] * scale), int(leaf[6] * scale), leaf[7]))
+        merged = scaled
+        # The unscanned elements' bytes are an estimate, kept apart from the
+        # exact storage spans so views are still counted once.
         w.spans[(id(seq), "extrapolated")] = [(0, int(extra))]
     for leaf in merged:
         _add(w, leaf)
 
 
-def _merge(leaves: list[Leaf]) -> list[Leaf]:
-    """Merge leaves of equal path: shapes become ranges where they differ."""
-    by_path: dict[str, Leaf] = {}
+def _merge_into(by_path: dict[str, Leaf], leaves: list[Leaf]) -> None:
+    """Merge leaves of equal path: counts and bytes add up, shapes become ranges."""
     for leaf in leaves:
         prev = by_path.get(leaf[0])
         if prev is None:
@@ -269,7 +310,6 @@ def _merge(leaves: list[Leaf]) -> list[Leaf]:
         by_path[leaf[0]] = (
             prev[0], kind, shape, dtype, prev[4], prev[5] + leaf[5], prev[6] + leaf[6], prev[7],
         )
-    return list(by_path.values())
 
 
 def _merge_shape(a: tuple, b: tuple) -> tuple:

@@ -83,15 +83,27 @@ def _after_fork_child() -> None:
     parent.fd = -1
     state.tracer = None
     start(parent.run_dir, parent.process)
-    _register_multiprocessing_finalizer()
+
+
+class _Anchor:
+    """A long-lived object for multiprocessing's weak after-fork registry."""
+
+
+_anchor = _Anchor()
 
 
 def _register_multiprocessing_finalizer() -> None:
-    mp_util = sys.modules.get("multiprocessing.util")
-    if mp_util is None:
-        return
+    """Close the shard when a multiprocessing worker ends.
+
+    Workers leave through `os._exit`, which skips atexit; multiprocessing runs
+    its own finalizers first. A forked worker clears the inherited registry
+    before running `after_fork` callbacks, hence the re-registration there.
+    """
+    import multiprocessing.util as mp_util
+
     try:
-        mp_util.Finalize(None, stop, exitpriority=-100)
+        mp_util.Finalize(_anchor, stop, exitpriority=-100)
+        mp_util.register_after_fork(_anchor, lambda _: mp_util.Finalize(_anchor, stop, exitpriority=-100))
     except Exception:
         pass
 

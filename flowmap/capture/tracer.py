@@ -45,6 +45,7 @@ class Tracer:
         self.strings: dict[str, int] = {}
         self.schemas: dict[tuple, int] = {}
         self.storage_ids: dict[tuple[int, str], int] = {}
+        self.seam_ids: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
         self.buf: list[str] = []
         self.events = 0
         self.errors = 0
@@ -197,12 +198,24 @@ class Tracer:
         with self.lock:
             if self.closed:
                 return
-            line = _dumps([
-                tf.HOP, t, self._sid(src), self._sid(dst), self._sid(name),
-                self._schema_id(d.leaves), d.nbytes,
-                [self._storage_id(k) for k in d.storages],
-                self.step if step is None else step, version, self._sid(transport), item_list,
+            # Formatted by hand: every field but `items` is an int or null, and
+            # this line is written once per hop (json.dumps is ~3x slower here).
+            ids = self.storage_ids
+            storages = ",".join([
+                str(ids[k] if k in ids else self._storage_id(k)) for k in d.storages
             ])
+            names = self.seam_ids.get((src, dst, name))
+            if names is None:
+                names = self.seam_ids[(src, dst, name)] = (
+                    f"{self._sid(src)},{self._sid(dst)},{self._sid(name)}"
+                )
+            step = self.step if step is None else step
+            line = (
+                f'["h",{t},{names},{self._schema_id(d.leaves)},{d.nbytes},[{storages}],'
+                f"{'null' if step is None else int(step)},"
+                f"{'null' if version is None else int(version)},{self._sid(transport)},"
+                f"{_items_json(item_list)}]"
+            )
             self._emit(line)
 
     def counter(self, owner: str, name: str, value: float) -> None:
@@ -241,6 +254,21 @@ class Tracer:
                     self.buf.append(_dumps([tf.ERROR, self._now_us(), msg]))
         except Exception:
             pass
+
+
+def _items_json(items: list[Any] | None) -> str:
+    if items is None:
+        return "null"
+    try:
+        return "[" + ",".join(map(_int_str, items)) + "]"
+    except TypeError:
+        return _dumps(items)
+
+
+def _int_str(x: Any) -> str:
+    if type(x) is not int:
+        raise TypeError
+    return str(x)
 
 
 def _items(items: Iterable[Any]) -> list[Any] | None:

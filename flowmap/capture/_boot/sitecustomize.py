@@ -2,7 +2,7 @@
 
 This directory is put first on PYTHONPATH by the traced parent, so Python
 imports this module at start-up. It then steps aside: it takes itself off
-sys.path and imports the `sitecustomize` it shadowed, if there is one, so the
+sys.path and runs the `sitecustomize` it shadowed, if there is one, so the
 user's own start-up customisation still runs.
 """
 
@@ -11,13 +11,17 @@ import sys
 
 
 def _chain_original() -> None:
+    import importlib.machinery
+    import importlib.util
+
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    del sys.modules["sitecustomize"]
-    try:
-        import sitecustomize  # noqa: F401  (the user's, if any)
-    except ImportError:
-        pass
+    # The import system still holds this module under the name "sitecustomize",
+    # so the shadowed one runs from its spec rather than through `import`.
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
 
 
 def _start() -> None:

@@ -1,0 +1,92 @@
+"""Capture cost: disabled hop, enabled hop (dict of 10 tensors), trace bytes per hop.
+
+Run: python bench/bench_capture.py  (prints a table; figures go to docs/performance.md)
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+import time
+
+import torch
+
+import flowmap
+from flowmap.model.reader import shard_paths
+
+
+def per_call_ns(fn, n: int, repeats: int = 7) -> list[float]:
+    """Per-call time of `fn` in ns, one figure per repeat of n calls."""
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            fn()
+        out.append((time.perf_counter_ns() - t0) / n)
+    return out
+
+
+def single_call_ns(fn, n: int) -> list[float]:
+    """Each call timed on its own (for a median over calls)."""
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        fn()
+        out.append(time.perf_counter_ns() - t0)
+    return out
+
+
+def payload() -> dict[str, torch.Tensor]:
+    return {f"t{i}": torch.zeros(64, 128) for i in range(10)}
+
+
+def bench_disabled() -> float:
+    p = payload()
+    hop = flowmap.hop
+    return min(per_call_ns(lambda: hop("rollout/0", "ready_buffer", p, name="trajectory"), 200_000))
+
+
+def bench_enabled(run_dir: str) -> tuple[float, float]:
+    p = payload()
+    hop = flowmap.hop
+    with flowmap.tracing(run_dir):
+        for _ in range(2000):  # warm the schema table
+            hop("rollout/0", "ready_buffer", p, name="trajectory", items=[1])
+        times = single_call_ns(
+            lambda: hop("rollout/0", "ready_buffer", p, name="trajectory", items=[1]), 20_000
+        )
+    return statistics.median(times), statistics.quantiles(times, n=100)[98]
+
+
+def bench_bytes_per_hop(run_dir: str, hops: int = 20_000) -> float:
+    """A repetitive workload: trajectories of varying length through a few seams."""
+    seams = [("driver", "rollout/0", "request"), ("rollout/0", "ready_buffer", "trajectory"),
+             ("ready_buffer", "batcher", "trajectory")]
+    with flowmap.tracing(run_dir):
+        for i in range(hops):
+            flowmap.step(i // 64)
+            src, dst, name = seams[i % 3]
+            n = 32 + (i * 7) % 16
+            traj = {"tokens": torch.zeros(n, dtype=torch.int64), "logprobs": torch.zeros(n),
+                    "reward": 0.5}
+            flowmap.hop(src, dst, traj, name=name, items=[f"t{i // 3}"], version=i // 640)
+    size = sum(os.path.getsize(p) for p in shard_paths(run_dir))
+    return size / hops
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    with tempfile.TemporaryDirectory() as tmp:
+        disabled = bench_disabled()
+        med, p99 = bench_enabled(os.path.join(tmp, "enabled"))
+        bph = bench_bytes_per_hop(os.path.join(tmp, "bytes"))
+    print(f"{'measure':46} {'figure':>12} {'target':>10}")
+    print(f"{'disabled hop (ns/call, best of 7x200k)':46} {disabled:12.0f} {'<= 300':>10}")
+    print(f"{'enabled hop, dict of 10 tensors (us, median)':46} {med / 1000:12.2f} {'<= 15':>10}")
+    print(f"{'enabled hop, dict of 10 tensors (us, p99)':46} {p99 / 1000:12.2f} {'':>10}")
+    print(f"{'trace bytes per hop, repetitive workload':46} {bph:12.1f} {'<= 100':>10}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""The public capture API: no-op when idle, owners per thread/task, seams, never raises."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+
+import pytest
+import torch
+
+import flowmap
+from flowmap.capture import state
+from flowmap.capture import tracer as tracer_mod
+
+
+def test_everything_is_a_noop_when_not_tracing(tmp_path):
+    assert not flowmap.is_tracing()
+    flowmap.hop("a", "b", {"x": torch.zeros(3)}, name="p", items=[1])
+    flowmap.counter("c", 1.0)
+    flowmap.mark("m")
+    flowmap.drop([1], "stale")
+    flowmap.step(3)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_hops_counters_marks_drops_and_steps_are_recorded(tmp_path):
+    with flowmap.tracing(tmp_path / "run"):
+        flowmap.step(0)
+        flowmap.hop("driver", "rollout/0", {"prompt": torch.zeros(4, dtype=torch.int64)},
+                    name="request", items=["t0", "t1"], version=3, transport="rpc")
+        flowmap.step(1)
+        with flowmap.owner("ready_buffer"):
+            flowmap.counter("ready_buffer_depth", 2)
+            flowmap.mark("assemble")
+            flowmap.drop(["t1"], "stale")
+    run = flowmap.load(tmp_path / "run")
+    (h,) = run.hops
+    assert (h.src, h.dst, h.name, h.nbytes, h.step, h.version, h.transport, h.items) == (
+        "driver", "rollout/0", "request", 32, 0, 3, "rpc", ("t0", "t1"))
+    assert h.leaves[0].path == "prompt" and h.leaves[0].shape == (4,)
+    assert run.counter_samples[0].owner == "ready_buffer"
+    assert run.marks[0].name == "assemble"
+    assert run.drops[0].items == ("t1",) and run.drops[0].owner == "ready_buffer"
+    assert run.items.dropped == {"stale": 1}
+    assert not run.truncated
+
+
+def test_owner_is_per_thread_and_per_task(tmp_path):
+    seen: dict[str, str] = {}
+
+    def worker(name: str) -> None:
+        with flowmap.owner(name):
+            seen[name] = flowmap.current_owner()
+
+    async def task(name: str) -> str:
+        with flowmap.owner(name):
+            await asyncio.sleep(0)
+            return flowmap.current_owner()
+
+    async def both() -> list[str]:
+        return await asyncio.gather(task("t1"), task("t2"))
+
+    with flowmap.owner("main-block"):
+        threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert flowmap.current_owner() == "main-block"
+        assert asyncio.run(both()) == ["t1", "t2"]
+    assert seen == {f"w{i}": f"w{i}" for i in range(4)}
+    assert flowmap.current_owner() == state.default_owner
+
+
+def test_owner_as_decorator_sync_and_async():
+    @flowmap.owner("learner")
+    def f() -> str:
+        return flowmap.current_owner()
+
+    @flowmap.owner("env")
+    async def g() -> str:
+        return flowmap.current_owner()
+
+    assert f() == "learner"
+    assert asyncio.run(g()) == "env"
+
+
+def test_seam_records_arguments_in_and_result_out(tmp_path):
+    class Learner:
+        @flowmap.seam("learner", name="train_step", args=["batch"])
+        def train(self, batch: dict, lr: float = 0.1) -> dict:
+            assert flowmap.current_owner() == "learner"
+            return {"loss": torch.zeros(())}
+
+    with flowmap.tracing(tmp_path / "run"), flowmap.owner("driver"):
+        Learner().train({"input_ids": torch.zeros(2, 8, dtype=torch.int64)}, lr=0.5)
+    hops = flowmap.load(tmp_path / "run").hops
+    assert [(h.src, h.dst, h.name) for h in hops] == [
+        ("driver", "learner", "train_step"), ("learner", "driver", "train_step")]
+    assert [leaf.path for leaf in hops[0].leaves] == ["batch.input_ids"]
+    assert hops[0].nbytes == 128
+    assert hops[1].nbytes == 4
+
+
+def test_seam_without_result_and_default_args(tmp_path):
+    @flowmap.seam("reward", result=False)
+    def score(self_like, responses, *, scale=1.0):
+        return 1
+
+    with flowmap.tracing(tmp_path / "run"):
+        score(None, torch.zeros(3), scale=2.0)
+    (h,) = flowmap.load(tmp_path / "run").hops
+    assert {leaf.path for leaf in h.leaves} == {"self_like", "responses", "scale"}
+
+
+def test_internal_errors_are_counted_not_raised(tmp_path, monkeypatch):
+    def broken(*a, **k):
+        raise RuntimeError("describe exploded")
+
+    with flowmap.tracing(tmp_path / "run"):
+        monkeypatch.setattr(tracer_mod, "describe", broken)
+        flowmap.hop("a", "b", 1)  # must not raise
+        monkeypatch.undo()
+        flowmap.hop("a", "b", 2)
+    run = flowmap.load(tmp_path / "run")
+    assert len(run.hops) == 1
+    assert run.health.tracer_errors == 1
+    assert "describe exploded" in run.health.error_messages[0]
+
+
+def test_a_write_failure_turns_capture_off_and_the_program_goes_on(tmp_path, monkeypatch, capfd):
+    real_write = os.write
+
+    def full_disk(fd, data):
+        if fd == state.tracer.fd:
+            raise OSError(28, "No space left on device")
+        return real_write(fd, data)
+
+    with flowmap.tracing(tmp_path / "run"):
+        monkeypatch.setattr(os, "write", full_disk)
+        for i in range(2000):  # enough to force a flush
+            flowmap.hop("a", "b", {"x": i})
+        assert not flowmap.is_tracing()
+        flowmap.hop("a", "b", 1)  # still a harmless no-op
+    monkeypatch.undo()
+    err = capfd.readouterr().err
+    assert err.count("capture is off") == 1
+    assert "No space left" in err
+
+
+def test_unwritable_run_directory_warns_once(tmp_path, capfd):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with flowmap.tracing(str(blocker / "run")):
+        flowmap.hop("a", "b", 1)
+    assert "capture is off" in capfd.readouterr().err
+
+
+def test_hostile_payloads_and_names_never_disturb_the_program(tmp_path):
+    class Evil:
+        def __getattr__(self, name):
+            raise RuntimeError("gotcha")
+
+        def __len__(self):
+            raise RuntimeError("no len")
+
+    loop: dict = {}
+    loop["me"] = loop
+    name = "<img src=x onerror=alert(1)>"
+    with flowmap.tracing(tmp_path / "run"):
+        flowmap.hop(name, "</script>", {"evil": Evil(), "loop": loop}, name='"quoted"\n')
+    run = flowmap.load(tmp_path / "run")
+    (h,) = run.hops
+    assert (h.src, h.dst, h.name) == (name, "</script>", '"quoted"\n')
+    assert run.health.tracer_errors == 0
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_repeated_structures_are_interned(tmp_path, n):
+    with flowmap.tracing(tmp_path / "run"):
+        for i in range(200):
+            flowmap.hop("a", "b", {"x": torch.zeros(4 + i % n)})
+    (shard,) = [p for p in (tmp_path / "run").iterdir() if p.name.endswith(".jsonl")]
+    schema_lines = [ln for ln in shard.read_text().splitlines() if ln.startswith('["S"')]
+    assert len(schema_lines) == n
