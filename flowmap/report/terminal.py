@@ -34,7 +34,8 @@ def _shapes(s: Any) -> str:
     for leaf in s.leaves[:4]:
         shape = "×".join(f"{d[0]}..{d[1]}" if isinstance(d, list) else str(d) for d in leaf.shape)
         dtype = "|".join(leaf.dtypes) or leaf.kind
-        parts.append(f"{leaf.path} {dtype}[{shape}]" if shape else f"{leaf.path} {dtype}")
+        path = leaf.path or "(value)"
+        parts.append(f"{path} {dtype}[{shape}]" if shape else f"{path} {dtype}")
     if len(s.leaves) > 4:
         parts.append(f"+{len(s.leaves) - 4} more")
     return "\n".join(parts)

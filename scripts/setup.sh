@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Set up a development environment from a clean clone: a virtualenv in .venv with
+# flowmap installed editable and its test dependencies, plus Graphviz and Chromium
+# from Debian when this machine can install them. Idempotent and quick the second
+# time: pip runs again only when pyproject.toml or setup.py changed.
+#
+# Usage: bash scripts/setup.sh        (then: . .venv/bin/activate)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+EXTRAS=${FLOWMAP_EXTRAS:-dev}
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+
+stamp=.venv/.flowmap-installed
+want="$(cat pyproject.toml setup.py | sha256sum | cut -c1-16) $EXTRAS"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing flowmap[$EXTRAS] (torch is pinned to the CPU build 2.13.0)"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[$EXTRAS]"
+  echo "$want" > "$stamp"
+fi
+
+# Graphviz (`dot`) lays out the graph; Chromium runs the HTML tests. Both are
+# optional for users: flowmap falls back to its own layout and the browser
+# tests skip. Install them where we can (root on Debian), say so where we can't.
+missing=()
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${missing[*]} from Debian"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "setup: optional tools missing: ${missing[*]} (install with: apt-get install ${missing[*]})"
+  fi
+fi
