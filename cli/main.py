@@ -84,7 +84,7 @@ def _module_args_verbatim(argv: list[str]) -> list[str]:
         a = argv[j]
         if a == "-m" and j + 1 < len(argv):
             return argv[: j + 2] + ["--"] + argv[j + 2 :]
-        if a in ("-o", "--output", "--process"):
+        if a in ("-o", "--output", "--process", "--seams", "--preset"):
             j += 2
         elif a.startswith("-"):
             j += 1

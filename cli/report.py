@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 
 def report(
-    run: Annotated[Optional[str], typer.Argument(help="Run directory or shard; default: the newest run here.")] = None,  # noqa: UP007
+    run: Annotated[str | None, typer.Argument(help="Run directory or shard; default: the newest run here.")] = None,  # noqa: UP007
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON document (docs/report-json.md).")] = False,
+    project: Annotated[str | None, typer.Option("--project", metavar="PRESET[@CONTEXT]", help="Scale leaves with named dims to a model preset, e.g. deepseek-v3.2@32k.")] = None,  # noqa: UP007
 ) -> None:
     """Seams ranked by bytes, owners, counters, items and capture health."""
     from flowmap.model.run import load, resolve
     from flowmap.report.document import report_document
 
     r = load(resolve(run))
+    if project:
+        from flowmap.model.projection import project as project_run
+
+        r = project_run(r, project)
     if as_json:
         json.dump(report_document(r), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")

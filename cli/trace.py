@@ -25,10 +25,12 @@ from flowmap.errors import UsageError
 
 def trace(
     ctx: typer.Context,
-    target: Annotated[Optional[str], typer.Argument(metavar="SCRIPT", help="The Python script to run.")] = None,  # noqa: UP007
-    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="RUN", help="Run directory to write (default: flowmap-runs/<name>-<time>).")] = None,  # noqa: UP007
-    module: Annotated[Optional[str], typer.Option("-m", metavar="MODULE", help="Run a module, like python -m.")] = None,  # noqa: UP007
-    process: Annotated[Optional[str], typer.Option("--process", help="A name for the main process in the run.")] = None,  # noqa: UP007
+    target: Annotated[str | None, typer.Argument(metavar="SCRIPT", help="The Python script to run.")] = None,  # noqa: UP007
+    output: Annotated[str | None, typer.Option("-o", "--output", metavar="RUN", help="Run directory to write (default: flowmap-runs/<name>-<time>).")] = None,  # noqa: UP007
+    module: Annotated[str | None, typer.Option("-m", metavar="MODULE", help="Run a module, like python -m.")] = None,  # noqa: UP007
+    process: Annotated[str | None, typer.Option("--process", help="A name for the main process in the run.")] = None,  # noqa: UP007
+    seams: Annotated[Optional[list[str]], typer.Option("--seams", metavar="FILE", help="A seam map (YAML) naming functions to record as seams; repeatable.")] = None,  # noqa: UP007, UP045
+    preset: Annotated[Optional[list[str]], typer.Option("--preset", metavar="NAME", help="A seam map shipped with flowmap (e.g. trl); repeatable.")] = None,  # noqa: UP007, UP045
 ) -> None:
     """Run a Python script (or -m module) unmodified, tracing every seam it records."""
     args = list(ctx.args)
@@ -40,15 +42,38 @@ def trace(
         raise UsageError(f"{target} is not a file; give the path of a Python script")
     stem = module.rsplit(".", 1)[-1] if module else os.path.splitext(os.path.basename(target or ""))[0]
     run_dir = output or os.path.join("flowmap-runs", f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}")
-    code = run_traced(run_dir, target, module, args, process)
+    seam_files = _seam_files(seams or [], preset or [])
+    code = run_traced(run_dir, target, module, args, process, seams=seam_files)
     raise typer.Exit(code)
 
 
+def _seam_files(seams: list[str], presets: list[str]) -> list[str]:
+    """The seam-map files to apply, validated now so a bad one stops us before the program runs."""
+    if not seams and not presets:
+        return []
+    from flowmap.seams import load_seam_maps, preset_path
+
+    files = [preset_path(name) for name in presets] + list(seams)
+    load_seam_maps(files)  # raises SeamMapError (exit 2) with the line at fault
+    return files
+
+
 def run_traced(
-    run_dir: str, script: str | None, module: str | None, args: list[str], process: str | None
+    run_dir: str,
+    script: str | None,
+    module: str | None,
+    args: list[str],
+    process: str | None,
+    *,
+    seams: list[str] | None = None,
 ) -> int:
-    """Run the program under tracing; returns its exit status."""
+    """Run the program under tracing; returns its exit status.
+
+    `seams` are seam-map files patched into this process and, through the
+    environment, into every traced child.
+    """
     from flowmap.capture import session
+    from flowmap.integrations import install_hooks
 
     run_dir = os.path.abspath(run_dir)
     if os.path.isdir(run_dir) and any(n.endswith(".flowmap.jsonl") for n in os.listdir(run_dir)):
@@ -58,6 +83,11 @@ def run_traced(
     os.environ.update(session.child_environment(run_dir))
     session.start(run_dir, process)
     atexit.register(_finish, run_dir)  # runs before session.stop (atexit is LIFO)
+    if seams:
+        from flowmap.seams import activate
+
+        activate(seams, run_dir=run_dir)  # its end-of-run warnings print before _finish's lines
+    install_hooks()
     code = _run_program(script, module, args)
     session.write_run_meta(run_dir, exit_code=code)
     return code

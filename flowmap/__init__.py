@@ -12,7 +12,7 @@ When nothing is tracing, every call here is a near-free no-op.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flowmap.capture.api import (
     counter,

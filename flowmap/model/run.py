@@ -45,6 +45,8 @@ class Run:
         self.drops: list[Drop] = sorted((d for s in shards for d in s.drops), key=lambda d: d.t_ns)
         starts = [s.t0_mono_ns for s in shards]
         self.t0_ns = min(starts) if starts else 0
+        # Set by `flowmap.model.projection.project`: what the figures were scaled to.
+        self.projection: dict[str, Any] | None = None
 
     @property
     def truncated(self) -> bool:

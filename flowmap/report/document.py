@@ -21,6 +21,7 @@ def report_document(run: Run) -> dict[str, Any]:
         "schema": REPORT_SCHEMA,
         "run": run.path,
         "truncated": run.truncated,
+        "projection": run.projection,
         "steps": run.num_steps,
         "seams": [_seam(s) for s in run.seams.values()],
         "owners": [

@@ -18,6 +18,9 @@ def print_report(run: Run, console: Console | None = None) -> None:
     console.print(f"[bold]flowmap report[/bold]  {run.path}  "
                   f"({len(run.hops)} hops, {len(run.seams)} seams, {run.num_steps} steps)",
                   highlight=False, markup=True)
+    if run.projection:
+        console.print(f"[bold magenta]PROJECTION[/bold magenta] {_escape(run.projection['note'])}",
+                      highlight=False)
     if run.truncated:
         console.print("[yellow]the run was cut short (a process was killed); "
                       "showing everything recorded before that[/yellow]")

@@ -36,7 +36,19 @@ def _start() -> None:
             return
         sys.path.append(root)
         import flowmap.capture.session as session
-    session.start(run_dir)
+    if session.start(run_dir) is not None:
+        _instrument()
+
+
+def _instrument() -> None:
+    """Load the parent's seam maps (FLOWMAP_SEAMS) and arm the framework hooks (Ray)."""
+    if os.environ.get("FLOWMAP_SEAMS"):
+        from flowmap.seams import activate_from_environment
+
+        activate_from_environment()
+    from flowmap.integrations import install_hooks
+
+    install_hooks()
 
 
 _chain_original()
