@@ -159,13 +159,14 @@ def seam_stats(run: Run) -> dict[SeamKey, SeamStats]:
 def _one_seam(
     key: SeamKey, hops: list[Hop], num_steps: int, residency: list[float] | None
 ) -> SeamStats:
-    sizes = sorted(h.nbytes for h in hops)
-    per_step: Counter[Any] = Counter()
-    transports: Counter[str] = Counter()
+    hop_bytes = [h.nbytes for h in hops]
+    sizes = sorted(hop_bytes)
+    per_step: dict[Any, int] = {}
+    transports: dict[str, int] = {}
     items = 0
-    for h in hops:
-        per_step[h.step] += h.nbytes
-        transports[h.transport] += 1
+    for h in hops:  # one pass, plain dicts: this loop runs once per hop of the run
+        per_step[h.step] = per_step.get(h.step, 0) + h.nbytes
+        transports[h.transport] = transports.get(h.transport, 0) + 1
         items += len(h.items)
     total = sum(sizes)
     return SeamStats(
@@ -187,17 +188,17 @@ def _one_seam(
         residency_mean_s=sum(residency) / len(residency) if residency else None,
         residency_max_s=max(residency) if residency else None,
         items=items,
-        hop_bytes=[h.nbytes for h in hops],
+        hop_bytes=hop_bytes,
     )
 
 
 def _leaf_stats(hops: list[Hop]) -> list[LeafStats]:
     acc: dict[str, LeafStats] = {}
-    seen_schemas: dict[int, int] = {}  # id(leaves tuple) -> hops count, schemas are shared
-    for h in hops:
-        seen_schemas[id(h.leaves)] = seen_schemas.get(id(h.leaves), 0) + 1
+    # Hops share their schema tuples (interned in the trace): merge each once,
+    # weighted by how many hops carried it.
+    uses = Counter(map(id, (h.leaves for h in hops)))
     schemas = {id(h.leaves): h.leaves for h in hops}
-    for sid, n in seen_schemas.items():
+    for sid, n in uses.items():  # first-seen order: deterministic for a given trace
         for leaf in schemas[sid]:
             _merge_leaf(acc, leaf, n)
     return sorted(acc.values(), key=lambda ls: (-ls.total_bytes, ls.path))

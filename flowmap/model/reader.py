@@ -15,6 +15,8 @@ from typing import Any
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
 
+CHUNK_LINES = 20_000
+
 
 @dataclass(slots=True)
 class Leaf:
@@ -149,14 +151,35 @@ class _Decoder:
         self.t0 = shard.t0_mono_ns
 
     def feed(self, f: Any) -> None:
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                break  # a partial last line: the writer was killed mid-write
+        data = f.read()
+        end = data.rfind(b"\n")
+        # A partial last line means the writer was killed mid-write: drop it.
+        lines = data[: end + 1].splitlines() if end >= 0 else []
+        # One json.loads per chunk of lines is several times faster than one
+        # per line; a chunk with a bad line falls back to line by line.
+        for i in range(0, len(lines), CHUNK_LINES):
+            chunk = lines[i : i + CHUNK_LINES]
             try:
-                ev = json.loads(raw)
-                self._event(ev)
-            except (ValueError, TypeError, IndexError, KeyError):
-                self.shard.bad_lines += 1
+                events = json.loads(b"[" + b",".join(chunk) + b"]")
+            except ValueError:
+                events = None
+            if events is not None:
+                for ev in events:
+                    self._safe_event(ev)
+                continue
+            for raw in chunk:
+                try:
+                    ev = json.loads(raw)
+                except ValueError:
+                    self.shard.bad_lines += 1
+                    continue
+                self._safe_event(ev)
+
+    def _safe_event(self, ev: Any) -> None:
+        try:
+            self._event(ev)
+        except (ValueError, TypeError, IndexError, KeyError):
+            self.shard.bad_lines += 1
 
     def _s(self, i: int) -> str:
         return self.strings[i]

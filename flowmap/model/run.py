@@ -10,12 +10,43 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import cached_property, wraps
+from typing import Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_shard, shard_paths
+
+
+T = TypeVar("T")
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic GC while building millions of records that hold no cycles.
+
+    With a million hops alive, every generation-2 pass walks them all; reading
+    a large run spent most of its time there.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _without_gc(fn: Callable[..., T]) -> Callable[..., T]:
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        with paused_gc():
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 @dataclass(slots=True)
@@ -74,6 +105,7 @@ class Run:
         return max(1, len(self.steps))
 
     @cached_property
+    @_without_gc
     def seams(self) -> dict[tuple[str, str, str], Any]:
         """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism)."""
         from flowmap.model.aggregate import seam_stats
@@ -81,6 +113,7 @@ class Run:
         return seam_stats(self)
 
     @cached_property
+    @_without_gc
     def owners(self) -> dict[str, Any]:
         """`name -> OwnerStats`, sorted by name."""
         from flowmap.model.aggregate import owner_stats
@@ -88,6 +121,7 @@ class Run:
         return owner_stats(self)
 
     @cached_property
+    @_without_gc
     def counters(self) -> dict[str, Any]:
         """`name -> CounterStats`, sorted by name."""
         from flowmap.model.aggregate import counter_stats
@@ -95,6 +129,7 @@ class Run:
         return counter_stats(self)
 
     @cached_property
+    @_without_gc
     def items(self) -> Any:
         """`ItemStats`: totals, drops by reason, lifetimes."""
         from flowmap.model.aggregate import item_stats
@@ -108,7 +143,8 @@ class Run:
 def load(path: str | os.PathLike[str]) -> Run:
     """Read the run directory (or single shard file) at `path`."""
     path = os.fspath(path)
-    shards = [read_shard(p) for p in shard_paths(path)]
+    with paused_gc():
+        shards = [read_shard(p) for p in shard_paths(path)]
     meta: dict[str, Any] = {}
     if os.path.isdir(path):
         try:
@@ -118,7 +154,8 @@ def load(path: str | os.PathLike[str]) -> Run:
                 meta = loaded
         except (OSError, ValueError):
             pass
-    return Run(path, shards, meta)
+    with paused_gc():
+        return Run(path, shards, meta)
 
 
 RUNS_DIR = "flowmap-runs"
