@@ -1,0 +1,1 @@
+"""Renderers: each reads the model (`flowmap.model`) and writes one format."""

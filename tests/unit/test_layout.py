@@ -1,0 +1,117 @@
+"""Graph layout: the built-in layered engine on its own, and Graphviz with its fallback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+
+from flowmap.render.layout import EdgeSpec, Layout, NodeSpec, layout_graph
+
+RL = [
+    ("dataset", "driver"), ("driver", "rollout/0"), ("driver", "rollout/1"),
+    ("rollout/0", "env"), ("env", "rollout/0"), ("rollout/1", "env"), ("env", "rollout/1"),
+    ("rollout/0", "ready_buffer"), ("rollout/1", "ready_buffer"), ("ready_buffer", "batcher"),
+    ("batcher", "reward"), ("reward", "advantage"), ("advantage", "trainer/rank0"),
+    ("advantage", "trainer/rank1"), ("trainer/rank0", "weight_sync"),
+    ("weight_sync", "rollout/0"), ("weight_sync", "rollout/1"),
+]
+
+
+def graph(pairs, extra_nodes=()):
+    names = list(dict.fromkeys([n for p in pairs for n in p] + list(extra_nodes)))
+    nodes = [NodeSpec(n, 20 + 7 * len(n), 30) for n in names]
+    edges = [EdgeSpec(f"e{i}", a, b, 60) for i, (a, b) in enumerate(pairs)]
+    return nodes, edges
+
+
+def start_end(placed: Layout, edge_id: str):
+    pts = placed.edges[edge_id].points
+    return pts[0], pts[-1]
+
+
+def assert_well_formed(placed: Layout, nodes, edges):
+    assert set(placed.nodes) == {n.id for n in nodes}
+    assert set(placed.edges) == {e.id for e in edges}
+    for e in edges:
+        pts = placed.edges[e.id].points
+        assert len(pts) >= 4 and (len(pts) - 1) % 3 == 0, "a cubic Bezier: start + 3 points a segment"
+        assert all(-1 <= x <= placed.width + 1 and -1 <= y <= placed.height + 1 for x, y in pts)
+
+
+def test_layered_draws_the_pipeline_top_down_and_the_loop_back_up():
+    nodes, edges = graph(RL)
+    placed = layout_graph(nodes, edges, "layered")
+    assert placed.engine == "layered"
+    assert_well_formed(placed, nodes, edges)
+    y = {k: v[1] for k, v in placed.nodes.items()}
+    order = ["dataset", "driver", "rollout/0", "ready_buffer", "batcher", "reward", "advantage",
+             "trainer/rank0", "weight_sync"]
+    assert [y[n] for n in order] == sorted(y[n] for n in order)
+    assert y["rollout/0"] == y["rollout/1"]
+    (sx, sy), (ex, ey) = start_end(placed, "e15")  # weight_sync -> rollout/0, the RL loop
+    assert ey < sy
+    (sx, sy), (ex, ey) = start_end(placed, "e7")  # rollout/0 -> ready_buffer
+    assert ey > sy
+
+
+def test_layered_owners_of_one_layer_do_not_overlap():
+    nodes, edges = graph(RL)
+    placed = layout_graph(nodes, edges, "layered")
+    width = {n.id: n.width for n in nodes}
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for k, (x, y) in placed.nodes.items():
+        rows.setdefault(y, []).append((x, k))
+    for row in rows.values():
+        row.sort()
+        for (x0, a), (x1, b) in zip(row, row[1:]):
+            assert x0 + width[a] / 2 < x1 - width[b] / 2
+
+
+def test_layered_handles_self_loops_parallel_edges_isolated_nodes_and_sourceless_cycles():
+    pairs = [("a", "a"), ("a", "b"), ("a", "b"), ("c", "d"), ("d", "c")]
+    nodes, edges = graph(pairs, extra_nodes=["lonely"])
+    placed = layout_graph(nodes, edges, "layered")
+    assert_well_formed(placed, nodes, edges)
+    assert placed.edges["e1"].points != placed.edges["e2"].points  # parallel edges stay apart
+
+
+def test_layered_is_deterministic():
+    nodes, edges = graph(RL)
+    assert layout_graph(nodes, edges, "layered") == layout_graph(nodes, edges, "layered")
+
+
+def test_layered_copes_with_a_wide_graph_quickly():
+    pairs = [(f"src{i % 7}", f"dst{(i * 13) % 41}") for i in range(300)] + [("dst3", "src1")]
+    nodes, edges = graph(pairs)
+    t0 = time.perf_counter()
+    placed = layout_graph(nodes, edges, "layered")
+    assert time.perf_counter() - t0 < 10
+    assert_well_formed(placed, nodes, edges)
+
+
+def test_empty_graph():
+    placed = layout_graph([], [], "layered")
+    assert placed.nodes == {} and placed.edges == {}
+
+
+@pytest.mark.skipif(not shutil.which("dot"), reason="Graphviz `dot` is not installed")
+def test_dot_places_the_graph_when_installed():
+    nodes, edges = graph(RL + [("driver", "driver")])
+    placed = layout_graph(nodes, edges, "auto")
+    assert placed.engine == "dot"
+    assert_well_formed(placed, nodes, edges)
+    y = {k: v[1] for k, v in placed.nodes.items()}
+    assert y["dataset"] < y["driver"] < y["ready_buffer"] < y["weight_sync"]
+
+
+def test_a_broken_dot_falls_back_to_the_built_in_layout(tmp_path, monkeypatch):
+    fake = tmp_path / "dot"
+    fake.write_text("#!/bin/sh\necho 'dot: out of luck' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    nodes, edges = graph(RL)
+    assert layout_graph(nodes, edges, "auto").engine == "layered"
+    assert layout_graph(nodes, edges, "dot").engine == "layered"
