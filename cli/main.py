@@ -25,7 +25,7 @@ app = typer.Typer(
 
 # One module per verb; each exposes `register(app)`.
 VERBS = ["trace", "report"]
-OPTIONAL_VERBS = ["render", "export", "baseline", "check", "diff"]
+OPTIONAL_VERBS = ["render", "export", "baseline", "check", "diff", "merge"]
 
 
 def _register() -> None:

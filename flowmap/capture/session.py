@@ -78,11 +78,43 @@ def _after_fork_child() -> None:
     if parent is None:
         return
     # The inherited tracer shares the parent's file and lock state: abandon it
-    # without closing (the parent still writes there) and open our own shard.
+    # without closing (the parent still writes there); our own shard opens at
+    # this child's first event.
     parent.closed = True
     parent.fd = -1
-    state.tracer = None
-    start(parent.run_dir, parent.process)
+    state.tracer = _PendingShard(parent.run_dir, parent.process)  # type: ignore[assignment]
+
+
+def _noop(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+class _PendingShard:
+    """The tracer of a forked child until the child records something.
+
+    A child forked only to exec another program (`subprocess` with a
+    `preexec_fn`, as Ray and many launchers use) runs the at-fork hooks too;
+    opening its shard at fork time would leave one empty, cut-short shard per
+    exec in the run. The first use of any tracer method opens the real shard.
+    """
+
+    def __init__(self, run_dir: str, process: str | None) -> None:
+        self.run_dir = run_dir
+        self.process = process
+        self.closed = False
+        self.fd = -1
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    def __getattr__(self, name: str) -> Any:
+        if state.tracer is self:
+            state.tracer = None
+        real = start(self.run_dir, self.process) if not self.closed else None
+        return getattr(real, name) if real is not None else _noop
 
 
 class _Anchor:

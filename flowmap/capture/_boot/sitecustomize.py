@@ -36,8 +36,15 @@ def _start() -> None:
             return
         sys.path.append(root)
         import flowmap.capture.session as session
-    if session.start(run_dir) is not None:
+    if session.start(run_dir, _process_name()) is not None:
         _instrument()
+
+
+def _process_name() -> str | None:
+    """A torchrun worker is named by its rank (`rank1`), so shards say which is which."""
+    if os.environ.get("TORCHELASTIC_RUN_ID") is not None and os.environ.get("RANK"):
+        return f"rank{os.environ['RANK']}"
+    return None
 
 
 def _instrument() -> None:

@@ -1,0 +1,23 @@
+"""Instrumentation of frameworks that move data between processes for the user.
+
+`install_hooks()` arms patch-on-import hooks: when the traced program (or a
+traced worker) imports a supported framework, its integration is installed.
+Today: Ray (`flowmap[ray]`, see `flowmap.integrations.ray`).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from flowmap.integrations import importhook
+
+
+def install_hooks() -> None:
+    """Instrument Ray when it is imported (now, if it already is)."""
+    importhook.on_import("ray", _install_ray)
+
+
+def _install_ray(module: ModuleType) -> None:
+    from flowmap.integrations import ray as ray_integration
+
+    ray_integration.install()

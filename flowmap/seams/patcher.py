@@ -1,0 +1,91 @@
+"""Put seam-map wrappers in place: on modules already imported, and on import.
+
+Each target `package.module:Class.method` is resolved once its module has run:
+the attribute path is walked from the module, and the function (or the
+function inside a `staticmethod`/`classmethod`) is replaced by the recording
+wrapper. Targets whose module never loads, or that name something the module
+does not have, are remembered so the run can end with one warning each; the
+program itself always goes on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from flowmap.integrations import importhook
+from flowmap.seams.spec import SeamMap, SeamSpec
+from flowmap.seams.wrapper import MARKER, wrap
+
+
+class Patcher:
+    """Applies one seam map in this process and keeps account of every target."""
+
+    def __init__(
+        self, seam_map: SeamMap, on_outcome: Callable[[str, str | None], None] | None = None
+    ) -> None:
+        self.seam_map = seam_map
+        self.lock = threading.Lock()
+        self.patched: set[str] = set()
+        self.failed: dict[str, str] = {}  # target -> why it could not be patched
+        self._on_outcome = on_outcome
+
+    def install(self) -> None:
+        for module, specs in self.seam_map.by_module().items():
+            importhook.on_import(module, lambda m, specs=specs: self._patch_module(m, specs))
+
+    def unresolved(self) -> dict[str, str]:
+        """Non-optional targets not patched here, with the reason."""
+        out: dict[str, str] = {}
+        for spec in self.seam_map.seams:
+            if spec.optional or spec.target in self.patched:
+                continue
+            out[spec.target] = self.failed.get(
+                spec.target, f"module {spec.module} was never imported"
+            )
+        return out
+
+    def _patch_module(self, module: ModuleType, specs: list[SeamSpec]) -> None:
+        for spec in specs:
+            try:
+                why = _patch(module, spec)
+            except Exception as exc:
+                why = f"{type(exc).__name__}: {exc}"
+            with self.lock:
+                if why is None:
+                    self.patched.add(spec.target)
+                else:
+                    self.failed[spec.target] = why
+            if self._on_outcome is not None:
+                self._on_outcome(spec.target, why)
+
+
+def _patch(module: ModuleType, spec: SeamSpec) -> str | None:
+    """Replace the target with its wrapper; returns why not, or None when done."""
+    holder: Any = module
+    *outer, name = spec.qualname.split(".")
+    walked = module.__name__
+    for part in outer:
+        if not hasattr(holder, part):
+            return f"{walked} has no attribute {part}"
+        holder = getattr(holder, part)
+        walked += f".{part}"
+    try:
+        raw = inspect.getattr_static(holder, name)
+    except AttributeError:
+        return f"{walked} has no attribute {name}"
+    if isinstance(raw, (staticmethod, classmethod)):
+        fn = raw.__func__
+        if getattr(fn, MARKER, None):
+            return None
+        setattr(holder, name, type(raw)(wrap(fn, spec)))
+        return None
+    if not callable(raw) or isinstance(raw, type):
+        return f"{spec.module}:{spec.qualname} is a {type(raw).__name__}, not a function or method"
+    if getattr(raw, MARKER, None):
+        return None  # already patched (a forked child, or the map loaded twice)
+    setattr(holder, name, wrap(raw, spec))
+    return None

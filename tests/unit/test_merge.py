@@ -1,0 +1,57 @@
+"""`flowmap merge`: shards from two hosts become one run on one timeline."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import flowmap
+from flowmap.errors import UsageError
+from flowmap.model.merge import merge_runs
+
+
+def write_shard(run_dir, host: str, pid: int, t0_mono_ns: int, t0_wall_ns: int, hop_us: int):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    header = {"flowmap": "trace", "schema": 1, "pid": pid, "ppid": 1, "host": host, "argv": [],
+              "process": None, "t0_mono_ns": t0_mono_ns, "t0_wall_ns": t0_wall_ns}
+    lines = [header, ["s", 0, "a"], ["s", 1, "b"], ["s", 2, "x"], ["s", 3, "ref"],
+             ["S", 0, []], ["h", hop_us, 0, 1, 2, 0, 8, [], None, None, 3, None],
+             ["end", hop_us, {"events": 1, "errors": 0}]]
+    (run_dir / f"{host}-{pid}-0000.flowmap.jsonl").write_text(
+        "".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_shards_of_two_hosts_are_put_on_one_clock(tmp_path):
+    # GIVEN host A (monotonic 1 s behind its wall clock) and host B (a different monotonic
+    # epoch) whose hops happened 5 ms apart in wall-clock time
+    wall = 1_700_000_000_000_000_000
+    write_shard(tmp_path / "a", "hostA", 10, t0_mono_ns=1_000_000_000, t0_wall_ns=wall,
+                hop_us=1_000)
+    write_shard(tmp_path / "b", "hostB", 10, t0_mono_ns=9_000_000_000_000,
+                t0_wall_ns=wall + 2_000_000, hop_us=4_000)
+    # WHEN merged
+    result = merge_runs([str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "m"))
+    # THEN both shards are there, B moved onto A's clock, and the hops are 5 ms apart
+    assert (result.shards, result.aligned, result.reference_host) == (2, 1, "hostA")
+    run = flowmap.load(str(tmp_path / "m"))
+    a, b = run.hops
+    assert (a.pid, b.pid) == (10, 10) and len(run.shards) == 2
+    assert b.t_ns - a.t_ns == 5_000_000
+    assert json.loads((tmp_path / "m" / "run.json").read_text())["clock_reference_host"] == "hostA"
+
+
+def test_merging_into_an_existing_run_is_refused(tmp_path):
+    write_shard(tmp_path / "a", "h", 1, 0, 0, 0)
+    with pytest.raises(UsageError, match="already holds a run"):
+        merge_runs([str(tmp_path / "a")], str(tmp_path / "a"))
+
+
+def test_the_cli_merges_and_names_the_next_command(tmp_path, run_cli):
+    write_shard(tmp_path / "a", "h1", 1, 0, 10, 0)
+    write_shard(tmp_path / "b", "h2", 2, 0, 20, 0)
+    r = run_cli(["merge", "-o", str(tmp_path / "m"), str(tmp_path / "a"), str(tmp_path / "b")])
+    assert r.returncode == 0, r.stderr
+    assert "merged 2 shards from 2 host(s)" in r.stderr and "flowmap report" in r.stderr
+    r = run_cli(["merge", "-o", str(tmp_path / "m"), str(tmp_path / "a")])
+    assert r.returncode == 2 and "already holds a run" in r.stderr
