@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Set up (idempotent) and run the whole test suite: lint, then pytest.
+# Set up (idempotent, with the integration extras: TRL, Ray) and run the whole
+# test suite: lint, then pytest.
 # Usage: bash scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+FLOWMAP_EXTRAS=${FLOWMAP_EXTRAS:-dev,integrations} bash scripts/setup.sh
 .venv/bin/python -m ruff check flowmap cli trainer tests examples bench scripts
 .venv/bin/python -m pytest -q "$@"
