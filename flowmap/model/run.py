@@ -7,19 +7,18 @@ computed once, lazily, in `flowmap.model.aggregate`.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
-from dataclasses import dataclass
-import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cached_property, wraps
 from typing import Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_shard, shard_paths
-
 
 T = TypeVar("T")
 

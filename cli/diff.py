@@ -1,0 +1,28 @@
+"""`flowmap diff RUN_A RUN_B`: seam by seam, before and after, with leaf-level differences."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+
+def diff(
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="Before: a run, a shard, or a baseline file.")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="After: a run, a shard, or a baseline file.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="text, markdown or json.")] = "text",
+) -> None:
+    """Bytes per step of every seam in A and B, delta and ratio, largest change first."""
+    from flowmap.check.diff import diff_snapshots
+    from flowmap.check.formats import diff_renderer
+    from flowmap.check.gate import load_side
+    from flowmap.model.run import resolve
+
+    render = diff_renderer(fmt)
+    a, b = resolve(run_a), resolve(run_b)
+    sys.stdout.write(render(diff_snapshots(load_side(a), load_side(b)), a, b))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("diff")(diff)

@@ -1,0 +1,90 @@
+"""The baseline file: a faithful round trip, byte-stable, and loud refusals of foreign files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import flowmap
+from flowmap.check import baseline
+from flowmap.check.snapshot import from_run
+from flowmap.errors import UsageError
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("runs") / "run")
+    with flowmap.tracing(path):
+        for s in range(3):
+            flowmap.step(s)
+            flowmap.hop("batcher", "trainer/rank0",
+                        {"tokens": np.zeros((8, 16), np.int64), "mask": np.ones((8, 16), bool)},
+                        name="batch", dims={"tokens": ("B", "T")})
+            flowmap.hop("rollout/0", "ready_buffer", {"ids": list(range(10 + s))}, name="trajectory")
+            flowmap.counter("staleness", s)
+    return flowmap.load(path)
+
+
+def test_round_trip_is_exact(run, tmp_path):
+    snap = from_run(run, counters=True)
+    path = str(tmp_path / "b.json")
+    baseline.write(path, snap)
+    back = baseline.read(path)
+    assert back.seams == snap.seams
+    assert back.counters == snap.counters
+    assert back.steps == 3
+
+
+def test_file_is_sorted_stable_and_readable(run, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    baseline.write(str(a), from_run(run))
+    baseline.write(str(b), from_run(flowmap.load(run.path)))
+    text = a.read_text()
+    assert text == b.read_text()  # re-recording the same run changes nothing
+    doc = json.loads(text)
+    assert doc["flowmap"] == "baseline" and doc["schema"] == 1
+    assert list(doc) == sorted(doc)
+    seam = doc["seams"]["batcher -> trainer/rank0 : batch"]
+    assert seam["bytes_per_step"] == 8 * 16 * 9 and seam["hops_per_step"] == 1.0
+    assert seam["leaves"]["tokens"] == {
+        "bytes_per_hop": 1024, "bytes_per_step": 1024, "dims": ["B", "T"],
+        "dtype": "int64", "kind": "ndarray", "shape": [8, 16],
+    }
+    assert '"shape": [8, 16]' in text  # short lists stay on one line
+    assert "counters" not in doc  # only with --counters
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"name": "some other tool"}', "not a flowmap baseline"),
+        ('{"flowmap": "report", "schema": 1}', "not a flowmap baseline"),
+        ('{"flowmap": "baseline", "schema": 99, "seams": {}}', "schema 99"),
+        ("{not json", "not valid JSON (line 1)"),
+        ('{"flowmap": "baseline", "schema": 1, "seams": {"a -> b : c": {}}}', "missing 'bytes_per_step'"),
+        ('{"flowmap": "baseline", "schema": 1, "seams": {"nonsense": {}}}', "damaged"),
+        ('{"flowmap": "baseline", "schema": 1, "seams": []}', "damaged"),
+        ("[1, 2]", "not a flowmap baseline"),
+    ],
+)
+def test_foreign_or_corrupt_files_are_usage_errors(tmp_path, content, message):
+    path = tmp_path / "b.json"
+    path.write_text(content)
+    with pytest.raises(UsageError) as exc:
+        baseline.read(str(path))
+    assert message in str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+def test_missing_file_says_how_to_record_one(tmp_path):
+    with pytest.raises(UsageError, match="flowmap baseline RUN -o"):
+        baseline.read(str(tmp_path / "nope.json"))
+
+
+def test_binary_garbage_is_a_usage_error(tmp_path):
+    path = tmp_path / "b.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(UsageError, match="cannot read the baseline"):
+        baseline.read(str(path))
