@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowmap.model.findings import findings
 from flowmap.model.run import Run
 
 REPORT_SCHEMA = 1
@@ -54,6 +55,7 @@ def report_document(run: Run) -> dict[str, Any]:
             "dropped": items.dropped_total,
             "dropped_by_reason": items.dropped,
         },
+        "findings": [f.as_dict() for f in findings(run)],
         "health": {
             "shards": h.shards,
             "events": h.events,

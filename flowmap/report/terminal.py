@@ -7,10 +7,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from flowmap.model.findings import Finding, findings
 from flowmap.model.run import Run
 from flowmap.units import fmt_bytes
 
 MAX_SEAM_ROWS = 40
+MAX_FINDING_ROWS = 10
 
 
 def print_report(run: Run, console: Console | None = None) -> None:
@@ -25,6 +27,9 @@ def print_report(run: Run, console: Console | None = None) -> None:
         console.print("[yellow]the run was cut short (a process was killed); "
                       "showing everything recorded before that[/yellow]")
     console.print(_seams_table(run))
+    found = findings(run)
+    if found:
+        console.print(_findings_table(found))
     console.print(_owners_table(run))
     if run.counters:
         console.print(_counters_table(run))
@@ -63,6 +68,18 @@ def _seams_table(run: Run) -> Table:
         )
     if len(run.seams) > MAX_SEAM_ROWS:
         t.caption = f"{len(run.seams) - MAX_SEAM_ROWS} lighter seams not shown (see --json)"
+    return t
+
+
+def _findings_table(found: list[Finding]) -> Table:
+    t = Table(title="Findings, most bytes at stake first", title_justify="left")
+    t.add_column("kind")
+    t.add_column("per step", justify="right")
+    t.add_column("suggestion", overflow="fold")
+    for f in found[:MAX_FINDING_ROWS]:
+        t.add_row(f.kind.replace("_", "-"), fmt_bytes(f.bytes_per_step), _escape(f.message))
+    if len(found) > MAX_FINDING_ROWS:
+        t.caption = f"{len(found) - MAX_FINDING_ROWS} more findings (see --json)"
     return t
 
 

@@ -1,0 +1,87 @@
+"""`flowmap render [RUN] --dot PATH | --svg PATH | --png PATH | --html [PATH]`.
+
+`--html` takes an optional path, which typer's options cannot express; the
+HTML path is therefore a second positional word ending in `.html`:
+`flowmap render RUN --html out.html` (or `flowmap render --html out.html` for
+the newest run). Without one, the HTML lands in the run directory. Several
+outputs may be asked for at once; each written path is printed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from flowmap.errors import FlowmapError, UsageError
+
+HTML_SUFFIXES = (".html", ".htm")
+
+
+def render(
+    words: Annotated[list[str] | None, typer.Argument(metavar="[RUN] [HTML_PATH]", help="Run directory or shard (default: the newest run here), and with --html an output path ending in .html.")] = None,
+    dot: Annotated[str | None, typer.Option("--dot", metavar="PATH", help="Write Graphviz DOT text.")] = None,
+    svg: Annotated[str | None, typer.Option("--svg", metavar="PATH", help="Write SVG (needs Graphviz's dot).")] = None,
+    png: Annotated[str | None, typer.Option("--png", metavar="PATH", help="Write PNG (needs Graphviz's dot).")] = None,
+    html: Annotated[bool, typer.Option("--html", help="Write the self-contained HTML view (path: a word ending in .html, default RUN/flowmap.html).")] = False,
+    instances: Annotated[bool, typer.Option("--instances", help="One node per owner (rollout/0, rollout/1) instead of per role (rollout ×2); DOT/SVG/PNG.")] = False,
+) -> None:
+    """Draw the run's dataflow graph: edges sized and coloured by bytes per step."""
+    run_arg, html_path = _split_words(words or [], html)
+    if not (dot or svg or png or html):
+        raise UsageError("say what to write: --dot PATH, --svg PATH, --png PATH or --html [PATH]")
+    from flowmap.model.run import load, resolve
+
+    run = load(resolve(run_arg))
+    if dot or svg or png:
+        _write_graph(run, dot, svg, png, instances)
+    if html:
+        typer.echo(_write_html(run, html_path))
+
+
+def _split_words(words: list[str], html: bool) -> tuple[str | None, str | None]:
+    """(RUN, HTML path) from the positional words."""
+    pages = [w for w in words if w.lower().endswith(HTML_SUFFIXES) and not os.path.isdir(w)]
+    runs = [w for w in words if w not in pages]
+    if pages and not html:
+        raise UsageError(f"{pages[0]} looks like an HTML path; add --html to write it")
+    if len(pages) > 1 or len(runs) > 1:
+        raise UsageError("give at most one RUN and, with --html, one path ending in .html")
+    return (runs[0] if runs else None, pages[0] if pages else None)
+
+
+def _write_graph(run: object, dot: str | None, svg: str | None, png: str | None,
+                 instances: bool) -> None:
+    from flowmap.model.graph import build_graph
+    from flowmap.render.dot import dot_source
+
+    source = dot_source(build_graph(run, expand_instances=instances))  # type: ignore[arg-type]
+    if dot:
+        try:
+            with open(dot, "w", encoding="utf-8") as f:
+                f.write(source)
+        except OSError as exc:
+            raise FlowmapError(f"cannot write {dot}: {exc.strerror or exc}") from None
+        typer.echo(dot)
+    if svg or png:
+        from flowmap.render.graphviz import write_image
+
+        for fmt, path in (("svg", svg), ("png", png)):
+            if path:
+                typer.echo(write_image(source, fmt, path))
+
+
+def _write_html(run: object, path: str | None) -> str:
+    try:
+        from flowmap.render.html import write_html
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("flowmap.render.html", "flowmap.render.html_data",
+                            "flowmap.render.layout"):
+            raise
+        raise FlowmapError("this flowmap has no HTML renderer yet; use --svg or --dot") from None
+    return write_html(run, path)  # type: ignore[arg-type]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("render")(render)

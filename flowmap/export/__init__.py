@@ -1,0 +1,1 @@
+"""Exporters: the run in other tools' formats (Perfetto / Chrome Trace Event JSON)."""

@@ -1,0 +1,196 @@
+"""Findings on hand-built runs: each kind fires where it should, with the bytes it should."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from runs import RLRunSpec, ShardWriter, tensor, write_rl_run, write_two_owner_run
+
+import flowmap
+from flowmap.model.findings import KINDS, Finding, findings
+from flowmap.report.document import report_document
+
+
+@pytest.fixture(scope="module")
+def rl_run(tmp_path_factory):
+    return flowmap.load(write_rl_run(str(tmp_path_factory.mktemp("rl") / "run")))
+
+
+@pytest.fixture(scope="module")
+def found(rl_run):
+    return findings(rl_run)
+
+
+def _of(found, kind):
+    return [f for f in found if f.kind == kind]
+
+
+def test_findings_are_ranked_by_bytes_per_step_and_cover_every_kind(found):
+    assert [f.bytes_per_step for f in found] == sorted((f.bytes_per_step for f in found),
+                                                       reverse=True)
+    assert {f.kind for f in found} == set(KINDS)
+    for f in found:
+        assert f.bytes_per_step > 0 and f.seams == sorted(f.seams)
+        assert f.message.count(". ") == 0 and f.message.endswith(".")  # one sentence
+
+
+def test_heaviest_are_the_top_three_seams(rl_run, found):
+    top = [s.label for s in list(rl_run.seams.values())[:3]]
+    assert [f.seams[0] for f in _of(found, "heaviest")] == top
+    assert "routed_experts" in _of(found, "heaviest")[0].message
+
+
+def test_pass_through_by_storage_at_the_ready_buffer(rl_run, found):
+    (f,) = [f for f in _of(found, "pass_through") if "ready_buffer ->" in " ".join(f.seams)]
+    assert f.seams == ["ready_buffer -> batcher : trajectory",
+                       "rollout/0 -> ready_buffer : trajectory",
+                       "rollout/1 -> ready_buffer : trajectory"]
+    onward = rl_run.seams[("ready_buffer", "batcher", "trajectory")]
+    assert f.bytes_per_step == onward.bytes_per_step_mean
+    assert "same storage" in f.message and "rollout -> batcher" in f.message
+
+
+def test_pass_through_by_schema_at_weight_sync(found):
+    (f,) = [f for f in _of(found, "pass_through") if "weight_sync" in f.message]
+    assert "same leaf schema" in f.message and f.bytes_per_step == 32 * 1024
+
+
+def test_a_stage_that_adds_leaves_is_not_a_pass_through(found):
+    for f in _of(found, "pass_through"):
+        assert "reward -> advantage : batch" not in f.seams
+
+
+def test_dropped_bytes_are_the_hops_that_carried_the_stale_items(rl_run, found):
+    (f,) = _of(found, "dropped")
+    stale = {i for d in rl_run.drops for i in d.items}
+    assert len(stale) == 3
+    spent = sum(h.nbytes / len(h.items) for h in rl_run.hops for i in h.items if i in stale)
+    assert f.bytes_per_step == pytest.approx(spent / rl_run.num_steps)
+    assert "`stale` at ready_buffer" in f.message and f.message.startswith("3 items")
+
+
+def test_duplicate_copies_of_one_batch_to_every_rank(rl_run, found):
+    (f,) = [f for f in _of(found, "duplicate") if "advantage" in f.message]
+    one_rank = rl_run.seams[("advantage", "trainer/rank1", "micro_batch")]
+    assert f.bytes_per_step == one_rank.bytes_per_step_mean
+    assert f.seams == ["advantage -> trainer/rank0 : micro_batch",
+                       "advantage -> trainer/rank1 : micro_batch"]
+
+
+def test_serialisation_volume_by_transport(rl_run, found):
+    pickled = [f for f in _of(found, "serialisation") if "(pickle)" in f.message]
+    (f,) = pickled
+    want = sum(s.total_bytes for k, s in rl_run.seams.items() if k[2] == "trajectory"
+               and k[1] == "ready_buffer") / rl_run.num_steps
+    assert f.bytes_per_step == want
+    kinds = {f.message.split(" ")[3] for f in _of(found, "serialisation")}
+    assert {"(rpc)", "(pickle)"} <= kinds
+
+
+def _true_padding_bytes(run, seam):
+    """Padding bytes of `seam` computed from the fixture's real lengths (which the trace holds
+    as the unpadded `input_ids`/`old_logprobs` leaves of each trajectory)."""
+    length = {}
+    for h in run.hops:
+        if h.name == "trajectory":
+            leaves = {leaf.path: leaf.shape for leaf in h.leaves}
+            length[h.items[0]] = (leaves["input_ids"][0], leaves["old_logprobs"][0])
+    wasted = 0.0
+    for h in run.hops:
+        if (h.src, h.dst, h.name) != seam:
+            continue
+        lens = [length[i] for i in h.items]
+        for leaf in h.leaves:
+            b, t = leaf.shape[:2]
+            real = sum(x[0] for x in lens) if t == max(x[0] for x in lens) else sum(
+                x[1] for x in lens)
+            wasted += leaf.nbytes * (1 - real / (b * t))
+    return wasted / run.num_steps
+
+
+def test_padding_is_estimated_from_the_unpadded_leaves_of_the_same_items(rl_run, found):
+    f = next(f for f in _of(found, "padding") if f.seams == ["batcher -> reward : batch"])
+    assert f.bytes_per_step == pytest.approx(
+        _true_padding_bytes(rl_run, ("batcher", "reward", "batch")))
+    assert "estimated" in f.message
+
+
+def test_padding_reported_by_a_counter_is_used_as_is(tmp_path):
+    run = flowmap.load(write_rl_run(str(tmp_path / "run"), RLRunSpec(padding_counter=True)))
+    f = next(f for f in _of(findings(run), "padding") if f.seams == ["batcher -> reward : batch"])
+    seam = run.seams[("batcher", "reward", "batch")]
+    fraction = run.counters["padding/batch"].mean
+    assert f.bytes_per_step == pytest.approx(seam.bytes_per_step_mean * fraction)
+    assert "reported" in f.message
+
+
+def test_a_plain_run_has_only_its_heaviest_seam(tmp_path):
+    run = flowmap.load(write_two_owner_run(str(tmp_path / "run"),
+                                           [(i, "a", "b", "x", 100) for i in range(4)]))
+    (f,) = findings(run)
+    assert (f.kind, f.seams, f.bytes_per_step) == ("heaviest", ["a -> b : x"], 200)
+
+
+def test_an_empty_run_has_no_findings(tmp_path):
+    assert findings(flowmap.load(write_two_owner_run(str(tmp_path / "run"), []))) == []
+
+
+def _fanout(path, transport, steps):
+    w = ShardWriter(os.path.join(path, "h-1-0001.flowmap.jsonl"), 1)
+    for n, step in enumerate(steps):
+        w.hop(10 * n, "src", f"dst{n}", "x", [tensor("t", (256,))], storages=(7,), step=step,
+              transport=transport)
+    w.close(1000)
+    return flowmap.load(path)
+
+
+@pytest.mark.parametrize(("transport", "steps", "copies"), [
+    ("pickle", [0, 0, 0], 2),  # three copies of one storage in one step: two extra
+    ("ref", [0, 0, 0], 0),  # references copy nothing
+    ("pickle", [0, 1, 2], 0),  # one per step: the same buffer reused, not a duplicate
+])
+def test_duplicates_need_copies_of_one_storage_in_one_step(tmp_path, transport, steps, copies):
+    run = _fanout(str(tmp_path / "run"), transport, steps)
+    dups = _of(findings(run), "duplicate")
+    assert sum(f.bytes_per_step for f in dups) == copies * 1024 / run.num_steps
+
+
+def test_finding_as_dict_is_the_report_json_shape(rl_run, found):
+    doc = report_document(rl_run)
+    assert doc["findings"] == [f.as_dict() for f in found]
+    assert set(doc["findings"][0]) == {"kind", "seams", "bytes_per_step", "message"}
+    f = Finding("heaviest", ["a -> b : x"], 1 / 3, "m.")
+    assert f.as_dict()["bytes_per_step"] == 0.333
+
+
+def test_state_updated_in_place_is_not_a_pass_through(tmp_path):
+    """GIVEN weights that arrive at the trainer once and leave every step from the same
+    buffers (an optimizer updates them in place) THEN that is state, not a pass-through."""
+    w = ShardWriter(os.path.join(tmp_path, "run", "h-1-0001.flowmap.jsonl"), 1)
+    weights = [tensor("w", (64, 64)), tensor("b", (64,))]
+    w.hop(0, "driver", "trainer/rank0", "initial_weights", weights, storages=(1, 2),
+          transport="shm")
+    for step in range(4):
+        w.hop(100 + step, "trainer/rank0", "weight_sync", "state_dict", weights,
+              storages=(1, 2), step=step, transport="shm")
+    w.close(1000)
+    run = flowmap.load(str(tmp_path / "run"))
+    assert _of(findings(run), "pass_through") == []
+
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "test_findings_golden.rl_run.json")
+
+
+def test_findings_json_matches_the_golden_file(found):
+    """GIVEN the GRPO-shaped run THEN `report --json`'s findings are exactly the golden ones.
+
+    Regenerate with FLOWMAP_UPDATE_GOLDEN=1 after an intended change, and read the diff.
+    """
+    text = json.dumps([f.as_dict() for f in found], indent=2, sort_keys=True) + "\n"
+    if os.environ.get("FLOWMAP_UPDATE_GOLDEN"):
+        with open(GOLDEN, "w", encoding="utf-8") as f:
+            f.write(text)
+    with open(GOLDEN, encoding="utf-8") as f:
+        assert text == f.read()
