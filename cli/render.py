@@ -26,6 +26,7 @@ def render(
     png: Annotated[str | None, typer.Option("--png", metavar="PATH", help="Write PNG (needs Graphviz's dot).")] = None,
     html: Annotated[bool, typer.Option("--html", help="Write the self-contained HTML view (path: a word ending in .html, default RUN/flowmap.html).")] = False,
     instances: Annotated[bool, typer.Option("--instances", help="One node per owner (rollout/0, rollout/1) instead of per role (rollout ×2); DOT/SVG/PNG.")] = False,
+    project: Annotated[str | None, typer.Option("--project", metavar="PRESET[@CONTEXT]", help="Scale leaves with named dims to a model preset, e.g. deepseek-v3.2@32k.")] = None,
 ) -> None:
     """Draw the run's dataflow graph: edges sized and coloured by bytes per step."""
     run_arg, html_path = _split_words(words or [], html)
@@ -34,6 +35,10 @@ def render(
     from flowmap.model.run import load, resolve
 
     run = load(resolve(run_arg))
+    if project:
+        from flowmap.model.projection import project as project_run
+
+        run = project_run(run, project)
     if dot or svg or png:
         _write_graph(run, dot, svg, png, instances)
     if html:
@@ -56,7 +61,9 @@ def _write_graph(run: object, dot: str | None, svg: str | None, png: str | None,
     from flowmap.model.graph import build_graph
     from flowmap.render.dot import dot_source
 
-    source = dot_source(build_graph(run, expand_instances=instances))  # type: ignore[arg-type]
+    note = getattr(run, "projection", None)
+    title = f"PROJECTION — {note['note']}" if note else None
+    source = dot_source(build_graph(run, expand_instances=instances), title=title)  # type: ignore[arg-type]
     if dot:
         try:
             with open(dot, "w", encoding="utf-8") as f:
@@ -73,13 +80,8 @@ def _write_graph(run: object, dot: str | None, svg: str | None, png: str | None,
 
 
 def _write_html(run: object, path: str | None) -> str:
-    try:
-        from flowmap.render.html import write_html
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("flowmap.render.html", "flowmap.render.html_data",
-                            "flowmap.render.layout"):
-            raise
-        raise FlowmapError("this flowmap has no HTML renderer yet; use --svg or --dot") from None
+    from flowmap.render.html import write_html
+
     return write_html(run, path)  # type: ignore[arg-type]
 
 

@@ -61,10 +61,20 @@ def _baseline(opts: Options) -> Snapshot | None:
     return baseline_file.read(opts.baseline)
 
 
-def load_side(path: str) -> Snapshot:
-    """One side of `flowmap diff`: a run directory/shard, or a baseline file."""
+def load_side(path: str, project: str | None = None) -> Snapshot:
+    """One side of `flowmap diff`: a run directory/shard, or a baseline file.
+
+    `project` (`PRESET[@CONTEXT]`) scales the run's leaves with named dims first.
+    """
     from flowmap.model.run import load
 
     if os.path.isfile(path) and path.endswith(".json"):
+        if project:
+            raise UsageError(f"{path} is a baseline file; --project needs runs on both sides")
         return baseline_file.read(path)
-    return from_run(load(path))
+    run = load(path)
+    if project:
+        from flowmap.model.projection import project as project_run
+
+        run = project_run(run, project)
+    return from_run(run)

@@ -73,6 +73,7 @@ def _run_info(run: Run, placed: Layout) -> dict[str, Any]:
         "last_step": run.steps[-1] if run.steps else None,
         "duration_s": _num((t_end - run.t0_ns) / 1e9),
         "truncated": run.truncated,
+        "projection": run.projection["note"] if run.projection else None,
         "total_bytes": sum(s.total_bytes for s in run.seams.values()),
         "items": {
             "total": items.total,

@@ -86,3 +86,17 @@ def test_report_cli_projects(tmp_path, run_cli):
     assert "PROJECTION" in r.stdout and "GiB" in r.stdout
     r = run_cli(["report", str(tmp_path / "run"), "--project", "nope"])
     assert r.returncode == 2 and "no preset" in r.stderr
+
+
+def test_render_and_diff_label_projections(tmp_path, run_cli):
+    replay_run(tmp_path)
+    run = str(tmp_path / "run")
+    r = run_cli(["render", run, "--dot", str(tmp_path / "g.dot"), "--project", "deepseek-v3.2@32k"])
+    assert r.returncode == 0, r.stderr
+    assert "PROJECTION" in (tmp_path / "g.dot").read_text()
+    r = run_cli(["render", run, "--html", str(tmp_path / "p.html"), "--project", "deepseek-v3.2"])
+    assert r.returncode == 0, r.stderr
+    assert "projected to deepseek-v3.2 at 32k tokens" in (tmp_path / "p.html").read_text()
+    r = run_cli(["diff", run, run, "--project", "deepseek-v3.2@32k"], env={"COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    assert "PROJECTION to deepseek-v3.2@32k" in r.stdout
