@@ -176,11 +176,16 @@ def propagate(run_dir: str) -> Iterator[None]:
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore_environ(saved)
+
+
+def restore_environ(saved: dict[str, str | None]) -> None:
+    """Put environment variables back as saved (None: the variable was unset)."""
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def write_run_meta(run_dir: str, **fields: Any) -> None:

@@ -43,6 +43,7 @@ from typing import Any
 
 from flowmap.capture import state
 from flowmap.capture.api import current_owner, set_owner
+from flowmap.capture.session import restore_environ
 
 CALLER_KW = "_flowmap_caller"
 OWNER_KW = "_flowmap_owner"
@@ -147,11 +148,7 @@ def _untraced_services() -> Iterator[None]:
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore_environ(saved)
 
 
 # -- where remote functions and actor classes are made --------------------------
