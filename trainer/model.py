@@ -7,19 +7,27 @@ are written into a paged cache and attention gathers each sequence's context
 through its block table. Both run the same weights through the same modules, so
 the engine's log-probs equal the trainer's up to float rounding.
 
-Pre-norm blocks (GPT-2 style), learned absolute positions. Issue 6 adds an MoE
-feed-forward (top-k router) and DSA-style sparse attention (an indexer picking
-top-k keys); `Block.ffn` and `CausalSelfAttention` are the places they plug in.
+Pre-norm blocks (GPT-2 style), learned absolute positions. Two options, off by
+default: an MoE feed-forward (`moe.py`, a top-k router over small experts) and
+DSA-style sparse attention (`sparse_attention.py`, a lightning indexer keeping
+the top-k past positions per query). Both make hard selections; every pass
+returns the selections it made (a `Replay`) and `forward` can be told to use
+given ones instead (rollout routing replay, R3), see `replay.py`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from flowmap.trainer.moe import MoE
+from flowmap.trainer.replay import Replay
+from flowmap.trainer.sparse_attention import LightningIndexer
 
 
 @dataclass(slots=True)
@@ -32,20 +40,58 @@ class ModelConfig:
     n_layers: int = 2
     n_heads: int = 4  # head_dim 16
     d_ff: int = 256  # 4 * d_model, GPT-2's ratio
+    # MoE feed-forward: 0 = the dense MLP. Each expert is d_ff // moe_top_k wide, so a
+    # token's active width stays d_ff; 4 experts top-2 is enough to make routing matter.
+    moe_experts: int = 0
+    moe_top_k: int = 2
+    # DSA sparse attention: 0 = dense. Each query attends only the dsa_index_topk past
+    # positions its indexer scores highest (V3.2: 2048 of up to 128K; here a few of <= 128).
+    dsa_index_topk: int = 0
+    dsa_index_dim: int = 16  # indexer key/query width (V3.2: 128)
+    dsa_index_heads: int = 2  # indexer heads (V3.2: 64)
+    # Std of Gaussian noise added, in train mode only, to router logits and indexer scores:
+    # a stand-in for the train/inference numeric drift that replay exists to cancel (tests).
+    router_noise: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_seq_len", "d_model", "n_layers", "n_heads", "d_ff"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"ModelConfig.{name} must be a positive int, got {value!r}")
+            _check_int(name, getattr(self, name), minimum=1)
+        for name in ("moe_experts", "dsa_index_topk"):
+            _check_int(name, getattr(self, name), minimum=0)
         if self.d_model % self.n_heads:
             raise ValueError(
                 f"ModelConfig.d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"
             )
+        if self.has_moe:
+            _check_int("moe_top_k", self.moe_top_k, minimum=1)
+            if self.moe_top_k > self.moe_experts or self.d_ff < self.moe_top_k:
+                raise ValueError(
+                    f"ModelConfig.moe_top_k ({self.moe_top_k}) must be at most moe_experts "
+                    f"({self.moe_experts}) and d_ff ({self.d_ff})"
+                )
+        if self.has_dsa:
+            for name in ("dsa_index_dim", "dsa_index_heads"):
+                _check_int(name, getattr(self, name), minimum=1)
+        if not self.router_noise >= 0:
+            raise ValueError(f"ModelConfig.router_noise must be >= 0, got {self.router_noise!r}")
+
+    @property
+    def has_moe(self) -> bool:
+        return self.moe_experts > 0
+
+    @property
+    def has_dsa(self) -> bool:
+        return self.dsa_index_topk > 0
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        kind = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ValueError(f"ModelConfig.{name} must be {kind}, got {value!r}")
 
 
 @dataclass(slots=True)
@@ -79,6 +125,24 @@ class PagedBatch:
     last_index: Tensor  # (B,) index into N of each sequence's last new token (predicts the next)
 
 
+@dataclass(slots=True)
+class PagedCache:
+    """The engine's per-token caches, indexed by slot and written in place by `forward_paged`."""
+
+    kv: Tensor  # (L, 2, slots, nh, hs) K|V of every layer
+    index_keys: Tensor | None = None  # (L, slots, d_I) DSA indexer keys; None without DSA
+
+
+@dataclass(slots=True)
+class DenseMasks:
+    """What each query of a padded (B, T) batch may see; `forward` builds it once for all layers."""
+
+    attn_mask: Tensor  # (B, 1, T, T) causal over real keys; a pad query sees itself (no NaN row)
+    positions: Tensor  # (B, T) token positions (what indexer selections are recorded as)
+    visible: Tensor | None = None  # (B, T, T) causal over real keys: the indexer's candidates
+    pad_self: Tensor | None = None  # (B, T, T) a pad query's only key, itself
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -86,46 +150,107 @@ class CausalSelfAttention(nn.Module):
         self.head_dim = cfg.head_dim
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+        self.indexer = (
+            LightningIndexer(
+                cfg.d_model, cfg.dsa_index_dim, cfg.dsa_index_heads, cfg.dsa_index_topk,
+                cfg.router_noise,
+            )
+            if cfg.has_dsa
+            else None
+        )
 
-    def forward(self, x: Tensor, attn_mask: Tensor) -> Tensor:
+    def forward(
+        self, x: Tensor, masks: DenseMasks, replay: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (B, T, D) -> (output (B, T, D), kept positions (B, T, K) int32 or None without DSA).
+
+        replay (B, T, K): positions to keep instead of the indexer's choice.
+        """
         B, T, D = x.shape
         # (B, T, 3D) -> (B, T, 3, nh, hs) -> (3, B, nh, T, hs)
         q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        attn_mask, kept = masks.attn_mask, None
+        if self.indexer is not None:
+            assert masks.visible is not None and masks.pad_self is not None
+            keep, kept = self.indexer.select(
+                x, self.indexer.keys(x), masks.visible, masks.positions, replay
+            )
+            attn_mask = (keep | masks.pad_self)[:, None]  # (B, 1, T, T)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)  # (B, nh, T, hs)
-        return self.proj(y.transpose(1, 2).reshape(B, T, D))
+        return self.proj(y.transpose(1, 2).reshape(B, T, D)), kept
 
-    def forward_paged(self, x: Tensor, batch: PagedBatch, kv_cache: Tensor) -> Tensor:
-        """x (N, D) new tokens; kv_cache (2, num_slots, nh, hs) this layer's K|V, written in place."""
+    def forward_paged(
+        self, x: Tensor, batch: PagedBatch, kv_cache: Tensor, index_keys: Tensor | None
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (N, D) new tokens -> (output (N, D), kept positions (N, K) int32 or None).
+
+        kv_cache (2, num_slots, nh, hs) and index_keys (num_slots, d_I) are this
+        layer's caches, written in place.
+        """
         N, D = x.shape
         qkv = self.qkv(x).view(N, 3, self.n_heads, self.head_dim)  # (N, 3, nh, hs)
         # Write first: a new token attends to itself and to the other new tokens of its sequence.
         kv_cache[:, batch.slot_mapping] = qkv[:, 1:].transpose(0, 1)  # (2, N, nh, hs)
+        kept: Tensor | None = None
+        if self.indexer is not None:
+            assert index_keys is not None
+            index_keys[batch.slot_mapping] = self.indexer.keys(x)  # (N, d_I)
+            kept = torch.empty(N, self.indexer.topk, dtype=torch.int32)
         q = qkv[:, 0]  # (N, nh, hs)
         y = q if len(batch.groups) == 1 else torch.empty_like(q)  # (N, nh, hs)
         for group in batch.groups:
+            rows = slice(None) if group.token_index is None else group.token_index
+            attn_mask = group.attn_mask
+            if self.indexer is not None:
+                assert index_keys is not None and kept is not None
+                keep, kept[rows] = self._index_group(x[rows], group, index_keys)
+                attn_mask = keep[:, None]  # (B_g, 1, Q_g, C_g); keep is within the causal mask
             if group.token_index is None:
-                y = self._attend_group(q, group, kv_cache)
+                y = self._attend_group(q, group, kv_cache, attn_mask)
             else:
-                y[group.token_index] = self._attend_group(q[group.token_index], group, kv_cache)
-        return self.proj(y.reshape(N, D))
+                y[rows] = self._attend_group(q[rows], group, kv_cache, attn_mask)
+        return self.proj(y.reshape(N, D)), kept
 
-    def _attend_group(self, q: Tensor, group: AttentionGroup, kv_cache: Tensor) -> Tensor:
+    def _attend_group(
+        self, q: Tensor, group: AttentionGroup, kv_cache: Tensor, attn_mask: Tensor
+    ) -> Tensor:
         """q (N_g, nh, hs) -> attention output (N_g, nh, hs) over each sequence's context."""
-        B, _, Q, _ = group.attn_mask.shape
-        nh, hs = self.n_heads, self.head_dim
         # One gather for K and V: (2, B, C, nh, hs) -> 2 x (B, nh, C, hs)
         k_ctx, v_ctx = kv_cache[:, group.context_slots].transpose(2, 3).unbind(0)
-        if group.query_index is None:  # one query per sequence: no padding needed
-            q_pad = q.view(B, 1, nh, hs)
-        else:
-            q_pad = q.new_zeros(B * Q, nh, hs)
-            q_pad[group.query_index] = q
-            q_pad = q_pad.view(B, Q, nh, hs)
+        q_pad = _pad_queries(q, group)  # (B, Q, nh, hs)
         y = F.scaled_dot_product_attention(
-            q_pad.transpose(1, 2), k_ctx, v_ctx, attn_mask=group.attn_mask
+            q_pad.transpose(1, 2), k_ctx, v_ctx, attn_mask=attn_mask
         )  # (B, nh, Q, hs)
-        y = y.transpose(1, 2).reshape(B * Q, nh, hs)  # (B, Q, nh, hs) -> (B * Q, nh, hs)
-        return y if group.query_index is None else y[group.query_index]
+        return _unpad_queries(y.transpose(1, 2), group)  # (B, Q, nh, hs) -> (N_g, nh, hs)
+
+    def _index_group(
+        self, x: Tensor, group: AttentionGroup, index_keys: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """x (N_g, D) -> keep (B, Q, C) bool, kept positions (N_g, K) int32."""
+        assert self.indexer is not None
+        B, _, _, C = group.attn_mask.shape
+        keys = index_keys[group.context_slots]  # (B, C, d_I)
+        key_positions = torch.arange(C).expand(B, C)  # context index j is token position j
+        keep, kept = self.indexer.select(
+            _pad_queries(x, group), keys, group.attn_mask[:, 0], key_positions
+        )
+        return keep, _unpad_queries(kept, group)
+
+
+def _pad_queries(t: Tensor, group: AttentionGroup) -> Tensor:
+    """(N_g, ...) per new token -> (B_g, Q_g, ...) per sequence and query slot, zeros in padding."""
+    B, _, Q, _ = group.attn_mask.shape
+    if group.query_index is None:  # one query per sequence: no padding needed
+        return t.view(B, 1, *t.shape[1:])
+    padded = t.new_zeros(B * Q, *t.shape[1:])
+    padded[group.query_index] = t
+    return padded.view(B, Q, *t.shape[1:])
+
+
+def _unpad_queries(t: Tensor, group: AttentionGroup) -> Tensor:
+    """(B_g, Q_g, ...) -> (N_g, ...), the inverse of `_pad_queries`."""
+    flat = t.reshape(t.shape[0] * t.shape[1], *t.shape[2:])  # (B_g * Q_g, ...)
+    return flat if group.query_index is None else flat[group.query_index]
 
 
 class MLP(nn.Module):
@@ -139,20 +264,40 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
+    """Pre-norm block; returns, with its output, the selections it made (None for dense parts)."""
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(cfg.d_model)
         self.attn = CausalSelfAttention(cfg)
         self.ln2 = nn.LayerNorm(cfg.d_model)
-        self.ffn = MLP(cfg)  # issue 6: an MoE feed-forward with a top-k router goes here
+        self.ffn: MLP | MoE = (
+            MoE(cfg.d_model, cfg.d_ff, cfg.moe_experts, cfg.moe_top_k, cfg.router_noise)
+            if cfg.has_moe
+            else MLP(cfg)
+        )
 
-    def forward(self, x: Tensor, attn_mask: Tensor) -> Tensor:
-        x = x + self.attn(self.ln1(x), attn_mask)
-        return x + self.ffn(self.ln2(x))
+    def forward(
+        self, x: Tensor, masks: DenseMasks, replay: Replay | None = None
+    ) -> tuple[Tensor, Replay]:
+        """replay: this layer's selections to use, (B, T, k) and (B, T, K)."""
+        h, kept = self.attn(self.ln1(x), masks, replay.indexer_topk if replay else None)
+        x = x + h
+        h, experts = self._ffn(self.ln2(x), replay.routed_experts if replay else None)
+        return x + h, Replay(experts, kept)
 
-    def forward_paged(self, x: Tensor, batch: PagedBatch, kv_cache: Tensor) -> Tensor:
-        x = x + self.attn.forward_paged(self.ln1(x), batch, kv_cache)
-        return x + self.ffn(self.ln2(x))
+    def forward_paged(
+        self, x: Tensor, batch: PagedBatch, kv_cache: Tensor, index_keys: Tensor | None
+    ) -> tuple[Tensor, Replay]:
+        h, kept = self.attn.forward_paged(self.ln1(x), batch, kv_cache, index_keys)
+        x = x + h
+        h, experts = self._ffn(self.ln2(x), None)
+        return x + h, Replay(experts, kept)
+
+    def _ffn(self, x: Tensor, replay: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        if isinstance(self.ffn, MoE):
+            return self.ffn(x, replay)
+        return self.ffn(x), None
 
 
 class TinyLM(nn.Module):
@@ -174,13 +319,29 @@ class TinyLM(nn.Module):
         input_ids: Tensor,
         attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
+        replay: Replay | None = None,
     ) -> Tensor:
         """Logits (B, T, V) for input_ids (B, T); attention_mask 1 = real token, 0 = pad.
 
         Pads are masked as keys, so left-padded prompts followed by right-padded
         responses give every real token the same logits it would have unpadded.
         Positions default to the count of real tokens before each one.
+
+        replay: rollout's selections, routed_experts (B, T, L, k) and indexer_topk
+        (B, T, L, K) aligned with input_ids (see `replay.collate_replay`); each
+        MoE layer and indexer uses them instead of choosing, except in rows of
+        all -1. Gates and attention weights are still computed here, so gradients flow.
         """
+        return self.forward_with_selections(input_ids, attention_mask, position_ids, replay)[0]
+
+    def forward_with_selections(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+        replay: Replay | None = None,
+    ) -> tuple[Tensor, Replay]:
+        """`forward`, plus the selections every layer used: (B, T, L, k) and (B, T, L, K)."""
         B, T = input_ids.shape
         if attention_mask is None:
             attention_mask = torch.ones(B, T, dtype=torch.bool, device=input_ids.device)
@@ -188,33 +349,63 @@ class TinyLM(nn.Module):
         if position_ids is None:
             position_ids = (real.long().cumsum(-1) - 1).clamp(min=0)  # (B, T)
         self._check_positions(position_ids)
-        causal = torch.ones(T, T, dtype=torch.bool, device=input_ids.device).tril()
-        attn_mask = causal[None, None] & real[:, None, None, :]  # (B, 1, T, T): query i sees key j
-        # A pad query sees itself, so its softmax row is never all -inf (NaN); its output is unused.
-        attn_mask = attn_mask | torch.eye(T, dtype=torch.bool, device=input_ids.device)
+        self._check_replay(replay, B, T)
+        masks = self._dense_masks(real, position_ids)
         x = self.tok_emb(input_ids) + self.pos_emb(position_ids)  # (B, T, D)
-        for block in self.blocks:
-            x = block(x, attn_mask)
-        return self.lm_head(self.norm_f(x))  # (B, T, V)
+        used: list[Replay] = []
+        for i, block in enumerate(self.blocks):
+            x, selected = block(x, masks, None if replay is None else replay.layer(i))
+            used.append(selected)
+        return self.lm_head(self.norm_f(x)), Replay.stack_layers(used)  # (B, T, V)
 
     def forward_paged(
-        self, input_ids: Tensor, positions: Tensor, batch: PagedBatch, kv_cache: Tensor
-    ) -> Tensor:
-        """Logits (B, V) of each sequence's last new token.
+        self, input_ids: Tensor, positions: Tensor, batch: PagedBatch, cache: PagedCache
+    ) -> tuple[Tensor, Replay]:
+        """Logits (B, V) of each sequence's last new token, and the new tokens' selections.
 
         input_ids, positions (N,): the new tokens of all sequences, concatenated.
-        kv_cache: a tensor shaped by `kv_cache_shape`, updated in place.
+        cache: from `new_paged_cache`, updated in place. The selections are
+        routed_experts (N, L, k) and indexer_topk (N, L, K), None when off.
         """
         self._check_positions(positions)
         x = self.tok_emb(input_ids) + self.pos_emb(positions)  # (N, D)
-        for i, block in enumerate(self.blocks):
-            x = block.forward_paged(x, batch, kv_cache[i])
+        used: list[Replay] = []
+        for i, block in enumerate(cast(list[Block], self.blocks)):
+            index_keys = None if cache.index_keys is None else cache.index_keys[i]
+            x, selected = block.forward_paged(x, batch, cache.kv[i], index_keys)
+            used.append(selected)
         x = x[batch.last_index]  # (B, D): only the last token of each sequence samples
-        return self.lm_head(self.norm_f(x))  # (B, V)
+        return self.lm_head(self.norm_f(x)), Replay.stack_layers(used)  # (B, V)
 
     def kv_cache_shape(self, num_slots: int) -> tuple[int, ...]:
         """Layout of a paged KV cache holding `num_slots` tokens: (layers, K|V, slots, nh, hs)."""
         return (self.cfg.n_layers, 2, num_slots, self.cfg.n_heads, self.cfg.head_dim)
+
+    def index_cache_shape(self, num_slots: int) -> tuple[int, ...] | None:
+        """Layout of the DSA index-key cache: (layers, slots, d_I); None without DSA."""
+        if not self.cfg.has_dsa:
+            return None
+        return (self.cfg.n_layers, num_slots, self.cfg.dsa_index_dim)
+
+    def new_paged_cache(self, num_slots: int, dtype: torch.dtype) -> PagedCache:
+        # Zeros, not empty: masked context slots are multiplied by 0 and must not be NaN.
+        index_shape = self.index_cache_shape(num_slots)
+        return PagedCache(
+            kv=torch.zeros(self.kv_cache_shape(num_slots), dtype=dtype),
+            index_keys=None if index_shape is None else torch.zeros(index_shape, dtype=dtype),
+        )
+
+    def _dense_masks(self, real: Tensor, positions: Tensor) -> DenseMasks:
+        T = real.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=real.device).tril()
+        eye = torch.eye(T, dtype=torch.bool, device=real.device)
+        visible = causal[None] & real[:, None, :]  # (B, T, T): query i sees key j
+        # A pad query sees itself, so its softmax row is never all -inf (NaN); its output is unused.
+        masks = DenseMasks(attn_mask=(visible | eye)[:, None], positions=positions)
+        if self.cfg.has_dsa:
+            masks.visible = visible
+            masks.pad_self = eye & ~real[:, :, None]  # (B, T, T)
+        return masks
 
     def _check_positions(self, positions: Tensor) -> None:
         if positions.numel() and int(positions.max()) >= self.cfg.max_seq_len:
@@ -222,6 +413,24 @@ class TinyLM(nn.Module):
                 f"position {int(positions.max())} is beyond max_seq_len={self.cfg.max_seq_len}; "
                 "shorten the sequence or raise ModelConfig.max_seq_len"
             )
+
+    def _check_replay(self, replay: Replay | None, B: int, T: int) -> None:
+        if replay is None:
+            return
+        cfg = self.cfg
+        for name, tensor, k, on in (
+            ("routed_experts", replay.routed_experts, cfg.moe_top_k, cfg.has_moe),
+            ("indexer_topk", replay.indexer_topk, cfg.dsa_index_topk, cfg.has_dsa),
+        ):
+            if tensor is None:
+                continue
+            expected = (B, T, cfg.n_layers, k)
+            if not on or tuple(tensor.shape) != expected:
+                raise ValueError(
+                    f"replay.{name} has shape {tuple(tensor.shape)}, the model expects "
+                    f"{expected if on else 'none (the option is off)'}; build it with "
+                    "replay.collate_replay from the rollout's rows"
+                )
 
 
 def _init_weights(module: nn.Module, n_layers: int) -> None:

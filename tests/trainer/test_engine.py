@@ -3,11 +3,14 @@
 The reference is minGPT's kind of test: greedy decoding with TinyLM.forward on
 the whole sequence every token, no cache, no batching. The engine must produce
 the same tokens, and the same log-probs to ~1e-5, however it batches, pages or
-preempts.
+preempts. The parity tests run for every model variant (dense, MoE, DSA, both)
+with replay recording on, and also check each output's recorded selections
+against the reference forward's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterator
 
@@ -26,6 +29,13 @@ from flowmap.trainer.model import ModelConfig, TinyLM, build_model
 
 CFG = ModelConfig(vocab_size=24, max_seq_len=64, d_model=32, n_layers=2, n_heads=4, d_ff=64)
 GREEDY = SamplingParams(temperature=0.0, max_tokens=12)
+# DSA keeps 4 of up to ~28 past positions: sparse enough that the indexer decides a lot.
+VARIANTS = {
+    "dense": CFG,
+    "moe": dataclasses.replace(CFG, moe_experts=4, moe_top_k=2),
+    "dsa": dataclasses.replace(CFG, dsa_index_topk=4, dsa_index_dim=8),
+    "moe+dsa": dataclasses.replace(CFG, moe_experts=4, moe_top_k=2, dsa_index_topk=4, dsa_index_dim=8),
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -41,6 +51,11 @@ def one_torch_thread() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def model() -> TinyLM:
     return build_model(CFG, seed=0).eval()
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def variant(request: pytest.FixtureRequest) -> TinyLM:
+    return build_model(VARIANTS[request.param], seed=0).eval()
 
 
 @torch.no_grad()
@@ -63,6 +78,21 @@ def assert_matches_reference(model: TinyLM, out: RequestOutput, max_tokens: int)
     tokens, logprobs = reference(model, out.prompt_token_ids, max_tokens)
     assert out.output_token_ids == tokens, out.request_id
     assert out.logprobs == pytest.approx(logprobs, abs=1e-5), out.request_id
+    assert_replay_matches_reference(model, out)
+
+
+@torch.no_grad()
+def assert_replay_matches_reference(model: TinyLM, out: RequestOutput) -> None:
+    """Recorded selections = the full forward's, row p = position p, all but the last token."""
+    ids = torch.tensor([out.prompt_token_ids + out.output_token_ids])
+    _, used = model.forward_with_selections(ids)
+    for name in ("routed_experts", "indexer_topk"):
+        recorded, expected = getattr(out, name), getattr(used, name)
+        if expected is None:
+            assert recorded is None, name
+        else:
+            assert recorded is not None and recorded.dtype == torch.int32, name
+            assert torch.equal(recorded, expected[0, :-1]), (out.request_id, name)
 
 
 def random_prompts(num: int, seed: int, lengths: tuple[int, int] = (1, 14)) -> list[list[int]]:
@@ -96,8 +126,9 @@ def drain(engine: LLMEngine, max_steps: int = 1000) -> Iterator[RequestOutput]:
 # -- parity with the reference ---------------------------------------------------------
 
 
-def test_greedy_generate_matches_full_recompute(model: TinyLM) -> None:
-    engine = LLMEngine(model, EngineConfig(num_kv_blocks=64, block_size=4))
+def test_greedy_generate_matches_full_recompute(variant: TinyLM) -> None:
+    model = variant
+    engine = LLMEngine(model, EngineConfig(num_kv_blocks=64, block_size=4, return_replay=True))
     prompts = random_prompts(6, seed=1)
     outs = engine.generate(prompts, GREEDY)
     assert [o.prompt_token_ids for o in outs] == prompts
@@ -106,11 +137,15 @@ def test_greedy_generate_matches_full_recompute(model: TinyLM) -> None:
         assert_matches_reference(model, out, GREEDY.max_tokens)
 
 
-def test_greedy_matches_reference_under_continuous_batching(model: TinyLM) -> None:
+def test_greedy_matches_reference_under_continuous_batching(variant: TinyLM) -> None:
+    model = variant
     # GIVEN requests of different lengths arriving while others decode, more than fit at once
     engine = LLMEngine(
         model,
-        EngineConfig(num_kv_blocks=64, block_size=4, max_num_seqs=4, max_num_batched_tokens=40),
+        EngineConfig(
+            num_kv_blocks=64, block_size=4, max_num_seqs=4, max_num_batched_tokens=40,
+            return_replay=True,
+        ),
     )
     batches = record_batches(engine)
     prompts = random_prompts(10, seed=2)
@@ -137,8 +172,9 @@ def test_greedy_matches_reference_under_continuous_batching(model: TinyLM) -> No
 
 @pytest.mark.parametrize("enable_prefix_caching", [True, False])
 def test_greedy_matches_reference_under_preemption(
-    model: TinyLM, enable_prefix_caching: bool
+    variant: TinyLM, enable_prefix_caching: bool
 ) -> None:
+    model = variant
     # GIVEN a KV pool of 10 blocks of 4 tokens for 8 sequences that grow to ~28 tokens each
     config = EngineConfig(
         num_kv_blocks=10,
@@ -146,6 +182,7 @@ def test_greedy_matches_reference_under_preemption(
         max_num_seqs=8,
         max_num_batched_tokens=64,
         enable_prefix_caching=enable_prefix_caching,
+        return_replay=True,
     )
     engine = LLMEngine(model, config)
     prompts = random_prompts(8, seed=3, lengths=(4, 10))
@@ -161,8 +198,9 @@ def test_greedy_matches_reference_under_preemption(
     assert engine.kv_blocks_used == 0
 
 
-def test_multi_turn_continuation_hits_the_prefix_cache(model: TinyLM) -> None:
-    engine = LLMEngine(model, EngineConfig(num_kv_blocks=32, block_size=4))
+def test_multi_turn_continuation_hits_the_prefix_cache(variant: TinyLM) -> None:
+    model = variant
+    engine = LLMEngine(model, EngineConfig(num_kv_blocks=32, block_size=4, return_replay=True))
     batches = record_batches(engine)
     (first,) = engine.generate([random_prompts(1, seed=4, lengths=(9, 9))[0]], GREEDY)
     turn2 = first.prompt_token_ids + first.output_token_ids + [5, 6]  # the environment answers
@@ -341,8 +379,9 @@ def test_weight_sync_sequence_loses_nothing_and_every_call_is_idempotent(model: 
         assert done.output_token_ids == tokens
 
 
-def test_release_while_running_falls_back_to_recompute(model: TinyLM) -> None:
-    engine = LLMEngine(model, EngineConfig(num_kv_blocks=32, block_size=4))
+def test_release_while_running_falls_back_to_recompute(variant: TinyLM) -> None:
+    model = variant
+    engine = LLMEngine(model, EngineConfig(num_kv_blocks=32, block_size=4, return_replay=True))
     prompts = random_prompts(3, seed=13)
     for i, prompt in enumerate(prompts):
         engine.add_request(f"r{i}", prompt, GREEDY)

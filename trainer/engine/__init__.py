@@ -5,6 +5,7 @@ block_manager.py  paged KV accounting: block tables, free list, prefix cache
 scheduler.py      continuous batching: waiting/running queues, preemption by recompute
 sampling.py       temperature, top-p, per-token log-probs
 model_runner.py   sequences -> tensors -> one paged forward pass per step
+replay_cache.py   per-slot record of MoE/DSA selections -> each sequence's replay rows
 llm_engine.py     step() and the RL controls (pause, release, update, resume, continue)
 """
 

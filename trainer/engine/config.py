@@ -21,6 +21,9 @@ class EngineConfig:
     )
     max_num_batched_tokens: int = 1024  # new tokens per step (prefills + one per decode)
     enable_prefix_caching: bool = True  # share computed full blocks between equal prefixes
+    # Hand back each sequence's MoE routing / DSA indexer selections (RequestOutput.routed_experts,
+    # .indexer_topk) for training to replay; costs a per-slot record next to the KV cache.
+    return_replay: bool = False
 
     def __post_init__(self) -> None:
         for name in ("num_kv_blocks", "block_size", "max_num_seqs", "max_num_batched_tokens"):

@@ -5,6 +5,10 @@ computes it against the paged KV cache and samples, the scheduler records the
 tokens and frees what finished. Around it sit the RL controls a weight sync
 drives (pause -> release KV -> update weights -> resume KV -> continue); each
 is idempotent, so a retried call after a failure is always safe.
+
+With `EngineConfig(return_replay=True)` and a MoE or DSA model, every
+RequestOutput carries the selections of the positions the model ran for it
+(`routed_experts`, `indexer_topk`; conventions in `flowmap.trainer.replay`).
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ class LLMEngine:
         for i, seq_request_id in enumerate(ids):
             generator = None if params.seed is None else sample_generator(params.seed, i)
             seq = Sequence(self._next_seq_id, seq_request_id, prompt_token_ids, params, generator)
+            if self.model_runner.replay_cache is not None:
+                seq.replay_rows = self.model_runner.replay_cache.new_rows()
             self._next_seq_id += 1
             self._seqs[seq_request_id] = seq
             self.scheduler.add(seq)

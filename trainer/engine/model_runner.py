@@ -5,6 +5,10 @@ go through a single `forward_paged` call per step: their new tokens are
 concatenated (no padding in the linear layers), and attention gathers each
 sequence's context from its block table, decoding and prefilling sequences in
 separate groups so neither pads to the other's shape.
+
+With DSA the cache also holds each token's indexer key (next to its K/V, same
+slot); with `return_replay` a `ReplayCache` records each slot's selections and
+every step copies the scheduled sequences' new rows into them.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import torch
 from torch import Tensor
 
 from flowmap.trainer.engine.config import EngineConfig
+from flowmap.trainer.engine.replay_cache import ReplayCache
 from flowmap.trainer.engine.sampling import sample
 from flowmap.trainer.engine.sequence import Sequence
-from flowmap.trainer.model import AttentionGroup, PagedBatch, TinyLM
+from flowmap.trainer.model import AttentionGroup, PagedBatch, PagedCache, TinyLM
 
 
 class KVCacheReleasedError(RuntimeError):
@@ -27,9 +32,14 @@ class ModelRunner:
         self.model = model
         self.block_size = config.block_size
         self.generator = generator  # stream of the sequences that bring no seed
-        self.kv_cache_shape = model.kv_cache_shape(config.num_kv_slots)  # (L, 2, slots, nh, hs)
+        self.num_kv_slots = config.num_kv_slots
         self.kv_cache_dtype = next(model.parameters()).dtype
-        self.kv_cache: Tensor | None = None
+        self.kv_cache: PagedCache | None = None  # K/V (+ DSA index keys) of every slot
+        self.replay_cache = (
+            ReplayCache(model.cfg, config.num_kv_slots, config.block_size)
+            if config.return_replay and (model.cfg.has_moe or model.cfg.has_dsa)
+            else None
+        )
         self.resume_kv_cache()
 
     @property
@@ -38,16 +48,23 @@ class ModelRunner:
 
     @property
     def kv_cache_bytes(self) -> int:
-        """Bytes of the KV pool when allocated (the layout stays even while released)."""
-        return torch.Size(self.kv_cache_shape).numel() * self.kv_cache_dtype.itemsize
+        """Bytes of the KV pool (with DSA index keys) when allocated; the layout stays while released."""
+        shapes = [self.model.kv_cache_shape(self.num_kv_slots)]
+        index_shape = self.model.index_cache_shape(self.num_kv_slots)
+        if index_shape is not None:
+            shapes.append(index_shape)
+        return sum(torch.Size(s).numel() for s in shapes) * self.kv_cache_dtype.itemsize
 
     def release_kv_cache(self) -> None:
         self.kv_cache = None  # the last reference: the storage is freed here
+        if self.replay_cache is not None:
+            self.replay_cache.release()  # sequences keep the rows already copied to them
 
     def resume_kv_cache(self) -> None:
         if self.kv_cache is None:
-            # Zeros, not empty: masked context slots are multiplied by 0 and must not be NaN.
-            self.kv_cache = torch.zeros(self.kv_cache_shape, dtype=self.kv_cache_dtype)
+            self.kv_cache = self.model.new_paged_cache(self.num_kv_slots, self.kv_cache_dtype)
+        if self.replay_cache is not None:
+            self.replay_cache.resume()
 
     @torch.inference_mode()
     def run(self, seqs: list[Sequence]) -> tuple[list[int], list[float]]:
@@ -55,7 +72,10 @@ class ModelRunner:
         if self.kv_cache is None:
             raise KVCacheReleasedError("the KV cache is released; call resume_kv_cache() first")
         input_ids, positions, batch = self.prepare(seqs)
-        logits = self.model.forward_paged(input_ids, positions, batch, self.kv_cache)  # (B, V)
+        logits, selections = self.model.forward_paged(input_ids, positions, batch, self.kv_cache)
+        if self.replay_cache is not None:
+            self.replay_cache.write(batch.slot_mapping, selections)
+            self.replay_cache.record(seqs)
         return sample(logits, [s.params for s in seqs], [s.generator for s in seqs], self.generator)
 
     def prepare(self, seqs: list[Sequence]) -> tuple[Tensor, Tensor, PagedBatch]:

@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
 from flowmap.trainer.engine.sampling import SamplingParams
 
@@ -31,6 +32,40 @@ class RequestOutput:
     logprobs: list[float]  # one per output token, under log_softmax(logits / temperature)
     finish_reason: str  # "stop" | "length" | "abort" | "paused"
     weight_version: int  # the engine's weight version when it finished or was withdrawn
+    # With EngineConfig.return_replay, the selections of every position the model ran for this
+    # sequence: row p = position p, p < len(prompt + output) - 1 (rows stop before the last
+    # sampled token; a request withdrawn before it ever ran has 0 rows). None when off.
+    routed_experts: Tensor | None = None  # (rows, layers, moe_top_k) int32
+    indexer_topk: Tensor | None = None  # (rows, layers, dsa_index_topk) int32, -1 padded
+
+
+class ReplayRows:
+    """One sequence's recorded selections, row p = position p, kept across preemption.
+
+    Rows are only ever appended: a position recomputed after preemption or a
+    weight update keeps the row recorded first, the one whose selections
+    produced the next token's log-prob.
+    """
+
+    __slots__ = ("num_rows", "experts", "kept")
+
+    def __init__(self, experts: Tensor | None, kept: Tensor | None) -> None:
+        self.num_rows = 0
+        self.experts = [] if experts is None else [experts]  # chunks (n, L, k); first is empty
+        self.kept = [] if kept is None else [kept]  # chunks (n, L, K)
+
+    def append(self, experts: Tensor | None, kept: Tensor | None, num_rows: int) -> None:
+        if experts is not None:
+            self.experts.append(experts)
+        if kept is not None:
+            self.kept.append(kept)
+        self.num_rows += num_rows
+
+    def routed_experts(self) -> Tensor | None:
+        return torch.cat(self.experts) if self.experts else None
+
+    def indexer_topk(self) -> Tensor | None:
+        return torch.cat(self.kept) if self.kept else None
 
 
 class Sequence:
@@ -49,6 +84,7 @@ class Sequence:
         "generator",
         "status",
         "finish_reason",
+        "replay_rows",
     )
 
     def __init__(
@@ -75,6 +111,8 @@ class Sequence:
         self.generator = generator  # None: draw from the engine's stream
         self.status = SequenceStatus.WAITING
         self.finish_reason: str | None = None
+        # Recorded selections, one (rows, L, k) chunk per step; set by the engine when replay is on.
+        self.replay_rows: ReplayRows | None = None
 
     def __len__(self) -> int:
         return len(self.token_ids)
@@ -105,6 +143,7 @@ class Sequence:
         self.logprobs.append(logprob)
 
     def to_output(self, finish_reason: str, weight_version: int) -> RequestOutput:
+        rows = self.replay_rows
         return RequestOutput(
             request_id=self.request_id,
             prompt_token_ids=self.prompt_token_ids,
@@ -112,6 +151,8 @@ class Sequence:
             logprobs=list(self.logprobs),
             finish_reason=finish_reason,
             weight_version=weight_version,
+            routed_experts=None if rows is None else rows.routed_experts(),
+            indexer_topk=None if rows is None else rows.indexer_topk(),
         )
 
     def __repr__(self) -> str:
