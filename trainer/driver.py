@@ -1,0 +1,259 @@
+"""The driver: the whole loop, one process, with the trainer ranks beside it.
+
+    dataset -> dispatch -> rollout -> ready buffer -> batch assembly -> reward
+            -> advantage -> training (DP ranks) -> weight sync -> dispatch
+
+One event loop, no threads: each turn of it tops up the in-flight
+trajectories to the watermark, steps every busy engine once, registers the
+trajectories that finished, applies any finished training step (weight sync),
+and, when the ranks can take one, assembles and submits the next batch.
+Submitting does not wait, so rollout goes on while the ranks train: that is
+the asynchrony, and the version gap is its price.
+
+Every hand-over is recorded with `flowmap.hop` under the owner that holds the
+data (see docs/trainer.md for the list of seams).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+import flowmap
+from flowmap.trainer.advantage import AdvantageOutput, grpo_advantages
+from flowmap.trainer.assembly import Assembler
+from flowmap.trainer.batcher import BatchPlan, collate
+from flowmap.trainer.config import Config
+from flowmap.trainer.dispatch import TrajectorySource, Watermark
+from flowmap.trainer.engine.config import EngineConfig
+from flowmap.trainer.engine.llm_engine import LLMEngine
+from flowmap.trainer.engine.sampling import SamplingParams
+from flowmap.trainer.env import CountingEnv
+from flowmap.trainer.model import ModelConfig, build_model
+from flowmap.trainer.progress import ProgressDisplay, StepFigures
+from flowmap.trainer.ready_buffer import ReadyBuffer
+from flowmap.trainer.reward import compute_rewards
+from flowmap.trainer.rollout import Finished, RolloutManager
+from flowmap.trainer.task import CountingTask, Dataset, make_tokenizer
+from flowmap.trainer.train.group import StepResult, TrainerGroup
+from flowmap.trainer.train.split import split_batch
+from flowmap.trainer.tree import LeafTrajectory
+from flowmap.trainer.warmup import warm_up
+from flowmap.trainer.weight_sync import sync_weights
+
+
+@dataclass(slots=True)
+class RunSummary:
+    steps: int
+    wall_s: float
+    rl_wall_s: float
+    reward_per_step: list[float]
+    staleness_per_step: list[int]
+    loss_per_step: list[float]
+    generated_tokens: int
+    dropped_stale: int
+    resubmitted: int
+    watermark: list[int] = field(default_factory=list)  # target after each step
+
+    def _window(self) -> int:
+        return max(1, len(self.reward_per_step) // 5)
+
+    @property
+    def reward_first(self) -> float:
+        k = self._window()
+        return sum(self.reward_per_step[:k]) / k
+
+    @property
+    def reward_last(self) -> float:
+        k = self._window()
+        return sum(self.reward_per_step[-k:]) / k
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.generated_tokens / max(self.rl_wall_s, 1e-9)
+
+    def line(self) -> str:
+        return (
+            f"grpo_tiny: {self.steps} steps in {self.wall_s:.1f} s · reward "
+            f"{self.reward_first:.2f} -> {self.reward_last:.2f} (first/last 20% of steps) · "
+            f"{self.tokens_per_s:,.0f} tok/s · max staleness {max(self.staleness_per_step, default=0)}"
+            f" · {self.dropped_stale} stale samples dropped · {self.resubmitted} requests resubmitted"
+        )
+
+
+def engine_config(cfg: Config) -> EngineConfig:
+    r = cfg.rollout
+    return EngineConfig(
+        num_kv_blocks=r.num_kv_blocks, block_size=r.block_size, max_num_seqs=r.max_num_seqs,
+        max_num_batched_tokens=max(256, r.max_num_seqs * 8),
+    )
+
+
+def model_config(cfg: Config, vocab_size: int) -> ModelConfig:
+    m = cfg.model
+    return ModelConfig(vocab_size=vocab_size, max_seq_len=m.max_seq_len, d_model=m.d_model,
+                       n_layers=m.n_layers, n_heads=m.n_heads, d_ff=m.d_ff)
+
+
+def watermark_for(cfg: Config) -> Watermark:
+    d, n = cfg.dispatch, cfg.rollout.n
+    capacity = cfg.rollout.engines * cfg.rollout.max_num_seqs
+    minimum = d.min_watermark or n
+    maximum = max(d.max_watermark or capacity, minimum)
+    initial = d.initial_watermark or cfg.train.groups_per_batch * n
+    return Watermark(initial, minimum, maximum, d.raise_step or n)
+
+
+def run(cfg: Config) -> RunSummary:
+    """Warm up, start the ranks and engines, run `cfg.train.steps` GRPO steps."""
+    t_start = time.monotonic()
+    torch.set_num_threads(1)  # 2 cores, 3 processes: one thread each
+    tokenizer = make_tokenizer()
+    task = CountingTask(tokenizer)
+    mcfg = model_config(cfg, tokenizer.vocab_size)
+    model = build_model(mcfg, cfg.seed)
+    display = ProgressDisplay(cfg.train.steps, cfg.progress)
+    with TrainerGroup(cfg, model) as trainer:  # ranks start while we warm up
+        with flowmap.owner("driver"):
+            flowmap.mark("warmup.begin")
+            losses = warm_up(model, task, cfg.task, cfg.warmup, cfg.seed)
+            flowmap.mark("warmup.end")
+        if losses:
+            display.message(f"warm-up: {len(losses)} supervised steps, loss {losses[-1]:.3f}")
+        trainer.load_initial_weights(model)
+        engines = [LLMEngine(model, engine_config(cfg), instance=i)
+                   for i in range(cfg.rollout.engines)]
+        loop = Loop(cfg, task, engines, trainer, display)
+        try:
+            summary = loop.run()
+        finally:
+            display.close()
+    summary.wall_s = time.monotonic() - t_start
+    return summary
+
+
+class Loop:
+    """The driver's event loop (state that lives for one run)."""
+
+    def __init__(self, cfg: Config, task: CountingTask, engines: list[LLMEngine],
+                 trainer: TrainerGroup, display: ProgressDisplay) -> None:
+        self.cfg = cfg
+        self.task = task
+        self.engines = engines
+        self.trainer = trainer
+        self.display = display
+        params = SamplingParams(
+            temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
+            max_tokens=cfg.task.max_tokens_per_turn, stop_token_ids=(task.tokenizer.eos_id,),
+        )
+        self.rollout = RolloutManager(engines, CountingEnv(task, cfg.task), params)
+        self.source = TrajectorySource(Dataset(cfg.seed), cfg.rollout.n)
+        self.buffer = ReadyBuffer(cfg.rollout.n)
+        self.watermark = watermark_for(cfg)
+        self.assembler = Assembler(self.buffer, self.watermark, cfg.train.max_staleness,
+                                   cfg.train.groups_per_batch)
+        self.version = 0
+        self.next_batch = 0
+        self.rewards: dict[int, float] = {}
+        self.staleness: dict[int, int] = {}
+        self.summary = RunSummary(cfg.train.steps, 0.0, 0.0, [], [], [], 0, 0, 0)
+        self._last_in_flight = -1
+
+    def run(self) -> RunSummary:
+        t0 = time.monotonic()
+        steps = self.cfg.train.steps
+        with flowmap.owner("driver"):
+            flowmap.step(0)
+            flowmap.counter("target_watermark", self.watermark.target)
+            while self.version < steps:
+                self._refill()
+                for finished in self.rollout.step():
+                    self._register(finished)
+                self._refill()
+                idle = not self.rollout.has_work()
+                for result in self.trainer.poll(timeout=0.02 if idle else 0.0):
+                    self._on_step_done(result, t0)
+                while self.trainer.num_outstanding < self.cfg.train.queue_depth and \
+                        self.next_batch < steps:
+                    assembled = self.assembler.try_assemble(self.next_batch)
+                    if assembled is None:
+                        break
+                    self._train_on(self.next_batch, *assembled)
+                    self.next_batch += 1
+        s = self.summary
+        s.rl_wall_s = time.monotonic() - t0
+        s.generated_tokens = self.rollout.num_generated_tokens
+        s.dropped_stale = self.assembler.num_dropped
+        return s
+
+    # -- dispatch and collection -----------------------------------------------------
+
+    def _refill(self) -> None:
+        """Drip trajectories into the engines until the in-flight count meets the watermark."""
+        while self.rollout.num_in_flight < self.watermark.target and self.rollout.free_capacity():
+            group, sample_index = self.source.next()
+            self.rollout.dispatch(group, sample_index)
+        self._count_in_flight()
+
+    def _count_in_flight(self) -> None:
+        if self.rollout.num_in_flight != self._last_in_flight:
+            self._last_in_flight = self.rollout.num_in_flight
+            flowmap.counter("in_flight", self._last_in_flight)
+
+    def _register(self, f: Finished) -> None:
+        flowmap.hop(f"rollout/{f.engine}", "ready_buffer", f.leaves, name="trajectory",
+                    items=[x.leaf_id for x in f.leaves], version=self.version)
+        with flowmap.owner("ready_buffer"):
+            self.buffer.register(f.leaves, self.version)
+        self._count_in_flight()
+
+    # -- batch -> reward -> advantage -> ranks ------------------------------------------
+
+    def _train_on(self, batch_id: int, leaves: list[LeafTrajectory], plan: BatchPlan) -> None:
+        flowmap.step(batch_id)
+        items = [x.leaf_id for x in leaves]
+        with flowmap.owner("batcher"):
+            batch = collate(leaves, self.task.tokenizer.pad_id)
+            flowmap.counter("staleness_max", plan.max_gap)
+            flowmap.hop("batcher", "reward", batch, name="rollout_batch", items=items,
+                        step=batch_id)
+        with flowmap.owner("reward"):
+            rewards = compute_rewards(batch, self.task)
+            reward_mean = float(rewards.scores.mean())
+            flowmap.counter("reward_mean", reward_mean)
+            flowmap.hop("reward", "advantage", rewards, name="token_level_rewards", items=items,
+                        step=batch_id)
+        with flowmap.owner("advantage"):
+            advantages = grpo_advantages(rewards.token_level_rewards, batch.response_mask,
+                                         batch.uid)
+            flowmap.hop("advantage", "batcher", AdvantageOutput(advantages), name="advantages",
+                        items=items, step=batch_id)
+        with flowmap.owner("batcher"):
+            shards = split_batch(batch, advantages, self.cfg.train.dp,
+                                 self.cfg.train.micro_batches)
+            self.trainer.submit(batch_id, shards)
+        self.rewards[batch_id] = reward_mean
+        self.staleness[batch_id] = plan.max_gap
+
+    # -- a finished training step --------------------------------------------------------
+
+    def _on_step_done(self, result: StepResult, t0: float) -> None:
+        self.version = result.version
+        resubmitted = sync_weights(self.engines, self.rollout, self.trainer.weights(result),
+                                   result.version)
+        s = self.summary
+        s.resubmitted += resubmitted
+        s.reward_per_step.append(self.rewards[result.batch_id])
+        s.staleness_per_step.append(self.staleness[result.batch_id])
+        s.loss_per_step.append(result.metrics["loss"])
+        s.watermark.append(self.watermark.target)
+        elapsed = time.monotonic() - t0
+        self.display.update(StepFigures(
+            step=result.batch_id, reward_mean=self.rewards[result.batch_id],
+            staleness_max=self.staleness[result.batch_id],
+            tokens_per_s=self.rollout.num_generated_tokens / max(elapsed, 1e-9),
+            loss=result.metrics["loss"], in_flight=self.rollout.num_in_flight,
+            watermark=self.watermark.target, ready_depth=self.buffer.depth,
+        ))

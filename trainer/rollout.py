@@ -1,0 +1,187 @@
+"""Rollout: trajectories in flight across the engine instances, turn by turn.
+
+The unit the driver dispatches is one trajectory. A trajectory becomes engine
+requests one turn at a time: its first turn goes to the engine with the most
+free capacity; each finished turn goes to the environment, whose reply (or
+replies, when it forks) go back to the same engine as new requests (same
+engine: its prefix cache already holds the context). A trajectory is
+collected on its own the moment its last branch finishes; nobody waits for
+the slowest trajectory of a batch.
+
+Requests withdrawn by a weight sync come back here (`resubmit`): their partial
+output is kept, with its behaviour log-probs, and the rest is requested from
+the updated engine, so no request and no token is lost.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import flowmap
+from flowmap.trainer.engine.llm_engine import LLMEngine, continuation
+from flowmap.trainer.engine.sampling import SamplingParams
+from flowmap.trainer.engine.sequence import RequestOutput
+from flowmap.trainer.env import CountingEnv, TurnRequest
+from flowmap.trainer.task import EnvGroup
+from flowmap.trainer.tree import LeafTrajectory, TrajectoryTree, flatten
+
+
+@dataclass(slots=True)
+class GenerationRequest:
+    """driver -> rollout/i: one turn to generate (the payload of a `request` hop)."""
+
+    request_id: str
+    traj_id: str
+    prompt_token_ids: list[int]
+    max_tokens: int
+    temperature: float
+
+
+@dataclass(slots=True)
+class TurnOutput:
+    """rollout/i -> env: one finished model turn."""
+
+    request_id: str
+    branch_id: str
+    output_token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+    weight_version: int
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A request the engine is working on, and what came before it if it was resubmitted."""
+
+    turn: TurnRequest
+    engine: int
+    params: SamplingParams
+    tokens: list[int] = field(default_factory=list)  # output withdrawn by earlier pauses
+    logprobs: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _InFlight:
+    tree: TrajectoryTree
+    open_branches: int  # branches still generating; the trajectory is done at 0
+
+
+@dataclass(slots=True)
+class Finished:
+    """A trajectory whose every branch is done, flattened, with the engine that ran it."""
+
+    traj_id: str
+    uid: str
+    engine: int
+    leaves: list[LeafTrajectory]
+    num_generated_tokens: int
+
+
+class RolloutManager:
+    """Owns the in-flight trajectories; the driver decides how many, this decides where."""
+
+    def __init__(self, engines: list[LLMEngine], env: CountingEnv, params: SamplingParams) -> None:
+        self.engines = engines
+        self.env = env
+        self.params = params
+        self.in_flight: dict[str, _InFlight] = {}
+        self.pending: dict[str, _Pending] = {}
+        self._request_ids = itertools.count()
+        self.num_generated_tokens = 0
+
+    # -- dispatch -------------------------------------------------------------------
+
+    @property
+    def num_in_flight(self) -> int:
+        return len(self.in_flight)
+
+    def free_capacity(self) -> int:
+        return sum(e.free_capacity() for e in self.engines)
+
+    def dispatch(self, group: EnvGroup, sample_index: int) -> str:
+        """Start one trajectory of `group` on the engine with the most room; returns its id."""
+        engine = max(range(len(self.engines)), key=lambda i: (self.engines[i].free_capacity(), -i))
+        tree, first = self.env.reset(group, sample_index)
+        self.in_flight[tree.traj_id] = _InFlight(tree, 1)
+        self._submit(first, engine, src="driver", name="request")
+        return tree.traj_id
+
+    def _submit(self, turn: TurnRequest, engine: int, *, src: str, name: str) -> None:
+        request_id = f"{turn.branch_id}#{next(self._request_ids)}"
+        request = GenerationRequest(
+            request_id, turn.traj_id, turn.prompt_token_ids, self.params.max_tokens,
+            self.params.temperature,
+        )
+        flowmap.hop(src, f"rollout/{engine}", request, name=name, items=[turn.branch_id])
+        self.pending[request_id] = _Pending(turn, engine, self.params)
+        self.engines[engine].add_request(request_id, turn.prompt_token_ids, self.params)
+
+    # -- stepping -------------------------------------------------------------------
+
+    def has_work(self) -> bool:
+        return any(e.has_unfinished_requests() for e in self.engines)
+
+    def step(self) -> list[Finished]:
+        """One scheduler step on every busy engine; the trajectories that completed in it."""
+        done: list[Finished] = []
+        for i, engine in enumerate(self.engines):
+            if not engine.has_unfinished_requests():
+                continue
+            with flowmap.owner(f"rollout/{i}"):
+                for out in engine.step():
+                    done += self._on_turn(out)
+        return done
+
+    def _on_turn(self, out: RequestOutput) -> list[Finished]:
+        pending = self.pending.pop(out.request_id)
+        turn = pending.turn
+        tokens = pending.tokens + out.output_token_ids
+        logprobs = pending.logprobs + out.logprobs
+        self.num_generated_tokens += len(out.output_token_ids)
+        src = f"rollout/{pending.engine}"
+        payload = TurnOutput(
+            out.request_id, turn.branch_id, tokens, logprobs, out.finish_reason, out.weight_version
+        )
+        flowmap.hop(src, "env", payload, name="turn", items=[turn.branch_id])
+        state = self.in_flight[turn.traj_id]
+        tree = state.tree
+        node = tree.add(
+            turn.parent, turn.branch_id, tokens, generated=True, logprobs=logprobs,
+            expected=turn.expected, weight_version=out.weight_version,
+        )
+        with flowmap.owner("env"):
+            replies = self.env.step(tree, node)
+            for reply in replies:
+                self._submit(reply, pending.engine, src="env", name="env_reply")
+        state.open_branches += len(replies) - 1
+        if state.open_branches:
+            return []
+        del self.in_flight[turn.traj_id]
+        leaves = flatten(tree)
+        generated = sum(len(n.tokens) for n in tree.nodes if n.generated)
+        return [Finished(tree.traj_id, tree.uid, pending.engine, leaves, generated)]
+
+    # -- weight sync support -----------------------------------------------------------
+
+    def branch_of(self, request_id: str) -> str:
+        return self.pending[request_id].turn.branch_id
+
+    def resubmit(self, engine: int, paused: list[RequestOutput]) -> None:
+        """Hand withdrawn requests back to `engine`: their output so far becomes prompt."""
+        for out in paused:
+            pending = self.pending.pop(out.request_id)
+            prompt, params = continuation(out, pending.params)
+            request_id = f"{pending.turn.branch_id}#{next(self._request_ids)}"
+            request = GenerationRequest(
+                request_id, pending.turn.traj_id, prompt, params.max_tokens, params.temperature
+            )
+            flowmap.hop(
+                "weight_sync", f"rollout/{engine}", request, name="resubmit",
+                items=[pending.turn.branch_id],
+            )
+            self.pending[request_id] = _Pending(
+                pending.turn, engine, params,
+                pending.tokens + out.output_token_ids, pending.logprobs + out.logprobs,
+            )
+            self.engines[engine].add_request(request_id, prompt, params)

@@ -1,0 +1,194 @@
+"""One data-parallel rank: a real process with its own model replica and optimiser.
+
+Ranks are spawned once (torch.multiprocessing, `spawn`) and joined into a gloo
+process group. Each training step a rank receives only a small job message:
+its micro-batches are already in a shared-memory slot, the job says where.
+It runs forward/backward per micro-batch with the global-token-mean loss,
+all-reduces the gradients as sums (so every replica holds the gradient of the
+whole batch), steps its optimiser and says it is done. Rank 0 also writes the
+new weights into a shared-memory weight slot for the driver's weight sync.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+import flowmap
+from flowmap.trainer.config import Config, build
+from flowmap.trainer.model import ModelConfig, TinyLM, build_model
+from flowmap.trainer.train import shm_pool
+from flowmap.trainer.train.loss import ppo_loss
+from flowmap.trainer.train.optim import AdamW
+from flowmap.trainer.train.shm_pool import TensorSpec
+from flowmap.trainer.train.split import MICRO_BATCH_FIELDS, MicroBatch
+
+
+@dataclass
+class Job:
+    """driver -> rank control message (the data itself is in shared memory)."""
+
+    kind: str  # "init" (load weights) | "train" | "probe" (loss and grads, no step) | "stop"
+    batch_id: int = -1
+    slot: int = -1
+    specs: list[TensorSpec] = field(default_factory=list)
+    leaf_ids: list[list[str]] = field(default_factory=list)  # per micro-batch
+    global_response_tokens: int = 0
+    weight_slot: int = 0
+    weight_specs: list[TensorSpec] = field(default_factory=list)
+
+
+@dataclass
+class RankResult:
+    """rank -> driver: done with a job; rank 0 adds metrics and where the new weights are."""
+
+    rank: int
+    kind: str
+    batch_id: int
+    slot: int
+    metrics: dict[str, float] = field(default_factory=dict)
+    version: int = -1
+    weight_slot: int = -1
+    weight_specs: list[TensorSpec] = field(default_factory=list)
+
+
+@dataclass
+class RankSpec:
+    """Everything a rank needs, handed over once at spawn (shared tensors and queues included)."""
+
+    config: dict[str, Any]
+    model_config: dict[str, Any]
+    init_method: str
+    jobs: list[Any]  # one queue per rank
+    results: Any
+    slots: list[list[torch.Tensor]]  # [rank][slot] shared byte buffers
+    weight_slots: list[torch.Tensor]
+
+
+def rank_main(rank: int, spec: RankSpec) -> None:
+    """Entry point of a rank process (torch.multiprocessing.spawn passes the rank)."""
+    torch.set_num_threads(1)
+    cfg = build(spec.config)
+    dp = cfg.train.dp
+    me = f"trainer/rank{rank}"
+    flowmap.set_owner(me)
+    dist.init_process_group("gloo", init_method=spec.init_method, rank=rank, world_size=dp)
+    dtype = getattr(torch, cfg.train.dtype)
+    model = build_model(ModelConfig(**spec.model_config), cfg.seed).to(dtype)
+    optimizer = AdamW(model.parameters(), lr=cfg.train.lr)
+    try:
+        while (job := _next_job(spec.jobs[rank])) is not None:
+            if job.kind == "init":
+                _load_initial(model, spec.weight_slots[job.weight_slot], job.weight_specs, me)
+                continue
+            spec.results.put(_train(rank, me, job, model, optimizer, cfg, spec))
+    except KeyboardInterrupt:  # Ctrl-C reaches every process of the group; the driver reports it
+        pass
+    finally:
+        dist.destroy_process_group()
+
+
+def _next_job(jobs: Any) -> Job | None:
+    """The next job; None on "stop" or when the driver is gone (no rank outlives its driver)."""
+    parent = multiprocessing.parent_process()
+    while True:
+        try:
+            job: Job = jobs.get(timeout=1.0)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():
+                return None
+            continue
+        return None if job.kind == "stop" else job
+
+
+def _load_initial(model: TinyLM, slot: torch.Tensor, specs: list[TensorSpec], me: str) -> None:
+    weights = shm_pool.read(slot, specs)
+    flowmap.hop("driver", me, weights, name="initial_weights", transport="shm")
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, tensor in weights.items():
+            params[name].copy_(tensor)
+
+
+def _micro_batches(slot: torch.Tensor, job: Job) -> list[MicroBatch]:
+    views = shm_pool.read(slot, job.specs)
+    count = len(job.leaf_ids)
+    return [MicroBatch(**{f: views[f"{m}.{f}"] for f in MICRO_BATCH_FIELDS}) for m in range(count)]
+
+
+def _train(
+    rank: int, me: str, job: Job, model: TinyLM, optimizer: AdamW,
+    cfg: Config, spec: RankSpec,
+) -> RankResult:
+    flowmap.step(job.batch_id)
+    dp = cfg.train.dp
+    mbs = _micro_batches(spec.slots[rank][job.slot], job)
+    for mb, ids in zip(mbs, job.leaf_ids, strict=True):
+        flowmap.hop("batcher", me, mb, name="micro_batch", transport="shm", items=ids,
+                    step=job.batch_id)
+    optimizer.zero_grad()
+    params = list(model.parameters())
+    sums = torch.zeros(4, dtype=torch.float64)  # loss, entropy, clipped, ratio (token sums)
+    for mb in mbs:
+        parts = ppo_loss(model, mb, job.global_response_tokens, cfg.train.clip_eps)
+        parts.loss.backward()
+        sums += torch.stack([parts.loss.detach(), parts.entropy_sum, parts.clipped_sum,
+                             parts.ratio_sum]).double()
+    grads = torch.cat([_grad(p).reshape(-1) for p in params])  # (num_params,)
+    if dp > 1:
+        dist.all_reduce(grads, op=dist.ReduceOp.SUM)
+        dist.all_reduce(sums, op=dist.ReduceOp.SUM)
+        flowmap.hop(me, f"trainer/rank{(rank + 1) % dp}", {"grads": grads}, name="grads",
+                    transport="collective", step=job.batch_id)
+    _scatter(grads, params)
+    n = max(job.global_response_tokens, 1)
+    metrics = {"loss": float(sums[0]), "entropy": float(sums[1]) / n,
+               "clip_frac": float(sums[2]) / n, "ratio_mean": float(sums[3]) / n}
+    result = RankResult(rank, job.kind, job.batch_id, job.slot)
+    if job.kind == "probe":  # the exactness test reads loss and gradients, weights stay
+        if rank == 0:
+            result.metrics = metrics
+            result.weight_specs = shm_pool.write(spec.weight_slots[0], [("grads", grads)])
+            result.weight_slot = 0
+        return result
+    metrics["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, cfg.train.grad_clip))
+    optimizer.step()
+    if rank == 0:
+        _publish(result, model, metrics, job, spec)
+    flowmap.hop(me, "driver", result, name="train_result", transport="pickle", step=job.batch_id)
+    return result
+
+
+def _publish(result: RankResult, model: TinyLM, metrics: dict[str, float], job: Job,
+             spec: RankSpec) -> None:
+    """Rank 0: new weights into the weight slot of this version; metrics as counters."""
+    version = job.batch_id + 1
+    slot_index = version % len(spec.weight_slots)  # double-buffered: the driver may still read v-1
+    slot = spec.weight_slots[slot_index]
+    result.weight_specs = shm_pool.write(slot, list(model.named_parameters()))
+    result.weight_slot, result.version, result.metrics = slot_index, version, metrics
+    state_dict = shm_pool.read(slot, result.weight_specs)
+    flowmap.hop("trainer/rank0", "weight_sync", state_dict, name="state_dict", transport="shm",
+                step=job.batch_id, version=version)
+    for name in ("loss", "entropy", "grad_norm", "clip_frac"):
+        flowmap.counter(name, metrics[name])
+
+
+def _grad(p: torch.Tensor) -> torch.Tensor:
+    return p.grad if p.grad is not None else torch.zeros_like(p)
+
+
+def _scatter(flat: torch.Tensor, params: list[torch.Tensor]) -> None:
+    offset = 0
+    for p in params:
+        n = p.numel()
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        p.grad.copy_(flat[offset : offset + n].view_as(p))
+        offset += n
+

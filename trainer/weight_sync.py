@@ -1,0 +1,44 @@
+"""Weight sync: trainer rank 0's new weights into every engine, in the essay's five steps.
+
+For each engine, in order: `pause_generation` (stop scheduling; running and
+waiting requests are withdrawn and handed back with their partial output),
+`release_kv_cache` (free the cache memory, keep its layout), `update_weights`
+(load the named tensors, bump the version), `resume_kv_cache`,
+`continue_generation`; then the withdrawn requests are resubmitted, so nothing
+is lost. Every engine call is idempotent, so a sync that fails half-way can
+simply be run again.
+
+The weights arrive as views of the shared-memory slot rank 0 wrote: the
+driver never copies them, each engine copies them once into its own model.
+"""
+
+from __future__ import annotations
+
+import torch
+
+import flowmap
+from flowmap.trainer.engine.llm_engine import LLMEngine
+from flowmap.trainer.rollout import RolloutManager
+
+
+def sync_weights(
+    engines: list[LLMEngine], rollout: RolloutManager, named: dict[str, torch.Tensor], version: int
+) -> int:
+    """Run the five steps on every engine; returns how many requests were resubmitted."""
+    resubmitted = 0
+    with flowmap.owner("weight_sync"):
+        flowmap.mark("weight_sync.begin")
+        for i, engine in enumerate(engines):
+            engine_name = f"rollout/{i}"
+            paused = engine.pause_generation()  # 1
+            flowmap.hop(engine_name, "weight_sync", paused, name="paused",
+                        items=[rollout.branch_of(o.request_id) for o in paused])
+            engine.release_kv_cache()  # 2
+            flowmap.hop("weight_sync", engine_name, named, name="weights", version=version)
+            engine.update_weights(named.items(), version)  # 3
+            engine.resume_kv_cache()  # 4
+            engine.continue_generation()  # 5
+            rollout.resubmit(i, paused)
+            resubmitted += len(paused)
+        flowmap.mark("weight_sync.end")
+    return resubmitted
