@@ -9,6 +9,8 @@ or there was no batch to give (raise it, once per wait).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import flowmap
 from flowmap.trainer.batcher import BatchPlan, plan_batch
 from flowmap.trainer.dispatch import Watermark
@@ -18,9 +20,14 @@ from flowmap.trainer.tree import LeafTrajectory
 
 class Assembler:
     def __init__(
-        self, buffer: ReadyBuffer, watermark: Watermark, max_staleness: int, groups_per_batch: int
+        self, buffer: ReadyBuffer, watermark: Watermark, max_staleness: int, groups_per_batch: int,
+        on_dropped: Callable[[list[LeafTrajectory], str], None] | None = None,
+        leaf_dims: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.buffer = buffer
+        self.leaf_dims = leaf_dims  # dimension names of the leaves' replay arrays, if they ride
+        # Told about every dropped leaf, e.g. to free its replay-store entry.
+        self.on_dropped = on_dropped
         self.watermark = watermark
         self.max_staleness = max_staleness
         self.groups_per_batch = groups_per_batch
@@ -34,8 +41,10 @@ class Assembler:
         )
         if plan.drop:
             with flowmap.owner("ready_buffer"):
-                self.buffer.remove(set(plan.drop))
+                removed = self.buffer.remove(set(plan.drop))
                 flowmap.drop(plan.drop, reason="stale")
+            if self.on_dropped is not None:
+                self.on_dropped(removed, "stale")
             self.num_dropped += len(plan.drop)
             with flowmap.owner("driver"):
                 self.watermark.on_stale()
@@ -49,5 +58,5 @@ class Assembler:
         with flowmap.owner("ready_buffer"):
             leaves = self.buffer.take_groups(plan.take)
             flowmap.hop("ready_buffer", "batcher", leaves, name="samples",
-                        items=[x.leaf_id for x in leaves], step=batch_id)
+                        items=[x.leaf_id for x in leaves], step=batch_id, dims=self.leaf_dims)
         return leaves, plan

@@ -9,18 +9,24 @@ groups are taken first, and the samples that would be too old for the next
 batch are counted (`at_risk`) so the watermark can react before work is wasted.
 
 `collate` turns the taken leaves into the tensors every later hop uses, with
-verl's names and layout: prompts left-padded, responses right-padded.
+verl's names and layout: prompts left-padded, responses right-padded. Leaves
+that carry replay arrays (payload transport) get them collated alongside,
+aligned with `input_ids`; leaves that carry handles pass one handle per row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 import torch
 from torch import Tensor
 
 from flowmap.trainer.ready_buffer import GroupEntry
-from flowmap.trainer.tree import LeafTrajectory
+from flowmap.trainer.replay import REPLAY_DIMS, ReplayHandle, batch_replay
+from flowmap.trainer.tree import LeafTrajectory, LeafWithHandle, LeafWithReplay
+
+# Dimension names of a batch's replay leaves: rows, then the per-sequence dims.
+BATCH_REPLAY_DIMS = {name: ("batch", *dims) for name, dims in REPLAY_DIMS.items()}
 
 
 @dataclass(slots=True)
@@ -64,7 +70,7 @@ def plan_batch(
     return BatchPlan(batch_id, [g.uid for g in taken], drop, max(gaps, default=-1), at_risk)
 
 
-@dataclass(slots=True)
+@dataclass  # not slotted, so that its subclasses describe with every field (see tree.py)
 class RolloutBatch:
     """One row per leaf trajectory (batcher -> reward, and what the advantage is added to)."""
 
@@ -90,6 +96,21 @@ class RolloutBatch:
         return self.responses.shape[1]
 
 
+@dataclass
+class RolloutBatchWithReplay(RolloutBatch):
+    """Payload transport: the replay arrays collated like `input_ids` (-1 where not recorded)."""
+
+    routed_experts: Tensor | None = None  # (B, P + R, L, k) int32
+    indexer_topk: Tensor | None = None  # (B, P + R, L, K) int32
+
+
+@dataclass
+class RolloutBatchWithHandles(RolloutBatch):
+    """Handle transport: the store entry of each row's replay arrays."""
+
+    replay_handles: list[ReplayHandle | None] = field(default_factory=list)  # (B,)
+
+
 def collate(leaves: list[LeafTrajectory], pad_id: int) -> RolloutBatch:
     """Stack leaves into padded tensors (left-pad prompts, right-pad responses)."""
     B = len(leaves)
@@ -111,7 +132,7 @@ def collate(leaves: list[LeafTrajectory], pad_id: int) -> RolloutBatch:
         logprobs[i, :r] = torch.tensor(x.rollout_log_probs)
     attention_mask = torch.cat([prompt_mask, response_real], dim=1)  # (B, P + R)
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-    return RolloutBatch(
+    batch = RolloutBatch(
         prompts=prompts,
         responses=responses,
         response_mask=response_mask,
@@ -125,3 +146,20 @@ def collate(leaves: list[LeafTrajectory], pad_id: int) -> RolloutBatch:
         turn_outputs=[x.turn_outputs for x in leaves],
         expected=[x.expected for x in leaves],
     )
+    return _with_replay(batch, leaves)
+
+
+def _with_replay(batch: RolloutBatch, leaves: list[LeafTrajectory]) -> RolloutBatch:
+    """The batch with its leaves' replay arrays collated, or their handles, if they carry any."""
+    base = {f.name: getattr(batch, f.name) for f in fields(RolloutBatch)}
+    if any(isinstance(x, LeafWithReplay) for x in leaves):
+        replay = batch_replay(
+            [x.replay() if isinstance(x, LeafWithReplay) else None for x in leaves],
+            batch.attention_mask,
+        )
+        return RolloutBatchWithReplay(**base, routed_experts=replay.routed_experts,
+                                      indexer_topk=replay.indexer_topk)
+    if any(isinstance(x, LeafWithHandle) for x in leaves):
+        handles = [x.replay_handle if isinstance(x, LeafWithHandle) else None for x in leaves]
+        return RolloutBatchWithHandles(**base, replay_handles=handles)
+    return batch

@@ -20,6 +20,8 @@ from typing import Any
 
 import yaml
 
+TRANSPORTS = ("payload", "handle")  # how replay arrays travel; see RolloutConfig.transport
+
 
 class ConfigError(ValueError):
     """A configuration value or file the trainer cannot use; the message says which."""
@@ -48,9 +50,34 @@ class ModelSection:
     n_heads: int = 4
     d_ff: int = 256
     max_seq_len: int = 64  # prompt + all turns: about 25 tokens for the default task
+    # Off by default (the dense demo). MoE feed-forward: experts and top-k per token.
+    moe_experts: int = 0
+    moe_top_k: int = 2
+    # DSA sparse attention: positions each query keeps (0 = dense), indexer width and heads.
+    dsa_index_topk: int = 0
+    dsa_index_dim: int = 16
+    dsa_index_heads: int = 2
+    # Train-mode noise on router logits / indexer scores: stands in for train/inference drift.
+    router_noise: float = 0.0
 
     def __post_init__(self) -> None:
         _positive(self, "d_model", "n_layers", "n_heads", "d_ff", "max_seq_len")
+        _positive(self, "moe_top_k", "dsa_index_dim", "dsa_index_heads")
+        for name in ("moe_experts", "dsa_index_topk"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"model.{name} must be >= 0 (0 turns the option off)")
+        if self.moe_experts and self.moe_top_k > self.moe_experts:
+            raise ConfigError(
+                f"model.moe_top_k ({self.moe_top_k}) must be at most model.moe_experts "
+                f"({self.moe_experts})"
+            )
+        if self.router_noise < 0:
+            raise ConfigError("model.router_noise must be >= 0")
+
+    @property
+    def has_replay(self) -> bool:
+        """MoE or DSA on: rollout records selections and training replays them."""
+        return self.moe_experts > 0 or self.dsa_index_topk > 0
 
 
 @dataclass(slots=True)
@@ -64,9 +91,18 @@ class RolloutConfig:
     max_num_seqs: int = 32  # per engine
     num_kv_blocks: int = 128  # per engine, of block_size tokens
     block_size: int = 16
+    # How MoE/DSA replay arrays reach the trainer (only used with MoE or DSA on):
+    # "payload" rides them with the trajectory through every hop of the control path;
+    # "handle" keeps them in a shared-memory store by the engines, only a handle travels,
+    # and each DP rank fetches its own rows (see trainer/replay_transport.py).
+    transport: str = "payload"
 
     def __post_init__(self) -> None:
         _positive(self, "engines", "n", "max_num_seqs", "num_kv_blocks", "block_size")
+        if self.transport not in TRANSPORTS:
+            raise ConfigError(
+                f"rollout.transport must be one of {', '.join(TRANSPORTS)}, not {self.transport!r}"
+            )
         if self.temperature <= 0:
             raise ConfigError("rollout.temperature must be > 0: GRPO needs sampled, varied groups")
 
@@ -96,6 +132,9 @@ class TrainConfig:
     micro_batches: int = 2  # per rank per step
     max_staleness: int = 1  # largest version gap (batch_id - version_tag) allowed into a batch
     queue_depth: int = 1  # batches submitted to the ranks and not yet finished
+    # Wait for each step before rolling out further: no overlap, so a run is a function of
+    # its seed alone (A/B comparisons of the plumbing, e.g. replay transports). Slower.
+    synchronous: bool = False
     lr: float = 4e-4  # low enough that the reward climbs over the run, not in its first steps
     clip_eps: float = 0.2  # PPO clip of the importance ratio against the rollout log-probs
     grad_clip: float = 1.0
@@ -170,25 +209,37 @@ FLAGS = {  # flag -> dotted field
     "n": "rollout.n",
     "seed": "seed",
     "lr": "train.lr",
+    "transport": "rollout.transport",
 }
 
 
-def parse_args(argv: Sequence[str] | None = None, prog: str = "grpo_tiny") -> Config:
-    """The config from defaults, `--config FILE` and flags (see FLAGS and `--set`)."""
-    parser = argparse.ArgumentParser(prog=prog, description="Asynchronous GRPO on a toy task.")
+def parse_args(
+    argv: Sequence[str] | None = None,
+    prog: str = "grpo_tiny",
+    defaults: dict[str, Any] | None = None,
+    description: str = "Asynchronous GRPO on a toy task.",
+) -> Config:
+    """The config from defaults, `--config FILE` and flags (see FLAGS and `--set`).
+
+    `defaults` (dotted keys) replace the dataclass defaults for one program, e.g.
+    an example that turns MoE and DSA on; the file and the flags still win.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--config", metavar="FILE", help="YAML file with config sections")
     for flag, dotted in FLAGS.items():
         kind = _field_type(dotted)
-        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=dotted)
+        choices = TRANSPORTS if flag == "transport" else None
+        parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=dotted,
+                            choices=choices)
     parser.add_argument("--no-progress", action="store_true", help="plain log lines, no live view")
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="any field, e.g. --set train.clip_eps=0.1 (repeatable)",
     )
     ns = parser.parse_args(argv)
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = dict(defaults or {})
     if ns.config:
-        values = _flatten(_read_yaml(ns.config))
+        values.update(_flatten(_read_yaml(ns.config)))
     for item in ns.set:
         key, sep, raw = item.partition("=")
         if not sep:

@@ -12,6 +12,10 @@ the asynchrony, and the version gap is its price.
 
 Every hand-over is recorded with `flowmap.hop` under the owner that holds the
 data (see docs/trainer.md for the list of seams).
+
+With MoE or DSA on, rollout records the selections training replays, and
+`rollout.transport` decides how they travel (`replay_transport.py`): with the
+trajectory (payload) or through a shared-memory store, by handle.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import torch
 import flowmap
 from flowmap.trainer.advantage import AdvantageOutput, grpo_advantages
 from flowmap.trainer.assembly import Assembler
-from flowmap.trainer.batcher import BatchPlan, collate
+from flowmap.trainer.batcher import BATCH_REPLAY_DIMS, BatchPlan, RolloutBatchWithReplay, collate
 from flowmap.trainer.config import Config
 from flowmap.trainer.dispatch import TrajectorySource, Watermark
 from flowmap.trainer.engine.config import EngineConfig
@@ -34,6 +38,7 @@ from flowmap.trainer.env import CountingEnv
 from flowmap.trainer.model import ModelConfig, build_model
 from flowmap.trainer.progress import ProgressDisplay, StepFigures
 from flowmap.trainer.ready_buffer import ReadyBuffer
+from flowmap.trainer.replay_transport import Dense, make_transport
 from flowmap.trainer.reward import compute_rewards
 from flowmap.trainer.rollout import Finished, RolloutManager
 from flowmap.trainer.task import CountingTask, Dataset, make_tokenizer
@@ -88,13 +93,18 @@ def engine_config(cfg: Config) -> EngineConfig:
     return EngineConfig(
         num_kv_blocks=r.num_kv_blocks, block_size=r.block_size, max_num_seqs=r.max_num_seqs,
         max_num_batched_tokens=max(256, r.max_num_seqs * 8),
+        return_replay=cfg.model.has_replay,  # MoE/DSA: hand back the selections to replay
     )
 
 
 def model_config(cfg: Config, vocab_size: int) -> ModelConfig:
+    """The model's sizes and options; the ranks rebuild the same from it (TrainerGroup)."""
     m = cfg.model
     return ModelConfig(vocab_size=vocab_size, max_seq_len=m.max_seq_len, d_model=m.d_model,
-                       n_layers=m.n_layers, n_heads=m.n_heads, d_ff=m.d_ff)
+                       n_layers=m.n_layers, n_heads=m.n_heads, d_ff=m.d_ff,
+                       moe_experts=m.moe_experts, moe_top_k=m.moe_top_k,
+                       dsa_index_topk=m.dsa_index_topk, dsa_index_dim=m.dsa_index_dim,
+                       dsa_index_heads=m.dsa_index_heads, router_noise=m.router_noise)
 
 
 def watermark_for(cfg: Config) -> Watermark:
@@ -148,12 +158,15 @@ class Loop:
             temperature=cfg.rollout.temperature, top_p=cfg.rollout.top_p,
             max_tokens=cfg.task.max_tokens_per_turn, stop_token_ids=(task.tokenizer.eos_id,),
         )
-        self.rollout = RolloutManager(engines, CountingEnv(task, cfg.task), params)
+        self.transport: Dense = make_transport(cfg.rollout.transport, cfg.model.has_replay)
+        self.rollout = RolloutManager(engines, CountingEnv(task, cfg.task), params,
+                                      turn_replay=self.transport.kind == "payload")
         self.source = TrajectorySource(Dataset(cfg.seed), cfg.rollout.n)
         self.buffer = ReadyBuffer(cfg.rollout.n)
         self.watermark = watermark_for(cfg)
         self.assembler = Assembler(self.buffer, self.watermark, cfg.train.max_staleness,
-                                   cfg.train.groups_per_batch)
+                                   cfg.train.groups_per_batch, self.transport.dropped,
+                                   self.transport.trajectory_dims)
         self.version = 0
         self.next_batch = 0
         self.rewards: dict[int, float] = {}
@@ -162,6 +175,13 @@ class Loop:
         self._last_in_flight = -1
 
     def run(self) -> RunSummary:
+        """Run the loop to `train.steps`; the replay transport gives back what it holds at the end."""
+        try:
+            return self._run()
+        finally:
+            self.transport.close()
+
+    def _run(self) -> RunSummary:
         t0 = time.monotonic()
         steps = self.cfg.train.steps
         with flowmap.owner("driver"):
@@ -182,6 +202,8 @@ class Loop:
                         break
                     self._train_on(self.next_batch, *assembled)
                     self.next_batch += 1
+                    if self.cfg.train.synchronous:
+                        self._wait_for_steps(t0)
         s = self.summary
         s.rl_wall_s = time.monotonic() - t0
         s.generated_tokens = self.rollout.num_generated_tokens
@@ -203,10 +225,12 @@ class Loop:
             flowmap.counter("in_flight", self._last_in_flight)
 
     def _register(self, f: Finished) -> None:
-        flowmap.hop(f"rollout/{f.engine}", "ready_buffer", f.leaves, name="trajectory",
-                    items=[x.leaf_id for x in f.leaves], version=self.version)
+        leaves = self.transport.attach(f.engine, f.leaves, f.replays)
+        flowmap.hop(f"rollout/{f.engine}", "ready_buffer", leaves, name="trajectory",
+                    items=[x.leaf_id for x in leaves], version=self.version,
+                    dims=self.transport.trajectory_dims)
         with flowmap.owner("ready_buffer"):
-            self.buffer.register(f.leaves, self.version)
+            self.buffer.register(leaves, self.version)
         self._count_in_flight()
 
     # -- batch -> reward -> advantage -> ranks ------------------------------------------
@@ -217,8 +241,9 @@ class Loop:
         with flowmap.owner("batcher"):
             batch = collate(leaves, self.task.tokenizer.pad_id)
             flowmap.counter("staleness_max", plan.max_gap)
+            dims = BATCH_REPLAY_DIMS if isinstance(batch, RolloutBatchWithReplay) else None
             flowmap.hop("batcher", "reward", batch, name="rollout_batch", items=items,
-                        step=batch_id)
+                        step=batch_id, dims=dims)
         with flowmap.owner("reward"):
             rewards = compute_rewards(batch, self.task)
             reward_mean = float(rewards.scores.mean())
@@ -233,13 +258,21 @@ class Loop:
         with flowmap.owner("batcher"):
             shards = split_batch(batch, advantages, self.cfg.train.dp,
                                  self.cfg.train.micro_batches)
+            self.transport.submitted(batch_id, leaves)
             self.trainer.submit(batch_id, shards)
         self.rewards[batch_id] = reward_mean
         self.staleness[batch_id] = plan.max_gap
 
     # -- a finished training step --------------------------------------------------------
 
+    def _wait_for_steps(self, t0: float) -> None:
+        """Synchronous mode: nothing else happens until every submitted step has reported."""
+        while self.trainer.num_outstanding:
+            for result in self.trainer.poll(timeout=0.5):
+                self._on_step_done(result, t0)
+
     def _on_step_done(self, result: StepResult, t0: float) -> None:
+        self.transport.step_done(result.batch_id)  # every rank has read its rows: free them
         self.version = result.version
         resubmitted = sync_weights(self.engines, self.rollout, self.trainer.weights(result),
                                    result.version)

@@ -11,6 +11,14 @@ the slowest trajectory of a batch.
 Requests withdrawn by a weight sync come back here (`resubmit`): their partial
 output is kept, with its behaviour log-probs, and the rest is requested from
 the updated engine, so no request and no token is lost.
+
+With MoE/DSA the engines return each request's replay rows (`routed_experts`,
+`indexer_topk`, from position 0: a later turn's rows repeat its prefix). They
+are folded per turn (a resubmitted request keeps the rows recorded before the
+pause), kept on the tree's turn node, and folded again per leaf when the
+trajectory is flattened (`tree.leaf_replays`). With `turn_replay` (the payload
+transport) each `turn` hop to the environment carries the turn's rows too: the
+resend cost of shipping the whole prefix's rows with every turn.
 """
 
 from __future__ import annotations
@@ -18,13 +26,16 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from torch import Tensor
+
 import flowmap
 from flowmap.trainer.engine.llm_engine import LLMEngine, continuation
 from flowmap.trainer.engine.sampling import SamplingParams
 from flowmap.trainer.engine.sequence import RequestOutput
 from flowmap.trainer.env import CountingEnv, TurnRequest
+from flowmap.trainer.replay import REPLAY_DIMS, Replay, concat_replay
 from flowmap.trainer.task import EnvGroup
-from flowmap.trainer.tree import LeafTrajectory, TrajectoryTree, flatten
+from flowmap.trainer.tree import LeafTrajectory, TrajectoryTree, flatten, leaf_replays
 
 
 @dataclass(slots=True)
@@ -38,7 +49,7 @@ class GenerationRequest:
     temperature: float
 
 
-@dataclass(slots=True)
+@dataclass  # not slotted, so that its subclass describes with every field (see tree.py)
 class TurnOutput:
     """rollout/i -> env: one finished model turn."""
 
@@ -50,6 +61,14 @@ class TurnOutput:
     weight_version: int
 
 
+@dataclass
+class TurnOutputWithReplay(TurnOutput):
+    """A turn as a payload-transport engine returns it: with the rows of its whole context."""
+
+    routed_experts: Tensor | None = None  # (context + output - 1, L, k): prefix rows again
+    indexer_topk: Tensor | None = None  # (context + output - 1, L, K)
+
+
 @dataclass(slots=True)
 class _Pending:
     """A request the engine is working on, and what came before it if it was resubmitted."""
@@ -59,6 +78,14 @@ class _Pending:
     params: SamplingParams
     tokens: list[int] = field(default_factory=list)  # output withdrawn by earlier pauses
     logprobs: list[float] = field(default_factory=list)
+    # Replay rows of the withdrawn requests, from position 0 (None without MoE/DSA).
+    routed_experts: Tensor | None = None  # (rows, L, k)
+    indexer_topk: Tensor | None = None  # (rows, L, K)
+
+    def fold(self, out: RequestOutput) -> Replay:
+        """This request's rows after the earlier ones (`concat_replay`): the turn's rows so far."""
+        return Replay(concat_replay(self.routed_experts, out.routed_experts),
+                      concat_replay(self.indexer_topk, out.indexer_topk))
 
 
 @dataclass(slots=True)
@@ -76,15 +103,20 @@ class Finished:
     engine: int
     leaves: list[LeafTrajectory]
     num_generated_tokens: int
+    replays: list[Replay | None] = field(default_factory=list)  # per leaf; None without MoE/DSA
 
 
 class RolloutManager:
     """Owns the in-flight trajectories; the driver decides how many, this decides where."""
 
-    def __init__(self, engines: list[LLMEngine], env: CountingEnv, params: SamplingParams) -> None:
+    def __init__(
+        self, engines: list[LLMEngine], env: CountingEnv, params: SamplingParams,
+        *, turn_replay: bool = False,
+    ) -> None:
         self.engines = engines
         self.env = env
         self.params = params
+        self.turn_replay = turn_replay  # `turn` hops carry the turn's replay rows (payload)
         self.in_flight: dict[str, _InFlight] = {}
         self.pending: dict[str, _Pending] = {}
         self._request_ids = itertools.count()
@@ -140,15 +172,23 @@ class RolloutManager:
         logprobs = pending.logprobs + out.logprobs
         self.num_generated_tokens += len(out.output_token_ids)
         src = f"rollout/{pending.engine}"
-        payload = TurnOutput(
-            out.request_id, turn.branch_id, tokens, logprobs, out.finish_reason, out.weight_version
-        )
-        flowmap.hop(src, "env", payload, name="turn", items=[turn.branch_id])
+        replay = pending.fold(out)
+        recorded = replay.routed_experts is not None or replay.indexer_topk is not None
+        args = (out.request_id, turn.branch_id, tokens, logprobs, out.finish_reason,
+                out.weight_version)
+        if self.turn_replay and recorded:
+            with_rows = TurnOutputWithReplay(
+                *args, routed_experts=replay.routed_experts, indexer_topk=replay.indexer_topk)
+            flowmap.hop(src, "env", with_rows, name="turn", items=[turn.branch_id],
+                        dims=REPLAY_DIMS)
+        else:
+            flowmap.hop(src, "env", TurnOutput(*args), name="turn", items=[turn.branch_id])
         state = self.in_flight[turn.traj_id]
         tree = state.tree
         node = tree.add(
             turn.parent, turn.branch_id, tokens, generated=True, logprobs=logprobs,
             expected=turn.expected, weight_version=out.weight_version,
+            replay=replay if recorded else None,
         )
         with flowmap.owner("env"):
             replies = self.env.step(tree, node)
@@ -160,7 +200,8 @@ class RolloutManager:
         del self.in_flight[turn.traj_id]
         leaves = flatten(tree)
         generated = sum(len(n.tokens) for n in tree.nodes if n.generated)
-        return [Finished(tree.traj_id, tree.uid, pending.engine, leaves, generated)]
+        return [Finished(tree.traj_id, tree.uid, pending.engine, leaves, generated,
+                         leaf_replays(tree))]
 
     # -- weight sync support -----------------------------------------------------------
 
@@ -180,8 +221,10 @@ class RolloutManager:
                 "weight_sync", f"rollout/{engine}", request, name="resubmit",
                 items=[pending.turn.branch_id],
             )
+            replay = pending.fold(out)
             self.pending[request_id] = _Pending(
                 pending.turn, engine, params,
                 pending.tokens + out.output_token_ids, pending.logprobs + out.logprobs,
+                replay.routed_experts, replay.indexer_topk,
             )
             self.engines[engine].add_request(request_id, prompt, params)

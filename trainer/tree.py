@@ -15,7 +15,11 @@ trajectory is named like the trajectory itself and its lifetime continues it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+
+from torch import Tensor
+
+from flowmap.trainer.replay import Replay, ReplayHandle, concat_replay
 
 
 @dataclass(slots=True)
@@ -32,9 +36,14 @@ class Node:
     expected: str | None = None  # model turns: the verifiable right answer
     weight_version: int = -1  # model turns: the engine's weight version when the turn finished
     children: list[int] = field(default_factory=list)
+    # Model turns with MoE/DSA: the selections of every position the turn's requests ran,
+    # (rows, L, k) from position 0 (prefix rows included, as the engine returns them).
+    replay: Replay | None = None
 
 
-@dataclass(slots=True)
+# Not slotted: a slotted dataclass's subclass would describe (flowmap reads `__slots__` of the
+# instance's own class) without its base's fields; plain instances describe field by field.
+@dataclass
 class LeafTrajectory:
     """One root-to-leaf path, ready to be a row of a training batch."""
 
@@ -49,6 +58,40 @@ class LeafTrajectory:
     expected: list[str]  # the right answer of each model turn (the verifier's ground truth)
     weight_versions: list[int]  # engine weight version that finished each turn
     version_tag: int = -1  # weight version when registered in the ready buffer
+
+
+@dataclass
+class LeafWithReplay(LeafTrajectory):
+    """`payload` transport: the leaf carries its replay arrays through every later hop.
+
+    Rows follow `replay.py`: row p = position p of prompt + response, len - 1 rows.
+    """
+
+    routed_experts: Tensor | None = None  # (tokens - 1, L, moe_top_k) int32
+    indexer_topk: Tensor | None = None  # (tokens - 1, L, dsa_index_topk) int32, -1 padded
+
+    @classmethod
+    def of(cls, leaf: LeafTrajectory, replay: Replay) -> LeafWithReplay:
+        return cls(**_fields(leaf), routed_experts=replay.routed_experts,
+                   indexer_topk=replay.indexer_topk)
+
+    def replay(self) -> Replay:
+        return Replay(self.routed_experts, self.indexer_topk)
+
+
+@dataclass
+class LeafWithHandle(LeafTrajectory):
+    """`handle` transport: the arrays stay in the replay store, the leaf names their entry."""
+
+    replay_handle: ReplayHandle | None = None
+
+    @classmethod
+    def of(cls, leaf: LeafTrajectory, handle: ReplayHandle) -> LeafWithHandle:
+        return cls(**_fields(leaf), replay_handle=handle)
+
+
+def _fields(leaf: LeafTrajectory) -> dict[str, object]:
+    return {f.name: getattr(leaf, f.name) for f in fields(LeafTrajectory)}
 
 
 class TrajectoryTree:
@@ -73,6 +116,7 @@ class TrajectoryTree:
         logprobs: list[float] | None = None,
         expected: str | None = None,
         weight_version: int = -1,
+        replay: Replay | None = None,
     ) -> int:
         """Append a segment under `parent`; returns its node id."""
         siblings = self.nodes[parent].children if parent is not None else self._roots()
@@ -87,6 +131,7 @@ class TrajectoryTree:
             generated=generated,
             expected=expected,
             weight_version=weight_version,
+            replay=replay,
         )
         if logprobs is not None and len(node.logprobs) != len(node.tokens):
             raise ValueError(f"node of {branch_id}: {len(tokens)} tokens, {len(logprobs)} log-probs")
@@ -159,3 +204,26 @@ def flatten(tree: TrajectoryTree) -> list[LeafTrajectory]:
             )
         )
     return leaves
+
+
+def leaf_replays(tree: TrajectoryTree) -> list[Replay | None]:
+    """One Replay per leaf, in `flatten`'s order; None when the model records no selections.
+
+    Each model turn's rows start at position 0 (its request was prompted with the
+    whole context), so folding `concat_replay` down the path keeps the rows each
+    earlier turn recorded and adds the later turn's rows beyond them: the rows
+    that produced each token's behaviour log-prob. The result has one row per
+    position but the last, like a single request over the whole leaf.
+    """
+    out: list[Replay | None] = []
+    for leaf in tree.leaves_in_order():
+        turns = [n.replay for n in tree.path(leaf) if n.generated and n.replay is not None]
+        if not turns:
+            out.append(None)
+            continue
+        experts, kept = turns[0].routed_experts, turns[0].indexer_topk
+        for r in turns[1:]:
+            experts = concat_replay(experts, r.routed_experts)
+            kept = concat_replay(kept, r.indexer_topk)
+        out.append(Replay(experts, kept))
+    return out

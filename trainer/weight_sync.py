@@ -14,10 +14,15 @@ driver never copies them, each engine copies them once into its own model.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import torch
 
 import flowmap
 from flowmap.trainer.engine.llm_engine import LLMEngine
+from flowmap.trainer.engine.sequence import RequestOutput
+from flowmap.trainer.replay_transport import LEAF_LIST_DIMS
 from flowmap.trainer.rollout import RolloutManager
 
 
@@ -31,8 +36,9 @@ def sync_weights(
         for i, engine in enumerate(engines):
             engine_name = f"rollout/{i}"
             paused = engine.pause_generation()  # 1
-            flowmap.hop(engine_name, "weight_sync", paused, name="paused",
-                        items=[rollout.branch_of(o.request_id) for o in paused])
+            payload, dims = _paused(rollout, paused)
+            flowmap.hop(engine_name, "weight_sync", payload, name="paused",
+                        items=[rollout.branch_of(o.request_id) for o in paused], dims=dims)
             engine.release_kv_cache()  # 2
             flowmap.hop("weight_sync", engine_name, named, name="weights", version=version)
             engine.update_weights(named.items(), version)  # 3
@@ -42,3 +48,19 @@ def sync_weights(
             resubmitted += len(paused)
         flowmap.mark("weight_sync.end")
     return resubmitted
+
+
+def _paused(
+    rollout: RolloutManager, paused: list[RequestOutput]
+) -> tuple[list[RequestOutput], dict[str, Any] | None]:
+    """What the withdrawn requests carry to the controller, and the dims of their replay rows.
+
+    With the payload transport their partial replay rows go along (as the turn
+    outputs do); otherwise the rows stay on the engine side (the rollout manager
+    keeps them for the resubmitted request) and only the control message travels.
+    """
+    if rollout.turn_replay:
+        return paused, LEAF_LIST_DIMS
+    if all(o.routed_experts is None and o.indexer_topk is None for o in paused):
+        return paused, None
+    return [dataclasses.replace(o, routed_experts=None, indexer_topk=None) for o in paused], None

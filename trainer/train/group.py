@@ -3,7 +3,8 @@
 `submit` returns at once: the ranks train while the driver goes on rolling
 out (the asynchrony of asynchronous RL is this call not blocking). Step 4 of
 the seven happens here: each rank's micro-batches are written into one of its
-shared-memory slots and only their layout is queued. A step is finished when
+shared-memory slots and only their layout is queued (with the handle transport
+also each row's replay-store handle, never the arrays). A step is finished when
 every rank has reported; rank 0's report says where the new weights are.
 """
 
@@ -98,9 +99,11 @@ class TrainerGroup:
                 for key, t in mb.tensors()
             ]
             specs = shm_pool.write(self.pools[rank].slots[slot], tensors)
+            handles = None if shards.replay_handles is None else shards.replay_handles[rank]
             self.jobs[rank].put(
                 Job("probe" if probe else "train", batch_id, slot, specs,
-                    shards.leaf_ids[rank], shards.global_response_tokens)
+                    shards.leaf_ids[rank], shards.global_response_tokens,
+                    replay_handles=handles)
             )
         self.outstanding[batch_id] = _Outstanding()
 

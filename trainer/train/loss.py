@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from flowmap.trainer.replay import Replay
 from flowmap.trainer.train.split import MicroBatch
 
 
@@ -34,10 +35,19 @@ class LossParts:
     ratio_sum: Tensor
 
 
-def response_log_probs(model: nn.Module, mb: MicroBatch) -> tuple[Tensor, Tensor]:
-    """(b, R) log-prob of each response token under `model`, and (b, R) entropy."""
+def response_log_probs(
+    model: nn.Module, mb: MicroBatch, replay: Replay | None = None
+) -> tuple[Tensor, Tensor]:
+    """(b, R) log-prob of each response token under `model`, and (b, R) entropy.
+
+    replay: rollout's MoE/DSA selections aligned with `mb.input_ids` ((b, T, L, k)),
+    used instead of the model's own (R3); None for a dense model.
+    """
     R = mb.response_length
-    logits = model(mb.input_ids, mb.attention_mask, mb.position_ids)  # (b, T, V)
+    if replay is None:
+        logits = model(mb.input_ids, mb.attention_mask, mb.position_ids)  # (b, T, V)
+    else:
+        logits = model(mb.input_ids, mb.attention_mask, mb.position_ids, replay=replay)
     logits = logits[:, -R - 1 : -1]  # (b, R, V): step 6
     log_p = F.log_softmax(logits, dim=-1)  # (b, R, V)
     responses = mb.input_ids[:, -R:]  # (b, R)
@@ -47,10 +57,11 @@ def response_log_probs(model: nn.Module, mb: MicroBatch) -> tuple[Tensor, Tensor
 
 
 def ppo_loss(
-    model: nn.Module, mb: MicroBatch, global_response_tokens: int, clip_eps: float
+    model: nn.Module, mb: MicroBatch, global_response_tokens: int, clip_eps: float,
+    replay: Replay | None = None,
 ) -> LossParts:
     """This micro-batch's contribution to the global token-mean clipped PPO loss."""
-    log_p, entropy = response_log_probs(model, mb)
+    log_p, entropy = response_log_probs(model, mb, replay)
     dtype = log_p.dtype
     mask = mb.response_mask.to(dtype)
     advantages = mb.advantages.to(dtype)

@@ -3,6 +3,10 @@
 Ranks are spawned once (torch.multiprocessing, `spawn`) and joined into a gloo
 process group. Each training step a rank receives only a small job message:
 its micro-batches are already in a shared-memory slot, the job says where.
+With MoE/DSA it replays rollout's selections: they came in the slot with the
+micro-batch (payload transport), or the job names their replay-store entries
+and the rank reads the rows of its own micro-batches from the store (handle
+transport, hop `replay_store -> trainer/rank<k> : replay`).
 It runs forward/backward per micro-batch with the global-token-mean loss,
 all-reduces the gradients as sums (so every replica holds the gradient of the
 whole batch), steps its optimiser and says it is done. Rank 0 also writes the
@@ -20,13 +24,15 @@ import torch
 import torch.distributed as dist
 
 import flowmap
+from flowmap.trainer.batcher import BATCH_REPLAY_DIMS
 from flowmap.trainer.config import Config, build
 from flowmap.trainer.model import ModelConfig, TinyLM, build_model
+from flowmap.trainer.replay import Replay, ReplayHandle, fetch_batch
 from flowmap.trainer.train import shm_pool
 from flowmap.trainer.train.loss import ppo_loss
 from flowmap.trainer.train.optim import AdamW
 from flowmap.trainer.train.shm_pool import TensorSpec
-from flowmap.trainer.train.split import MICRO_BATCH_FIELDS, MicroBatch
+from flowmap.trainer.train.split import HandleMicroBatch, MicroBatch, micro_batch_from
 
 
 @dataclass
@@ -41,6 +47,8 @@ class Job:
     global_response_tokens: int = 0
     weight_slot: int = 0
     weight_specs: list[TensorSpec] = field(default_factory=list)
+    # Handle transport: per micro-batch, per row, the replay-store entry (~160 B pickled).
+    replay_handles: list[list[ReplayHandle | None]] | None = None
 
 
 @dataclass
@@ -117,8 +125,19 @@ def _load_initial(model: TinyLM, slot: torch.Tensor, specs: list[TensorSpec], me
 
 def _micro_batches(slot: torch.Tensor, job: Job) -> list[MicroBatch]:
     views = shm_pool.read(slot, job.specs)
-    count = len(job.leaf_ids)
-    return [MicroBatch(**{f: views[f"{m}.{f}"] for f in MICRO_BATCH_FIELDS}) for m in range(count)]
+    handles = job.replay_handles
+    return [micro_batch_from(views, m, None if handles is None else handles[m])
+            for m in range(len(job.leaf_ids))]
+
+
+def _replay(mb: MicroBatch, me: str, ids: list[str], batch_id: int) -> Replay | None:
+    """The selections to replay: from the micro-batch, or read from the store by handle."""
+    if not isinstance(mb, HandleMicroBatch) or mb.replay_handles is None:
+        return mb.replay()
+    replay = fetch_batch(mb.replay_handles, mb.attention_mask)  # (b, T', L, k): own rows only
+    flowmap.hop("replay_store", me, replay, name="replay", transport="shm", items=ids,
+                step=batch_id, dims=BATCH_REPLAY_DIMS)
+    return replay
 
 
 def _train(
@@ -128,14 +147,17 @@ def _train(
     flowmap.step(job.batch_id)
     dp = cfg.train.dp
     mbs = _micro_batches(spec.slots[rank][job.slot], job)
+    replays: list[Replay | None] = []
     for mb, ids in zip(mbs, job.leaf_ids, strict=True):
+        dims = BATCH_REPLAY_DIMS if mb.replay() is not None else None
         flowmap.hop("batcher", me, mb, name="micro_batch", transport="shm", items=ids,
-                    step=job.batch_id)
+                    step=job.batch_id, dims=dims)
+        replays.append(_replay(mb, me, ids, job.batch_id))
     optimizer.zero_grad()
     params = list(model.parameters())
     sums = torch.zeros(4, dtype=torch.float64)  # loss, entropy, clipped, ratio (token sums)
-    for mb in mbs:
-        parts = ppo_loss(model, mb, job.global_response_tokens, cfg.train.clip_eps)
+    for mb, replay in zip(mbs, replays, strict=True):
+        parts = ppo_loss(model, mb, job.global_response_tokens, cfg.train.clip_eps, replay)
         parts.loss.backward()
         sums += torch.stack([parts.loss.detach(), parts.entropy_sum, parts.clipped_sum,
                              parts.ratio_sum]).double()

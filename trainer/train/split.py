@@ -10,16 +10,22 @@
 5. Each rank's rows, still ordered, are cut into micro-batches, and each
    micro-batch is trimmed to its own longest prompt and response: similar
    lengths sit together, so little compute goes to padding.
+
+Replay (MoE/DSA): with the payload transport the batch's replay arrays are cut
+like `input_ids` and travel in the micro-batch; with the handle transport only
+each row's handle goes to the rank (padding rows repeat their source row's),
+and the rank fetches the arrays itself.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 from torch import Tensor
 
-from flowmap.trainer.batcher import RolloutBatch
+from flowmap.trainer.batcher import RolloutBatch, RolloutBatchWithHandles, RolloutBatchWithReplay
+from flowmap.trainer.replay import Replay, ReplayHandle
 
 MICRO_BATCH_FIELDS = (
     "input_ids",
@@ -31,7 +37,10 @@ MICRO_BATCH_FIELDS = (
 )
 
 
-@dataclass(slots=True)
+REPLAY_FIELDS = ("routed_experts", "indexer_topk")  # a ReplayMicroBatch's extra tensors
+
+
+@dataclass  # not slotted, so that its subclasses describe with every field (see tree.py)
 class MicroBatch:
     """What one forward/backward pass of one rank consumes (batcher -> trainer/rank<k>)."""
 
@@ -47,7 +56,30 @@ class MicroBatch:
         return self.response_mask.shape[1]
 
     def tensors(self) -> list[tuple[str, Tensor]]:
-        return [(f, getattr(self, f)) for f in MICRO_BATCH_FIELDS]
+        """What goes into the rank's shared-memory slot (fields that are set)."""
+        return [(f.name, t) for f in fields(self) if isinstance(t := getattr(self, f.name), Tensor)]
+
+    def replay(self) -> Replay | None:
+        """The selections to replay in this micro-batch's forward (None: the model chooses)."""
+        return None
+
+
+@dataclass
+class ReplayMicroBatch(MicroBatch):
+    """Payload transport: the replay arrays ride in the micro-batch, cut like `input_ids`."""
+
+    routed_experts: Tensor | None = None  # (b, P' + R', L, k) int32
+    indexer_topk: Tensor | None = None  # (b, P' + R', L, K) int32
+
+    def replay(self) -> Replay | None:
+        return Replay(self.routed_experts, self.indexer_topk)
+
+
+@dataclass
+class HandleMicroBatch(MicroBatch):
+    """Handle transport, as the rank sees it: the tensors, and the store entry of each row."""
+
+    replay_handles: list[ReplayHandle | None] | None = None  # (b,) padding rows repeat a handle
 
 
 @dataclass(slots=True)
@@ -57,6 +89,8 @@ class RankShards:
     micro_batches: list[list[MicroBatch]]
     leaf_ids: list[list[list[str]]]  # [rank][m] -> ids of the real rows ("" rows are padding)
     global_response_tokens: int  # the loss denominator shared by every rank and micro-batch
+    # Handle transport: [rank][m][row] the store entry of each row, padding rows included.
+    replay_handles: list[list[list[ReplayHandle | None]]] | None = None
 
 
 def pad_to_divisible(num_rows: int, divisor: int) -> list[int]:
@@ -90,13 +124,17 @@ def split_batch(
     per_rank = snake_split(ordered, dp)  # step 3
     out: list[list[MicroBatch]] = []
     ids: list[list[list[str]]] = []
+    handles: list[list[list[ReplayHandle | None]]] = []
     for rows in per_rank:
         size = len(rows) // micro_batches
         chunks = [rows[m * size : (m + 1) * size] for m in range(micro_batches)]  # step 5
         out.append([_micro_batch(batch, advantages, [source[r] for r in c], [is_pad[r] for r in c])
                     for c in chunks])
         ids.append([[batch.leaf_ids[source[r]] for r in c if not is_pad[r]] for c in chunks])
-    return RankShards(out, ids, int(batch.response_mask.sum().item()))
+        if isinstance(batch, RolloutBatchWithHandles):
+            handles.append([[batch.replay_handles[source[r]] for r in c] for c in chunks])
+    return RankShards(out, ids, int(batch.response_mask.sum().item()),
+                      handles if isinstance(batch, RolloutBatchWithHandles) else None)
 
 
 def _micro_batch(
@@ -110,7 +148,7 @@ def _micro_batch(
     r_len = int(attention[:, P:].sum(-1).max())  # longest response
     cols = slice(P - p_len, P + r_len)
     resp = slice(0, r_len)
-    return MicroBatch(
+    mb = MicroBatch(
         input_ids=batch.input_ids[idx][:, cols].contiguous(),
         attention_mask=attention[:, cols].contiguous(),
         position_ids=batch.position_ids[idx][:, cols].contiguous(),
@@ -118,3 +156,27 @@ def _micro_batch(
         rollout_log_probs=batch.rollout_log_probs[idx][:, resp].contiguous(),
         advantages=(advantages[idx][:, resp] * keep).contiguous(),
     )
+    if not isinstance(batch, RolloutBatchWithReplay):
+        return mb
+
+    def cut(t: Tensor | None) -> Tensor | None:  # (B, P + R, L, k) -> (b, P' + R', L, k)
+        return None if t is None else t[idx][:, cols].contiguous()
+
+    return ReplayMicroBatch(**_fields(mb), routed_experts=cut(batch.routed_experts),
+                            indexer_topk=cut(batch.indexer_topk))
+
+
+def _fields(mb: MicroBatch) -> dict[str, Tensor]:
+    return {f: getattr(mb, f) for f in MICRO_BATCH_FIELDS}
+
+
+def micro_batch_from(views: dict[str, Tensor], m: int,
+                     handles: list[ReplayHandle | None] | None = None) -> MicroBatch:
+    """Micro-batch m of a rank's slot (`{m}.{field}` views), as `split_batch` built it."""
+    base = {f: views[f"{m}.{f}"] for f in MICRO_BATCH_FIELDS}
+    if handles is not None:
+        return HandleMicroBatch(**base, replay_handles=handles)
+    replay = {f: views.get(f"{m}.{f}") for f in REPLAY_FIELDS}
+    if any(t is not None for t in replay.values()):
+        return ReplayMicroBatch(**base, **replay)
+    return MicroBatch(**base)
