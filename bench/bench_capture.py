@@ -47,16 +47,25 @@ def bench_disabled() -> float:
     return min(per_call_ns(lambda: hop("rollout/0", "ready_buffer", p, name="trajectory"), 200_000))
 
 
-def bench_enabled(run_dir: str) -> tuple[float, float]:
+def bench_enabled(run_dir: str, rounds: int = 5) -> tuple[float, float, float]:
+    """(best median, worst median, p99 of the best round) over `rounds` rounds of 20k calls.
+
+    A shared VM has bursts of neighbour noise that shift a whole round; the
+    best round's median is the code's own cost, the worst says how bad it got.
+    """
     p = payload()
     hop = flowmap.hop
+    medians: list[tuple[float, float]] = []
     with flowmap.tracing(run_dir):
         for _ in range(2000):  # warm the schema table
             hop("rollout/0", "ready_buffer", p, name="trajectory", items=[1])
-        times = single_call_ns(
-            lambda: hop("rollout/0", "ready_buffer", p, name="trajectory", items=[1]), 20_000
-        )
-    return statistics.median(times), statistics.quantiles(times, n=100)[98]
+        for _ in range(rounds):
+            times = single_call_ns(
+                lambda: hop("rollout/0", "ready_buffer", p, name="trajectory", items=[1]), 20_000
+            )
+            medians.append((statistics.median(times), statistics.quantiles(times, n=100)[98]))
+    best = min(medians)
+    return best[0], max(medians)[0], best[1]
 
 
 def bench_bytes_per_hop(run_dir: str, hops: int = 20_000) -> float:
@@ -79,12 +88,13 @@ def main() -> None:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         disabled = bench_disabled()
-        med, p99 = bench_enabled(os.path.join(tmp, "enabled"))
+        med, worst, p99 = bench_enabled(os.path.join(tmp, "enabled"))
         bph = bench_bytes_per_hop(os.path.join(tmp, "bytes"))
     print(f"{'measure':46} {'figure':>12} {'target':>10}")
     print(f"{'disabled hop (ns/call, best of 7x200k)':46} {disabled:12.0f} {'<= 300':>10}")
-    print(f"{'enabled hop, dict of 10 tensors (us, median)':46} {med / 1000:12.2f} {'<= 15':>10}")
-    print(f"{'enabled hop, dict of 10 tensors (us, p99)':46} {p99 / 1000:12.2f} {'':>10}")
+    print(f"{'enabled hop, 10 tensors (us, median, best of 5)':46} {med / 1000:12.2f} {'<= 15':>10}")
+    print(f"{'enabled hop, 10 tensors (us, median, worst of 5)':46} {worst / 1000:12.2f} {'':>10}")
+    print(f"{'enabled hop, 10 tensors (us, p99 of best round)':46} {p99 / 1000:12.2f} {'':>10}")
     print(f"{'trace bytes per hop, repetitive workload':46} {bph:12.1f} {'<= 100':>10}")
 
 

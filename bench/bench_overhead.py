@@ -47,7 +47,7 @@ def train(model: torch.nn.Module, steps: int) -> float:
         flowmap.hop("trainer/rank0", "weight_sync", dict(model.state_dict()), name="weights")
         flowmap.hop("weight_sync", "rollout/0", dict(model.state_dict()), name="weights")
         flowmap.hop("driver", "rollout/0", {"prompt": tokens[:, :8]}, name="request")
-    return float(loss)
+    return loss.item()
 
 
 def timed(traced: bool, steps: int, tmp: str, i: int) -> float:

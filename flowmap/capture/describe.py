@@ -190,9 +190,13 @@ def _fields_of(obj: Any) -> list[tuple[str, Any]] | None:
     d = getattr(obj, "__dict__", None)
     if isinstance(d, dict) and d:
         return [(k, v) for k, v in d.items() if not k.startswith("_")] or list(d.items())
-    slots = getattr(type(obj), "__slots__", None)
-    if slots:
-        names = [slots] if isinstance(slots, str) else list(slots)
+    names: list[str] = []
+    for klass in reversed(type(obj).__mro__):  # a subclass lists only its new slots
+        slots = klass.__dict__.get("__slots__", ())
+        for n in [slots] if isinstance(slots, str) else slots:
+            if n not in names and n not in ("__dict__", "__weakref__"):
+                names.append(n)
+    if names:
         return [(n, getattr(obj, n)) for n in names if hasattr(obj, n)]
     return None
 

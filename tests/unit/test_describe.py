@@ -196,3 +196,16 @@ def test_depth_and_leaf_count_are_bounded():
 def test_strings_and_bytes():
     paths = leaves_by_path(describe({"s": "<img src=x onerror=alert(1)>", "b": b"\x00" * 10}))
     assert paths["s"][5] == 28 and paths["b"][5] == 10
+
+
+def test_subclasses_of_slotted_dataclasses_keep_their_base_fields():
+    @dataclasses.dataclass(slots=True)
+    class Base:
+        tokens: torch.Tensor
+
+    @dataclasses.dataclass(slots=True)
+    class WithReplay(Base):
+        routed_experts: torch.Tensor
+
+    paths = leaves_by_path(describe(WithReplay(torch.zeros(4), torch.zeros(4, 2, dtype=torch.int32))))
+    assert set(paths) == {"tokens", "routed_experts"}
