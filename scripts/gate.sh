@@ -19,9 +19,11 @@ PYTHON=${PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo pyth
 RUN=${FLOWMAP_GATE_RUN:-flowmap-runs/gate}
 BASELINE=${FLOWMAP_GATE_BASELINE:-ci/flowmap-baseline.json}
 BUDGET=${FLOWMAP_GATE_BUDGET:-ci/flowmap-budget.yaml}
-# The recorded run: fixed seed and step count, so bytes per step compare like for like.
+# The recorded run: fixed seed and step count, and the synchronous loop (a step's
+# rollout waits for the previous update), so the run repeats byte for byte and the
+# gate cannot flake on timing; bytes per step compare like for like.
 # Changing these means re-recording the baseline (scripts/gate.sh --record).
-TRAINER_ARGS=(--steps 4 --seed 0 --no-progress)
+TRAINER_ARGS=(--steps 4 --seed 0 --no-progress --set train.synchronous=true)
 # shellcheck disable=SC2206  # word splitting of the extra flags is intended
 EXTRA=(${FLOWMAP_GATE_TRAINER_ARGS:-})
 # The batch path varies by at most 5 % run to run; seams whose volume follows the
