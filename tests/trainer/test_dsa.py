@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -16,13 +15,6 @@ CFG = ModelConfig(
     dsa_index_topk=3, dsa_index_dim=8,
 )  # fmt: skip
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matmuls; a second thread only stalls on a shared box
-    yield
-    torch.set_num_threads(threads)
 
 
 def causal(T: int) -> torch.Tensor:

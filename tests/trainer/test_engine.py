@@ -38,15 +38,6 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    # Tiny matmuls gain nothing from a second thread, and on a shared 2-core box two
-    # spinning intra-op threads stall 10-20x whenever another process takes a core.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def model() -> TinyLM:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -17,13 +16,6 @@ CFG = ModelConfig(
     moe_experts=4, moe_top_k=2,
 )  # fmt: skip
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matmuls; a second thread only stalls on a shared box
-    yield
-    torch.set_num_threads(threads)
 
 
 def moe(noise: float = 0.0) -> MoE:

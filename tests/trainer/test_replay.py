@@ -12,7 +12,6 @@ pause / weight update / resubmit.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -39,13 +38,6 @@ CFG = ModelConfig(
 )  # fmt: skip
 PAD = 0
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def random_prompts(num: int, seed: int) -> list[list[int]]:

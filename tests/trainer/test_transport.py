@@ -11,7 +11,6 @@ the trace under `replay_store`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,13 +46,6 @@ from flowmap.trainer.tree import (
 
 L, K_MOE, K_DSA = 2, 2, 4  # layers, moe_top_k, dsa_index_topk
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def rows(n: int, tag: int) -> Replay:
