@@ -186,7 +186,7 @@ def _visit_unsafe(w: _Walk, obj: Any, path: str, depth: int) -> None:
 def _fields_of(obj: Any) -> list[tuple[str, Any]] | None:
     """Attributes of a dataclass, named tuple, slotted or plain object."""
     if hasattr(type(obj), "_fields") and isinstance(obj, tuple):
-        return list(zip(type(obj)._fields, obj))
+        return list(zip(type(obj)._fields, obj))  # type: ignore[attr-defined]
     d = getattr(obj, "__dict__", None)
     if isinstance(d, dict) and d:
         return [(k, v) for k, v in d.items() if not k.startswith("_")] or list(d.items())

@@ -143,7 +143,8 @@ def _tracks(run: Run | _Part) -> dict[str, Track]:
         receives[h.dst][h.pid] += 1
         first.setdefault(h.src, h.t_ns)
         first.setdefault(h.dst, h.t_ns)
-    for ev in [*run.counter_samples, *run.marks, *run.drops]:
+    owned: list[Any] = [*run.counter_samples, *run.marks, *run.drops]
+    for ev in owned:
         if ev.owner:
             runs_in[ev.owner][ev.pid] += 1
             first[ev.owner] = min(first.get(ev.owner, ev.t_ns), ev.t_ns)

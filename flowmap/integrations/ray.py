@@ -108,11 +108,13 @@ def install() -> None:
     worker._make_remote = _wrap_make_remote(worker._make_remote)
     ray.init = _wrap_init(ray.init)
     ray.put = _wrap_put(ray.put)
-    remote_function.RemoteFunction._remote = _wrap_submit(
+    # Patching Ray's classes at run time is the point of this module.
+    remote_function.RemoteFunction._remote = _wrap_submit(  # type: ignore[method-assign]
         remote_function.RemoteFunction._remote, _function_is_ours
     )
-    actor.ActorClass._remote = _wrap_create(actor.ActorClass._remote)
-    actor.ActorHandle._actor_method_call = _wrap_method_call(actor.ActorHandle._actor_method_call)
+    actor.ActorClass._remote = _wrap_create(actor.ActorClass._remote)  # type: ignore[method-assign]
+    actor.ActorHandle._actor_method_call = _wrap_method_call(  # type: ignore[method-assign]
+        actor.ActorHandle._actor_method_call)
 
 
 # -- driver side: start-up ----------------------------------------------------
@@ -232,7 +234,7 @@ def _instrument_class(cls: type) -> type:
 
 
 def _instrument_init(cls: type) -> Callable[..., Any]:
-    base_init = cls.__init__
+    base_init = cls.__init__  # type: ignore[misc]
     own = base_init is not object.__init__
 
     def __init__(self: Any, *a: Any, **kw: Any) -> None:

@@ -330,7 +330,7 @@ def _dropped(run: Run) -> list[Finding]:
             if drop is not None and h.t_ns <= drop[0]:
                 spent[(drop[2], drop[1])] += h.nbytes / len(h.items)
                 seams[(drop[2], drop[1])].add(h.seam)
-    items = defaultdict(int)
+    items: defaultdict[tuple[str, str], int] = defaultdict(int)
     for _, owner, reason in first_drop.values():
         items[(reason, owner)] += 1
     out = []

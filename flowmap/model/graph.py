@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
@@ -224,19 +225,19 @@ def _walk(
         if root in state:
             continue
         state[root] = 1
-        stack = [(root, iter(out[root]))]
+        stack: list[tuple[str, Iterator[str]]] = [(root, iter(out[root]))]
         while stack:
             u, rest = stack[-1]
-            v = next(rest, None)
-            if v is None:
+            nxt = next(rest, None)
+            if nxt is None:
                 stack.pop()
                 state[u] = 2
                 done.append(u)
-            elif state.get(v) == 1:
-                back.add((u, v))
-            elif v not in state:
-                state[v] = 1
-                stack.append((v, iter(out[v])))
+            elif state.get(nxt) == 1:
+                back.add((u, nxt))
+            elif nxt not in state:
+                state[nxt] = 1
+                stack.append((nxt, iter(out[nxt])))
     return {n: i for i, n in enumerate(reversed(done))}, back
 
 
@@ -249,7 +250,7 @@ def _add_residency(g: nx.MultiDiGraph, run: Run, node_of: Any) -> None:
     held: dict[str, set[Any]] = defaultdict(set)
     series: dict[str, list[tuple[float, int]]] = defaultdict(list)
     t0 = run.t0_ns
-    events = heapq.merge(((h.t_ns, 0, h) for h in run.hops if h.items),
+    events: Iterator[tuple[int, int, Any]] = heapq.merge(((h.t_ns, 0, h) for h in run.hops if h.items),
                          ((d.t_ns, 1, d) for d in run.drops if d.items),
                          key=lambda e: (e[0], e[1]))
     for t_ns, kind, ev in events:

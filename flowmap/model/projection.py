@@ -76,6 +76,7 @@ def _validate(raw: Any, path: str) -> Preset:
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in table.values()
         ):
             raise UsageError(f"preset {path}: `{what}` must map names to positive integers")
+    assert isinstance(dims, dict) and isinstance(contexts, dict)  # validated just above
     return Preset(
         name=str(raw.get("name") or os.path.splitext(os.path.basename(path))[0]),
         description=str(raw.get("description") or ""),

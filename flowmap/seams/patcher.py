@@ -10,6 +10,7 @@ program itself always goes on.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 from collections.abc import Callable
@@ -35,7 +36,7 @@ class Patcher:
 
     def install(self) -> None:
         for module, specs in self.seam_map.by_module().items():
-            importhook.on_import(module, lambda m, specs=specs: self._patch_module(m, specs))
+            importhook.on_import(module, functools.partial(self._patch_module, specs=specs))
 
     def unresolved(self) -> dict[str, str]:
         """Non-optional targets not patched here, with the reason."""
