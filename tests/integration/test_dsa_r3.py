@@ -42,7 +42,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from conftest import run_cli
+    from flowmap_cli import run_cli
 
     root = tmp_path_factory.mktemp("dsa_r3")
     before = _segments()

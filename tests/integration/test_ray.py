@@ -70,7 +70,7 @@ ray.shutdown()
 
 @pytest.fixture(scope="module")
 def ray_run(tmp_path_factory):
-    from conftest import run_cli
+    from flowmap_cli import run_cli
 
     tmp = tmp_path_factory.mktemp("ray")
     (tmp / "ray_lib.py").write_text(RAY_LIB)

@@ -66,7 +66,7 @@ GRPOTrainer(model=model, reward_funcs=reward_len, args=args, train_dataset=datas
 
 @pytest.fixture(scope="module")
 def trl_run(tmp_path_factory):
-    from conftest import run_cli
+    from flowmap_cli import run_cli
 
     tmp = tmp_path_factory.mktemp("trl")
     (tmp / "tiny_grpo.py").write_text(textwrap.dedent(TINY_GRPO))
