@@ -24,7 +24,7 @@ app = typer.Typer(
 )
 
 # One module per verb; each exposes `register(app)`.
-VERBS = ["trace", "report"]
+VERBS = ["trace", "discover", "report"]
 OPTIONAL_VERBS = ["render", "export", "baseline", "check", "diff", "merge"]
 
 
@@ -72,19 +72,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _module_args_verbatim(argv: list[str]) -> list[str]:
-    """`flowmap trace -m mod --its-flag x`: everything after MODULE belongs to the module.
+    """`flowmap trace|discover -m mod --its-flag x`: everything after MODULE belongs to the module.
 
     click would read `x` as SCRIPT and `--its-flag` as an unknown option; a `--`
     after MODULE keeps the module's arguments whole and in order.
     """
-    if "trace" not in argv:
+    verb = next((a for a in argv if a in ("trace", "discover")), None)
+    if verb is None:
         return argv
-    j = argv.index("trace") + 1
+    j = argv.index(verb) + 1
     while j < len(argv):
         a = argv[j]
         if a == "-m" and j + 1 < len(argv):
             return argv[: j + 2] + ["--"] + argv[j + 2 :]
-        if a in ("-o", "--output", "--process", "--seams", "--preset"):
+        if a in ("-o", "--output", "--process", "--seams", "--preset", "--seconds", "--calls",
+                 "--steps", "--include", "--exclude", "--min-bytes"):
             j += 2
         elif a.startswith("-"):
             j += 1

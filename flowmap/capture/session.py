@@ -158,8 +158,14 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def child_environment(run_dir: str, env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment that makes Python children of this process trace into `run_dir`."""
-    env = dict(os.environ if env is None else env)
+    env = boot_environment(env)
     env[ENV_RUN_DIR] = os.path.abspath(run_dir)
+    return env
+
+
+def boot_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment that makes Python children import flowmap's boot module."""
+    env = dict(os.environ if env is None else env)
     # Where flowmap itself lives, for a child that cannot import it otherwise
     # (run from a source checkout); the boot module appends it to sys.path.
     env[ENV_IMPORT_ROOT] = os.path.dirname(os.path.dirname(os.path.dirname(BOOT_DIR)))

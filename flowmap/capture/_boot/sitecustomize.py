@@ -58,8 +58,27 @@ def _instrument() -> None:
     install_hooks()
 
 
+def _discover() -> None:
+    """A child of `flowmap discover` (FLOWMAP_DISCOVER names its dir): watch it too."""
+    if not os.environ.get("FLOWMAP_DISCOVER"):
+        return
+    try:
+        import flowmap.discover.process as discover
+    except ImportError:
+        root = os.environ.get("FLOWMAP_IMPORT_ROOT")
+        if not root:
+            return
+        sys.path.append(root)
+        import flowmap.discover.process as discover
+    discover.start_from_environment()
+
+
 _chain_original()
 try:
     _start()
 except Exception as exc:  # never stop the child from running
     sys.stderr.write(f"flowmap: tracing could not start in this process ({exc}).\n")
+try:
+    _discover()
+except Exception as exc:
+    sys.stderr.write(f"flowmap: discovery could not start in this process ({exc}).\n")

@@ -1,0 +1,194 @@
+"""From what every process saw to the seams: merge, fold nested calls, rank.
+
+A candidate is a function whose arguments or result carried a tensor. Most
+are helpers and internal methods; folding keeps the hand-overs:
+
+- a call with no candidate around it is kept (a top-level hand-over);
+- a method of the same object as an enclosing candidate is kept: the payload
+  moves between one object's methods (TRL's `GRPOTrainer`);
+- a call that returns, unchanged, what its caller then returns is folded into
+  the caller (`compute_loss` -> `_compute_loss`);
+- inside a folded call, everything is folded;
+- a call into another package than the enclosing candidate's is folded (a
+  library working on the payload);
+- a call that carries part of the enclosing candidate's payload is folded when
+  it lives in another module, or returns nothing new (`push` -> `load_weights`).
+
+What is left is ranked by bytes per step, then by calls.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowmap.discover.record import NOTHING_NEW, SAME_SELF, SHARES, CodeStats
+
+
+@dataclass(slots=True)
+class Function:
+    """One function, merged across processes."""
+
+    key: str
+    module: str
+    qualname: str
+    argnames: list[str]
+    stats: CodeStats
+    target: str | None = None
+    why_not: str | None = None
+    processes: int = 0
+    bytes_per_step: float = 0.0
+
+    @property
+    def package(self) -> str:
+        return self.module.split(".", 1)[0]
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A kept seam candidate, ready for the table and the seam map."""
+
+    fn: Function
+    folded: Counter[str] = field(default_factory=Counter)  # folded key -> calls
+
+    @property
+    def calls(self) -> int:
+        return self.fn.stats.calls
+
+    @property
+    def bytes_in_per_call(self) -> float:
+        return self.fn.stats.call_bytes / max(1, self.calls)
+
+    @property
+    def bytes_out_per_call(self) -> float:
+        return self.fn.stats.result_bytes / max(1, self.calls)
+
+    @property
+    def args(self) -> list[str]:
+        """Arguments that carried data, in signature order."""
+        seen = self.fn.stats.args
+        return [a for a in self.fn.argnames if seen.get(a)] + \
+            sorted(a for a in seen if a not in self.fn.argnames)
+
+    @property
+    def result(self) -> bool:
+        return self.fn.stats.result_calls > 0
+
+    @property
+    def tensor_leaves(self) -> list[str]:
+        return [p for p, (kind, _, _) in self.fn.stats.leaves.items()
+                if kind in ("tensor", "ndarray")]
+
+
+@dataclass(slots=True)
+class Discovery:
+    """The outcome: kept seams, the ones that cannot be targets, and the run's figures."""
+
+    seams: list[Candidate]
+    unnamed: list[Candidate]  # kept, but no seam map can name them (with the reason)
+    below_min_bytes: int
+    functions: dict[str, Function]
+    processes: int
+    watched_calls: int
+    steps: int
+    stop_reasons: list[str]
+
+
+def merge(records: list[dict[str, Any]]) -> dict[str, Function]:
+    """One Function per `module:qualname`, over every process's record."""
+    out: dict[str, Function] = {}
+    for rec in records:
+        nsteps = max(1, len(rec.get("steps", ())))
+        for key, f in rec["functions"].items():
+            stats = CodeStats.from_json(f["stats"])
+            fn = out.get(key)
+            if fn is None:
+                fn = out[key] = Function(key, f["module"], f["qualname"], list(f["argnames"]),
+                                         CodeStats())
+            fn.stats.merge(stats)
+            fn.processes += 1
+            fn.bytes_per_step += (stats.call_bytes + stats.result_bytes) / nsteps
+            if fn.target is None and f.get("target"):
+                fn.target, fn.why_not = f["target"], None
+            elif fn.target is None and fn.why_not is None:
+                fn.why_not = f.get("why_not")
+    return out
+
+
+def analyse(records: list[dict[str, Any]], min_bytes: int = 0) -> Discovery:
+    functions = merge(records)
+    folding = _Folding(functions)
+    kept: dict[str, Candidate] = {}
+    for key in sorted(folding.cands):
+        if folding.keeper(key) == key:
+            kept[key] = Candidate(functions[key])
+    for key in sorted(folding.cands):
+        into = folding.keeper(key)
+        if into != key and into in kept:
+            kept[into].folded[key] += functions[key].stats.calls
+    ranked = sorted(kept.values(), key=lambda c: (-c.fn.bytes_per_step, -c.calls, c.fn.key))
+    big = [c for c in ranked if c.fn.stats.max_bytes >= min_bytes]
+    return Discovery(
+        seams=[c for c in big if c.fn.target],
+        unnamed=[c for c in big if not c.fn.target],
+        below_min_bytes=len(ranked) - len(big),
+        functions=functions,
+        processes=len(records),
+        watched_calls=sum(r.get("calls", 0) for r in records),
+        steps=max((len(r.get("steps", ())) for r in records), default=0),
+        stop_reasons=sorted({r.get("stop_reason", "") for r in records} - {""}),
+    )
+
+
+class _Folding:
+    """Decides, per candidate, whether it is kept or folded into an enclosing one."""
+
+    def __init__(self, functions: dict[str, Function]) -> None:
+        self.functions = functions
+        self.cands = {k for k, f in functions.items() if f.stats.candidate_calls > 0}
+        self.memo: dict[str, str] = {}  # key -> its keeper (itself when kept)
+        self.busy: set[str] = set()
+
+    def keeper(self, key: str) -> str:
+        if key in self.memo:
+            return self.memo[key]
+        if key in self.busy:
+            return key  # recursion through the call graph: take it as kept
+        self.busy.add(key)
+        try:
+            into = self._decide(key)
+        finally:
+            self.busy.discard(key)
+        self.memo[key] = into
+        return into
+
+    def _decide(self, key: str) -> str:
+        stats = self.functions[key].stats
+        for parent, n in stats.delegated_to.most_common(1):
+            if parent in self.cands and parent != key and 2 * n >= stats.candidate_calls:
+                return self.keeper(parent)
+        votes: Counter[str] = Counter()
+        for chain, n in stats.contexts.items():
+            votes[self._judge(key, chain)] += n
+        if not votes or votes[key] * 2 >= sum(votes.values()):
+            return key
+        return max((k for k in votes if k != key), key=lambda k: (votes[k], k))
+
+    def _judge(self, key: str, chain: tuple[tuple[str, int], ...]) -> str:
+        """The keeper this call folds into, or `key` itself when the call is kept."""
+        around = [(a, f) for a, f in chain if a in self.cands]
+        if not around or around[0][0] == key:
+            return key
+        if any(f & SAME_SELF for _, f in around):
+            return key
+        outer, flags = around[0]
+        into = self.keeper(outer)
+        if into != outer:
+            return into
+        me, them = self.functions[key], self.functions[outer]
+        if me.package != them.package:
+            return outer
+        if flags & SHARES and (me.module != them.module or flags & NOTHING_NEW):
+            return outer
+        return key

@@ -1,0 +1,74 @@
+"""Turn a watched function into a seam-map target, or say why it cannot be one.
+
+A target is `module:qualname`, and the patcher reaches it by walking
+attributes from the module. So a lambda, a closure, code run as `__main__`
+or generated code has no target; a function imported into another module
+(`from .utils import split`) is patched where its callers look it up.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from flowmap.discover.filters import CodeInfo
+
+
+def resolve(info: CodeInfo) -> tuple[str | None, str | None]:
+    """(target, None), or (None, the reason it cannot be a target)."""
+    q = info.qualname
+    if "<lambda>" in q:
+        return None, "a lambda: it has no name a seam map can patch"
+    if "<locals>" in q:
+        outer = q.split(".<locals>", 1)[0]
+        return None, f"a closure defined inside {outer}: nothing outside it can name it"
+    if info.filename.startswith("<"):
+        return None, f"generated code ({info.filename}): no module attribute holds it"
+    if info.module == "__main__":
+        return None, ("defined in the script run as __main__, which no import hook sees; "
+                      "move it into a module (see docs/seam-maps.md)")
+    module = sys.modules.get(info.module)
+    if module is None:
+        return None, f"module {info.module} is not importable by name"
+    if "." not in q and info.caller_module and info.caller_module != info.module:
+        # `from pkg.utils import f` in the caller's module: patch the caller's name.
+        where = sys.modules.get(info.caller_module)
+        name = _bound_name(where, info) if where is not None else None
+        if name is not None:
+            return f"{info.caller_module}:{name}", None
+    if _is_code(_walk(module, q), info):
+        return f"{info.module}:{q}", None
+    return None, (f"{info.module}.{q} is not this function at run time "
+                  "(replaced or wrapped without functools.wraps)")
+
+
+def _walk(holder: Any, qualname: str) -> Any:
+    for part in qualname.split("."):
+        try:
+            holder = holder.__dict__[part] if hasattr(holder, "__dict__") and \
+                part in holder.__dict__ else getattr(holder, part)
+        except Exception:
+            return None
+    return holder
+
+
+def _is_code(obj: Any, info: CodeInfo) -> bool:
+    for _ in range(8):  # through staticmethod/classmethod and decorators' __wrapped__
+        if obj is None:
+            return False
+        code = getattr(obj, "__code__", None)
+        if code is not None and code.co_firstlineno == info.lineno and \
+                code.co_filename == info.filename:
+            return True
+        obj = getattr(obj, "__func__", None) or getattr(obj, "__wrapped__", None)
+    return False
+
+
+def _bound_name(module: Any, info: CodeInfo) -> str | None:
+    d = getattr(module, "__dict__", {})
+    if _is_code(d.get(info.qualname), info):
+        return info.qualname
+    for name, value in list(d.items()):
+        if callable(value) and _is_code(value, info):
+            return str(name)
+    return None

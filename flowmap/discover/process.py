@@ -1,0 +1,154 @@
+"""Discovery across processes: every process writes what it saw to the discovery dir.
+
+The parent makes a directory, writes the budget and filters there
+(`config.json`) and exports `FLOWMAP_DISCOVER=<dir>` with flowmap's boot
+directory on PYTHONPATH: every Python child (spawn, subprocess, torchrun
+ranks, Ray workers) then starts its own watcher at start-up. Each process
+writes one `<host>-<pid>.discover.json` when its budget is spent, or at exit
+(atexit, multiprocessing's finalizers, SIGTERM-free exits); a forked child
+starts from empty counts. The parent reads them all back (`read_all`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+from flowmap.discover.filters import Filters
+from flowmap.discover.watch import Budget, Watcher, process_id
+
+ENV_DISCOVER = "FLOWMAP_DISCOVER"
+CONFIG = "config.json"
+SUFFIX = ".discover.json"
+
+_watcher: Watcher | None = None
+_written = threading.Event()
+
+
+def step_targets() -> dict[tuple[str, str], str]:
+    """Functions whose call sets the training step: `flowmap.step`, and each preset's `step`."""
+    out = {("flowmap.capture.api", "step"): "n"}
+    try:
+        from flowmap.seams import load_seam_map
+        from flowmap.seams.presets import available, preset_path
+
+        for name in available():
+            for spec in load_seam_map(preset_path(name)).seams:
+                if spec.step is not None:
+                    out[(spec.module, spec.qualname)] = spec.step
+    except Exception:
+        pass
+    return out
+
+
+def write_config(directory: str, filters: Filters, budget: Budget) -> None:
+    with open(os.path.join(directory, CONFIG), "w", encoding="utf-8") as f:
+        json.dump({"filters": filters.to_json(), "budget": budget.to_json()}, f)
+
+
+def start(directory: str, filters: Filters, budget: Budget) -> Watcher:
+    """Start watching this process; its record goes to `directory` when watching ends."""
+    global _watcher
+    _written.clear()
+    watcher = Watcher(filters, budget, step_targets(), on_stop=lambda: write(directory))
+    _watcher = watcher
+    atexit.register(finish)
+    os.register_at_fork(after_in_child=_after_fork_child)
+    _register_multiprocessing_finalizer()
+    watcher.start()
+    return watcher
+
+
+def finish() -> None:
+    """Stop watching and write this process's record (idempotent)."""
+    if _watcher is not None:
+        _watcher.stop()  # writes through on_stop, unless it already did
+
+
+def start_from_environment() -> Watcher | None:
+    """In a Python child of a discovery run (called by flowmap's boot module)."""
+    directory = os.environ.get(ENV_DISCOVER)
+    if not directory or _watcher is not None:
+        return None
+    with open(os.path.join(directory, CONFIG), encoding="utf-8") as f:
+        config = json.load(f)
+    return start(directory, Filters.from_json(config["filters"]),
+                 Budget.from_json(config["budget"]))
+
+
+def write(directory: str) -> None:
+    """Write this process's record, once."""
+    w = _watcher
+    if w is None or _written.is_set():
+        return
+    _written.set()
+    data = {
+        "pid": os.getpid(),
+        "argv": list(sys.argv),
+        "calls": w.calls,
+        "steps": sorted(w.steps),
+        "watched_ns": w.watched_ns,
+        "stop_reason": w.stop_reason,
+        "functions": {},
+    }
+    from flowmap.discover.naming import resolve
+
+    for info in w.infos():
+        if info.stats.calls == 0:
+            continue
+        target, why = resolve(info)
+        data["functions"][info.key] = {
+            "module": info.module, "qualname": info.qualname, "file": info.filename,
+            "line": info.lineno, "argnames": list(info.argnames), "target": target,
+            "why_not": why, "stats": info.stats.to_json(),
+        }
+    path = os.path.join(directory, f"{process_id()}-{os.urandom(2).hex()}{SUFFIX}")
+    try:
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(path + ".tmp", path)
+    except OSError as exc:
+        sys.stderr.write(f"flowmap: discover: cannot write {path} ({exc.strerror or exc}).\n")
+
+
+def read_all(directory: str) -> list[dict[str, Any]]:
+    """Every process's record in the discovery dir, in a stable order."""
+    out = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(SUFFIX):
+            try:
+                with open(os.path.join(directory, name), encoding="utf-8") as f:
+                    out.append(json.load(f))
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def _after_fork_child() -> None:
+    w = _watcher
+    if w is not None:
+        w.reset_after_fork()
+        _written.clear()
+
+
+class _Anchor:
+    """A long-lived object for multiprocessing's weak finalizer registry."""
+
+
+_anchor = _Anchor()
+
+
+def _register_multiprocessing_finalizer() -> None:
+    """multiprocessing workers leave through os._exit (no atexit); their finalizers run."""
+    try:
+        import multiprocessing.util as mp_util
+
+        mp_util.Finalize(_anchor, finish, exitpriority=-100)
+        mp_util.register_after_fork(
+            _anchor, lambda _: mp_util.Finalize(_anchor, finish, exitpriority=-100))
+    except Exception:
+        pass

@@ -1,0 +1,164 @@
+"""What discovery keeps of the calls it watched: counts, bytes, leaves, nesting, as plain data.
+
+Nothing here holds a payload. A call that carries a tensor or an array is
+described by `flowmap.capture.describe` (metadata only); storages are kept as
+integer addresses, and only while the call runs, so that a nested call can be
+told to carry part of its caller's payload. Everything else is counters keyed
+by strings, ready to be written as JSON and merged across processes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+# Flags of one enclosing call, as seen from a nested candidate call.
+SAME_SELF = 1  # a method of the same object: the payload moves inside one class
+SHARES = 2  # the nested call's arguments share a storage with the enclosing call's
+NOTHING_NEW = 4  # the nested call returned no storage its arguments or the enclosing call's lacked
+
+MAX_CHAIN = 12  # enclosing watched calls kept per context
+MAX_FOUND = 64  # tensors a pre-check collects from one value
+_SCAN = 16  # elements or fields a pre-check looks at per container
+
+
+def find_tensors(value: Any, out: list[Any], depth: int = 0) -> bool:
+    """Cheap pre-check: does `value` carry a tensor or an ndarray? Collects them into `out`.
+
+    Bounded in depth and breadth; the collected references live only until the
+    caller clears `out`, which it does before the call returns.
+    """
+    t = type(value)
+    if t in _SCALARS or value is None:
+        return False
+    tensor_t = _tensor_type()
+    if tensor_t is not None and isinstance(value, tensor_t):
+        if len(out) < MAX_FOUND:
+            out.append(value)
+        return True
+    if t.__name__ == "ndarray" and t.__module__ == "numpy":
+        if len(out) < MAX_FOUND:
+            out.append(value)
+        return True
+    if depth >= 3:
+        return False
+    found = False
+    if isinstance(value, dict):
+        for i, v in enumerate(value.values()):
+            if i >= _SCAN:
+                break
+            found = find_tensors(v, out, depth + 1) or found
+    elif isinstance(value, (list, tuple)):
+        for v in value[:_SCAN]:
+            found = find_tensors(v, out, depth + 1) or found
+    elif not isinstance(value, _holders()):
+        d = getattr(value, "__dict__", None)
+        if type(d) is dict:
+            for i, v in enumerate(d.values()):
+                if i >= _SCAN:
+                    break
+                found = find_tensors(v, out, depth + 1) or found
+    return found
+
+
+_SCALARS = frozenset({int, float, bool, str, bytes, complex, type})
+_TENSOR: list[Any] = [None]
+
+
+def _tensor_type() -> Any:
+    if _TENSOR[0] is None:
+        torch = sys.modules.get("torch")
+        if torch is not None and hasattr(torch, "Tensor"):
+            _TENSOR[0] = torch.Tensor
+    return _TENSOR[0]
+
+
+_HOLDERS: list[tuple[type, ...]] = [()]
+
+
+def _holders() -> tuple[type, ...]:
+    """Modules and optimizers hold weights, not a payload: a call that takes a model is
+    not a hand-over of the model's parameters."""
+    if not _HOLDERS[0]:
+        torch = sys.modules.get("torch")
+        if torch is None or not hasattr(torch, "nn") or not hasattr(torch, "optim"):
+            return ()
+        _HOLDERS[0] = (torch.nn.Module, torch.optim.Optimizer)
+    return _HOLDERS[0]
+
+
+def storage_ids(found: list[Any]) -> frozenset[int]:
+    """The base storage address of every collected tensor (views of one storage share it)."""
+    out = set()
+    for t in found:
+        try:
+            if hasattr(t, "untyped_storage"):
+                out.add(t.untyped_storage().data_ptr())
+            else:  # an ndarray: the buffer of its base
+                base = t
+                while getattr(base, "base", None) is not None:
+                    base = base.base
+                out.add(base.__array_interface__["data"][0])
+        except Exception:
+            out.add(id(t))
+    out.discard(0)
+    return frozenset(out)
+
+
+@dataclass(slots=True)
+class CodeStats:
+    """Everything seen of one function's calls in one process."""
+
+    calls: int = 0  # every call while watching
+    candidate_calls: int = 0  # calls whose arguments or result carried a tensor
+    call_bytes: int = 0
+    result_bytes: int = 0
+    max_bytes: int = 0
+    args: Counter[str] = field(default_factory=Counter)  # argument -> calls it carried data
+    result_calls: int = 0  # calls whose result carried data
+    leaves: dict[str, list[Any]] = field(default_factory=dict)  # path -> [kind, dtype, shape]
+    contexts: Counter[tuple[tuple[str, int], ...]] = field(default_factory=Counter)
+    delegated_to: Counter[str] = field(default_factory=Counter)  # caller that returned our result
+
+    def add_leaves(self, prefix: str, leaves: list[tuple]) -> None:
+        if len(self.leaves) > 256:
+            return
+        for leaf in leaves:
+            path = f"{prefix}.{leaf[0]}" if leaf[0] and prefix else (leaf[0] or prefix)
+            if path not in self.leaves:
+                shape = [d if isinstance(d, int) else list(d) for d in leaf[2]]
+                self.leaves[path] = [leaf[1], leaf[3], shape]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls, "candidate_calls": self.candidate_calls,
+            "call_bytes": self.call_bytes, "result_bytes": self.result_bytes,
+            "max_bytes": self.max_bytes, "args": dict(self.args),
+            "result_calls": self.result_calls, "leaves": self.leaves,
+            "contexts": [[[list(a) for a in chain], n] for chain, n in self.contexts.items()],
+            "delegated_to": dict(self.delegated_to),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CodeStats:
+        s = cls(d["calls"], d["candidate_calls"], d["call_bytes"], d["result_bytes"],
+                d["max_bytes"], Counter(d["args"]), d["result_calls"], dict(d["leaves"]))
+        for chain, n in d["contexts"]:
+            s.contexts[tuple((a[0], int(a[1])) for a in chain)] += n
+        s.delegated_to.update(d["delegated_to"])
+        return s
+
+    def merge(self, o: CodeStats) -> None:
+        self.calls += o.calls
+        self.candidate_calls += o.candidate_calls
+        self.call_bytes += o.call_bytes
+        self.result_bytes += o.result_bytes
+        self.max_bytes = max(self.max_bytes, o.max_bytes)
+        self.args.update(o.args)
+        self.result_calls += o.result_calls
+        for k, v in o.leaves.items():
+            self.leaves.setdefault(k, v)
+        self.contexts.update(o.contexts)
+        self.delegated_to.update(o.delegated_to)

@@ -1,0 +1,115 @@
+"""Write the discovered seams as a seam map `flowmap trace --seams` reads, with guesses.
+
+Owners are guessed from the function's and class's names (`score` ->
+`reward`, `RolloutWorker.generate` -> `rollout`), dimension names from leaf
+names and shapes (`input_ids` (B, T) -> `[batch, tokens]`). They are
+suggestions to edit; the targets, arguments and result flags are what
+discovery saw. The text is checked with flowmap's own loader before it is
+written, so a written map always loads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from flowmap.discover.candidates import Candidate, Discovery
+from flowmap.seams.loader import parse_seam_map
+from flowmap.units import fmt_bytes
+
+# First match wins; matched against `Class.method` in lower case.
+_OWNER_WORDS = (
+    (("reward", "score", "judge", "verif"), "reward"),
+    (("advantage",), "advantage"),
+    (("loss",), "loss"),
+    (("weight", "sync", "broadcast"), "weight_sync"),
+    (("dataset", "dataloader", "prompt_source"), "dataset"),
+    (("rollout", "generat", "sample_completion"), "rollout"),
+    (("logp", "logprob", "entrop", "forward", "policy"), "policy"),
+    (("prepare", "buffer", "replay"), "ready_buffer"),
+    (("split", "collat", "batch", "shuffle", "pack"), "batch_assembly"),
+    (("train", "learn", "optim", "update"), "trainer"),
+)
+_TOKEN_WORDS = ("ids", "mask", "token", "logp", "logprob", "labels", "entrop")
+_SAMPLE_WORDS = ("reward", "advantage", "score", "return", "value", "uid", "label")
+_PATH_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\.[0-9]+)*$")
+
+
+def suggest_owner(c: Candidate) -> str:
+    q = c.fn.qualname.lower()
+    for words, owner in _OWNER_WORDS:
+        if any(w in q for w in words):
+            return owner
+    cls = c.fn.qualname.split(".")[0] if "." in c.fn.qualname else ""
+    if cls:
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", cls).lower()
+        return re.sub(r"_(worker|actor|manager|service)$", "", snake) or snake
+    return c.fn.module.rsplit(".", 1)[-1]
+
+
+def guess_dims(c: Candidate) -> dict[str, list[str]]:
+    """`batch`/`tokens` for leaves whose name and shape say so, consistently across leaves."""
+    leaves = {p: v for p, v in c.fn.stats.leaves.items()
+              if v[0] == "tensor" and p and _PATH_OK.match(p)}
+    firsts = [v[2][0] for v in leaves.values() if v[2] and isinstance(v[2][0], int)]
+    if not firsts:
+        return {}
+    batch = max(set(firsts), key=firsts.count)
+    out: dict[str, list[str]] = {}
+    for path, (_, _, shape) in leaves.items():
+        if not shape or shape[0] != batch:
+            continue
+        last = path.rsplit(".", 1)[-1].lower()
+        if len(shape) == 2 and any(w in last for w in _TOKEN_WORDS):
+            out[path] = ["batch", "tokens"]
+        elif len(shape) == 1 and (path == last or path == "result" or
+                                  any(w in last for w in _SAMPLE_WORDS)):
+            out[path] = ["batch"]
+    return out
+
+
+def seam_names(c: Candidate) -> tuple[str, str]:
+    """(call payload name, result payload name)."""
+    fname = c.fn.qualname.rsplit(".", 1)[-1].lstrip("_") or "call"
+    args = c.args
+    name = args[0] if len(args) == 1 else fname
+    return name, fname if name != fname else f"{fname}_result"
+
+
+def render(d: Discovery, command: str) -> str:
+    """The seam map's YAML text (JSON-quoted strings, which YAML reads as they are)."""
+    q = json.dumps
+    lines = [
+        "# Seam map written by `flowmap discover` from what the program moved:",
+        f"#   {command}",
+        "# Owners and dims are guesses: rename them to your pipeline's words.",
+        "# Use it with: flowmap trace --seams THIS_FILE ...   (see docs/seam-maps.md)",
+        "version: 1",
+        "seams:",
+    ]
+    for c in d.seams:
+        name, result_name = seam_names(c)
+        lines.append(f"  # {c.calls} calls; per call {fmt_bytes(c.bytes_in_per_call)} in, "
+                     f"{fmt_bytes(c.bytes_out_per_call)} out; {len(c.tensor_leaves)} tensor "
+                     f"leaves; {c.fn.processes} process(es)")
+        if c.folded:
+            lines.append("  # folded into it: " + ", ".join(k for k, _ in c.folded.most_common(4)))
+        lines.append(f"  - target: {q(c.fn.target)}")
+        lines.append(f"    owner: {q(suggest_owner(c))}")
+        if c.args:
+            lines.append(f"    args: [{', '.join(q(a) for a in c.args)}]")
+            lines.append(f"    name: {q(name)}")
+        else:
+            lines.append("    call: false")
+        if c.result:
+            lines.append(f"    result_name: {q(result_name)}")
+        else:
+            lines.append("    result: false")
+        dims = guess_dims(c)
+        if dims:
+            lines.append("    dims:")
+            for path, names in sorted(dims.items()):
+                lines.append(f"      {q(path)}: [{', '.join(q(n) for n in names)}]")
+    text = "\n".join(lines) + "\n"
+    parse_seam_map(text, "<discovered seam map>")  # a map we write must load
+    return text

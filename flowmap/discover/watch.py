@@ -1,0 +1,324 @@
+"""The hook: watch the program's Python calls for arguments and results that carry tensors.
+
+Python 3.11 and older: `sys.setprofile` and `threading.setprofile` (call and
+return events only; no line events, unlike `settrace`). Python 3.12+:
+`sys.monitoring` PY_START/PY_RETURN, answering DISABLE for every code object
+that is not watched, so the interpreter stops reporting it at all.
+
+Per watched call the cost is a look at the arguments (`record.find_tensors`);
+only a call that carries a tensor is described, with `flowmap.capture.describe`
+(metadata only). The references the pre-check collects are dropped before the
+hook returns: nothing outlives the call. Watching stops for good when the
+budget (seconds, calls, steps) is spent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from types import CodeType, FrameType
+from typing import Any, Callable
+
+from flowmap.capture.describe import describe
+from flowmap.discover import record
+from flowmap.discover.filters import CodeInfo, Filters, decide
+from flowmap.discover.record import CodeStats, find_tensors, storage_ids
+from flowmap.seams import paths
+
+_EMPTY: frozenset[int] = frozenset()
+_MISSING = object()
+
+
+@dataclass(slots=True, frozen=True)
+class Budget:
+    """When watching stops: whichever comes first (None: no limit of that kind)."""
+
+    seconds: float | None = 60.0
+    calls: int | None = 2_000_000  # watched calls, in this process
+    steps: int | None = 5  # training steps (`flowmap.step`, or a preset's step path)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "calls": self.calls, "steps": self.steps}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Budget:
+        return cls(d.get("seconds"), d.get("calls"), d.get("steps"))
+
+
+class Watcher:
+    """Watches this process's calls until the budget is spent; `infos` holds what it saw."""
+
+    def __init__(self, filters: Filters, budget: Budget,
+                 step_targets: dict[tuple[str, str], str] | None = None,
+                 on_stop: Callable[[], None] | None = None) -> None:
+        self.filters = filters
+        self.budget = budget
+        self.step_targets = dict(step_targets or {})
+        self.on_stop = on_stop
+        self.cache: dict[CodeType, CodeInfo | None] = {}
+        self.lock = threading.Lock()
+        self.local = threading.local()
+        self.calls = 0
+        self.steps: set[int] = set()
+        self.stopped = False
+        self.started_ns = 0
+        self.watched_ns = 0
+        self.stop_reason = ""
+        self._tool: int | None = None
+        self._deadline = float("inf")
+
+    # -- life cycle -----------------------------------------------------------
+    def start(self) -> None:
+        self.started_ns = time.monotonic_ns()
+        if self.budget.seconds is not None:
+            self._deadline = time.monotonic() + self.budget.seconds
+        if sys.version_info >= (3, 12):
+            self._start_monitoring()
+        else:
+            hook = self._profile_hook()
+            threading.setprofile(hook)
+            sys.setprofile(hook)
+
+    def stop(self, reason: str = "the program ended") -> None:
+        """Stop watching (idempotent); the first reason given is kept."""
+        with self.lock:
+            if self.stopped:
+                return
+            self.stopped = True
+            self.stop_reason = reason
+            self.watched_ns = time.monotonic_ns() - self.started_ns
+        if self._tool is not None:
+            mon = sys.monitoring  # type: ignore[attr-defined]
+            mon.set_events(self._tool, 0)
+            mon.free_tool_id(self._tool)
+            self._tool = None
+        else:
+            threading.setprofile(None)  # type: ignore[arg-type]
+            sys.setprofile(None)
+        if self.on_stop is not None:
+            self.on_stop()
+
+    def reset_after_fork(self) -> None:
+        """A forked child starts with empty counts: its parent reports its own."""
+        for info in self.cache.values():
+            if info is not None and info.stats is not None:
+                info.stats = CodeStats()
+        self.lock = threading.Lock()
+        self.calls = 0
+        self.steps = set()
+        self.started_ns = time.monotonic_ns()
+
+    def infos(self) -> list[CodeInfo]:
+        return [i for i in self.cache.values() if i is not None and i.stats is not None]
+
+    # -- decisions ------------------------------------------------------------
+    def _decide(self, code: CodeType, frame: FrameType) -> CodeInfo | None:
+        module = frame.f_globals.get("__name__")
+        qualname = getattr(code, "co_qualname", code.co_name)
+        step = self.step_targets.get((module, qualname)) if isinstance(module, str) else None
+        info = decide(code, module if isinstance(module, str) else None, self.filters)
+        if info is not None:
+            info.stats = CodeStats()
+        elif step is not None:
+            info = CodeInfo(str(module), qualname, code.co_filename, code.co_firstlineno, (), False)
+        if info is not None:
+            info.step = step
+        self.cache[code] = info
+        return info
+
+    # -- events ---------------------------------------------------------------
+    def _stack(self) -> list[list[Any]]:
+        try:
+            return self.local.stack  # type: ignore[no-any-return]
+        except AttributeError:
+            self.local.stack = []
+            return self.local.stack  # type: ignore[no-any-return]
+
+    def _enter(self, info: CodeInfo, frame: FrameType) -> None:
+        loc = frame.f_locals
+        if info.step is not None:
+            self._step(loc, info.step)
+            if self.stopped:
+                return
+        stats = info.stats
+        if stats is None:
+            return
+        self.calls += 1
+        stats.calls += 1
+        if (self.budget.calls is not None and self.calls >= self.budget.calls):
+            self.stop(f"--calls {self.budget.calls} reached")
+            return
+        if not self.calls & 1023 and time.monotonic() > self._deadline:
+            self.stop(f"--seconds {self.budget.seconds:g} reached")
+            return
+        if info.caller_module is None and "." not in info.qualname and frame.f_back is not None:
+            info.caller_module = str(frame.f_back.f_globals.get("__name__", ""))
+        found: list[Any] = []
+        carried = []
+        try:
+            for name in info.argnames:
+                v = loc.get(name)
+                if v is not None and find_tensors(v, found):
+                    carried.append(name)
+            self_id = id(loc.get("self")) if info.has_self else 0
+            if carried:
+                d = describe({n: loc[n] for n in carried})
+                entry = [info, id(frame), self_id, storage_ids(found), d.nbytes, d.leaves,
+                         tuple(carried), None]
+            else:
+                entry = [info, id(frame), self_id, _EMPTY, -1, None, (), None]
+        except Exception:
+            entry = [info, id(frame), 0, _EMPTY, -1, None, (), None]
+        found.clear()
+        self._stack().append(entry)
+
+    def _leave(self, info: CodeInfo, frame: FrameType, value: Any) -> None:
+        stack = self._stack()
+        fid = id(frame)
+        while stack and stack[-1][1] != fid:
+            if not any(e[1] == fid for e in stack):
+                return  # a call that began before watching did
+            stack.pop()  # left by an exception we did not see
+        if not stack:
+            return
+        entry = stack.pop()
+        found: list[Any] = []
+        try:
+            res = value is not None and find_tensors(value, found)
+            res_ptrs = storage_ids(found) if res else _EMPTY
+            d = describe(value) if res else None
+        except Exception:
+            res, res_ptrs, d = False, _EMPTY, None
+        found.clear()
+        last = entry[7]
+        if last is not None and res_ptrs and last[2] == res_ptrs:
+            last[1].delegated_to[info.key] += 1  # we returned our nested call's result as is
+        if entry[4] < 0 and not res:
+            return
+        self._record(info, entry, stack, d, res_ptrs)
+
+    def _record(self, info: CodeInfo, entry: list[Any], stack: list[list[Any]],
+                d: Any, res_ptrs: frozenset[int]) -> None:
+        stats = info.stats
+        own = entry[3]
+        new = res_ptrs - own
+        chain = []
+        for anc in reversed(stack[-record.MAX_CHAIN:]):
+            flags = 0
+            if entry[2] and anc[2] == entry[2]:
+                flags |= record.SAME_SELF
+            if own and anc[3] and not own.isdisjoint(anc[3]):
+                flags |= record.SHARES
+            if new <= anc[3]:
+                flags |= record.NOTHING_NEW
+            chain.append((anc[0].key, flags))
+        with self.lock:
+            stats.candidate_calls += 1
+            nbytes = 0
+            if entry[4] >= 0:
+                stats.call_bytes += entry[4]
+                nbytes += entry[4]
+                stats.args.update(entry[6])
+                if stats.candidate_calls <= 4:
+                    stats.add_leaves("", entry[5])
+            if d is not None:
+                stats.result_calls += 1
+                stats.result_bytes += d.nbytes
+                nbytes += d.nbytes
+                if stats.result_calls <= 4:
+                    stats.add_leaves("result", d.leaves)
+            stats.max_bytes = max(stats.max_bytes, nbytes)
+            stats.contexts[tuple(chain)] += 1
+        if stack:
+            stack[-1][7] = (info.key, stats, res_ptrs)
+
+    def _step(self, loc: dict[str, Any], path: str) -> None:
+        try:
+            value = paths.resolve(loc, path)
+        except Exception:
+            return
+        if not isinstance(value, int) or isinstance(value, bool) or value in self.steps:
+            return
+        self.steps.add(value)
+        limit = self.budget.steps
+        if limit is not None and len(self.steps) > limit:
+            self.steps.discard(value)
+            self.stop(f"--steps {limit} reached")
+
+    # -- Python 3.11 and older: the profile hook ----------------------------
+    def _profile_hook(self) -> Callable[[FrameType, str, Any], None]:
+        cache = self.cache
+        enter, leave, decide_ = self._enter, self._leave, self._decide
+        watcher = self
+
+        def hook(frame: FrameType, event: str, arg: Any) -> None:
+            if event == "call":
+                if watcher.stopped:
+                    sys.setprofile(None)
+                    return
+                code = frame.f_code
+                info = cache.get(code, _MISSING)
+                if info is _MISSING:
+                    info = decide_(code, frame)
+                if info is not None:
+                    enter(info, frame)  # type: ignore[arg-type]
+            elif event == "return":
+                info = cache.get(frame.f_code)
+                if info is not None and info.stats is not None and not watcher.stopped:
+                    leave(info, frame, arg)
+
+        return hook
+
+    # -- Python 3.12+: sys.monitoring --------------------------------------
+    def _start_monitoring(self) -> None:
+        mon = sys.monitoring  # type: ignore[attr-defined]
+        for tool in (mon.PROFILER_ID, 3, 4):
+            if mon.get_tool(tool) is None:
+                mon.use_tool_id(tool, "flowmap discover")
+                break
+        else:
+            sys.stderr.write("flowmap: discover: every sys.monitoring tool id is taken; "
+                             "nothing is watched in this process.\n")
+            self.stopped = True
+            return
+        self._tool = tool
+        cache, enter, leave, decide_ = self.cache, self._enter, self._leave, self._decide
+        disable = mon.DISABLE
+        getframe = sys._getframe
+
+        def py_start(code: CodeType, offset: int) -> Any:
+            info = cache.get(code, _MISSING)
+            if info is _MISSING:
+                info = decide_(code, getframe(1))
+            if info is None:
+                return disable
+            enter(info, getframe(1))  # type: ignore[arg-type]
+            return None
+
+        def py_return(code: CodeType, offset: int, value: Any) -> Any:
+            info = cache.get(code)
+            if info is None or info.stats is None:
+                return disable
+            leave(info, getframe(1), value)
+            return None
+
+        def py_unwind(code: CodeType, offset: int, exc: BaseException) -> None:
+            info = cache.get(code)
+            if info is not None and info.stats is not None:
+                leave(info, getframe(1), None)
+
+        ev = mon.events
+        mon.register_callback(tool, ev.PY_START, py_start)
+        mon.register_callback(tool, ev.PY_RETURN, py_return)
+        mon.register_callback(tool, ev.PY_UNWIND, py_unwind)
+        mon.set_events(tool, ev.PY_START | ev.PY_RETURN | ev.PY_UNWIND)
+
+
+def process_id() -> str:
+    """This process, for file names: host-pid."""
+    import socket
+
+    return f"{socket.gethostname().replace('-', '_') or 'host'}-{os.getpid()}"
