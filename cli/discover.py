@@ -22,6 +22,7 @@ from flowmap.errors import UsageError
 DEFAULT_SECONDS = 60.0
 DEFAULT_CALLS = 2_000_000
 DEFAULT_STEPS = 5
+ENV_KEEP = "FLOWMAP_DISCOVER_KEEP"
 
 
 def discover(
@@ -100,6 +101,9 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
         os.environ.pop(process.ENV_DISCOVER, None)
         found = analyse(process.read_all(directory), filters.min_bytes)  # type: ignore[attr-defined]
     finally:
+        keep = os.environ.get(ENV_KEEP)  # every process's record, for a closer look
+        if keep:
+            shutil.copytree(directory, keep, dirs_exist_ok=True)
         shutil.rmtree(directory, ignore_errors=True)
     sys.stderr.write(table.render(found))
     if not found.seams:

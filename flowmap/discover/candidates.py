@@ -11,8 +11,10 @@ are helpers and internal methods; folding keeps the hand-overs:
 - inside a folded call, everything is folded;
 - a call into another package than the enclosing candidate's is folded (a
   library working on the payload);
+- a call that returns its own arguments' tensors (a pass-through) is folded;
 - a call that carries part of the enclosing candidate's payload is folded when
-  it lives in another module, or returns nothing new (`push` -> `load_weights`).
+  it lives in another module, or returns nothing new (`push` -> `load_weights`);
+- a closure or lambda called inside a seam is part of it.
 
 What is left is ranked by bytes per step, then by calls.
 """
@@ -23,7 +25,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowmap.discover.record import NOTHING_NEW, SAME_SELF, SHARES, CodeStats
+from flowmap.discover.naming import KERNEL
+from flowmap.discover.record import NOTHING_NEW, PASS_THROUGH, SAME_SELF, SHARES, CodeStats
 
 
 @dataclass(slots=True)
@@ -39,6 +42,11 @@ class Function:
     why_not: str | None = None
     processes: int = 0
     bytes_per_step: float = 0.0
+    kernel: bool = False  # an autograd kernel: dropped, with everything it calls
+
+    @property
+    def named(self) -> bool:
+        return self.target is not None
 
     @property
     def package(self) -> str:
@@ -109,6 +117,7 @@ def merge(records: list[dict[str, Any]]) -> dict[str, Function]:
             fn.stats.merge(stats)
             fn.processes += 1
             fn.bytes_per_step += (stats.call_bytes + stats.result_bytes) / nsteps
+            fn.kernel = fn.kernel or f.get("why_not") == KERNEL
             if fn.target is None and f.get("target"):
                 fn.target, fn.why_not = f["target"], None
             elif fn.target is None and fn.why_not is None:
@@ -141,12 +150,26 @@ def analyse(records: list[dict[str, Any]], min_bytes: int = 0) -> Discovery:
     )
 
 
+DROPPED = ""  # the keeper of an autograd kernel and of everything it calls
+
+
 class _Folding:
-    """Decides, per candidate, whether it is kept or folded into an enclosing one."""
+    """Decides, per candidate, whether it is kept or folded into an enclosing one.
+
+    Functions no seam map can name (closures, lambdas, `__main__`) are
+    transparent: a decorator's wrapper stands between a method and its
+    caller, and the payload is followed through it; a wrapper that returns its
+    inner call's result unchanged is folded into that call.
+    """
 
     def __init__(self, functions: dict[str, Function]) -> None:
         self.functions = functions
         self.cands = {k for k, f in functions.items() if f.stats.candidate_calls > 0}
+        self.solid = {k for k in self.cands if functions[k].named or functions[k].kernel}
+        self.wraps: dict[str, Counter[str]] = {}  # caller -> nested calls whose result it returned
+        for k in self.cands:
+            for parent, n in functions[k].stats.delegated_to.items():
+                self.wraps.setdefault(parent, Counter())[k] += n
         self.memo: dict[str, str] = {}  # key -> its keeper (itself when kept)
         self.busy: set[str] = set()
 
@@ -164,12 +187,19 @@ class _Folding:
         return into
 
     def _decide(self, key: str) -> str:
-        stats = self.functions[key].stats
-        for parent, n in stats.delegated_to.most_common(1):
-            if parent in self.cands and parent != key and 2 * n >= stats.candidate_calls:
+        fn = self.functions[key]
+        if fn.kernel:
+            return DROPPED
+        half = fn.stats.candidate_calls / 2
+        inner = self.wraps.get(key, Counter())
+        inner.pop(key, None)
+        if key not in self.solid and inner and sum(inner.values()) >= half:
+            return self.keeper(inner.most_common(1)[0][0])
+        for parent, n in fn.stats.delegated_to.most_common(1):
+            if parent in self.solid and parent != key and n >= half:
                 return self.keeper(parent)
         votes: Counter[str] = Counter()
-        for chain, n in stats.contexts.items():
+        for chain, n in fn.stats.contexts.items():
             votes[self._judge(key, chain)] += n
         if not votes or votes[key] * 2 >= sum(votes.values()):
             return key
@@ -177,17 +207,21 @@ class _Folding:
 
     def _judge(self, key: str, chain: tuple[tuple[str, int], ...]) -> str:
         """The keeper this call folds into, or `key` itself when the call is kept."""
-        around = [(a, f) for a, f in chain if a in self.cands]
+        around = [(a, f) for a, f in chain if a in self.solid]
         if not around or around[0][0] == key:
-            return key
-        if any(f & SAME_SELF for _, f in around):
             return key
         outer, flags = around[0]
         into = self.keeper(outer)
+        if into == DROPPED:
+            return DROPPED
+        if key not in self.solid:
+            return into  # a closure or lambda called inside a seam is part of it
+        if any(f & SAME_SELF for _, f in around):
+            return key
         if into != outer:
             return into
         me, them = self.functions[key], self.functions[outer]
-        if me.package != them.package:
+        if me.package != them.package or flags & PASS_THROUGH:
             return outer
         if flags & SHARES and (me.module != them.module or flags & NOTHING_NEW):
             return outer

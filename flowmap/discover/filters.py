@@ -41,6 +41,9 @@ _ALWAYS_IGNORED = frozenset({"torch", "functorch", "triton"})
 _RESUMABLE = 0x20 | 0x80 | 0x200
 
 
+_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+
+
 @dataclass(slots=True, frozen=True)
 class Filters:
     """What the user narrowed the search to (`--include`, `--exclude`, `--min-bytes`)."""
@@ -93,6 +96,8 @@ def decide(code: CodeType, module: str | None, filters: Filters) -> CodeInfo | N
     name = code.co_name
     if name.startswith("__") and name.endswith("__") and name != "__call__":
         return None  # constructors, reprs, operators: never a hand-over
+    if name in _COMPREHENSIONS:
+        return None  # an expression inside a function (3.11 gives it its own code)
     top = module.split(".", 1)[0]
     if top in _ALWAYS_IGNORED or _matches(module, filters.exclude):
         return None

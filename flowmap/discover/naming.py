@@ -36,10 +36,27 @@ def resolve(info: CodeInfo) -> tuple[str | None, str | None]:
         name = _bound_name(where, info) if where is not None else None
         if name is not None:
             return f"{info.caller_module}:{name}", None
+    if is_kernel(info):
+        return None, KERNEL
     if _is_code(_walk(module, q), info):
         return f"{info.module}:{q}", None
     return None, (f"{info.module}.{q} is not this function at run time "
                   "(replaced or wrapped without functools.wraps)")
+
+
+KERNEL = "a torch.autograd.Function's forward or backward: a kernel autograd calls, not a hand-over"
+
+
+def is_kernel(info: CodeInfo) -> bool:
+    """Code of a `torch.autograd.Function` subclass: it and all it calls is library internals."""
+    torch = sys.modules.get("torch")
+    if torch is None or "." not in info.qualname:
+        return False
+    holder = _walk(sys.modules.get(info.module), info.qualname.rsplit(".", 1)[0])
+    try:
+        return isinstance(holder, type) and issubclass(holder, torch.autograd.Function)
+    except Exception:
+        return False
 
 
 def _walk(holder: Any, qualname: str) -> Any:

@@ -9,8 +9,10 @@ by strings, ready to be written as JSON and merged across processes.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +20,7 @@ from typing import Any
 SAME_SELF = 1  # a method of the same object: the payload moves inside one class
 SHARES = 2  # the nested call's arguments share a storage with the enclosing call's
 NOTHING_NEW = 4  # the nested call returned no storage its arguments or the enclosing call's lacked
+PASS_THROUGH = 8  # the nested call returned one of its arguments, as it was given
 
 MAX_CHAIN = 12  # enclosing watched calls kept per context
 MAX_FOUND = 64  # tensors a pre-check collects from one value
@@ -27,14 +30,19 @@ _SCAN = 16  # elements or fields a pre-check looks at per container
 def find_tensors(value: Any, out: list[Any], depth: int = 0) -> bool:
     """Cheap pre-check: does `value` carry a tensor or an ndarray? Collects them into `out`.
 
-    Bounded in depth and breadth; the collected references live only until the
-    caller clears `out`, which it does before the call returns.
+    It looks into mappings, lists, tuples and data classes (dataclass, attrs),
+    bounded in depth and breadth, and not into other objects: a trainer or a
+    model passed as an argument holds tensors, but is not a payload, and
+    neither is a module's `Parameter`. The collected references live only
+    until the caller clears `out`, which it does before its hook returns.
     """
     t = type(value)
     if t in _SCALARS or value is None:
         return False
-    tensor_t = _tensor_type()
-    if tensor_t is not None and isinstance(value, tensor_t):
+    kinds = _kinds()
+    if kinds and isinstance(value, kinds[0]):
+        if isinstance(value, kinds[1]):
+            return False  # a module's parameter: weights stay with their module
         if len(out) < MAX_FOUND:
             out.append(value)
         return True
@@ -44,49 +52,37 @@ def find_tensors(value: Any, out: list[Any], depth: int = 0) -> bool:
         return True
     if depth >= 3:
         return False
-    found = False
-    if isinstance(value, dict):
-        for i, v in enumerate(value.values()):
-            if i >= _SCAN:
-                break
-            found = find_tensors(v, out, depth + 1) or found
-    elif isinstance(value, (list, tuple)):
-        for v in value[:_SCAN]:
-            found = find_tensors(v, out, depth + 1) or found
-    elif not isinstance(value, _holders()):
-        d = getattr(value, "__dict__", None)
-        if type(d) is dict:
-            for i, v in enumerate(d.values()):
-                if i >= _SCAN:
-                    break
-                found = find_tensors(v, out, depth + 1) or found
-    return found
+    return any([find_tensors(v, out, depth + 1) for v in _children(value, t)])
+
+
+def _children(value: Any, t: type) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value[:_SCAN])
+    if isinstance(value, Mapping) or (hasattr(t, "__getitem__") and callable(getattr(t, "values", None))
+                                      and callable(getattr(t, "keys", None))):
+        try:
+            return list(itertools.islice(value.values(), _SCAN))
+        except Exception:
+            return []
+    fields = getattr(t, "__dataclass_fields__", None) or getattr(t, "__attrs_attrs__", None)
+    if fields is None:
+        return []
+    names = list(fields)[:_SCAN] if isinstance(fields, dict) else [a.name for a in fields][:_SCAN]
+    return [getattr(value, n, None) for n in names]
 
 
 _SCALARS = frozenset({int, float, bool, str, bytes, complex, type})
-_TENSOR: list[Any] = [None]
+_KINDS: list[tuple[type, type]] = []
 
 
-def _tensor_type() -> Any:
-    if _TENSOR[0] is None:
+def _kinds() -> tuple[type, type] | None:
+    """(torch.Tensor, torch.nn.Parameter), once the program imported torch."""
+    if not _KINDS:
         torch = sys.modules.get("torch")
-        if torch is not None and hasattr(torch, "Tensor"):
-            _TENSOR[0] = torch.Tensor
-    return _TENSOR[0]
-
-
-_HOLDERS: list[tuple[type, ...]] = [()]
-
-
-def _holders() -> tuple[type, ...]:
-    """Modules and optimizers hold weights, not a payload: a call that takes a model is
-    not a hand-over of the model's parameters."""
-    if not _HOLDERS[0]:
-        torch = sys.modules.get("torch")
-        if torch is None or not hasattr(torch, "nn") or not hasattr(torch, "optim"):
-            return ()
-        _HOLDERS[0] = (torch.nn.Module, torch.optim.Optimizer)
-    return _HOLDERS[0]
+        if torch is None or not hasattr(torch, "nn") or not hasattr(torch.nn, "Parameter"):
+            return None
+        _KINDS.append((torch.Tensor, torch.nn.Parameter))
+    return _KINDS[0]
 
 
 def storage_ids(found: list[Any]) -> frozenset[int]:

@@ -36,13 +36,16 @@ _PATH_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\.[0-
 
 
 def suggest_owner(c: Candidate) -> str:
-    q = c.fn.qualname.lower()
-    for words, owner in _OWNER_WORDS:
-        if any(w in q for w in words):
-            return owner
-    cls = c.fn.qualname.split(".")[0] if "." in c.fn.qualname else ""
-    if cls:
-        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", cls).lower()
+    """The owner word found earliest in the method's name, else in its class's name."""
+    parts = c.fn.qualname.split(".")
+    for name in (parts[-1], parts[0] if len(parts) > 1 else ""):
+        low = name.lower()
+        hits = [(low.find(w), i, owner) for i, (words, owner) in enumerate(_OWNER_WORDS)
+                for w in words if w in low]
+        if hits:
+            return min(hits)[2]
+    if len(parts) > 1:
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", parts[0]).lower()
         return re.sub(r"_(worker|actor|manager|service)$", "", snake) or snake
     return c.fn.module.rsplit(".", 1)[-1]
 

@@ -167,11 +167,11 @@ class Watcher:
             if carried:
                 d = describe({n: loc[n] for n in carried})
                 entry = [info, id(frame), self_id, storage_ids(found), d.nbytes, d.leaves,
-                         tuple(carried), None]
+                         tuple(carried), None, [id(loc[n]) for n in carried]]
             else:
-                entry = [info, id(frame), self_id, _EMPTY, -1, None, (), None]
+                entry = [info, id(frame), self_id, _EMPTY, -1, None, (), None, ()]
         except Exception:
-            entry = [info, id(frame), 0, _EMPTY, -1, None, (), None]
+            entry = [info, id(frame), 0, _EMPTY, -1, None, (), None, ()]
         found.clear()
         self._stack().append(entry)
 
@@ -198,16 +198,17 @@ class Watcher:
             last[1].delegated_to[info.key] += 1  # we returned our nested call's result as is
         if entry[4] < 0 and not res:
             return
-        self._record(info, entry, stack, d, res_ptrs)
+        self._record(info, entry, stack, d, res_ptrs, res and id(value) in entry[8])
 
     def _record(self, info: CodeInfo, entry: list[Any], stack: list[list[Any]],
-                d: Any, res_ptrs: frozenset[int]) -> None:
+                d: Any, res_ptrs: frozenset[int], passed: bool) -> None:
         stats = info.stats
         own = entry[3]
         new = res_ptrs - own
         chain = []
+        same = record.PASS_THROUGH if passed else 0
         for anc in reversed(stack[-record.MAX_CHAIN:]):
-            flags = 0
+            flags = same
             if entry[2] and anc[2] == entry[2]:
                 flags |= record.SAME_SELF
             if own and anc[3] and not own.isdisjoint(anc[3]):
