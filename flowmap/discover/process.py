@@ -80,13 +80,11 @@ def start_from_environment() -> Watcher | None:
                  Budget.from_json(config["budget"]))
 
 
-def write(directory: str) -> None:
-    """Write this process's record, once."""
-    w = _watcher
-    if w is None or _written.is_set():
-        return
-    _written.set()
-    data = {
+def snapshot(w: Watcher) -> dict[str, Any]:
+    """This process's record: every watched function that was called, with its target."""
+    from flowmap.discover.naming import resolve
+
+    data: dict[str, Any] = {
         "pid": os.getpid(),
         "argv": list(sys.argv),
         "calls": w.calls,
@@ -95,8 +93,6 @@ def write(directory: str) -> None:
         "stop_reason": w.stop_reason,
         "functions": {},
     }
-    from flowmap.discover.naming import resolve
-
     for info in w.infos():
         if info.stats.calls == 0:
             continue
@@ -106,10 +102,19 @@ def write(directory: str) -> None:
             "line": info.lineno, "argnames": list(info.argnames), "target": target,
             "why_not": why, "stats": info.stats.to_json(),
         }
+    return data
+
+
+def write(directory: str) -> None:
+    """Write this process's record, once."""
+    w = _watcher
+    if w is None or _written.is_set():
+        return
+    _written.set()
     path = os.path.join(directory, f"{process_id()}-{os.urandom(2).hex()}{SUFFIX}")
     try:
         with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(data, f)
+            json.dump(snapshot(w), f)
         os.replace(path + ".tmp", path)
     except OSError as exc:
         sys.stderr.write(f"flowmap: discover: cannot write {path} ({exc.strerror or exc}).\n")

@@ -75,6 +75,8 @@ def seam_names(c: Candidate) -> tuple[str, str]:
     """(call payload name, result payload name)."""
     fname = c.fn.qualname.rsplit(".", 1)[-1].lstrip("_") or "call"
     args = c.args
+    if not args:
+        return fname, fname
     name = args[0] if len(args) == 1 else fname
     return name, fname if name != fname else f"{fname}_result"
 
@@ -92,9 +94,10 @@ def render(d: Discovery, command: str) -> str:
     ]
     for c in d.seams:
         name, result_name = seam_names(c)
-        lines.append(f"  # {c.calls} calls; per call {fmt_bytes(c.bytes_in_per_call)} in, "
-                     f"{fmt_bytes(c.bytes_out_per_call)} out; {len(c.tensor_leaves)} tensor "
-                     f"leaves; {c.fn.processes} process(es)")
+        lines.append(f"  # discovered: {c.calls} calls; bytes per call {c.bytes_in_per_call:.1f} in, "
+                     f"{c.bytes_out_per_call:.1f} out ({fmt_bytes(c.bytes_in_per_call)} / "
+                     f"{fmt_bytes(c.bytes_out_per_call)}); {len(c.tensor_leaves)} tensor leaves; "
+                     f"{c.fn.processes} process(es)")
         if c.folded:
             lines.append("  # folded into it: " + ", ".join(k for k, _ in c.folded.most_common(4)))
         lines.append(f"  - target: {q(c.fn.target)}")

@@ -18,9 +18,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
-from typing import Any, Callable
+from typing import Any
 
 from flowmap.capture.describe import describe
 from flowmap.discover import record
