@@ -74,10 +74,7 @@ def _positive(text: str, flag: str, kind: type) -> float | int:
 def _bytes(text: str) -> int:
     from flowmap.units import parse_bytes
 
-    try:
-        value = parse_bytes(text)
-    except (ValueError, TypeError):
-        value = -1
+    value = parse_bytes(text)  # a usage error naming the forms it reads
     if value < 0:
         raise UsageError(f"--min-bytes takes a size such as 4096 or 4KiB, not {text!r}")
     return value

@@ -1,0 +1,190 @@
+"""`flowmap discover`: finds the hand-written map's seams, round-trips through `flowmap trace`,
+passes the program's output and exit status through, follows children, refuses bad input."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import flowmap
+from flowmap.seams import load_seam_map
+
+pytest.importorskip("torch")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+PIPELINE = EXAMPLES / "seam_map_pipeline.py"
+HAND_MAP = EXAMPLES / "seam_map_pipeline.yaml"
+FIGURES = re.compile(r"# discovered: (\d+) calls; bytes per call ([\d.]+) in, ([\d.]+) out")
+
+
+def discovered(path: Path) -> dict[str, tuple[int, float, float]]:
+    """target -> (calls, bytes in per call, bytes out per call), from the map's comments."""
+    out, figures = {}, None
+    for line in path.read_text().splitlines():
+        m = FIGURES.search(line)
+        if m:
+            figures = (int(m.group(1)), float(m.group(2)), float(m.group(3)))
+        elif line.startswith("  - target:"):
+            out[line.split(":", 1)[1].strip().strip('"')] = figures
+    return out
+
+
+def assert_round_trip(seam_map: Path, run_dir: Path) -> None:
+    """Every seam of the map recorded what discovery saw: hops = calls, the same bytes per call."""
+    run = flowmap.load(str(run_dir))
+    figures = discovered(seam_map)
+    for spec in load_seam_map(str(seam_map)).seams:
+        calls, b_in, b_out = figures[spec.target]
+        if spec.call:
+            (key,) = [k for k in run.seams if k[1] == spec.owner and k[2] == spec.name]
+            s = run.seams[key]
+            assert s.hops == calls, spec.target
+            assert s.total_bytes / s.hops == pytest.approx(b_in, abs=0.051), spec.target
+        if spec.result:
+            (key,) = [k for k in run.seams if k[0] == spec.owner and k[2] == spec.result_name]
+            s = run.seams[key]
+            assert s.hops == calls, spec.target
+            assert s.total_bytes / s.hops == pytest.approx(b_out, abs=0.051), spec.target
+
+
+@pytest.mark.slow
+def test_discovery_finds_every_hand_written_seam_and_the_map_round_trips(tmp_path, run_cli):
+    # GIVEN the example pipeline, which never imports flowmap, and its hand-written map
+    plain = subprocess.run([sys.executable, str(PIPELINE)], capture_output=True, text=True,
+                           cwd=tmp_path, timeout=120)
+    # WHEN discovery runs it
+    r = run_cli(["discover", "-o", str(tmp_path / "seams.yaml"), str(PIPELINE)], cwd=tmp_path)
+    # THEN the program ran as it does alone: same output, same status
+    assert r.returncode == plain.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout and "step 3:" in r.stdout
+    # and every target of the hand-written map is in the discovered map
+    found = {s.target: s for s in load_seam_map(str(tmp_path / "seams.yaml")).seams}
+    hand = {s.target: s for s in load_seam_map(str(HAND_MAP)).seams}
+    assert set(hand) <= set(found), set(hand) - set(found)
+    # with the same call/result flags wherever an argument carried a tensor
+    for target in ("seam_map_pipeline:RolloutWorker.generate", "seam_map_pipeline:score",
+                   "seam_map_pipeline:Learner.train_step"):
+        assert found[target].args == ({"generate": ("prompts",), "score": ("trajectories",)}
+                                      .get(target.rsplit(".", 1)[-1].split(":")[-1], ("batch",)))
+    assert found["seam_map_pipeline:WeightSync.push"].result is False
+    assert "load_weights folds" not in r.stderr and "folds in: seam_map_pipeline:RolloutWorker." \
+        "load_weights" in r.stderr
+    # the table ranks by bytes per step and names each seam's owner
+    assert re.search(r"seam_map_pipeline:RolloutWorker.generate\s+3\s", r.stderr)
+    # WHEN the written map is traced, THEN it records what discovery saw
+    t = run_cli(["trace", "-o", str(tmp_path / "run"), "--seams", str(tmp_path / "seams.yaml"),
+                 str(PIPELINE)], cwd=tmp_path)
+    assert t.returncode == 0, t.stderr
+    assert "never appeared" not in t.stderr
+    assert_round_trip(tmp_path / "seams.yaml", tmp_path / "run")
+
+
+def test_module_form_and_exit_status_pass_through(tmp_path, run_cli):
+    (tmp_path / "quitter.py").write_text(textwrap.dedent("""
+        import sys
+        import torch
+
+        def hand_over(x):
+            return x * 2
+
+        if __name__ == "__main__":
+            print("args", sys.argv[1:])
+            import quitter
+            quitter.hand_over(torch.ones(4))
+            sys.exit(3)
+    """))
+    r = run_cli(["discover", "-o", "m.yaml", "-m", "quitter", "--flag", "x"], cwd=tmp_path)
+    assert r.returncode == 3, r.stderr
+    assert r.stdout == "args ['--flag', 'x']\n"
+    assert [s.target for s in load_seam_map(str(tmp_path / "m.yaml")).seams] == [
+        "quitter:hand_over"]
+
+
+def test_a_program_that_moves_no_tensors_gets_no_map(tmp_path, run_cli):
+    (tmp_path / "plain.py").write_text("def f(x):\n    return x + 1\n\nprint(f(1))\n")
+    r = run_cli(["discover", "-o", "none.yaml", "plain.py"], cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == "2\n"
+    assert "no function call carried a tensor or an array while watching; no seam map " \
+           "written." in r.stderr
+    assert not (tmp_path / "none.yaml").exists()
+
+
+def test_a_lambda_is_listed_with_the_reason_it_cannot_be_a_target(tmp_path, run_cli):
+    (tmp_path / "lam.py").write_text(textwrap.dedent("""
+        import torch
+        double = lambda t: t * 2  # noqa: E731
+
+        def run():
+            return double(torch.ones(8))
+    """))
+    (tmp_path / "prog.py").write_text("import lam\nimport torch\nlam.double(torch.ones(8))\n")
+    r = run_cli(["discover", "-o", "l.yaml", "prog.py"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ("not a target: lam:<lambda> (1 calls, 64 B/call): a lambda: it has no name a "
+            "seam map can patch") in r.stderr
+    assert "no candidate can be a seam-map target" in r.stderr
+    assert not (tmp_path / "l.yaml").exists()
+
+
+CHILD_LIB = """
+import torch
+
+def work(batch):
+    return batch.float().mean(dim=1)
+"""
+
+PARENT = """
+import multiprocessing as mp
+import subprocess
+import sys
+
+
+def child():
+    import torch, childlib
+    childlib.work(torch.ones(4, 8, dtype=torch.int64))
+
+
+if __name__ == "__main__":
+    p = mp.get_context("spawn").Process(target=child)
+    p.start()
+    p.join()
+    subprocess.run([sys.executable, "-c",
+                    "import torch, childlib; childlib.work(torch.ones(2, 8, dtype=torch.int64))"],
+                   check=True)
+"""
+
+
+@pytest.mark.slow
+def test_children_discover_too_and_the_map_merges_them(tmp_path, run_cli):
+    # GIVEN a seam that runs only in a spawned and in a subprocess child
+    (tmp_path / "childlib.py").write_text(CHILD_LIB)
+    (tmp_path / "parent.py").write_text(PARENT)
+    r = run_cli(["discover", "-o", "c.yaml", "parent.py"], cwd=tmp_path,
+                env={"PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    # THEN both children's calls are in the one map: 2 calls, from 2 processes
+    assert discovered(tmp_path / "c.yaml") == {
+        "childlib:work": (2, (4 * 8 * 8 + 2 * 8 * 8) / 2, (4 * 4 + 2 * 4) / 2)}
+    assert "2 process(es)" in (tmp_path / "c.yaml").read_text()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["discover"], "give a script to discover"),
+    (["discover", "nope.py"], "nope.py is not a file"),
+    (["discover", "--seconds", "-1", "x.py"], "--seconds takes a positive number, not '-1'"),
+    (["discover", "--steps", "many", "x.py"], "--steps takes a positive number, not 'many'"),
+    (["discover", "--min-bytes", "lots", "x.py"], "cannot read 'lots' as a size"),
+    (["discover", "--include", "no such", "x.py"], "'no such' is not a package name"),
+    (["discover", "-o", "no/such/dir/s.yaml", "x.py"], "folder"),
+])
+def test_bad_arguments_get_one_sentence_and_exit_2(tmp_path, run_cli, args, message):
+    (tmp_path / "x.py").write_text("print('ran')\n")
+    r = run_cli(args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "ran" not in r.stdout
