@@ -1,4 +1,4 @@
-"""Hand-built discovery records (what one process writes), for folding and map tests.
+"""Discovery records built by hand (folding and map tests), and the round-trip check.
 
 A plain module (tests/ is on sys.path through its conftest), like `runs.py`:
 records are written by hand so every figure in a test is one it chose.
@@ -6,7 +6,14 @@ records are written by hand so every figure in a test is one it chose.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
+
+import pytest
+
+import flowmap
+from flowmap.seams import load_seam_map
 
 
 def fn(key: str, *, calls: int = 2, call_bytes: int = 0, result_bytes: int = 0,
@@ -33,3 +40,36 @@ def record(*fns: tuple[str, dict[str, Any]], steps: Any = (0, 1)) -> dict[str, A
     """One process's record holding `fns`, having seen `steps`."""
     return {"pid": 1, "calls": 100, "steps": list(steps), "stop_reason": "",
             "functions": dict(fns)}
+
+
+FIGURES = re.compile(r"# discovered: (\d+) calls; bytes per call ([\d.]+) in, ([\d.]+) out")
+
+
+def discovered(path: Path) -> dict[str, tuple[int, float, float] | None]:
+    """target -> (calls, bytes in per call, bytes out per call), from the map's comments."""
+    out, figures = {}, None
+    for line in path.read_text().splitlines():
+        m = FIGURES.search(line)
+        if m:
+            figures = (int(m.group(1)), float(m.group(2)), float(m.group(3)))
+        elif line.startswith("  - target:"):
+            out[line.split(":", 1)[1].strip().strip('"')] = figures
+    return out
+
+
+def assert_round_trip(seam_map: Path, run_dir: Path) -> None:
+    """Every seam of the map recorded what discovery saw: hops = calls, the same bytes per call."""
+    run = flowmap.load(str(run_dir))
+    figures = discovered(seam_map)
+    for spec in load_seam_map(str(seam_map)).seams:
+        calls, b_in, b_out = figures[spec.target]
+        if spec.call:
+            (key,) = [k for k in run.seams if k[1] == spec.owner and k[2] == spec.name]
+            s = run.seams[key]
+            assert s.hops == calls, spec.target
+            assert s.total_bytes / s.hops == pytest.approx(b_in, abs=0.051), spec.target
+        if spec.result:
+            (key,) = [k for k in run.seams if k[0] == spec.owner and k[2] == spec.result_name]
+            s = run.seams[key]
+            assert s.hops == calls, spec.target
+            assert s.total_bytes / s.hops == pytest.approx(b_out, abs=0.051), spec.target

@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from discover_records import assert_round_trip, discovered
 
-import flowmap
 from flowmap.seams import load_seam_map
 
 pytest.importorskip("torch")
@@ -19,39 +19,6 @@ pytest.importorskip("torch")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PIPELINE = EXAMPLES / "seam_map_pipeline.py"
 HAND_MAP = EXAMPLES / "seam_map_pipeline.yaml"
-FIGURES = re.compile(r"# discovered: (\d+) calls; bytes per call ([\d.]+) in, ([\d.]+) out")
-
-
-def discovered(path: Path) -> dict[str, tuple[int, float, float]]:
-    """target -> (calls, bytes in per call, bytes out per call), from the map's comments."""
-    out, figures = {}, None
-    for line in path.read_text().splitlines():
-        m = FIGURES.search(line)
-        if m:
-            figures = (int(m.group(1)), float(m.group(2)), float(m.group(3)))
-        elif line.startswith("  - target:"):
-            out[line.split(":", 1)[1].strip().strip('"')] = figures
-    return out
-
-
-def assert_round_trip(seam_map: Path, run_dir: Path) -> None:
-    """Every seam of the map recorded what discovery saw: hops = calls, the same bytes per call."""
-    run = flowmap.load(str(run_dir))
-    figures = discovered(seam_map)
-    for spec in load_seam_map(str(seam_map)).seams:
-        calls, b_in, b_out = figures[spec.target]
-        if spec.call:
-            (key,) = [k for k in run.seams if k[1] == spec.owner and k[2] == spec.name]
-            s = run.seams[key]
-            assert s.hops == calls, spec.target
-            assert s.total_bytes / s.hops == pytest.approx(b_in, abs=0.051), spec.target
-        if spec.result:
-            (key,) = [k for k in run.seams if k[0] == spec.owner and k[2] == spec.result_name]
-            s = run.seams[key]
-            assert s.hops == calls, spec.target
-            assert s.total_bytes / s.hops == pytest.approx(b_out, abs=0.051), spec.target
-
-
 @pytest.mark.slow
 def test_discovery_finds_every_hand_written_seam_and_the_map_round_trips(tmp_path, run_cli):
     # GIVEN the example pipeline, which never imports flowmap, and its hand-written map
