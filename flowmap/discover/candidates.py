@@ -14,7 +14,8 @@ are helpers and internal methods; folding keeps the hand-overs:
 - a call that returns its own arguments' tensors (a pass-through) is folded;
 - a call that carries part of the enclosing candidate's payload is folded when
   it lives in another module, or returns nothing new (`push` -> `load_weights`);
-- a closure or lambda called inside a seam is part of it.
+- a closure or lambda called inside a seam is part of it;
+- a `torch.nn.Module` method inside another one is the model's own computing.
 
 What is left is ranked by bytes per step, then by calls.
 """
@@ -43,6 +44,7 @@ class Function:
     processes: int = 0
     bytes_per_step: float = 0.0
     kernel: bool = False  # an autograd kernel: dropped, with everything it calls
+    nn_module: bool = False  # a method of a torch.nn.Module
 
     @property
     def named(self) -> bool:
@@ -118,6 +120,7 @@ def merge(records: list[dict[str, Any]]) -> dict[str, Function]:
             fn.processes += 1
             fn.bytes_per_step += (stats.call_bytes + stats.result_bytes) / nsteps
             fn.kernel = fn.kernel or f.get("why_not") == KERNEL
+            fn.nn_module = fn.nn_module or bool(f.get("nn_module"))
             if fn.target is None and f.get("target"):
                 fn.target, fn.why_not = f["target"], None
             elif fn.target is None and fn.why_not is None:
@@ -216,6 +219,8 @@ class _Folding:
             return DROPPED
         if key not in self.solid:
             return into  # a closure or lambda called inside a seam is part of it
+        if self.functions[key].nn_module and any(self.functions[a].nn_module for a, _ in around):
+            return into  # a layer of the model inside the model's call
         if any(f & SAME_SELF for _, f in around):
             return key
         if into != outer:

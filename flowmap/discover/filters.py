@@ -75,6 +75,7 @@ class CodeInfo:
     caller_module: str | None = None  # where a plain function was looked up from
     stats: Any = None  # its CodeStats; None: a step marker only, not a candidate
     step: str | None = None  # a path to the training step, read at each call
+    nn_module: bool | None = None  # a method of a torch.nn.Module (known at its first call)
 
     @property
     def key(self) -> str:

@@ -100,7 +100,7 @@ def snapshot(w: Watcher) -> dict[str, Any]:
         data["functions"][info.key] = {
             "module": info.module, "qualname": info.qualname, "file": info.filename,
             "line": info.lineno, "argnames": list(info.argnames), "target": target,
-            "why_not": why, "stats": info.stats.to_json(),
+            "why_not": why, "nn_module": bool(info.nn_module), "stats": info.stats.to_json(),
         }
     return data
 
@@ -117,7 +117,8 @@ def write(directory: str) -> None:
             json.dump(snapshot(w), f)
         os.replace(path + ".tmp", path)
     except OSError as exc:
-        sys.stderr.write(f"flowmap: discover: cannot write {path} ({exc.strerror or exc}).\n")
+        if os.path.isdir(directory):  # else the run is over: a late child has nobody to tell
+            sys.stderr.write(f"flowmap: discover: cannot write {path} ({exc.strerror or exc}).\n")
 
 
 def read_all(directory: str) -> list[dict[str, Any]]:

@@ -85,6 +85,13 @@ def _kinds() -> tuple[type, type] | None:
     return _KINDS[0]
 
 
+def is_nn_module(obj: Any) -> bool:
+    """Model code: its methods compute on the payload inside one owner, they hand nothing over."""
+    torch = sys.modules.get("torch")
+    nn = getattr(torch, "nn", None)
+    return nn is not None and isinstance(obj, nn.Module)
+
+
 def storage_ids(found: list[Any]) -> frozenset[int]:
     """The base storage address of every collected tensor (views of one storage share it)."""
     out = set()

@@ -164,7 +164,12 @@ class Watcher:
                 v = loc.get(name)
                 if v is not None and find_tensors(v, found):
                     carried.append(name)
-            self_id = id(loc.get("self")) if info.has_self else 0
+            self_id = 0
+            if info.has_self:
+                me = loc.get("self")
+                self_id = id(me)
+                if info.nn_module is None:
+                    info.nn_module = record.is_nn_module(me)
             if carried:
                 d = describe({n: loc[n] for n in carried})
                 entry = [info, id(frame), self_id, storage_ids(found), d.nbytes, d.leaves,
