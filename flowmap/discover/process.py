@@ -5,7 +5,7 @@ The parent makes a directory, writes the budget and filters there
 directory on PYTHONPATH: every Python child (spawn, subprocess, torchrun
 ranks, Ray workers) then starts its own watcher at start-up. Each process
 writes one `<host>-<pid>.discover.json` when its budget is spent, or at exit
-(atexit, multiprocessing's finalizers, SIGTERM-free exits); a forked child
+(atexit, multiprocessing's finalizers, SIGTERM); a forked child
 starts from empty counts. The parent reads them all back (`read_all`).
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import signal
 import sys
 import threading
 from typing import Any
@@ -59,6 +60,7 @@ def start(directory: str, filters: Filters, budget: Budget) -> Watcher:
     atexit.register(finish)
     os.register_at_fork(after_in_child=_after_fork_child)
     _register_multiprocessing_finalizer()
+    _install_sigterm()
     watcher.start()
     return watcher
 
@@ -139,6 +141,21 @@ def _after_fork_child() -> None:
     if w is not None:
         w.reset_after_fork()
         _written.clear()
+
+
+def _install_sigterm() -> None:
+    """Write the record on SIGTERM (a Pool's workers end so), then die of it as before."""
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread, or no signals here
+        pass
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    finish()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 class _Anchor:

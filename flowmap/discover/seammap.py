@@ -45,7 +45,7 @@ def suggest_owner(c: Candidate) -> str:
         if hits:
             return min(hits)[2]
     if len(parts) > 1:
-        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", parts[0]).lower()
+        snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", parts[0]).lower()
         return re.sub(r"_(worker|actor|manager|service)$", "", snake) or snake
     return c.fn.module.rsplit(".", 1)[-1]
 

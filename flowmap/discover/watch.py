@@ -103,14 +103,23 @@ class Watcher:
             self.on_stop()
 
     def reset_after_fork(self) -> None:
-        """A forked child starts with empty counts: its parent reports its own."""
-        for info in self.cache.values():
+        """A forked child starts with empty counts and a budget of its own, as a spawned
+        one does: its parent reports its own calls."""
+        self.lock = threading.Lock()  # another thread may have held it at the fork
+        for info in list(self.cache.values()):  # (the hook adds entries as this runs)
             if info is not None and info.stats is not None:
                 info.stats = CodeStats()
-        self.lock = threading.Lock()
         self.calls = 0
         self.steps = set()
-        self.started_ns = time.monotonic_ns()
+        self.watched_ns = 0
+        if self.stopped:
+            self.stopped = False
+            self.stop_reason = ""
+            self.start()
+        else:
+            self.started_ns = time.monotonic_ns()
+            if self.budget.seconds is not None:
+                self._deadline = time.monotonic() + self.budget.seconds
 
     def infos(self) -> list[CodeInfo]:
         return [i for i in self.cache.values() if i is not None and i.stats is not None]
