@@ -123,11 +123,6 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "discover",
-        context_settings={
-            "allow_extra_args": True,
-            "ignore_unknown_options": True,
-            "allow_interspersed_args": False,
-        },
-    )(discover)
+    from flowmap.cli.trace import PROGRAM_ARGS
+
+    app.command("discover", context_settings=PROGRAM_ARGS)(discover)

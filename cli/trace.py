@@ -152,12 +152,13 @@ def _finish(run_dir: str) -> None:
     sys.stderr.flush()
 
 
+# The program's own arguments follow SCRIPT (or -m MODULE) untouched.
+PROGRAM_ARGS = {
+    "allow_extra_args": True,
+    "ignore_unknown_options": True,
+    "allow_interspersed_args": False,
+}
+
+
 def register(app: typer.Typer) -> None:
-    app.command(
-        "trace",
-        context_settings={
-            "allow_extra_args": True,
-            "ignore_unknown_options": True,
-            "allow_interspersed_args": False,
-        },
-    )(trace)
+    app.command("trace", context_settings=PROGRAM_ARGS)(trace)

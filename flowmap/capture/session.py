@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flowmap import trace_format as tf
@@ -124,7 +125,7 @@ class _Anchor:
 _anchor = _Anchor()
 
 
-def _register_multiprocessing_finalizer() -> None:
+def _register_multiprocessing_finalizer(fn: Callable[[], None] = stop) -> None:
     """Close the shard when a multiprocessing worker ends.
 
     Workers leave through `os._exit`, which skips atexit; multiprocessing runs
@@ -134,24 +135,24 @@ def _register_multiprocessing_finalizer() -> None:
     import multiprocessing.util as mp_util
 
     try:
-        mp_util.Finalize(_anchor, stop, exitpriority=-100)
-        mp_util.register_after_fork(_anchor, lambda _: mp_util.Finalize(_anchor, stop, exitpriority=-100))
+        mp_util.Finalize(_anchor, fn, exitpriority=-100)
+        mp_util.register_after_fork(_anchor, lambda _: mp_util.Finalize(_anchor, fn, exitpriority=-100))
     except Exception:
         pass
 
 
-def _install_sigterm() -> None:
-    """Close the shard on SIGTERM, then die of SIGTERM as the program would have."""
+def _install_sigterm(fn: Callable[[], None] = stop) -> None:
+    """Close the shard (`fn`) on SIGTERM, then die of SIGTERM as the program would have."""
     try:
         if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
             return
-        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGTERM, functools.partial(_on_sigterm, fn))
     except (ValueError, OSError):  # not the main thread, or no signals here
         pass
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    stop()
+def _on_sigterm(fn: Callable[[], None], signum: int, frame: Any) -> None:
+    fn()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import signal
 import sys
 import threading
 from typing import Any
 
+from flowmap.capture import session
 from flowmap.discover.filters import Filters
 from flowmap.discover.watch import Budget, Watcher, process_id
 
@@ -59,8 +59,9 @@ def start(directory: str, filters: Filters, budget: Budget) -> Watcher:
     _watcher = watcher
     atexit.register(finish)
     os.register_at_fork(after_in_child=_after_fork_child)
-    _register_multiprocessing_finalizer()
-    _install_sigterm()
+    # the exits that skip atexit: multiprocessing workers (os._exit), a Pool's SIGTERM
+    session._register_multiprocessing_finalizer(finish)
+    session._install_sigterm(finish)
     watcher.start()
     return watcher
 
@@ -141,37 +142,3 @@ def _after_fork_child() -> None:
     if w is not None:
         w.reset_after_fork()
         _written.clear()
-
-
-def _install_sigterm() -> None:
-    """Write the record on SIGTERM (a Pool's workers end so), then die of it as before."""
-    try:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _on_sigterm)
-    except (ValueError, OSError):  # not the main thread, or no signals here
-        pass
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    finish()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
-class _Anchor:
-    """A long-lived object for multiprocessing's weak finalizer registry."""
-
-
-_anchor = _Anchor()
-
-
-def _register_multiprocessing_finalizer() -> None:
-    """multiprocessing workers leave through os._exit (no atexit); their finalizers run."""
-    try:
-        import multiprocessing.util as mp_util
-
-        mp_util.Finalize(_anchor, finish, exitpriority=-100)
-        mp_util.register_after_fork(
-            _anchor, lambda _: mp_util.Finalize(_anchor, finish, exitpriority=-100))
-    except Exception:
-        pass

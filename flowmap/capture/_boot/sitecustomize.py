@@ -8,6 +8,7 @@ user's own start-up customisation still runs.
 
 import os
 import sys
+from types import ModuleType
 
 
 def _chain_original() -> None:
@@ -28,16 +29,23 @@ def _start() -> None:
     run_dir = os.environ.get("FLOWMAP_RUN_DIR")
     if not run_dir:
         return
+    session = _import_flowmap("flowmap.capture.session")
+    if session is not None and session.start(run_dir, _process_name()) is not None:
+        _instrument()
+
+
+def _import_flowmap(name: str) -> ModuleType | None:
+    """Import a flowmap module; from FLOWMAP_IMPORT_ROOT when this Python cannot find it."""
+    import importlib
+
     try:
-        import flowmap.capture.session as session
+        return importlib.import_module(name)
     except ImportError:
         root = os.environ.get("FLOWMAP_IMPORT_ROOT")
         if not root:
-            return
+            return None
         sys.path.append(root)
-        import flowmap.capture.session as session
-    if session.start(run_dir, _process_name()) is not None:
-        _instrument()
+        return importlib.import_module(name)
 
 
 def _process_name() -> str | None:
@@ -62,15 +70,9 @@ def _discover() -> None:
     """A child of `flowmap discover` (FLOWMAP_DISCOVER names its dir): watch it too."""
     if not os.environ.get("FLOWMAP_DISCOVER"):
         return
-    try:
-        import flowmap.discover.process as discover
-    except ImportError:
-        root = os.environ.get("FLOWMAP_IMPORT_ROOT")
-        if not root:
-            return
-        sys.path.append(root)
-        import flowmap.discover.process as discover
-    discover.start_from_environment()
+    discover = _import_flowmap("flowmap.discover.process")
+    if discover is not None:
+        discover.start_from_environment()
 
 
 _chain_original()
