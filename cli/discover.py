@@ -85,7 +85,7 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
     """Run the program while watching it; print the table, write the map; its exit status."""
     from flowmap.capture import session
     from flowmap.cli.trace import _run_program
-    from flowmap.discover import analyse, process, seammap, table
+    from flowmap.discover import analyse, naming, process, seammap, table
 
     directory = tempfile.mkdtemp(prefix="flowmap-discover-")
     try:
@@ -96,7 +96,9 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
         code = _run_program(script, module, args)
         process.finish()
         os.environ.pop(process.ENV_DISCOVER, None)
-        found = analyse(process.read_all(directory), filters.min_bytes)  # type: ignore[attr-defined]
+        records = process.read_all(directory)
+        naming.recheck(records)
+        found = analyse(records, filters.min_bytes)  # type: ignore[attr-defined]
     finally:
         keep = os.environ.get(ENV_KEEP)  # every process's record, for a closer look
         if keep:

@@ -41,7 +41,7 @@ _ALWAYS_IGNORED = frozenset({"torch", "functorch", "triton"})
 _RESUMABLE = 0x20 | 0x80 | 0x200
 
 
-_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
+_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>", "<module>"})
 
 
 @dataclass(slots=True, frozen=True)
@@ -98,7 +98,7 @@ def decide(code: CodeType, module: str | None, filters: Filters) -> CodeInfo | N
     if name.startswith("__") and name.endswith("__") and name != "__call__":
         return None  # constructors, reprs, operators: never a hand-over
     if name in _COMPREHENSIONS:
-        return None  # an expression inside a function (3.11 gives it its own code)
+        return None  # an expression inside a function (3.11 gives it its own code), a module
     top = module.split(".", 1)[0]
     if top in _ALWAYS_IGNORED or _matches(module, filters.exclude):
         return None

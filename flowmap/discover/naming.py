@@ -29,6 +29,10 @@ def resolve(info: CodeInfo) -> tuple[str | None, str | None]:
                       "move it into a module (see docs/seam-maps.md)")
     module = sys.modules.get(info.module)
     if module is None:
+        # Loaded by a framework under a name it never registered (a Ray worker
+        # unpickling a class): a map can still name it if the import system finds it.
+        if _findable(info.module):
+            return f"{info.module}:{q}", None
         return None, f"module {info.module} is not importable by name"
     if "." not in q and info.caller_module and info.caller_module != info.module:
         # `from pkg.utils import f` in the caller's module: patch the caller's name.
@@ -55,6 +59,37 @@ def is_kernel(info: CodeInfo) -> bool:
     holder = _walk(sys.modules.get(info.module), info.qualname.rsplit(".", 1)[0])
     try:
         return isinstance(holder, type) and issubclass(holder, torch.autograd.Function)
+    except Exception:
+        return False
+
+
+RAY = ("a Ray task or actor method: `flowmap trace` records its calls through flowmap's "
+       "Ray integration, and patching it would break `.remote`")
+
+
+def recheck(records: list[dict[str, Any]]) -> None:
+    """In the process that ran the program: refuse targets that are Ray remote functions or
+    actor classes (a worker, which runs the plain function, cannot tell)."""
+    for rec in records:
+        for f in rec["functions"].values():
+            module = sys.modules.get(f["module"])
+            if f.get("target") and module is not None and _is_ray(module, f["qualname"]):
+                f["target"], f["why_not"] = None, RAY
+
+
+def _is_ray(module: Any, qualname: str) -> bool:
+    holder = getattr(module, "__dict__", {}).get(qualname.split(".", 1)[0])
+    kinds = tuple(k for k in (getattr(sys.modules.get("ray.actor"), "ActorClass", None),
+                              getattr(sys.modules.get("ray.remote_function"), "RemoteFunction",
+                                      None)) if isinstance(k, type))
+    return bool(kinds) and isinstance(holder, kinds)
+
+
+def _findable(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
     except Exception:
         return False
 

@@ -26,8 +26,12 @@ ENV_DISCOVER = "FLOWMAP_DISCOVER"
 CONFIG = "config.json"
 SUFFIX = ".discover.json"
 
+FLUSH_S = 0.1
+
 _watcher: Watcher | None = None
-_written = threading.Event()
+_directory = ""
+_written = threading.Event()  # set once the final record is written
+_paths: dict[int, str] = {}  # pid -> this process's record file
 
 
 def step_targets() -> dict[tuple[str, str], str]:
@@ -53,8 +57,9 @@ def write_config(directory: str, filters: Filters, budget: Budget) -> None:
 
 def start(directory: str, filters: Filters, budget: Budget) -> Watcher:
     """Start watching this process; its record goes to `directory` when watching ends."""
-    global _watcher
+    global _watcher, _directory
     _written.clear()
+    _directory = directory
     watcher = Watcher(filters, budget, step_targets(), on_stop=lambda: write(directory))
     _watcher = watcher
     atexit.register(finish)
@@ -63,6 +68,7 @@ def start(directory: str, filters: Filters, budget: Budget) -> Watcher:
     session._register_multiprocessing_finalizer(finish)
     session._install_sigterm(finish)
     watcher.start()
+    _start_flusher(directory)
     return watcher
 
 
@@ -96,29 +102,35 @@ def snapshot(w: Watcher) -> dict[str, Any]:
         "stop_reason": w.stop_reason,
         "functions": {},
     }
-    for info in w.infos():
-        if info.stats.calls == 0:
-            continue
+    with w.lock:
+        stats = [(i, i.stats.to_json()) for i in w.infos() if i.stats.candidate_calls]
+    for info, st in stats:
         target, why = resolve(info)
         data["functions"][info.key] = {
             "module": info.module, "qualname": info.qualname, "file": info.filename,
             "line": info.lineno, "argnames": list(info.argnames), "target": target,
-            "why_not": why, "nn_module": bool(info.nn_module), "stats": info.stats.to_json(),
+            "why_not": why, "nn_module": bool(info.nn_module), "stats": st,
         }
     return data
 
 
-def write(directory: str) -> None:
-    """Write this process's record, once."""
+def write(directory: str, final: bool = True) -> None:
+    """Write (or rewrite) this process's record; after the final write, nothing more."""
     w = _watcher
     if w is None or _written.is_set():
         return
-    _written.set()
-    path = os.path.join(directory, f"{process_id()}-{os.urandom(2).hex()}{SUFFIX}")
+    if final:
+        _written.set()
+    path = _paths.setdefault(os.getpid(), os.path.join(
+        directory, f"{process_id()}-{os.urandom(2).hex()}{SUFFIX}"))
+    tmp = f"{path}.{threading.get_ident()}.tmp"
+    data = snapshot(w)
+    if not final and not data["functions"]:
+        return  # nothing seen yet (or ever: a framework's service process)
     try:
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(snapshot(w), f)
-        os.replace(path + ".tmp", path)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
     except OSError as exc:
         if os.path.isdir(directory):  # else the run is over: a late child has nobody to tell
             sys.stderr.write(f"flowmap: discover: cannot write {path} ({exc.strerror or exc}).\n")
@@ -137,8 +149,31 @@ def read_all(directory: str) -> list[dict[str, Any]]:
     return out
 
 
+def _start_flusher(directory: str) -> None:
+    """Rewrite the record soon after each recorded call (at most every FLUSH_S): a process
+    killed without warning (Ray's workers at shutdown) loses only its last moments."""
+
+    def loop() -> None:
+        while not _written.is_set():
+            w = _watcher
+            if w is None or w.stopped:
+                return
+            if not w.recorded.wait(FLUSH_S):
+                continue
+            w.recorded.clear()
+            try:
+                write(directory, final=False)
+            except Exception:  # a record that changed as it was read: the next call
+                w.recorded.set()
+            _written.wait(FLUSH_S)
+
+    threading.Thread(target=loop, name="flowmap-discover-flush", daemon=True).start()
+
+
 def _after_fork_child() -> None:
     w = _watcher
     if w is not None:
         w.reset_after_fork()
         _written.clear()
+        if _directory:
+            _start_flusher(_directory)

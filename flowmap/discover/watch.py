@@ -60,7 +60,8 @@ class Watcher:
         self.step_targets = dict(step_targets or {})
         self.on_stop = on_stop
         self.cache: dict[CodeType, CodeInfo | None] = {}
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # reentrant: a SIGTERM handler may stop mid-record
+        self.recorded = threading.Event()  # a candidate call was recorded since the last look
         self.local = threading.local()
         self.calls = 0
         self.steps: set[int] = set()
@@ -105,7 +106,8 @@ class Watcher:
     def reset_after_fork(self) -> None:
         """A forked child starts with empty counts and a budget of its own, as a spawned
         one does: its parent reports its own calls."""
-        self.lock = threading.Lock()  # another thread may have held it at the fork
+        self.lock = threading.RLock()  # another thread may have held it at the fork
+        self.recorded = threading.Event()
         for info in list(self.cache.values()):  # (the hook adds entries as this runs)
             if info is not None and info.stats is not None:
                 info.stats = CodeStats()
@@ -248,6 +250,7 @@ class Watcher:
                     stats.add_leaves("result", d.leaves)
             stats.max_bytes = max(stats.max_bytes, nbytes)
             stats.contexts[tuple(chain)] += 1
+        self.recorded.set()
         if stack:
             stack[-1][7] = (info.key, stats, res_ptrs)
 

@@ -135,7 +135,7 @@ def test_children_discover_too_and_the_map_merges_them(tmp_path, run_cli):
     # GIVEN a seam that runs only in a spawned and in a subprocess child
     (tmp_path / "childlib.py").write_text(CHILD_LIB)
     (tmp_path / "parent.py").write_text(PARENT)
-    r = run_cli(["discover", "-o", "c.yaml", "parent.py"], cwd=tmp_path,
+    r = run_cli(["discover", "--seconds", "600", "-o", "c.yaml", "parent.py"], cwd=tmp_path,
                 env={"PYTHONPATH": str(tmp_path)})
     assert r.returncode == 0, r.stderr
     # THEN every child's calls are in the one map: 4 calls (4x8, 2x8, 1x8, 1x8 int64 in;

@@ -91,8 +91,8 @@ def test_counts_and_bytes_match_describe_and_skip_scalars_and_stdlib(pipe):
     assert consume["stats"]["call_bytes"] == 3 * describe({"batch": one}).nbytes
     assert consume["stats"]["args"] == {"batch": 3}  # `note` (a str) carried no data
     assert make["target"] == f"{pipe.__name__}:make"
-    # the scalar helper was watched but carried nothing; json was never watched at all
-    assert fns[f"{pipe.__name__}:scale"]["stats"]["candidate_calls"] == 0
+    # the scalar helper carried nothing (no record); json was never watched at all
+    assert w.calls > 9 and f"{pipe.__name__}:scale" not in fns
     assert not any(k.startswith("json") for k in fns)
     assert sorted(rec["steps"]) == [0, 1, 2]
     json.dumps(rec)  # a record is plain JSON
