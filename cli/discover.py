@@ -10,6 +10,7 @@ stderr (the program's stdout stays its own) and the seam map to `-o`.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -117,7 +118,7 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
     except OSError as exc:
         sys.stderr.write(f"flowmap: discover: cannot write {output} ({exc.strerror or exc}).\n")
         return code or 1
-    run = f"-m {module}" if module else (script or "")
+    run = shlex.join(["-m", module, *args] if module else [script or "", *args])
     sys.stderr.write(f"flowmap: seam map written to {output} ({len(found.seams)} seams)\n"
                      f"flowmap: next: flowmap trace --seams {output} {run}\n")
     sys.stderr.flush()

@@ -145,6 +145,39 @@ def test_children_discover_too_and_the_map_merges_them(tmp_path, run_cli):
     assert re.search(r"[34] process\(es\)", (tmp_path / "c.yaml").read_text())
 
 
+TORCHRUN_LIB = """
+import torch.distributed as dist
+
+def all_reduce_grads(grads):
+    dist.all_reduce(grads)
+    return grads / dist.get_world_size()
+"""
+
+TORCHRUN_TRAIN = """
+import torch, torch.distributed as dist
+import trlib
+dist.init_process_group("gloo")
+for _ in range(2):
+    trlib.all_reduce_grads(torch.ones(16, 4) * dist.get_rank())
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_torchrun_ranks_discover_too(tmp_path, run_cli):
+    (tmp_path / "trlib.py").write_text(TORCHRUN_LIB)
+    (tmp_path / "train.py").write_text(TORCHRUN_TRAIN)
+    r = run_cli(["discover", "--seconds", "600", "-o", "t.yaml", "-m", "torch.distributed.run",
+                 "--nproc-per-node", "2", "--master-port", "29533", "train.py"], cwd=tmp_path,
+                env={"PYTHONPATH": str(tmp_path)}, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # two ranks, two calls each, 16x4 float32 in and out; the parent launcher saw none
+    assert discovered(tmp_path / "t.yaml") == {"trlib:all_reduce_grads": (4, 256.0, 256.0)}
+    assert "2 process(es)" in (tmp_path / "t.yaml").read_text()
+    assert ("flowmap: next: flowmap trace --seams t.yaml -m torch.distributed.run "
+            "--nproc-per-node 2 --master-port 29533 train.py") in r.stderr
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["discover"], "give a script to discover"),
     (["discover", "nope.py"], "nope.py is not a file"),
