@@ -18,7 +18,16 @@ What is recorded, once per crossing, on the side that has the real values:
 - owners: a task is named by its function (`score`), an actor by its class
   and creation index in the creating process (`Learner/0`), or by its Ray
   name when it has one; code in an actor runs as that owner;
-- `ray.put(value)` is a hop `<owner> -> object_store : put` (transport `shm`).
+- `ray.put(value)` is a hop `<owner> -> object_store : put` (transport `shm`);
+- an actor's call of its own methods (or a class instantiated inside an actor,
+  as verl's colocated workers do) is no Ray call: nothing is recorded, and the
+  inner `__init__` leaves the process's owner alone.
+
+A framework integration that records its calls where it dispatches them
+(verl's worker groups, `flowmap.integrations.verl`) names the actor it creates
+through `actor_owner` and marks each submission through `dispatched`: the
+callee then runs the method as that owner, at that step, records only the
+result, and no second call hop.
 
 The callee learns its caller, and the producers of its ref arguments, through
 one extra keyword argument (`_flowmap_caller`) that the submitting side adds
@@ -32,6 +41,7 @@ leaves Ray untouched and counts an error.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import itertools
@@ -39,7 +49,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from flowmap.capture import state
 from flowmap.capture.api import current_owner, set_owner
@@ -59,6 +69,22 @@ _actor_counts: dict[str, itertools.count] = {}
 MAX_REMEMBERED_REFS = 100_000
 _producers: dict[str, str] = {}
 _actor_owners: dict[str, str] = {}
+
+
+class Dispatched(NamedTuple):
+    """A call an integration already recorded on the submitting side."""
+
+    owner: str  # the callee's owner for this call (`actor_rollout/0`)
+    name: str  # the payload name of its result hop
+    step: int | None  # the submitter's step, carried to the callee
+
+
+# Set around an actor creation to name the actor, and around a method
+# submission that an integration recorded itself (see the module docstring).
+actor_owner: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "flowmap_ray_actor_owner", default=None)
+dispatched: contextvars.ContextVar[Dispatched | None] = contextvars.ContextVar(
+    "flowmap_ray_dispatched", default=None)
 
 
 def runtime_env(run_dir: str | None = None, base: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -180,9 +206,8 @@ def _instrument_function(fn: Callable[..., Any]) -> Callable[..., Any]:
 
         @functools.wraps(fn)
         async def async_task(*a: Any, **kw: Any) -> Any:
-            caller = kw.pop(CALLER_KW, None)
-            call = _Call(fn, owner, name, caller, a, kw)
-            token = state.current_owner.set(owner)
+            call = _Call(fn, owner, name, kw.pop(CALLER_KW, None), a, kw)
+            token = state.current_owner.set(call.owner)
             try:
                 out = await fn(*a, **kw)
             finally:
@@ -195,9 +220,8 @@ def _instrument_function(fn: Callable[..., Any]) -> Callable[..., Any]:
 
         @functools.wraps(fn)
         def sync_task(*a: Any, **kw: Any) -> Any:
-            caller = kw.pop(CALLER_KW, None)
-            call = _Call(fn, owner, name, caller, a, kw)
-            token = state.current_owner.set(owner)
+            call = _Call(fn, owner, name, kw.pop(CALLER_KW, None), a, kw)
+            token = state.current_owner.set(call.owner)
             try:
                 out = fn(*a, **kw)
             finally:
@@ -239,7 +263,11 @@ def _instrument_init(cls: type) -> Callable[..., Any]:
 
     def __init__(self: Any, *a: Any, **kw: Any) -> None:
         caller = kw.pop(CALLER_KW, None)
-        owner = kw.pop(OWNER_KW, None) or f"{cls.__name__}/0"
+        owner = kw.pop(OWNER_KW, None)
+        if caller is None and owner is None:  # instantiated inside a process, not by Ray
+            base_init(self, *a, **kw)
+            return
+        owner = owner or f"{cls.__name__}/0"
         set_owner(owner)  # one actor per worker process: its code runs as the actor
         call = _Call(base_init if own else None, owner, "__init__", caller, (self, *a), kw)
         base_init(self, *a, **kw)
@@ -259,9 +287,12 @@ def _instrument_method(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
         @functools.wraps(fn)
         async def async_method(self: Any, *a: Any, **kw: Any) -> Any:
-            caller = kw.pop(CALLER_KW, None)
-            call = _Call(fn, current_owner(), name, caller, (self, *a), kw)
-            out = await fn(self, *a, **kw)
+            call = _Call(fn, current_owner(), name, kw.pop(CALLER_KW, None), (self, *a), kw)
+            token = call.enter()
+            try:
+                out = await fn(self, *a, **kw)
+            finally:
+                call.leave(token)
             call.returned(out)
             return out
 
@@ -270,9 +301,12 @@ def _instrument_method(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
         @functools.wraps(fn)
         def sync_method(self: Any, *a: Any, **kw: Any) -> Any:
-            caller = kw.pop(CALLER_KW, None)
-            call = _Call(fn, current_owner(), name, caller, (self, *a), kw)
-            out = fn(self, *a, **kw)
+            call = _Call(fn, current_owner(), name, kw.pop(CALLER_KW, None), (self, *a), kw)
+            token = call.enter()
+            try:
+                out = fn(self, *a, **kw)
+            finally:
+                call.leave(token)
             call.returned(out)
             return out
 
@@ -302,30 +336,52 @@ def _with_params(sig: inspect.Signature, *names: str) -> inspect.Signature:
 
 
 class _Call:
-    """One task or method execution in a worker: records the call, then the result."""
+    """One task or method execution in a worker: records the call, then the result.
 
-    __slots__ = ("owner", "name", "caller")
+    A call without `_flowmap_caller` did not come through Ray (an actor calling
+    its own method, a class built inside an actor): it records nothing.
+    """
+
+    __slots__ = ("owner", "name", "caller", "dispatched")
 
     def __init__(self, fn: Any, owner: str, name: str, caller: Any, a: tuple,
                  kw: dict) -> None:
-        caller_owner, ref_producers = _caller_info(caller)
         self.owner = owner
         self.name = name
+        self.dispatched: Dispatched | None = None
+        if caller is None:
+            self.caller: str | None = None
+            return
+        caller_owner, ref_producers, done = _caller_info(caller)
         self.caller = caller_owner
         t = state.tracer
+        if done is not None:
+            self.dispatched = done
+            self.owner, self.name = done.owner, done.name
+            if t is not None and done.step is not None:
+                t.set_step(done.step)
         if t is None:
             return
         try:
             inline, by_producer = _split_arguments(fn, a, kw, ref_producers)
             for producer, payload in sorted(by_producer.items()):
-                t.hop(producer, owner, payload, name, (), None, None, "shm", None)
-            t.hop(self.caller, owner, inline, name, (), None, None, "rpc", None)
+                t.hop(producer, self.owner, payload, self.name, (), None, None, "shm", None)
+            if done is None:  # a dispatched call's inline arguments were recorded by the submitter
+                t.hop(self.caller, self.owner, inline, self.name, (), None, None, "rpc", None)
         except Exception as exc:
             t.error(exc)
 
+    def enter(self) -> contextvars.Token[str | None] | None:
+        """Run a dispatched call's body as its owner (several roles may share one process)."""
+        return state.current_owner.set(self.owner) if self.dispatched is not None else None
+
+    def leave(self, token: contextvars.Token[str | None] | None) -> None:
+        if token is not None:
+            state.current_owner.reset(token)
+
     def returned(self, out: Any, record: bool = True) -> None:
         t = state.tracer
-        if t is None:
+        if t is None or self.caller is None:
             return
         try:
             if record:
@@ -337,11 +393,12 @@ class _Call:
             t.error(exc)
 
 
-def _caller_info(caller: Any) -> tuple[str, dict[Any, str]]:
-    """`_flowmap_caller` is `(owner, {arg index or name: producer})`, or absent."""
-    if isinstance(caller, (tuple, list)) and len(caller) == 2:
-        return str(caller[0]), dict(caller[1] or {})
-    return (str(caller) if caller else "driver"), {}
+def _caller_info(caller: Any) -> tuple[str, dict[Any, str], Dispatched | None]:
+    """`_flowmap_caller` is `(owner, {arg index or name: producer}[, Dispatched fields])`."""
+    if isinstance(caller, (tuple, list)) and len(caller) in (2, 3):
+        done = Dispatched(*caller[2]) if len(caller) == 3 and caller[2] else None
+        return str(caller[0]), dict(caller[1] or {}), done
+    return (str(caller) if caller else "driver"), {}, None
 
 
 def _split_arguments(
@@ -398,7 +455,8 @@ def _wrap_create(create: Callable[..., Any]) -> Callable[..., Any]:
         try:
             cls = self.__ray_metadata__.modified_class
             if getattr(cls, FLAG, False):
-                name = options.get("name") or _next_actor_name(cls.__name__)
+                name = (actor_owner.get() or options.get("name")
+                        or _next_actor_name(cls.__name__))
                 kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(args, kwargs),
                           OWNER_KW: name}
         except Exception as exc:
@@ -421,7 +479,9 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
             params = self._ray_method_signatures.get(method_name) or ()
             if state.tracer is not None and any(p.name == CALLER_KW for p in params):
                 kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(args, kwargs)}
-                owner = _actor_owners.get(self._ray_actor_id.hex()) or (
+                done = dispatched.get()
+                owner = (done.owner if done is not None else None) or _actor_owners.get(
+                    self._ray_actor_id.hex()) or (
                     self._ray_actor_creation_function_descriptor.class_name.rsplit(".", 1)[-1]
                 )
         except Exception as exc:
@@ -434,8 +494,9 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_method_call
 
 
-def _caller_payload(args: Any, kwargs: Any) -> tuple[str, dict[Any, str]]:
-    """What the callee needs to attribute its arguments: our owner, and each ref's producer."""
+def _caller_payload(args: Any, kwargs: Any) -> tuple:
+    """What the callee needs to attribute its arguments: our owner, each ref's producer,
+    and the call's `Dispatched` fields when an integration recorded it already."""
     import ray
 
     refs: dict[Any, str] = {}
@@ -445,6 +506,9 @@ def _caller_payload(args: Any, kwargs: Any) -> tuple[str, dict[Any, str]]:
     for k, v in (kwargs or {}).items():
         if isinstance(v, ray.ObjectRef):
             refs[k] = _producers.get(v.hex(), OBJECT_STORE)
+    done = dispatched.get()
+    if done is not None:
+        return current_owner(), refs, tuple(done)
     return current_owner(), refs
 
 
