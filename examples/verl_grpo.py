@@ -12,7 +12,8 @@ and an actor update whose gradients are averaged with a gloo all-reduce
 inside the workers (verl sets WORLD_SIZE/RANK/MASTER_ADDR/MASTER_PORT).
 
 The task: a prompt `a+b=` is answered well when the response's first token
-is the last digit of a+b. The policy is a random-weight GRU over a character
+is the last digit of a+b, scored by verl's own GSM8K rule
+(`verl.utils.reward_score.gsm8k`, flexible extraction). The policy is a random-weight GRU over a character
 vocabulary: nothing is downloaded. The script never imports flowmap.
 """
 
@@ -34,6 +35,7 @@ from verl.single_controller.base.decorator import Dispatch, register
 from verl.single_controller.ray import RayClassWithInitArgs, RayResourcePool, RayWorkerGroup
 from verl.single_controller.ray.base import create_colocated_worker_cls
 from verl.trainer.ppo import core_algos
+from verl.utils.reward_score import gsm8k
 
 VOCAB = list("0123456789+=") + ["<pad>", "<eos>"]
 PAD, EOS = VOCAB.index("<pad>"), VOCAB.index("<eos>")
@@ -42,6 +44,10 @@ PROMPT_LEN, RESPONSE_LEN = 4, 6
 
 def encode(text: str) -> list[int]:
     return [VOCAB.index(c) for c in text]
+
+
+def decode(ids: torch.Tensor) -> str:
+    return "".join(VOCAB[i] for i in ids.tolist() if i < PAD)
 
 
 class TinyPolicy(torch.nn.Module):
@@ -131,13 +137,14 @@ class ActorRolloutWorker(Worker):
 
 
 class RewardWorker(Worker):
-    """Rule-based reward: 1 at the last valid response token when the first token is right."""
+    """Rule-based reward at the last valid response token, as verl's reward managers place it."""
 
     @register(dispatch_mode=Dispatch.DP_COMPUTE_PROTO)
     def compute_reward(self, data: DataProto) -> DataProto:
         responses, mask = data.batch["responses"], data.batch["response_mask"]
-        answers = torch.tensor([encode(a)[0] for a in data.non_tensor_batch["answer"]])
-        scores = (responses[:, 0] == answers).float()
+        scores = torch.tensor([
+            float(gsm8k.compute_score(decode(r[:1]), answer, method="flexible"))
+            for r, answer in zip(responses, data.non_tensor_batch["answer"])])
         token_level = torch.zeros(responses.shape, dtype=torch.float32)
         last = mask.sum(-1).clamp(min=1) - 1
         token_level[torch.arange(len(scores)), last] = scores

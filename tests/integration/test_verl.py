@@ -3,7 +3,8 @@
 Three traced runs of the example (Ray start is the slow part) serve every
 test here: split mode twice (one worker group per role; the second run only
 for the seam labels' stability) and colocated mode with `--preset verl`
-(`create_colocated_worker_cls` + `spawn`, as `RayPPOTrainer` does). Expected
+(`create_colocated_worker_cls` + `spawn`, as `RayPPOTrainer` does), plus a
+seam map on verl's GSM8K scorer, which the reward role calls. Expected
 bytes come from verl itself: the example's own batches, split with
 `DataProto.chunk` and summed with torch's `nbytes`.
 
@@ -57,9 +58,13 @@ def _trace(tmp: Path, name: str, *args: str) -> flowmap.Run:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("verl")
+    (tmp / "score.yaml").write_text(
+        "seams:\n  - {target: 'verl.utils.reward_score.gsm8k:compute_score', owner: score,"
+        " args: [solution_str, ground_truth]}\n")
     return {
         "split": _trace(tmp, "split", str(EXAMPLE)),
-        "colocated": _trace(tmp, "colocated", "--preset", "verl", str(EXAMPLE), "--colocated"),
+        "colocated": _trace(tmp, "colocated", "--preset", "verl", "--seams", "score.yaml",
+                            str(EXAMPLE), "--colocated"),
     }
 
 
@@ -92,11 +97,12 @@ def test_owners_are_verl_roles_and_ranks(runs, mode, reward_ranks):
     expected = {"driver", "actor_rollout/0", "actor_rollout/1", "get_master_addr_port",
                 *(f"reward/{r}" for r in range(reward_ranks))}
     if mode == "colocated":
-        expected |= {"advantage", "loss"}  # from --preset verl
+        expected |= {"advantage", "loss", "score"}  # from --preset verl and score.yaml
     assert set(run.owners) == expected
     # no Ray-level names (prefixed methods, Worker.__init__'s own calls) reach the graph
     assert {h.name for h in run.hops} <= DISPATCHED | {
-        "__init__", "get_master_addr_port", "scores", "advantages", "loss_mat", "loss"}
+        "__init__", "get_master_addr_port", "scores", "advantages", "loss_mat", "loss",
+        "compute_score"}
     assert run.health.tracer_errors == 0 and run.health.bad_lines == 0
 
 
@@ -196,6 +202,12 @@ def test_work_inside_a_call_runs_as_the_role_and_rank(runs):
         loss = hops(run, f"actor_rollout/{rank}", "loss", "loss_mat")
         assert [h.step for h in loss] == [1, 2, 3]
         assert tensor_bytes(loss[0], "loss_mat") == 8 * 6 * 4
+        # the reward role shares the process with actor_rollout, yet its calls are its own:
+        # one GSM8K score per sample of its chunk, from the process of the same rank
+        score = hops(run, f"reward/{rank}", "score", "compute_score")
+        assert Counter(h.step for h in score) == {1: 8, 2: 8, 3: 8}
+        assert {h.pid for h in score} == {h.pid for h in loss}
+        assert leaf(score[0], "ground_truth").kind == "str"
     # GRPO's advantage runs on the driver: 16 samples' rewards and masks, one uid each
     [adv] = [h for h in hops(run, "driver", "advantage", "scores") if h.step == 1]
     assert tensor_bytes(adv, "token_level_rewards") == 16 * 6 * 4
