@@ -193,7 +193,7 @@ class _Call:
         if done is not None:
             self.dispatched = done
             self.owner, self.name = done.owner, done.name
-            if t is not None and done.step is not None:
+            if t is not None and done.step is not None and done.step != t.step:
                 t.set_step(done.step)
         if t is None:
             return

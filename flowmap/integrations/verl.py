@@ -171,7 +171,7 @@ def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: tuple, kw
     rank = next((i for i, w in enumerate(wg._workers) if w is worker), 0)
     owner = f"{role}/{rank}"
     step = _step_of(args, kwargs)
-    if step is not None:
+    if step is not None and step != t.step:
         t.set_step(step)
     payload = _arguments(cls, name, args, kwargs)
     t.hop(current_owner(), owner, payload, name, (), None, None, "rpc", None)
