@@ -127,9 +127,11 @@ class ActorRolloutWorker(Worker):
         self.optim.step()
         return {"loss": float(loss.detach())}
 
-    @register(dispatch_mode=Dispatch.ONE_TO_ALL)
+    @register(dispatch_mode=Dispatch.ONE_TO_ALL, blocking=False)
     def evaluate(self, data: DataProto) -> float:
-        """Greedy accuracy on the held-out prompts; every rank scores the whole set."""
+        """Greedy accuracy on the held-out prompts; every rank scores the whole set.
+
+        Non-blocking: the group returns one object ref per rank at once."""
         assert self.model is not None
         with torch.no_grad():
             first = self.model(data.batch["prompts"])[:, -1].argmax(-1)
@@ -212,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         held_out, answers = make_prompts(np.random.default_rng(1), 8)
         held_out.batch["answers"] = torch.as_tensor(answers)
         held_out.meta_info["global_steps"] = args.steps
-        print(f"held-out accuracy {np.mean(actor_rollout.evaluate(held_out)):.3f}")
+        pending = actor_rollout.evaluate(held_out)
+        print(f"held-out accuracy {np.mean(ray.get(pending)):.3f}")
     finally:
         ray.shutdown()
     return 0

@@ -143,6 +143,9 @@ def test_one_to_all_sends_the_whole_batch_to_every_rank(runs, example, mode):
         [hop] = hops(runs[mode], "driver", f"actor_rollout/{rank}", "evaluate")
         assert tensor_bytes(hop, "data.batch.") == want == 8 * 4 * 8 + 8 * 8
         assert hop.step == STEPS
+        # evaluate is non-blocking: the driver never holds the results, the ranks record them
+        [back] = hops(runs[mode], f"actor_rollout/{rank}", "driver", "evaluate")
+        assert back.step == STEPS and [(x.path, x.kind) for x in back.leaves] == [("", "float")]
 
 
 @pytest.mark.parametrize("mode, reward_ranks", [("split", 1), ("colocated", 2)])
