@@ -63,8 +63,17 @@ def install(base: ModuleType) -> None:
     group._execute_remote_single_worker = _wrap_execute(group._execute_remote_single_worker)
     group._create_worker = _wrap_create_worker(group._create_worker)
     for name in ("create_colocated_worker_cls", "create_colocated_worker_cls_fused"):
-        if hasattr(base, name):
-            setattr(base, name, _wrap_colocate(getattr(base, name)))
+        original = getattr(base, name, None)
+        if original is None:
+            continue
+        wrapped = _wrap_colocate(original)
+        setattr(base, name, wrapped)
+        # Modules that imported the name before tracing started (flowmap.tracing()
+        # inside a program that already imported verl) get the wrapped one too.
+        for holder in ("verl.single_controller.ray", "verl.trainer.ppo.ray_trainer"):
+            module = sys.modules.get(holder)
+            if module is not None and getattr(module, name, None) is original:
+                setattr(module, name, wrapped)
 
 
 # -- names --------------------------------------------------------------------
