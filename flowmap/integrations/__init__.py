@@ -2,7 +2,9 @@
 
 `install_hooks()` arms patch-on-import hooks: when the traced program (or a
 traced worker) imports a supported framework, its integration is installed.
-Today: Ray (`flowmap[ray]`, see `flowmap.integrations.ray`).
+Today: Ray (`flowmap[ray]`, see `flowmap.integrations.ray`), and the
+transports torch.distributed, multiprocessing and pyzmq
+(`flowmap.integrations.transports`, each switchable with FLOWMAP_TRANSPORTS).
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from flowmap.integrations import importhook
 
 
 def install_hooks() -> None:
-    """Instrument Ray when it is imported (now, if it already is)."""
+    """Instrument Ray and the transports when imported (now, if they already are)."""
+    from flowmap.integrations import transports
+
     importhook.on_import("ray", _install_ray)
+    transports.install_hooks()
 
 
 def _install_ray(module: ModuleType) -> None:
