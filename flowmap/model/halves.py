@@ -8,9 +8,9 @@ here, after every shard is read:
 
 1. a receive half takes the earliest unclaimed send half with the same
    channel and key (messages on one channel arrive in the order sent);
-2. left-over halves whose keys are digests (not sequence numbers) are then
-   matched by key within the channel's family (`mp`, `zmq`) — a socket bound
-   to two endpoints names no single channel;
+2. where one side names no single channel (a socket bound to two
+   endpoints is `zmq`), left-over halves keyed by digests (not sequence
+   numbers) are matched by key within the channel's family (`mp`, `zmq`);
 3. a receive half whose message was already claimed is a fan-out (PUB/SUB):
    one more hop from the same sender;
 4. a send half still unclaimed is a hop to its fallback destination (the
@@ -85,44 +85,57 @@ def join(shards: list[Shard]) -> list[Hop]:
     sends.sort(key=lambda h: h.t_ns)
     receives.sort(key=lambda h: h.t_ns)
     out: list[Hop] = []
+    # 1. the same channel and key, in send order
+    exact: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
+    for s in sends:
+        exact[(s.channel, s.key)].append(s)
     claimed: dict[tuple[str, str], SendHalf] = {}
-
-    def by(key: Callable[[Any], tuple[str, str]], halves: list[SendHalf]) -> dict:
-        table: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
-        for h in halves:
-            table[key(h)].append(h)
-        return table
-
-    def exact(h: Any) -> tuple[str, str]:
-        return (h.channel, h.key)
-
-    def family(h: Any) -> tuple[str, str]:
-        return (h.channel.split(":", 1)[0], h.key)
-
-    left: list[ReceiveHalf] = receives
-    for key, eligible in ((exact, lambda h: True), (family, _digest_keyed)):
-        table = by(key, [h for h in sends if eligible(h)])
-        unmatched: list[ReceiveHalf] = []
-        for r in left:
-            queue = table.get(key(r)) if eligible(r) else None
-            if queue:
-                s = queue.popleft()
-                claimed[exact(r)] = claimed[family(r)] = s
-                out.append(_hop(s, r.owner))
-            else:
-                unmatched.append(r)
-        left = unmatched
-        sends = [h for q in table.values() for h in q] + [h for h in sends if not eligible(h)]
-        sends.sort(key=lambda h: h.t_ns)
+    left: list[ReceiveHalf] = []
+    for r in receives:
+        queue = exact.get((r.channel, r.key))
+        if queue:
+            s = claimed[(r.channel, r.key)] = queue.popleft()
+            out.append(_hop(s, r.owner))
+        else:
+            left.append(r)
+    # 2. a side that names no single channel (`zmq`, `mp`): the key within the family
+    unclaimed = sorted((s for q in exact.values() for s in q), key=lambda h: h.t_ns)
+    any_channel: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
+    unnamed: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
+    for s in unclaimed:
+        if _digest_keyed(s):
+            any_channel[(_family(s), s.key)].append(s)
+            if s.channel == _family(s):
+                unnamed[(_family(s), s.key)].append(s)
+    taken: set[int] = set()
+    still: list[ReceiveHalf] = []
     for r in left:
-        s = claimed.get(exact(r)) or (claimed.get(family(r)) if _digest_keyed(r) else None)
+        table = any_channel if r.channel == _family(r) else unnamed
+        queue = table.get((_family(r), r.key)) if _digest_keyed(r) else None
+        while queue and id(queue[0]) in taken:
+            queue.popleft()
+        if queue:
+            s = queue.popleft()
+            taken.add(id(s))
+            claimed[(r.channel, r.key)] = s
+            out.append(_hop(s, r.owner))
+        else:
+            still.append(r)
+    # 3. a message already claimed reached one more receiver (fan-out); else no sender
+    for r in still:
+        s = claimed.get((r.channel, r.key))
         out.append(_hop(s, r.owner) if s is not None else _untraced_sender(r))
-    out.extend(_hop(s, s.fallback) for s in sends)
+    # 4. sends nobody traced received
+    out.extend(_hop(s, s.fallback) for s in unclaimed if id(s) not in taken)
     return out
 
 
+def _family(h: Any) -> str:
+    return str(h.channel.split(":", 1)[0])
+
+
 def _digest_keyed(h: Any) -> bool:
-    return h.channel.split(":", 1)[0] not in SEQUENCED
+    return _family(h) not in SEQUENCED
 
 
 def _hop(s: SendHalf, dst: str) -> Hop:
