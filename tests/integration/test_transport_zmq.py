@@ -188,3 +188,32 @@ def test_no_transport_zmq_records_nothing(tmp_path, run_cli):
                  "driver", "tcp", str(tmp_path)], cwd=tmp_path, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     assert flowmap.load(str(tmp_path / "run")).hops == []
+
+
+PUBSUB = '''
+import sys, time, zmq, flowmap
+ctx = zmq.Context()
+pub = ctx.socket(zmq.PUB); pub.bind(f"ipc://{sys.argv[1]}/pub")
+subs = []
+for i in range(2):
+    s = ctx.socket(zmq.SUB); s.connect(f"ipc://{sys.argv[1]}/pub"); s.subscribe(b"")
+    subs.append(s)
+time.sleep(0.5)  # let the subscriptions reach the publisher
+with flowmap.owner("weights"):
+    pub.send_multipart([b"v1", b"w" * 3000])
+for i, s in enumerate(subs):
+    with flowmap.owner(f"rollout/{i}"):
+        assert s.recv_multipart() == [b"v1", b"w" * 3000]
+for s in (pub, *subs): s.close()
+ctx.term()
+'''
+
+
+def test_a_published_message_is_one_hop_per_subscriber(tmp_path, run_cli):
+    script = tmp_path / "pubsub.py"
+    script.write_text(PUBSUB)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script), str(tmp_path)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    assert sorted((h.src, h.dst, h.nbytes) for h in run.hops) == [
+        ("weights", "rollout/0", 2 + 3000), ("weights", "rollout/1", 2 + 3000)]
