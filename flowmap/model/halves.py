@@ -123,8 +123,8 @@ def join(shards: list[Shard]) -> list[Hop]:
             still.append(r)
     # 3. a message already claimed reached one more receiver (fan-out); else no sender
     for r in still:
-        s = claimed.get((r.channel, r.key))
-        out.append(_hop(s, r.owner) if s is not None else _untraced_sender(r))
+        sender = claimed.get((r.channel, r.key))
+        out.append(_hop(sender, r.owner) if sender is not None else _untraced_sender(r))
     # 4. sends nobody traced received
     out.extend(_hop(s, s.fallback) for s in unclaimed if id(s) not in taken)
     return out

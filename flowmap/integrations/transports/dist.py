@@ -59,7 +59,16 @@ ROOTED: dict[str, tuple[tuple[int, str], tuple[int, str], tuple[int, str], tuple
 OBJECT_OPS = ("all_gather_object", "broadcast_object_list")
 P2P = ("send", "isend", "recv", "irecv")
 
-_tl = threading.local()
+
+
+class _Calls(threading.local):
+    """Per thread: how deep in recorded calls, and the bytes torch pickled in the outermost."""
+
+    depth = 0
+    pickled: list[int] | None = None
+
+
+_tl = _Calls()
 _installed = False
 _c10d: Any = None
 _sequence: dict[str, int] = {}
@@ -104,7 +113,7 @@ def _collective(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def flowmap_collective(*args: Any, **kwargs: Any) -> Any:
-        if state.tracer is None or getattr(_tl, "depth", 0):
+        if state.tracer is None or _tl.depth:
             return fn(*args, **kwargs)
         t_ns = record.now_ns()
         out, pickled = _inside(fn, args, kwargs)
@@ -128,7 +137,7 @@ def _rooted(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def flowmap_rooted(*args: Any, **kwargs: Any) -> Any:
-        if state.tracer is None or getattr(_tl, "depth", 0):
+        if state.tracer is None or _tl.depth:
             return fn(*args, **kwargs)
         t_ns = record.now_ns()
         out, pickled = _inside(fn, args, kwargs)
@@ -161,7 +170,7 @@ def _inside(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, lis
     """Run `fn` as the recorded call: nested calls are not recorded; pickled bytes are counted."""
     outer = getattr(_tl, "pickled", None)
     pickled = _tl.pickled = [0, 0]  # bytes pickled here, bytes unpickled here
-    _tl.depth = getattr(_tl, "depth", 0) + 1
+    _tl.depth = _tl.depth + 1
     try:
         return fn(*args, **kwargs), pickled
     finally:
@@ -175,7 +184,7 @@ def _count_pickled(fn: Callable[..., Any], *, sent: bool) -> Callable[..., Any]:
     @functools.wraps(fn)
     def flowmap_count(*args: Any, **kwargs: Any) -> Any:
         out = fn(*args, **kwargs)
-        counts = getattr(_tl, "pickled", None)
+        counts = _tl.pickled
         if counts is not None:
             try:
                 if sent:
@@ -194,7 +203,7 @@ def _p2p(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def flowmap_p2p(*args: Any, **kwargs: Any) -> Any:
-        if state.tracer is None or getattr(_tl, "depth", 0):
+        if state.tracer is None or _tl.depth:
             return fn(*args, **kwargs)
         t_ns = record.now_ns()
         out, _ = _inside(fn, args, kwargs)
