@@ -20,6 +20,7 @@ here, after every shard is read:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,21 +38,15 @@ SEQUENCED = ("dist",)
 
 @dataclass(slots=True)
 class SendHalf:
-    t_ns: int
-    pid: int
-    src: str
-    fallback: str
-    name: str
-    nbytes: int
-    leaves: tuple[Leaf, ...]
-    storages: tuple[int, ...]
-    step: int | None
-    version: int | None
-    transport: str
-    items: tuple[Any, ...]
+    """The sender's hop, its `dst` being where it goes if no receive half joins it."""
+
+    hop: Hop
     channel: str
     key: str
-    wire_bytes: int | None
+
+    @property
+    def t_ns(self) -> int:
+        return self.hop.t_ns
 
 
 @dataclass(slots=True)
@@ -70,9 +65,12 @@ def decode(ev: list[Any], t_ns: int, pid: int, s: Callable[[int], str],
            schemas: dict[int, tuple[Leaf, ...]]) -> SendHalf | ReceiveHalf:
     """One `x` or `y` event of a shard (`s` resolves interned strings)."""
     if ev[0] == tf.SEND_HALF:
-        return SendHalf(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), int(ev[6]), schemas[ev[5]],
-                        tuple(ev[7]), ev[8], ev[9], s(ev[10]), tuple(ev[11]) if ev[11] else (),
-                        s(ev[12]), str(ev[13]), ev[14])
+        from flowmap.model.reader import Hop
+
+        hop = Hop(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), int(ev[6]), schemas[ev[5]],
+                  tuple(ev[7]), ev[8], ev[9], s(ev[10]), tuple(ev[11]) if ev[11] else (),
+                  ev[14])
+        return SendHalf(hop, s(ev[12]), str(ev[13]))
     return ReceiveHalf(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), s(ev[5]), str(ev[6]), ev[7])
 
 
@@ -126,7 +124,7 @@ def join(shards: list[Shard]) -> list[Hop]:
         sender = claimed.get((r.channel, r.key))
         out.append(_hop(sender, r.owner) if sender is not None else _untraced_sender(r))
     # 4. sends nobody traced received
-    out.extend(_hop(s, s.fallback) for s in unclaimed if id(s) not in taken)
+    out.extend(s.hop for s in unclaimed if id(s) not in taken)
     return out
 
 
@@ -139,10 +137,7 @@ def _digest_keyed(h: Any) -> bool:
 
 
 def _hop(s: SendHalf, dst: str) -> Hop:
-    from flowmap.model.reader import Hop
-
-    return Hop(s.t_ns, s.pid, s.src, dst, s.name, s.nbytes, s.leaves, s.storages, s.step,
-               s.version, s.transport, s.items, s.wire_bytes)
+    return s.hop if s.hop.dst == dst else dataclasses.replace(s.hop, dst=dst)
 
 
 def _untraced_sender(r: ReceiveHalf) -> Hop:

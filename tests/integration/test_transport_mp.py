@@ -8,13 +8,13 @@ computed here, and every consumer checks it got exactly what was put.
 
 from __future__ import annotations
 
-import json
 import pickle
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from plain_and_traced import run_both
 
 import flowmap
 
@@ -147,17 +147,8 @@ def test_an_untraced_consumer_gets_exactly_what_was_put(tmp_path):
 
 
 FAILURES = '''
-import json, multiprocessing as mp, queue, sys
-
-def outcome(fn):
-    try:
-        fn()
-        return "ok"
-    except BaseException as exc:
-        return f"{type(exc).__name__}: {exc}"
-
+import multiprocessing as mp, queue, sys
 ctx = mp.get_context("spawn")
-out = {}
 q = ctx.Queue()
 out["get timeout"] = outcome(lambda: q.get(timeout=0.05))
 out["get_nowait"] = outcome(q.get_nowait)
@@ -174,22 +165,15 @@ r, w = ctx.Pipe(duplex=False)
 out["recv on writer"] = outcome(w.recv)
 out["unpicklable"] = outcome(lambda: r.send(lambda: 0)).split(":")[0]
 sq = ctx.SimpleQueue(); sq.put([1, 2]); out["simple"] = sq.get()
-print(json.dumps(out))
 '''
 
 
 def test_failures_behave_exactly_as_without_flowmap(tmp_path, run_cli):
     # GIVEN timeouts, closed queues and connections, a broken pipe, an unpicklable object
-    script = write(tmp_path / "fail.py", FAILURES)
-    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                           timeout=60, cwd=tmp_path)
-    traced = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    plain, traced, run = run_both(tmp_path, run_cli, FAILURES)
     # THEN the program sees the same exceptions, with the same messages, traced or not
-    assert plain.returncode == 0 and traced.returncode == 0, traced.stderr[-2000:]
-    assert json.loads(traced.stdout) == json.loads(plain.stdout)
-    assert json.loads(plain.stdout)["get timeout"] == "Empty: "
-    assert json.loads(plain.stdout)["send broken"].startswith("BrokenPipeError")
-    run = flowmap.load(str(tmp_path / "run"))
+    assert traced == plain
+    assert plain["get timeout"] == "Empty: " and plain["send broken"].startswith("BrokenPipeError")
     assert run.health.tracer_errors == 0, run.health.error_messages
     # only the one message that went through was recorded
     assert [(h.name, h.nbytes) for h in run.hops] == [("list", len(pickle.dumps([1, 2])))]

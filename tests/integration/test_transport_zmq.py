@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import subprocess
 import sys
 
 import pytest
+from plain_and_traced import run_both
 
 import flowmap
 
@@ -138,17 +138,8 @@ def test_an_untraced_peer_is_served_unchanged(tmp_path, run_cli):
 
 
 FAILURES = '''
-import json, zmq
-
-def outcome(fn):
-    try:
-        fn()
-        return "ok"
-    except BaseException as exc:
-        return f"{type(exc).__name__}: {exc}"
-
+import zmq
 ctx = zmq.Context()
-out = {}
 pull = ctx.socket(zmq.PULL); pull.bind("tcp://127.0.0.1:*")
 pull.setsockopt(zmq.RCVTIMEO, 50)
 out["recv timeout"] = outcome(pull.recv)
@@ -164,20 +155,12 @@ pull.close()
 out["recv closed"] = outcome(pull.recv)
 out["send str"] = outcome(lambda: ctx.socket(zmq.PUSH).send("text"))
 ctx.destroy(linger=0)
-print(json.dumps(out))
 '''
 
 
 def test_timeouts_and_closed_sockets_behave_exactly_as_without_flowmap(tmp_path, run_cli):
-    script = tmp_path / "fail.py"
-    script.write_text(FAILURES)
-    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                           timeout=60, cwd=tmp_path)
-    traced = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
-    assert plain.returncode == 0 and traced.returncode == 0, traced.stderr[-2000:]
-    assert json.loads(traced.stdout) == json.loads(plain.stdout)
-    assert json.loads(plain.stdout)["recv timeout"].startswith("Again")
-    run = flowmap.load(str(tmp_path / "run"))
+    plain, traced, run = run_both(tmp_path, run_cli, FAILURES)
+    assert traced == plain and plain["recv timeout"].startswith("Again")
     assert run.hops == [] and run.health.tracer_errors == 0
 
 

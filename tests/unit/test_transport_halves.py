@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from flowmap.model.halves import ReceiveHalf, SendHalf, join
-from flowmap.model.reader import Shard
+from flowmap.model.reader import Hop, Shard
 
 
 def shard(pid: int, *halves) -> Shard:
@@ -14,8 +14,8 @@ def shard(pid: int, *halves) -> Shard:
 
 
 def send(t, src, channel, key, nbytes=10, fallback="(untraced)"):
-    return SendHalf(t, 1, src, fallback, "msg", nbytes, (), (), None, None, "pickle", (),
-                    channel, key, nbytes)
+    hop = Hop(t, 1, src, fallback, "msg", nbytes, (), (), None, None, "pickle", (), nbytes)
+    return SendHalf(hop, channel, key)
 
 
 def recv(t, owner, channel, key, wire=10):

@@ -108,62 +108,62 @@ def _arg(args: tuple, kwargs: dict, where: tuple[int, str], default: Any = None)
     return args[i] if len(args) > i else kwargs.get(name, default)
 
 
-def _collective(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
-    sent_at, group_at = COLLECTIVES[op]
+def _recorded(fn: Callable[..., Any], recorder: Callable[..., None]) -> Callable[..., Any]:
+    """`fn` as a recorded call: `recorder(args, kwargs, out, pickled, t_ns)` runs after it."""
 
     @functools.wraps(fn)
-    def flowmap_collective(*args: Any, **kwargs: Any) -> Any:
+    def flowmap_call(*args: Any, **kwargs: Any) -> Any:
         if state.tracer is None or _tl.depth:
             return fn(*args, **kwargs)
         t_ns = record.now_ns()
         out, pickled = _inside(fn, args, kwargs)
         try:
-            group = _arg(args, kwargs, group_at)
-            if _c10d._rank_not_in_group(group):
-                return out
-            payload = _arg(args, kwargs, sent_at)
-            d = describe(payload)
-            nbytes = pickled[0] if op in OBJECT_OPS else d.nbytes
-            record.hop(rank_owner(), _group_label(group), op, d, nbytes, "collective", t_ns)
+            recorder(args, kwargs, out, pickled, t_ns)
         except Exception as exc:
             record.error(exc)
         return out
 
-    return flowmap_collective
+    return flowmap_call
+
+
+def _collective(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
+    sent_at, group_at = COLLECTIVES[op]
+
+    def record_collective(args: tuple, kwargs: dict, out: Any, pickled: list[int],
+                          t_ns: int) -> None:
+        group = _arg(args, kwargs, group_at)
+        if _c10d._rank_not_in_group(group):
+            return
+        d = describe(_arg(args, kwargs, sent_at))
+        nbytes = pickled[0] if op in OBJECT_OPS else d.nbytes
+        record.hop(rank_owner(), _group_label(group), op, d, nbytes, "collective", t_ns)
+
+    return _recorded(fn, record_collective)
 
 
 def _rooted(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
     sent_at, got_at, group_at, root_at = ROOTED[op]
 
-    @functools.wraps(fn)
-    def flowmap_rooted(*args: Any, **kwargs: Any) -> Any:
-        if state.tracer is None or _tl.depth:
-            return fn(*args, **kwargs)
-        t_ns = record.now_ns()
-        out, pickled = _inside(fn, args, kwargs)
-        try:
-            group = _arg(args, kwargs, group_at)
-            if _c10d._rank_not_in_group(group):
-                return out
-            src, group_src = _arg(args, kwargs, root_at), kwargs.get("group_src")
-            if src is None and group_src is None:
-                src = 0 if op == "broadcast_object_list" else None
-            root = (src == _c10d.get_rank()) if src is not None else \
-                (group_src == _c10d.get_rank(group))
-            label = _group_label(group)
-            if root:
-                d = describe(_arg(args, kwargs, sent_at))
-                nbytes = pickled[0] if op in OBJECT_OPS else d.nbytes
-                record.hop(rank_owner(), label, op, d, nbytes, "collective", t_ns)
-            else:
-                d = describe(_arg(args, kwargs, got_at))
-                nbytes = pickled[1] if op in OBJECT_OPS else d.nbytes
-                record.hop(label, rank_owner(), op, d, nbytes, "collective", t_ns)
-        except Exception as exc:
-            record.error(exc)
-        return out
+    def record_rooted(args: tuple, kwargs: dict, out: Any, pickled: list[int],
+                      t_ns: int) -> None:
+        group = _arg(args, kwargs, group_at)
+        if _c10d._rank_not_in_group(group):
+            return
+        src, group_src = _arg(args, kwargs, root_at), kwargs.get("group_src")
+        if src is None and group_src is None:
+            src = 0 if op == "broadcast_object_list" else None
+        root = (src == _c10d.get_rank()) if src is not None else \
+            (group_src == _c10d.get_rank(group))
+        label = _group_label(group)
+        d = describe(_arg(args, kwargs, sent_at if root else got_at))
+        if op in OBJECT_OPS:
+            nbytes = pickled[0] if root else pickled[1]
+        else:
+            nbytes = d.nbytes
+        src_owner, dst_owner = (rank_owner(), label) if root else (label, rank_owner())
+        record.hop(src_owner, dst_owner, op, d, nbytes, "collective", t_ns)
 
-    return flowmap_rooted
+    return _recorded(fn, record_rooted)
 
 
 def _inside(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, list[int]]:
@@ -201,19 +201,10 @@ def _count_pickled(fn: Callable[..., Any], *, sent: bool) -> Callable[..., Any]:
 def _p2p(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
     sending = op in ("send", "isend")
 
-    @functools.wraps(fn)
-    def flowmap_p2p(*args: Any, **kwargs: Any) -> Any:
-        if state.tracer is None or _tl.depth:
-            return fn(*args, **kwargs)
-        t_ns = record.now_ns()
-        out, _ = _inside(fn, args, kwargs)
-        try:
-            _record_p2p(op, sending, args, kwargs, out, t_ns)
-        except Exception as exc:
-            record.error(exc)
-        return out
+    def record_p2p(args: tuple, kwargs: dict, out: Any, pickled: list[int], t_ns: int) -> None:
+        _record_p2p(op, sending, args, kwargs, out, t_ns)
 
-    return flowmap_p2p
+    return _recorded(fn, record_p2p)
 
 
 def _record_p2p(op: str, sending: bool, args: tuple, kwargs: dict, out: Any, t_ns: int) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from flowmap import trace_format as tf
@@ -101,42 +102,40 @@ def _hop_fields(t: Tracer, src: str, dst: str, name: str, d: Description, nbytes
             f"{t._sid(transport)},null")
 
 
-def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: str,
-        t_ns: int) -> None:
-    """A hop whose both ends are known, carrying `nbytes` (what the transport moved)."""
+def _write(line: Callable[[Tracer], str]) -> None:
+    """Append the event `line(tracer)` builds, under the tracer's lock (interning needs it)."""
     t = tracer()
     if t is None:
         return
     with t.lock:
         if not t.closed:
-            fields = _hop_fields(t, src, dst, name, d, nbytes, transport)
-            t._emit(f'["{tf.HOP}",{_t_us(t, t_ns)},{fields}]')
+            t._emit(line(t))
+
+
+def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: str,
+        t_ns: int) -> None:
+    """A hop whose both ends are known, carrying `nbytes` (what the transport moved)."""
+    _write(lambda t: f'["{tf.HOP}",{_t_us(t, t_ns)},'
+                     f'{_hop_fields(t, src, dst, name, d, nbytes, transport)}]')
 
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
               channel: str, key: str, wire: int | None, t_ns: int) -> None:
     """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it."""
-    t = tracer()
-    if t is None:
-        return
-    with t.lock:
-        if not t.closed:
-            fields = _hop_fields(t, src, fallback, name, d, nbytes, transport)
-            t._emit(f'["{tf.SEND_HALF}",{_t_us(t, t_ns)},{fields},{t._sid(channel)},'
-                    f'{_dumps(key)},{"null" if wire is None else int(wire)}]')
+    _write(lambda t: f'["{tf.SEND_HALF}",{_t_us(t, t_ns)},'
+                     f'{_hop_fields(t, src, fallback, name, d, nbytes, transport)},'
+                     f'{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
                  wire: int | None, t_ns: int) -> None:
     """The receiver's half: who got the message with `key` on `channel`."""
-    t = tracer()
-    if t is None:
-        return
-    with t.lock:
-        if not t.closed:
-            t._emit(f'["{tf.RECEIVE_HALF}",{_t_us(t, t_ns)},{t._sid(owner)},{t._sid(name)},'
-                    f'{t._sid(transport)},{t._sid(channel)},{_dumps(key)},'
-                    f'{"null" if wire is None else int(wire)}]')
+    _write(lambda t: f'["{tf.RECEIVE_HALF}",{_t_us(t, t_ns)},{t._sid(owner)},{t._sid(name)},'
+                     f'{t._sid(transport)},{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
+
+
+def _int(n: int | None) -> str:
+    return "null" if n is None else str(int(n))
 
 
 def now_ns() -> int:
