@@ -220,3 +220,12 @@ def test_no_transport_mp_records_nothing(tmp_path, run_cli):
                  "spawn"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert flowmap.load(str(tmp_path / "run")).hops == []
+
+
+def test_an_unknown_transport_is_a_usage_error(tmp_path, run_cli):
+    script = write(tmp_path / "prog.py", "print('ran')\n")
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), "--no-transport", "mp,nccl", str(script)],
+                cwd=tmp_path)
+    assert r.returncode == 2 and "ran" not in r.stdout
+    assert r.stderr.strip().splitlines() == [
+        "flowmap: --no-transport: unknown transport nccl; choose from dist, mp, zmq or all"]
