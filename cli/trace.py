@@ -31,6 +31,7 @@ def trace(
     process: Annotated[str | None, typer.Option("--process", help="A name for the main process in the run.")] = None,  # noqa: UP007
     seams: Annotated[Optional[list[str]], typer.Option("--seams", metavar="FILE", help="A seam map (YAML) naming functions to record as seams; repeatable.")] = None,  # noqa: UP007, UP045
     preset: Annotated[Optional[list[str]], typer.Option("--preset", metavar="NAME", help="A seam map shipped with flowmap (e.g. trl); repeatable.")] = None,  # noqa: UP007, UP045
+    no_transport: Annotated[Optional[list[str]], typer.Option("--no-transport", metavar="NAMES", help="Do not capture these transports: dist, mp, zmq (comma list, or all); repeatable.")] = None,  # noqa: UP007, UP045
 ) -> None:
     """Run a Python script (or -m module) unmodified, tracing every seam it records."""
     args = list(ctx.args)
@@ -43,6 +44,8 @@ def trace(
     stem = module.rsplit(".", 1)[-1] if module else os.path.splitext(os.path.basename(target or ""))[0]
     run_dir = output or os.path.join("flowmap-runs", f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}")
     seam_files = _seam_files(seams or [], preset or [])
+    if no_transport:
+        _transports_off(no_transport)
     code = run_traced(run_dir, target, module, args, process, seams=seam_files)
     raise typer.Exit(code)
 
@@ -56,6 +59,16 @@ def _seam_files(seams: list[str], presets: list[str]) -> list[str]:
     files = [preset_path(name) for name in presets] + list(seams)
     load_seam_maps(files)  # raises SeamMapError (exit 2) with the line at fault
     return files
+
+
+def _transports_off(names: list[str]) -> None:
+    """Turn transports off here and, through FLOWMAP_TRANSPORTS, in every traced child."""
+    from flowmap.integrations import transports
+
+    try:
+        os.environ[transports.ENV] = transports.without(names)
+    except ValueError as exc:
+        raise UsageError(f"--no-transport: {exc}") from None
 
 
 def run_traced(

@@ -97,8 +97,9 @@ def runtime_env(run_dir: str | None = None, base: dict[str, Any] | None = None) 
         raise RuntimeError("no flowmap run to trace into: pass run_dir or run under flowmap trace")
     env = session.child_environment(run_dir, {"PYTHONPATH": _pythonpath_without_boot()})
     vars_ = {k: env[k] for k in ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "PYTHONPATH")}
-    if os.environ.get("FLOWMAP_SEAMS"):
-        vars_["FLOWMAP_SEAMS"] = os.environ["FLOWMAP_SEAMS"]
+    for name in ("FLOWMAP_SEAMS", "FLOWMAP_TRANSPORTS"):  # workers obey the driver's switches
+        if os.environ.get(name):
+            vars_[name] = os.environ[name]
     out = dict(base or {})
     user_vars = dict(out.get("env_vars") or {})
     if user_vars.get("PYTHONPATH"):

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
+from flowmap.model.halves import join as join_halves
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_shard, shard_paths
 
 T = TypeVar("T")
@@ -66,7 +67,7 @@ class Run:
         self.shards = shards
         self.meta = meta
         self.hops: list[Hop] = sorted(
-            (h for s in shards for h in s.hops), key=lambda h: h.t_ns
+            [h for s in shards for h in s.hops] + join_halves(shards), key=lambda h: h.t_ns
         )
         self.counter_samples: list[CounterSample] = sorted(
             (c for s in shards for c in s.counters), key=lambda c: c.t_ns
