@@ -5,5 +5,10 @@ is never imported here: a describer looks its types up in `sys.modules`, which
 holds them whenever a payload of that type exists.
 """
 
-from flowmap.capture.describers import numpy_, torch_  # noqa: F401  (register resolvers)
-from flowmap.capture.describers import containers  # noqa: F401, I001  (Python's types, tried last)
+from flowmap.capture.describers import (  # noqa: F401  (register resolvers)
+    containers,  # noqa: F401, I001  (Python's types, tried last)
+    numpy_,
+    tabular,
+    tensordict_,
+    torch_,
+)

@@ -171,8 +171,8 @@ def _resolve(t: type) -> Handler:
             handler = resolver(t, mro)
             if handler is not None:
                 break
-    except Exception:
-        handler = None
+    except Exception:  # e.g. a library half-imported: opaque now, resolved again next time
+        return _opaque
     if handler is None:
         handler = _opaque
     if len(PLANS) >= MAX_PLANS:  # classes made on the fly: keep the cache bounded
