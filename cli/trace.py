@@ -147,11 +147,10 @@ def _finish(run_dir: str) -> None:
     session.write_run_meta(run_dir, finished_wall_ns=time.time_ns())
     rel = os.path.relpath(run_dir)
     shown = rel if not rel.startswith("..") else run_dir
-    sys.stderr.write(f"flowmap: run written to {shown}\n")
+    sys.stderr.write(f"flowmap: run written to {shown}\n"
+                     f"flowmap: next: flowmap report {shown}\n")
     if _recorded_hops(run_dir) is False:
         sys.stderr.write(_empty_run_hint() + "\n")
-    else:
-        sys.stderr.write(f"flowmap: next: flowmap report {shown}\n")
     sys.stderr.flush()
 
 
