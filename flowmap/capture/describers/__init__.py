@@ -1,12 +1,13 @@
 """Type-specific payload describers, dispatched by type (see `walk.py`).
 
-Library describers register first and claim their types by MRO; a library
-is never imported here: a describer looks its types up in `sys.modules`, which
-holds them whenever a payload of that type exists.
+Importing this package registers them all. Library describers (torch, numpy,
+tabular, tensordict) claim their types by MRO before Python's own types are
+tried (`containers`); a library is never imported here: a describer looks its
+types up in `sys.modules`, which holds them whenever a payload of that type exists.
 """
 
-from flowmap.capture.describers import (  # noqa: F401  (register resolvers)
-    containers,  # noqa: F401, I001  (Python's types, tried last)
+from flowmap.capture.describers import (  # noqa: F401  (imported to register)
+    containers,
     numpy_,
     tabular,
     tensordict_,

@@ -6,9 +6,7 @@ Subclasses are read through the base type's C methods (`dict.items(d)`,
 `UserDict` over one) are walked as mappings: any other Mapping may load its
 values lazily, so it is opaque.
 
-Lists, sets and long tuples are folded into one `[*]` path per field. At most
-`MAX_LIST_SCAN` elements are walked, fewer when the payload's node budget runs
-low; the rest are extrapolated from that evenly spaced sample.
+Lists, sets and long tuples are folded into one `[*]` path per field (`fold.py`).
 """
 
 from __future__ import annotations
@@ -21,30 +19,22 @@ from collections.abc import Callable
 from typing import Any
 
 from flowmap.capture.describers import introspect
+from flowmap.capture.describers.fold import MAX_LIST_SCAN, NUMBER_TYPES, fold, scalar_of
 from flowmap.capture.describers.walk import (
     FAST,
-    HARD_NODES,
     MAX_KEY_CHARS,
-    MAX_LEAVES,
-    SOFT_NODES,
-    Leaf,
     Walk,
     enter,
     join,
     register,
     register_fallback,
-    space_total,
     visit,
 )
 
-MAX_LIST_SCAN = 2048
 MAX_INDEXED_TUPLE = 16  # longer tuples are folded like lists
 MAX_FIELDS = 512
 # A string longer than this is sized from its head's UTF-8 length.
 MAX_STR_SCAN = 4096
-
-_SCALARS: list[tuple[type, str, int]] = [(int, "int", 8), (float, "float", 8), (bool, "bool", 1),
-                                         (complex, "complex", 16)]
 
 
 def utf8_len(s: str) -> int:
@@ -56,13 +46,6 @@ def utf8_len(s: str) -> int:
         return len(str.encode(s, "utf-8", "surrogatepass"))
     head = str.__getitem__(s, slice(0, MAX_STR_SCAN))
     return len(str.encode(head, "utf-8", "surrogatepass")) * n // MAX_STR_SCAN
-
-
-def scalar_of(t: type) -> tuple[str, int] | None:
-    for st, kind, size in _SCALARS:
-        if t is st:
-            return kind, size
-    return None
 
 
 # -- leaves ----------------------------------------------------------------------
@@ -162,98 +145,6 @@ def _set(w: Walk, s: Any, path: str, depth: int) -> None:
     fold(w, n, head.__getitem__, path, depth, sample_from=len(head))
 
 
-def fold(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int,
-         sample_from: int | None = None) -> None:
-    """Fold `n` elements into `[*]` leaves: one per field path, with count and summed bytes."""
-    star = f"{path}[*]"
-    if n == 0:
-        w.add((star, "empty", (0,), "", "", 0, 0, None))
-        return
-    first = item_at(0)
-    scalar = scalar_of(type(first))
-    if scalar is not None and type(item_at((sample_from or n) - 1)) is type(first):
-        # Lists of numbers (token ids, rewards) are sized by their length:
-        # walking each one would cost a microsecond per element.
-        w.leaf(star, scalar[0], (n,), "", scalar[1] * n, n)
-        return
-    merged, _ = sample(w, n, item_at, star, depth, sample_from)
-    for leaf in merged:
-        w.add(leaf)
-
-
-def sample(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int,
-           sample_from: int | None = None) -> tuple[list[Leaf], int]:
-    """Walk a sample of `n` elements at `path`; (merged leaves, bytes of all n, estimated).
-
-    The first element's cost (in walked nodes) sets how many more the budget
-    allows; the sample is spread evenly over the elements. The sample's bytes
-    are kept apart while it is walked, so they can be scaled to all `n`; its
-    array pieces then join the hop's, so views are still counted once.
-    """
-    avail = sample_from or n
-    saved = w.leaves, w.full, w.folded, w.pieces, w.plain
-    w.folded, w.pieces, w.plain = True, {}, 0
-    acc: dict[str, Leaf] = {}
-    before = w.nodes
-    scanned, k = 0, 1
-    while scanned < k and (scanned == 0 or w.nodes < HARD_NODES):
-        w.leaves, w.full = [], False
-        visit(w, item_at(scanned * avail // k), path, depth + 1)
-        _merge_into(acc, w.leaves)
-        scanned += 1
-        if scanned == 1:
-            cost = max(1, w.nodes - before)
-            k = min(avail, MAX_LIST_SCAN, max(1, (SOFT_NODES - w.nodes) // cost + 1))
-    pieces, plain = w.pieces, w.plain
-    extra = 0
-    if scanned < n:
-        extra = int((plain + sum(map(space_total, pieces.values()))) * (n / scanned - 1))
-    w.leaves, w.full, w.folded, w.pieces, w.plain = saved
-    w.plain += plain + extra
-    for space, ps in pieces.items():
-        outer = w.pieces.get(space)
-        if outer is None:
-            w.pieces[space] = ps
-        else:
-            outer.extend(ps)
-    merged = list(acc.values())
-    if scanned < n:
-        scale = n / scanned
-        merged = [leaf[:5] + (int(leaf[5] * scale), int(leaf[6] * scale), leaf[7])
-                  for leaf in merged]
-    return merged, sum(leaf[5] for leaf in merged)
-
-
-def _merge_into(by_path: dict[str, Leaf], leaves: list[Leaf]) -> None:
-    """Merge leaves of equal path: counts and bytes add up, shapes become ranges."""
-    for leaf in leaves:
-        prev = by_path.get(leaf[0])
-        if prev is None:
-            if len(by_path) < MAX_LEAVES:
-                by_path[leaf[0]] = leaf
-            continue
-        shape = _merge_shape(prev[2], leaf[2])
-        dtype = prev[3] if prev[3] == leaf[3] else "mixed"
-        kind = prev[1] if prev[1] == leaf[1] else "mixed"
-        by_path[leaf[0]] = (
-            prev[0], kind, shape, dtype, prev[4], prev[5] + leaf[5], prev[6] + leaf[6], prev[7],
-        )
-
-
-def _merge_shape(a: tuple, b: tuple) -> tuple:
-    if a == b:
-        return a
-    if len(a) != len(b):
-        return ()
-    out = []
-    for x, y in zip(a, b):
-        lo_x, hi_x = (x, x) if isinstance(x, int) else x
-        lo_y, hi_y = (y, y) if isinstance(y, int) else y
-        lo, hi = min(lo_x, lo_y), max(hi_x, hi_y)
-        out.append(lo if lo == hi else (lo, hi))
-    return tuple(out)
-
-
 # -- objects -----------------------------------------------------------------------
 def _fields_handler(getter: Any, slots: list[tuple[str, Any]]) -> Callable[..., None] | None:
     if getter is None and not slots:
@@ -324,7 +215,7 @@ def resolve(t: type, mro: tuple[type, ...]) -> Callable[..., None] | None:
     return _fields_handler(introspect.dict_getter(t), introspect.slot_getters(t))
 
 
-for _t, _kind, _size in _SCALARS:
+for _t, _kind, _size in NUMBER_TYPES:
     register(_t, _scalar(_kind, _size))
 register(type(None), _none)
 register(str, _str)

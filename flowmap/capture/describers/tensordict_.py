@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from flowmap.capture.describers import introspect
-from flowmap.capture.describers.containers import fold, walk_dict
+from flowmap.capture.describers.containers import walk_dict
+from flowmap.capture.describers.fold import fold
 from flowmap.capture.describers.walk import Walk, enter, register_resolver, visit
 
 
