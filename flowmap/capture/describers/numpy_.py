@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from flowmap.capture.describers import introspect
-from flowmap.capture.describers.walk import Walk, register_resolver
+from flowmap.capture.describers.walk import Walk, cached_name, register_resolver
 
 _ND: dict[str, Any] = {}
 _DTYPE_NAMES: dict[Any, str] = {}
@@ -36,10 +36,7 @@ def _bind() -> dict[str, Any]:
 
 
 def _dtype_name(dt: Any) -> str:
-    name = _DTYPE_NAMES.get(dt)
-    if name is None:
-        name = _DTYPE_NAMES[dt] = str(dt)
-    return name
+    return cached_name(_DTYPE_NAMES, dt)
 
 
 def array_span(shape: Any, strides: Any, itemsize: int) -> tuple[int, int]:

@@ -19,6 +19,7 @@ Only the first `MAX_COLUMNS` columns get leaves; the rest are extrapolated.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from flowmap.capture.describers import introspect
@@ -66,19 +67,18 @@ def _arrow_array(w: Walk, arr: Any, path: str, depth: int) -> None:
 
 def arrow_table(w: Walk, table: Any, path: str, depth: int) -> None:
     """A pyarrow Table or RecordBatch: one leaf per column."""
-    if not enter(w, table, path, depth):
-        return
-    names = table.column_names
-    n = len(names)
+    if enter(w, table, path, depth):
+        names = table.column_names
+        _columns(w, len(names), lambda i: arrow_column(w, table.column(i), join(path, names[i])))
+
+
+def _columns(w: Walk, n: int, describe_column: Callable[[int], None]) -> None:
+    """The first MAX_COLUMNS columns as leaves; the bytes of the rest extrapolated from them."""
     before = w.total()
     for i in range(min(n, MAX_COLUMNS)):
         if w.full:
             break
-        arrow_column(w, table.column(i), join(path, names[i]))
-    _extrapolate_columns(w, before, n)
-
-
-def _extrapolate_columns(w: Walk, before: int, n: int) -> None:
+        describe_column(i)
     if n > MAX_COLUMNS:
         w.plain += (w.total() - before) * (n - MAX_COLUMNS) // MAX_COLUMNS
 
@@ -122,13 +122,8 @@ def dataframe(w: Walk, df: Any, path: str, depth: int) -> None:
         return
     mgr = (introspect.instance_dict(df) or {})["_mgr"]
     labels = mgr.items
-    n = len(labels)
-    before = w.total()
-    for i in range(min(n, MAX_COLUMNS)):
-        if w.full:
-            break
-        _pandas_values(w, mgr.iget_values(i), join(path, key_text(labels[i])), depth + 1)
-    _extrapolate_columns(w, before, n)
+    _columns(w, len(labels), lambda i: _pandas_values(
+        w, mgr.iget_values(i), join(path, key_text(labels[i])), depth + 1))
     _pandas_index(w, mgr.axes[1], f"{path}[index]", depth + 1)
 
 

@@ -21,7 +21,14 @@ import sys
 from typing import Any
 
 from flowmap.capture.describers import introspect
-from flowmap.capture.describers.walk import FAST, MAX_LEAVES, Walk, register, register_resolver
+from flowmap.capture.describers.walk import (
+    FAST,
+    MAX_LEAVES,
+    Walk,
+    cached_name,
+    register,
+    register_resolver,
+)
 
 _DTYPE_NAMES: dict[Any, str] = {}
 _DEVICE_NAMES: dict[Any, str] = {}
@@ -52,17 +59,11 @@ def bind() -> Any:
 
 
 def _dtype_name(dt: Any) -> str:
-    name = _DTYPE_NAMES.get(dt)
-    if name is None:
-        name = _DTYPE_NAMES[dt] = str(dt).removeprefix("torch.")
-    return name
+    return cached_name(_DTYPE_NAMES, dt, "torch.")
 
 
 def _device_name(dev: Any) -> str:
-    name = _DEVICE_NAMES.get(dev)
-    if name is None:
-        name = _DEVICE_NAMES[dev] = str(dev)
-    return name
+    return cached_name(_DEVICE_NAMES, dev)
 
 
 def tensor_leaf(w: Walk, t: Any, path: str) -> None:

@@ -216,6 +216,14 @@ def enter(w: Walk, obj: Any, path: str, depth: int) -> bool:
     return True
 
 
+def cached_name(cache: dict[Any, str], obj: Any, prefix: str = "") -> str:
+    """`str(obj)` without `prefix`, computed once per dtype or device object."""
+    name = cache.get(obj)
+    if name is None:
+        name = cache[obj] = str(obj).removeprefix(prefix)
+    return name
+
+
 def key_text(k: Any) -> str:
     """A mapping key or field name as path text, without calling its `__format__`/`__str__`."""
     t = type(k)
