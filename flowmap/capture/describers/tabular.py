@@ -46,11 +46,12 @@ def _arrow_pieces(w: Walk, chunk: Any) -> int:
 
 def arrow_column(w: Walk, col: Any, path: str) -> None:
     """A pyarrow Array or ChunkedArray as one leaf."""
-    chunks = col.chunks if hasattr(col, "chunks") else [col]
+    chunked = hasattr(col, "num_chunks")
     nbytes = col.nbytes
     first = 0
     counted = 0
-    for chunk in chunks[:MAX_CHUNKS]:
+    for i in range(min(col.num_chunks, MAX_CHUNKS) if chunked else 1):
+        chunk = col.chunk(i) if chunked else col
         addr = _arrow_pieces(w, chunk)
         first = first or addr
         counted += chunk.nbytes
