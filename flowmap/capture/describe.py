@@ -27,7 +27,7 @@ from typing import Any
 
 from flowmap.capture.describers import fold, torch_
 from flowmap.capture.describers.containers import walk_dict
-from flowmap.capture.describers.walk import MAX_DEPTH, MAX_LEAVES, Leaf, Walk, visit
+from flowmap.capture.describers.walk import MAX_DEPTH, MAX_LEAVES, Leaf, Walk, space_total, visit
 
 __all__ = ["MAX_DEPTH", "MAX_LEAVES", "MAX_LIST_SCAN", "MAX_SCHEMA_CHARS", "Description", "Leaf",
            "describe"]
@@ -38,20 +38,17 @@ MAX_LIST_SCAN = fold.MAX_LIST_SCAN
 MAX_SCHEMA_CHARS = 32_768
 
 
-class Description:
-    """The result of describing one payload."""
+class Description(Walk):
+    """The result of describing one payload: the walk's own state, plus its total bytes.
 
-    __slots__ = ("leaves", "nbytes", "storages", "nodes")
+    `leaves`; `nbytes` (views counted once); `storages`, one (data_ptr, address
+    space) per array leaf that stands for one object (not folded from a list),
+    in leaf order, so later analysis can tell a reference (same storage) from a
+    copy; `nodes`, the objects walked (the cost bound the tests check). The walk
+    is returned as the result to spare an object per hop.
+    """
 
-    def __init__(self, leaves: list[Leaf], nbytes: int, storages: list[tuple[int, str]],
-                 nodes: int = 0):
-        self.leaves = leaves
-        self.nbytes = nbytes
-        # One (data_ptr, address space) per array leaf that stands for one
-        # object (not folded from a list), in leaf order, so later analysis
-        # can tell a reference (same storage) from a copy.
-        self.storages = storages
-        self.nodes = nodes  # objects walked: the cost bound the tests check
+    __slots__ = ("nbytes",)
 
 
 _torch: list[Any] = []  # [mode-enabled check, guard] once torch is imported
@@ -59,7 +56,7 @@ _torch: list[Any] = []  # [mode-enabled check, guard] once torch is imported
 
 def describe(payload: Any, dims: Mapping[str, tuple[str, ...]] | None = None) -> Description:
     """Describe `payload`; bytes of views that share a storage are counted once."""
-    w = Walk(dims)
+    w = Description(dims)
     if not _torch and "torch" in sys.modules:
         _bind_torch()
     if _torch and _torch[0]():
@@ -73,10 +70,13 @@ def describe(payload: Any, dims: Mapping[str, tuple[str, ...]] | None = None) ->
         walk_dict(w, payload, "", 0)
     else:
         visit(w, payload, "", 0)
-    leaves = w.leaves
-    if len(leaves) > 64:
-        leaves = _bounded_schema(leaves)
-    return Description(leaves, w.total(), w.storages, w.nodes)
+    if len(w.leaves) > 64:
+        w.leaves = _bounded_schema(w.leaves)
+    nbytes = w.plain
+    for pieces in w.pieces.values():
+        nbytes += space_total(pieces)
+    w.nbytes = nbytes
+    return w
 
 
 def _bind_torch() -> None:

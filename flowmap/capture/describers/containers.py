@@ -79,10 +79,11 @@ def walk_dict(w: Walk, d: dict, path: str, depth: int) -> None:
     tensor_t, tensor_leaf = FAST
     prefix = f"{path}." if path else ""
     fast = 0  # tensors taken by the shortcut: counted as walked nodes once, at the end
+    max_key = MAX_KEY_CHARS
     for k, v in dict.items(d):
         if w.full:  # MAX_LEAVES, or HARD_NODES (visit sets `full` there)
             break
-        p = f"{prefix}{k}" if type(k) is str and len(k) <= MAX_KEY_CHARS else join(path, k)
+        p = f"{prefix}{k}" if type(k) is str and len(k) <= max_key else join(path, k)
         if type(v) is tensor_t:  # the common case, without the generic dispatch
             fast += 1
             try:
