@@ -49,6 +49,7 @@ class Description(Walk):
     """
 
     __slots__ = ("nbytes",)
+    nbytes: int
 
 
 _torch: list[Any] = []  # [mode-enabled check, guard] once torch is imported
