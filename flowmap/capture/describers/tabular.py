@@ -24,7 +24,7 @@ from typing import Any
 
 from flowmap.capture.describers import introspect
 from flowmap.capture.describers.numpy_ import ndarray_handler
-from flowmap.capture.describers.walk import Walk, enter, join, key_text, register_resolver
+from flowmap.capture.describers.walk import Walk, enter, join, key_text, register_resolver, short
 
 MAX_COLUMNS = 128
 MAX_CHUNKS = 256  # chunks of one column whose buffers are deduplicated; the rest are summed
@@ -56,7 +56,7 @@ def arrow_column(w: Walk, col: Any, path: str) -> None:
         first = first or addr
         counted += chunk.nbytes
     w.plain += nbytes - counted  # chunks past MAX_CHUNKS: summed, not deduplicated
-    w.add((path, "arrow", (len(col),), str(col.type), "cpu", nbytes, 1,
+    w.add((path, "arrow", (len(col),), short(str(col.type)), "cpu", nbytes, 1,
            w.dims.get(path) if w.dims else None))
     if first:
         w.storage(first, "cpu")

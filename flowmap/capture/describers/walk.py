@@ -30,6 +30,7 @@ MAX_LEAVES = 256
 SOFT_NODES = 4096
 HARD_NODES = 4 * SOFT_NODES
 MAX_KEY_CHARS = 48
+MAX_NAME_CHARS = introspect.MAX_NAME_CHARS
 MAX_PLANS = 4096
 
 Leaf = tuple  # (path, kind, shape, dtype, device, nbytes, count, dims)
@@ -220,8 +221,13 @@ def cached_name(cache: dict[Any, str], obj: Any, prefix: str = "") -> str:
     """`str(obj)` without `prefix`, computed once per dtype or device object."""
     name = cache.get(obj)
     if name is None:
-        name = cache[obj] = str(obj).removeprefix(prefix)
+        name = cache[obj] = short(str(obj).removeprefix(prefix))
     return name
+
+
+def short(name: str) -> str:
+    """A dtype or type name cut to a bounded length (a struct dtype can spell 1,000 fields)."""
+    return name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS] + "…"
 
 
 def key_text(k: Any) -> str:
