@@ -15,6 +15,7 @@ from typing import Any
 
 from flowmap.check.snapshot import CounterShot, LeafShot, SeamShot, Snapshot
 from flowmap.errors import UsageError
+from flowmap.model.format import parse_seam_label
 
 MARKER = "baseline"
 SCHEMA = 1
@@ -149,13 +150,7 @@ def _dict(d: dict[str, Any], key: str) -> dict[str, Any]:
     return v
 
 
-def parse_label(label: str) -> tuple[str, str, str]:
-    """`src -> dst : name` back into its parts (the inverse of `seam_label`)."""
-    src, sep, rest = label.partition(" -> ")
-    dst, sep2, name = rest.partition(" : ")
-    if not sep or not sep2:
-        raise ValueError(f"seam key {label!r} is not 'src -> dst : name'")
-    return src, dst, name
+parse_label = parse_seam_label  # `src -> dst : name` back into its parts
 
 
 def _seam_from(label: str, d: dict[str, Any]) -> SeamShot:

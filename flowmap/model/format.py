@@ -15,8 +15,8 @@ from flowmap.model.types import Dim, SeamKey, Shape
 from flowmap.units import fmt_bytes
 
 __all__ = [
-    "as_dim", "as_shape", "fmt_bytes", "fmt_dim", "fmt_dims", "fmt_named_shape", "fmt_per_step",
-    "fmt_schema", "parse_seam_label", "role_label", "seam_label",
+    "as_dim", "as_shape", "fmt_bytes", "fmt_dim", "fmt_dims", "fmt_named_schema", "fmt_named_shape",
+    "fmt_per_step", "fmt_schema", "leaf_label", "parse_seam_label", "role_label", "seam_label",
 ]
 
 
@@ -78,3 +78,15 @@ def fmt_named_shape(shape: Shape, dims: Sequence[str] | None) -> str:
         name = dims[i] if dims and i < len(dims) else None
         out.append(f"{name}={fmt_dim(d)}" if name else fmt_dim(d))
     return "[" + ", ".join(out) + "]"
+
+
+def fmt_named_schema(dtype: str, shape: Shape, dims: Sequence[str] | None) -> str:
+    """`int64 [B=8, T=10..12]`, or the dtype (or kind) alone for a scalar."""
+    return f"{dtype} {fmt_named_shape(shape, dims)}" if shape else dtype
+
+
+def leaf_label(payload: str, path: str) -> str:
+    """`batch.advantages`: the payload name, then the leaf path inside it."""
+    if not path:
+        return payload
+    return f"{payload}{path}" if path.startswith("[") else f"{payload}.{path}"
