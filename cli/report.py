@@ -15,8 +15,8 @@ def report(
     project: Annotated[str | None, typer.Option("--project", metavar="PRESET[@CONTEXT]", help="Scale leaves with named dims to a model preset, e.g. deepseek-v3.2@32k.")] = None,  # noqa: UP007
 ) -> None:
     """Seams ranked by bytes, owners, counters, items and capture health."""
-    from flowmap.model.run import load, resolve
     from flowmap.model.document import report_document
+    from flowmap.model.run import load, resolve
 
     r = load(resolve(run))
     if project:

@@ -15,7 +15,7 @@ from typing import Any
 
 from flowmap.check.snapshot import CounterShot, LeafShot, SeamShot, Snapshot
 from flowmap.errors import UsageError
-from flowmap.model.format import parse_seam_label
+from flowmap.model.format import as_shape, parse_seam_label
 
 MARKER = "baseline"
 SCHEMA = 1
@@ -160,8 +160,8 @@ def _seam_from(label: str, d: dict[str, Any]) -> SeamShot:
             path=path,
             kind=str(ld["kind"]),
             dtype=str(ld.get("dtype", "")),
-            shape=list(ld.get("shape", [])),
-            dims=list(ld["dims"]) if ld.get("dims") else None,
+            shape=as_shape(ld.get("shape", [])),
+            dims=tuple(ld["dims"]) if ld.get("dims") else None,
             bytes_per_hop=int(ld["bytes_per_hop"]),
             bytes_per_step=int(ld.get("bytes_per_step", 0)),
         )

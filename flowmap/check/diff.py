@@ -15,6 +15,7 @@ from flowmap.check.tolerance import fmt_change
 from flowmap.model.format import fmt_bytes, fmt_named_schema, fmt_named_shape
 from flowmap.model.types import ITEMSIZE
 
+
 @dataclass(frozen=True, slots=True)
 class LeafChange:
     """How one leaf path differs between A (`before`) and B (`after`)."""
