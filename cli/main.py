@@ -8,12 +8,33 @@ mistake never ends in a traceback.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from flowmap.errors import FlowmapError
 
+
+class _Verbs(TyperGroup):
+    """The command group: a library error becomes one line on stderr and its exit code.
+
+    Done here rather than only in `main()` so that every way of invoking the
+    app (the console script, `python -m flowmap`, typer's `CliRunner` in the
+    tests) prints the same sentence and exits with the same code.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except FlowmapError as exc:
+            sys.stderr.write(f"flowmap: {exc}\n")
+            raise typer.Exit(exc.exit_code) from None
+
+
 app = typer.Typer(
+    cls=_Verbs,
     name="flowmap",
     help="See what flows through your RL training pipeline, seam by seam.",
     no_args_is_help=True,
