@@ -8,13 +8,15 @@ mistake never ends in a traceback.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
 from flowmap.errors import FlowmapError
+
+if TYPE_CHECKING:
+    from typer._click.core import Context  # typer vendors click: its own Context type
 
 
 class _Verbs(TyperGroup):
@@ -25,7 +27,7 @@ class _Verbs(TyperGroup):
     tests) prints the same sentence and exits with the same code.
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Context) -> Any:
         try:
             return super().invoke(ctx)
         except FlowmapError as exc:
@@ -83,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         return _exit(130, argv)
     except Exception as exc:
         # click's own usage errors (typer vendors click, so match by shape, not class)
-        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
-            return _exit(exc.exit_code, argv)
+        show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            return _exit(code, argv)
         if type(exc).__name__ == "Abort":
             return _exit(1, argv)
         raise
