@@ -13,7 +13,7 @@ import tempfile
 import time
 
 import flowmap
-from flowmap.report.document import report_document
+from flowmap.model.document import report_document
 
 SEAMS = [
     ("dataset", "driver", "env_group"), ("driver", "rollout/0", "request"),

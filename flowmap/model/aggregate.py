@@ -204,28 +204,33 @@ def _residency(run: HopSource) -> dict[SeamKey, list[float]]:
     return out
 
 
+@dataclass(slots=True)
+class _Flow:
+    bytes_in: int = 0
+    bytes_out: int = 0
+    hops_in: int = 0
+    hops_out: int = 0
+
+
 def owner_stats(run: Run) -> dict[str, OwnerStats]:
     """`name -> OwnerStats`, sorted by name."""
-    flows: dict[str, list[int]] = {}  # name -> [bytes_in, bytes_out, hops_in, hops_out]
+    flows: dict[str, _Flow] = {}
     pids: dict[str, set[int]] = defaultdict(set)
-
-    def get(name: str) -> list[int]:
-        return flows.setdefault(name, [0, 0, 0, 0])
-
     for s in run.seams.values():
-        src, dst = get(s.src), get(s.dst)
-        src[1] += s.total_bytes
-        src[3] += s.hops
-        dst[0] += s.total_bytes
-        dst[2] += s.hops
+        src, dst = flows.setdefault(s.src, _Flow()), flows.setdefault(s.dst, _Flow())
+        src.bytes_out += s.total_bytes
+        src.hops_out += s.hops
+        dst.bytes_in += s.total_bytes
+        dst.hops_in += s.hops
     for h in run.hops:
         pids[h.src].add(h.pid)
     for c in run.counter_samples:
         if c.owner:
-            get(c.owner)
+            flows.setdefault(c.owner, _Flow())
             pids[c.owner].add(c.pid)
     return {
-        name: OwnerStats(name, role_of(name), f[0], f[1], f[2], f[3], tuple(sorted(pids.get(name, ()))))
+        name: OwnerStats(name, role_of(name), f.bytes_in, f.bytes_out, f.hops_in, f.hops_out,
+                         tuple(sorted(pids.get(name, ()))))
         for name, f in sorted(flows.items())
     }
 

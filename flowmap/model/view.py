@@ -102,6 +102,11 @@ class RunView:
 
         return tuple(findings(self))
 
+    @cached_property
+    def seams_by_label(self) -> Mapping[str, SeamStats]:
+        """`"src -> dst : name" -> SeamStats`: how a finding's `seams` lead back to their figures."""
+        return {s.label: s for s in self.seams.values()}
+
     def step_bins(self, max_bins: int) -> StepBins:
         """Per seam bytes and hops in at most `max_bins` bins of consecutive steps."""
         return step_bins(self._run, list(self.seams), max_bins)

@@ -107,3 +107,10 @@ def test_seam_stats_is_fully_typed():
     """No field of the contract is `Any`: a typo'd field name fails mypy, not a reader."""
     hints = {f.name: f.type for f in dataclasses.fields(SeamStats)}
     assert "Any" not in " ".join(map(str, hints.values()))
+
+
+def test_every_finding_leads_back_to_its_seams(rl_run):
+    view = rl_run.view
+    assert view.findings
+    for f in view.findings:
+        assert all(view.seams_by_label[label].label == label for label in f.seams)
