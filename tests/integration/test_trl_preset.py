@@ -104,10 +104,10 @@ def test_reward_and_advantage_seams(trl_run):
     _, run = trl_run
     assert ("rollout", "reward", "completions") in run.seams
     rewards = leaves(run, ("reward", "rollout", "rewards"))[""]
-    assert (rewards.kind, rewards.shape, rewards.dtypes) == ("tensor", [4, 1], ["float32"])
+    assert (rewards.kind, rewards.shape, rewards.dtypes) == ("tensor", (4, 1), ("float32",))
     assert rewards.dims == ("samples", "reward_funcs")
     adv = leaves(run, ("advantage", "ready_buffer", "advantages"))[""]
-    assert (adv.kind, adv.shape) == ("tensor", [4])
+    assert (adv.kind, adv.shape) == ("tensor", (4,))
 
 
 def test_loss_seams_carry_the_micro_batch(trl_run):
@@ -116,6 +116,6 @@ def test_loss_seams_carry_the_micro_batch(trl_run):
     assert batch["inputs.completion_ids"].kind == "tensor"
     assert batch["inputs.advantages"].dims == ("batch",)
     loss = leaves(run, ("loss", "trainer", "loss"))[""]
-    assert (loss.kind, loss.shape) == ("tensor", [])
+    assert (loss.kind, loss.shape) == ("tensor", ())
     assert run.seams[("loss", "policy", "sequences")].hops == 2
     assert run.seams[("dataset", "trainer", "prompts")].hops == 2
