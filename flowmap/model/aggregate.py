@@ -276,8 +276,8 @@ def item_stats(run: Run) -> ItemStats:
             life = lives.get(item)
             if life is None:
                 life = lives[item] = _Life(t, t, None, [])
-            life.events.append(ItemEvent(t, h.src, "leave"))
-            life.events.append(ItemEvent(t, h.dst, "arrive"))
+            life.events.append((t, h.src, "leave"))
+            life.events.append((t, h.dst, "arrive"))
             life.end_s = t
     dropped: Counter[str] = Counter()
     for d in run.drops:
@@ -289,7 +289,7 @@ def item_stats(run: Run) -> ItemStats:
             if life.dropped is None:
                 dropped[d.reason] += 1
             life.dropped = d.reason
-            life.events.append(ItemEvent(t, d.owner, "drop"))
+            life.events.append((t, d.owner, "drop"))
             life.end_s = max(life.end_s, t)
     total = len(lives)
     return ItemStats(

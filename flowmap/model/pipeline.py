@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from flowmap.model.aggregate import seam_stats
 from flowmap.model.format import seam_label
 from flowmap.model.reader import Drop, Hop
+from flowmap.model.run import paused_gc
 from flowmap.model.types import Edge, ItemId, Level, Node, Pipeline, SeamKey, SeamStats, role_of
 
 if TYPE_CHECKING:
@@ -59,6 +60,11 @@ def _same(owner: str) -> str:
 
 def build_pipeline(run: Run, level: Level) -> Pipeline:
     """The run's pipeline with one node per owner (`"owner"`) or per role (`"role"`)."""
+    with paused_gc():  # many small records, no cycles: see flowmap.model.run.paused_gc
+        return _build(run, level)
+
+
+def _build(run: Run, level: Level) -> Pipeline:
     node_of: Callable[[str], str] = _same if level == "owner" else role_of
     seams = run.seams if level == "owner" else seam_stats(_RoleHops.of(run))
     instances = _instances(run, node_of)

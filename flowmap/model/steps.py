@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 
 def step_bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
     """Bytes and hops of each of `seams` (every seam of the run) per bin of consecutive steps."""
+    from flowmap.model.run import paused_gc
+
+    with paused_gc():
+        return _bins(run, seams, max_bins)
+
+
+def _bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
     steps = run.steps
     nbins = max(1, min(len(steps), max_bins))
     bin_of = {st: i * nbins // len(steps) for i, st in enumerate(steps)}

@@ -127,11 +127,9 @@ class CounterStats:
     owners: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class ItemEvent:
-    t_s: float  # seconds since run start
-    owner: str
-    what: Literal["arrive", "leave", "drop"]
+# One event of an item's life: (seconds since run start, owner, "arrive" | "leave" | "drop").
+# A plain tuple: a run holds two per item per hop.
+ItemEvent = tuple[float, str, str]
 
 
 @dataclass(frozen=True, slots=True)

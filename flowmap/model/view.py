@@ -2,9 +2,9 @@
 
 memray aggregates once and lets each reporter read the result; this is that
 result for flowmap. `build_view(run)` (or `run.view`) computes the seams,
-owners, counters, items, totals and the owner-level pipeline once; the parts
-only some outputs read — findings, the role-level pipeline, step bins — are
-computed on first use and then kept. Every output is one function of a
+owners, counters, items and totals once; the parts only some outputs read —
+the pipeline (owner and role level), findings — are computed on first use and
+then kept, so `report --json` never pays for a layout's residency series. Every output is one function of a
 `RunView`: the terminal report, `report --json` (`to_document`), DOT, HTML,
 Perfetto, the check snapshot. None of them aggregates on its own, and none of
 them reads networkx: `flowmap.model.graph` builds a networkx graph from the
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from flowmap.model.pipeline import build_pipeline
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard
+from flowmap.model.run import paused_gc
 from flowmap.model.steps import step_bins, totals
 from flowmap.model.types import (
     CounterStats,
@@ -72,7 +73,6 @@ class RunView:
     items: ItemStats
     totals: Totals
     health: Health
-    pipeline: Pipeline  # owners in pipeline order, back edges marked, resident series
     events: Events = field(repr=False)
     _run: Run = field(repr=False, compare=False)
 
@@ -89,6 +89,11 @@ class RunView:
     def back_edges(self) -> frozenset[SeamKey]:
         """Seams that close a cycle (weight_sync -> rollout)."""
         return self.pipeline.back_edges
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        """Owners in pipeline order, back edges marked, each owner's resident items over time."""
+        return build_pipeline(self._run, "owner")
 
     @cached_property
     def roles(self) -> Pipeline:
@@ -118,6 +123,11 @@ class RunView:
 
 def build_view(run: Run) -> RunView:
     """The read model of `run`. Prefer `run.view`, which builds it once per run."""
+    with paused_gc():
+        return _build(run)
+
+
+def _build(run: Run) -> RunView:
     return RunView(
         path=run.path,
         truncated=run.truncated,
@@ -133,7 +143,6 @@ def build_view(run: Run) -> RunView:
         items=run.items,
         totals=totals(run),
         health=run.health,
-        pipeline=build_pipeline(run, "owner"),
         events=Events(run.shards, run.hops, run.counter_samples, run.marks, run.drops),
         _run=run,
     )
