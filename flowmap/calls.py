@@ -57,7 +57,7 @@ def payload(bound: Mapping[str, Any], selected: Collection[str] | None = None) -
 
 def wrap_call(
     fn: Callable[..., Any],
-    owner: str,
+    owner: str | None,
     enter: Callable[[tuple[Any, ...], dict[str, Any]], S],
     leave: Callable[[S, Any], None],
     *,
@@ -65,9 +65,12 @@ def wrap_call(
 ) -> Callable[..., Any]:
     """`fn` (sync or async) wrapped: `enter(args, kwargs)`, the body as `owner`, `leave(entered, result)`.
 
-    With `active`, a call made while it returns False runs `fn` untouched
-    (no hook, no owner): a seam map costs nothing outside a trace.
-    `leave` is not called when `fn` raises.
+    `owner=None` keeps the caller's owner (a method of an actor that is
+    already its owner). `enter` may take keyword arguments out of `kwargs`
+    (a caller tag an integration added) before `fn` sees them. With `active`,
+    a call made while it returns False runs `fn` untouched (no hook, no
+    owner): a seam map costs nothing outside a trace. `leave` is not called
+    when `fn` raises.
     """
     if inspect.iscoroutinefunction(fn):
 
@@ -76,11 +79,12 @@ def wrap_call(
             if active is not None and not active():
                 return await fn(*a, **kw)
             entered = enter(a, kw)
-            token = state.current_owner.set(owner)
+            token = state.current_owner.set(owner) if owner is not None else None
             try:
                 out = await fn(*a, **kw)
             finally:
-                state.current_owner.reset(token)
+                if token is not None:
+                    state.current_owner.reset(token)
             leave(entered, out)
             return out
 
@@ -91,11 +95,12 @@ def wrap_call(
         if active is not None and not active():
             return fn(*a, **kw)
         entered = enter(a, kw)
-        token = state.current_owner.set(owner)
+        token = state.current_owner.set(owner) if owner is not None else None
         try:
             out = fn(*a, **kw)
         finally:
-            state.current_owner.reset(token)
+            if token is not None:
+                state.current_owner.reset(token)
         leave(entered, out)
         return out
 

@@ -79,3 +79,13 @@ def test_the_users_exception_passes_through_and_skips_leave():
 def test_an_inactive_wrapper_calls_straight_through():
     wrapped, seen = _recording(lambda: current_owner(), active=lambda: False)
     assert wrapped() != "engine" and seen == []
+
+
+def test_enter_may_take_a_tag_out_of_the_keywords_and_keep_the_callers_owner():
+    """GIVEN an integration's caller tag in the keywords WHEN enter pops it THEN fn never sees it."""
+    def body(x, **kw):
+        return (x, kw, current_owner())
+
+    wrapped = calls.wrap_call(body, None, lambda a, kw: kw.pop("_caller", None),
+                              lambda caller, out: None)
+    assert wrapped(1, _caller="driver", y=2) == (1, {"y": 2}, current_owner())
