@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from flowmap.model.aggregate import seam_stats
@@ -48,9 +48,9 @@ class _RoleHops:
                 r = roles[owner] = role_of(owner)
             return r
 
-        hops = [Hop(h.t_ns, h.pid, role(h.src), role(h.dst), h.name, h.nbytes, h.leaves,
-                    h.storages, h.step, h.version, h.transport, h.items) for h in run.hops]
-        drops = [Drop(d.t_ns, d.pid, role(d.owner), d.reason, d.items) for d in run.drops]
+        # `replace` keeps every field a hop has, whatever the reader adds later.
+        hops = [replace(h, src=role(h.src), dst=role(h.dst)) for h in run.hops]
+        drops = [replace(d, owner=role(d.owner)) for d in run.drops]
         return cls(hops, drops, run.num_steps)
 
 
