@@ -218,7 +218,6 @@ def test_work_inside_a_call_runs_as_the_role_and_rank(runs):
 
 
 def test_findings_raise_no_false_duplicates(runs):
-
     for run in runs.values():
         dup = [f for f in run.view.findings if f.kind == "duplicate"]
         # the one true duplicate: ONE_TO_ALL sends the held-out set to both ranks
