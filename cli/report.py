@@ -15,8 +15,8 @@ def report(
     project: Annotated[str | None, typer.Option("--project", metavar="PRESET[@CONTEXT]", help="Scale leaves with named dims to a model preset, e.g. deepseek-v3.2@32k.")] = None,  # noqa: UP007
 ) -> None:
     """Seams ranked by bytes, owners, counters, items and capture health."""
+    from flowmap.model.document import report_document
     from flowmap.model.run import load, resolve
-    from flowmap.report.document import report_document
 
     r = load(resolve(run))
     if project:
@@ -24,12 +24,12 @@ def report(
 
         r = project_run(r, project)
     if as_json:
-        json.dump(report_document(r), sys.stdout, indent=2, sort_keys=True)
+        json.dump(report_document(r.view), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return
     from flowmap.report.terminal import print_report
 
-    print_report(r)
+    print_report(r.view)
 
 
 def register(app: typer.Typer) -> None:

@@ -161,12 +161,17 @@ class Tracer:
             self.buf.append(_dumps([tf.SCHEMA, i, enc]))
         return i
 
+    _next_storage_id = 0
+
     def _storage_id(self, key: tuple[int, str]) -> int:
         i = self.storage_ids.get(key)
         if i is None:
             if len(self.storage_ids) >= MAX_STORAGE_IDS:
                 self.storage_ids.clear()
-            i = self.events  # unique within the shard even across clears
+            # a counter of storages, not of events: distinct storages of one
+            # hop get distinct ids, unique within the shard even across clears
+            i = self._next_storage_id
+            self._next_storage_id = i + 1
             self.storage_ids[key] = i
         return i
 

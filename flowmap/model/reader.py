@@ -14,6 +14,7 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
+from flowmap.model import halves
 
 CHUNK_LINES = 20_000
 
@@ -48,6 +49,7 @@ class Hop:
     version: int | None
     transport: str
     items: tuple[Any, ...]
+    wire_bytes: int | None = None  # what crossed a transport's channel (pickled size), if known
 
     @property
     def seam(self) -> tuple[str, str, str]:
@@ -97,6 +99,7 @@ class Shard:
     marks: list[Mark] = field(default_factory=list)
     drops: list[Drop] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    halves: list[Any] = field(default_factory=list)  # transport hop halves, joined by the run
     num_events: int = 0
     num_errors: int = 0
     truncated: bool = True  # until an `end` event is seen
@@ -212,6 +215,8 @@ class _Decoder:
             sh.marks.append(Mark(t_ns, sh.pid, self._s(ev[2]), owner))
         elif kind == tf.DROP:
             sh.drops.append(Drop(t_ns, sh.pid, self._s(ev[2]), self._s(ev[3]), tuple(ev[4] or ())))
+        elif kind == tf.SEND_HALF or kind == tf.RECEIVE_HALF:
+            sh.halves.append(halves.decode(ev, t_ns, sh.pid, self._s, self.schemas))
         elif kind == tf.ERROR:
             sh.errors.append(str(ev[2]))
         elif kind == tf.END:
