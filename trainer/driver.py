@@ -30,7 +30,7 @@ from flowmap.trainer.advantage import AdvantageOutput, grpo_advantages
 from flowmap.trainer.assembly import Assembler
 from flowmap.trainer.batcher import BATCH_REPLAY_DIMS, BatchPlan, RolloutBatchWithReplay, collate
 from flowmap.trainer.config import Config
-from flowmap.trainer.dispatch import TrajectorySource, Watermark
+from flowmap.trainer.dispatch import StalenessBudget, TrajectorySource, Watermark
 from flowmap.trainer.engine.config import EngineConfig
 from flowmap.trainer.engine.llm_engine import LLMEngine
 from flowmap.trainer.engine.sampling import SamplingParams
@@ -39,7 +39,7 @@ from flowmap.trainer.model import ModelConfig, build_model
 from flowmap.trainer.progress import ProgressDisplay, StepFigures
 from flowmap.trainer.ready_buffer import ReadyBuffer
 from flowmap.trainer.replay_transport import Dense, make_transport
-from flowmap.trainer.reward import compute_rewards
+from flowmap.trainer.reward import compute_rewards, leaf_score
 from flowmap.trainer.rollout import Finished, RolloutManager
 from flowmap.trainer.task import CountingTask, Dataset, make_tokenizer
 from flowmap.trainer.train.group import StepResult, TrainerGroup
@@ -58,9 +58,18 @@ class RunSummary:
     staleness_per_step: list[int]
     loss_per_step: list[float]
     generated_tokens: int
-    dropped_stale: int
+    dropped_stale: int  # leaf trajectories dropped as stale (waiting, or refused on arrival)
     resubmitted: int
     watermark: list[int] = field(default_factory=list)  # target after each step
+    leaves_registered: int = 0  # leaf trajectories that came back from rollout
+    groups_trained: int = 0
+    groups_dropped_stale: int = 0
+    groups_filtered: int = 0  # zero-variance groups dropped (rollout.filter_zero_variance)
+
+    @property
+    def stale_fraction(self) -> float:
+        """Share of the generated leaf trajectories that were wasted as stale."""
+        return self.dropped_stale / max(self.leaves_registered, 1)
 
     def _window(self) -> int:
         return max(1, len(self.reward_per_step) // 5)
@@ -84,7 +93,10 @@ class RunSummary:
             f"grpo_tiny: {self.steps} steps in {self.wall_s:.1f} s · reward "
             f"{self.reward_first:.2f} -> {self.reward_last:.2f} (first/last 20% of steps) · "
             f"{self.tokens_per_s:,.0f} tok/s · max staleness {max(self.staleness_per_step, default=0)}"
-            f" · {self.dropped_stale} stale samples dropped · {self.resubmitted} requests resubmitted"
+            f" · {self.dropped_stale} of {self.leaves_registered} samples dropped as stale"
+            f" ({100 * self.stale_fraction:.1f} %) · {self.groups_trained} groups trained, "
+            f"{self.groups_dropped_stale} dropped stale, {self.groups_filtered} filtered"
+            f" · {self.resubmitted} requests resubmitted"
         )
 
 
@@ -164,9 +176,14 @@ class Loop:
         self.source = TrajectorySource(Dataset(cfg.seed), cfg.rollout.n)
         self.buffer = ReadyBuffer(cfg.rollout.n)
         self.watermark = watermark_for(cfg)
-        self.assembler = Assembler(self.buffer, self.watermark, cfg.train.max_staleness,
-                                   cfg.train.groups_per_batch, self.transport.dropped,
-                                   self.transport.trajectory_dims)
+        t = cfg.train
+        # Synchronous: one batch of groups per version, all of it under that version's weights.
+        self.budget = StalenessBudget(t.groups_per_batch, 0 if t.synchronous else t.max_staleness)
+        self.assembler = Assembler(self.buffer, self.watermark, t.max_staleness,
+                                   t.groups_per_batch, self.transport.dropped,
+                                   self.transport.trajectory_dims, self.budget,
+                                   score=self._leaf_score if cfg.rollout.filter_zero_variance
+                                   else None)
         self.version = 0
         self.next_batch = 0
         self.rewards: dict[int, float] = {}
@@ -207,7 +224,9 @@ class Loop:
         s = self.summary
         s.rl_wall_s = time.monotonic() - t0
         s.generated_tokens = self.rollout.num_generated_tokens
-        s.dropped_stale = self.assembler.num_dropped
+        a = self.assembler
+        s.dropped_stale = a.num_dropped
+        s.groups_dropped_stale, s.groups_filtered = a.num_groups_stale, a.num_groups_filtered
         return s
 
     # -- dispatch and collection -----------------------------------------------------
@@ -215,7 +234,12 @@ class Loop:
     def _refill(self) -> None:
         """Drip trajectories into the engines until the in-flight count meets the watermark."""
         while self.rollout.num_in_flight < self.watermark.target and self.rollout.free_capacity():
+            if self.source.starts_group:
+                if self.budget.room(self.version, self.next_batch) <= 0:
+                    break  # anything started now could only go stale
+                self.budget.started()
             group, sample_index = self.source.next()
+            self.buffer.expect(group.uid)
             self.rollout.dispatch(group, sample_index)
         self._count_in_flight()
 
@@ -229,14 +253,18 @@ class Loop:
         flowmap.hop(f"rollout/{f.engine}", "ready_buffer", leaves, name="trajectory",
                     items=[x.leaf_id for x in leaves], version=self.version,
                     dims=self.transport.trajectory_dims)
-        with flowmap.owner("ready_buffer"):
-            self.buffer.register(leaves, self.version)
+        self.summary.leaves_registered += len(leaves)
+        self.assembler.register(leaves, self.version)
         self._count_in_flight()
 
     # -- batch -> reward -> advantage -> ranks ------------------------------------------
 
+    def _leaf_score(self, leaf: LeafTrajectory) -> float:
+        return leaf_score(leaf, self.task)
+
     def _train_on(self, batch_id: int, leaves: list[LeafTrajectory], plan: BatchPlan) -> None:
         flowmap.step(batch_id)
+        self.summary.groups_trained += len(plan.take)
         items = [x.leaf_id for x in leaves]
         with flowmap.owner("batcher"):
             batch = collate(leaves, self.task.tokenizer.pad_id)

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from flowmap.trainer.batcher import RolloutBatch
 from flowmap.trainer.task import CountingTask
+from flowmap.trainer.tree import LeafTrajectory
 
 
 @dataclass(slots=True)
@@ -26,12 +27,19 @@ class RewardOutput:
     scores: Tensor  # (B,) float32: the scalar of each leaf, for the reward_mean metric
 
 
+def _score(task: CountingTask, outs: list[list[int]], exps: list[str]) -> float:
+    return task.score([task.is_correct(out, exp) for out, exp in zip(outs, exps, strict=True)])
+
+
+def leaf_score(leaf: LeafTrajectory, task: CountingTask) -> float:
+    """The verifier's scalar of one leaf (dynamic sampling scores groups before batching)."""
+    return _score(task, leaf.turn_outputs, leaf.expected)
+
+
 def score_leaves(batch: RolloutBatch, task: CountingTask) -> Tensor:
     """(B,) the verifier's scalar of each row, in [0, 1]."""
-    scores = [
-        task.score([task.is_correct(out, exp) for out, exp in zip(outs, exps, strict=True)])
-        for outs, exps in zip(batch.turn_outputs, batch.expected, strict=True)
-    ]
+    scores = [_score(task, outs, exps)
+              for outs, exps in zip(batch.turn_outputs, batch.expected, strict=True)]
     return torch.tensor(scores, dtype=torch.float32)
 
 
