@@ -82,7 +82,7 @@ def test_a_group_with_one_stale_sample_goes_whole_and_its_stragglers_are_refused
     buffer = ReadyBuffer(group_size=3)
     w = Watermark(target=10, minimum=2, maximum=64, step=2)
     assembler = Assembler(buffer, w, max_staleness=1, groups_per_batch=1)
-    for i in range(3):
+    for _ in range(3):
         buffer.expect("g")
     assembler.register([_leaf("g", "g-t0")], 0)  # gap 2 at batch 2: too old
     assembler.register([_leaf("g", "g-t1")], 2)  # fresh, but its group cannot train whole
@@ -134,7 +134,7 @@ def test_no_taken_sample_is_beyond_max_staleness(
     buffer = ReadyBuffer(group_size=2)
     registered: dict[str, int] = {}
     for g, (version, returned) in enumerate(tags):
-        for i in range(2):
+        for _ in range(2):
             buffer.expect(f"u{g}")
         for i in range(min(returned, 2)):  # 1 of 2 trajectories: incomplete group
             buffer.register([_leaf(f"u{g}", f"u{g}-t{i}")], version + i % 2)
