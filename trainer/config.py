@@ -165,11 +165,6 @@ class TrainConfig:
             )
         if self.kl_coef < 0:
             raise ConfigError("train.kl_coef must be >= 0 (0 turns the reference model off)")
-
-    @property
-    def recomputes_old_log_probs(self) -> bool:
-        """More than one update per batch: the ratio needs the actor's own log-probs at its start."""
-        return self.ppo_epochs > 1 or self.mini_batches > 1
         if self.max_staleness < 0:
             raise ConfigError("train.max_staleness must be >= 0")
         if self.queue_depth > 2:
@@ -178,6 +173,11 @@ class TrainConfig:
             raise ConfigError(f"train.dtype must be float32 or float64, not {self.dtype!r}")
         if self.lr <= 0 or self.clip_eps <= 0:
             raise ConfigError("train.lr and train.clip_eps must be > 0")
+
+    @property
+    def recomputes_old_log_probs(self) -> bool:
+        """More than one update per batch: the ratio needs the actor's own log-probs at its start."""
+        return self.ppo_epochs > 1 or self.mini_batches > 1
 
 
 @dataclass(slots=True)

@@ -38,8 +38,9 @@ from flowmap.trainer.env import CountingEnv
 from flowmap.trainer.model import ModelConfig, build_model
 from flowmap.trainer.progress import ProgressDisplay, StepFigures
 from flowmap.trainer.ready_buffer import ReadyBuffer
+from flowmap.trainer.ref import RefPolicy
 from flowmap.trainer.replay_transport import Dense, make_transport
-from flowmap.trainer.reward import compute_rewards, leaf_score
+from flowmap.trainer.reward import compute_rewards, leaf_score, mask_truncated
 from flowmap.trainer.rollout import Finished, RolloutManager
 from flowmap.trainer.task import CountingTask, Dataset, make_tokenizer
 from flowmap.trainer.train.group import StepResult, TrainerGroup
@@ -65,6 +66,7 @@ class RunSummary:
     groups_trained: int = 0
     groups_dropped_stale: int = 0
     groups_filtered: int = 0  # zero-variance groups dropped (rollout.filter_zero_variance)
+    leaves_truncated: int = 0  # trained leaves masked as truncated (rollout.mask_truncated)
 
     @property
     def stale_fraction(self) -> float:
@@ -147,7 +149,8 @@ def run(cfg: Config) -> RunSummary:
         trainer.load_initial_weights(model)
         engines = [LLMEngine(model, engine_config(cfg), instance=i)
                    for i in range(cfg.rollout.engines)]
-        loop = Loop(cfg, task, engines, trainer, display)
+        ref = RefPolicy(model, cfg.rollout.temperature) if cfg.train.kl_coef > 0 else None
+        loop = Loop(cfg, task, engines, trainer, display, ref)
         try:
             summary = loop.run()
         finally:
@@ -160,8 +163,10 @@ class Loop:
     """The driver's event loop (state that lives for one run)."""
 
     def __init__(self, cfg: Config, task: CountingTask, engines: list[LLMEngine],
-                 trainer: TrainerGroup, display: ProgressDisplay) -> None:
+                 trainer: TrainerGroup, display: ProgressDisplay,
+                 ref: RefPolicy | None = None) -> None:
         self.cfg = cfg
+        self.ref = ref  # the reference policy (train.kl_coef > 0)
         self.task = task
         self.engines = engines
         self.trainer = trainer
@@ -278,14 +283,26 @@ class Loop:
             flowmap.counter("reward_mean", reward_mean)
             flowmap.hop("reward", "advantage", rewards, name="token_level_rewards", items=items,
                         step=batch_id)
+            if self.cfg.rollout.mask_truncated:
+                masked = mask_truncated(batch, self.task.tokenizer.eos_id)
+                batch.response_mask = masked.response_mask  # training masks them too
+                self.summary.leaves_truncated += int(masked.truncated.sum())
+                flowmap.counter("truncated", self.summary.leaves_truncated)
+                flowmap.hop("reward", "advantage", masked, name="truncation_mask", items=items,
+                            step=batch_id)
         with flowmap.owner("advantage"):
             advantages = grpo_advantages(rewards.token_level_rewards, batch.response_mask,
                                          batch.uid)
             flowmap.hop("advantage", "batcher", AdvantageOutput(advantages), name="advantages",
                         items=items, step=batch_id)
+        per_row = None
+        if self.ref is not None:
+            with flowmap.owner("ref"):
+                per_row = {"ref_log_probs": self.ref.log_probs(batch, items, batch_id)}
         with flowmap.owner("batcher"):
-            shards = split_batch(batch, advantages, self.cfg.train.dp,
-                                 self.cfg.train.micro_batches)
+            t = self.cfg.train
+            shards = split_batch(batch, advantages, t.dp, t.micro_batches, t.mini_batches,
+                                 per_row)
             self.transport.submitted(batch_id, leaves)
             self.trainer.submit(batch_id, shards)
         self.rewards[batch_id] = reward_mean
@@ -303,7 +320,7 @@ class Loop:
         self.transport.step_done(result.batch_id)  # every rank has read its rows: free them
         self.version = result.version
         resubmitted = sync_weights(self.engines, self.rollout, self.trainer.weights(result),
-                                   result.version)
+                                   result.version, attempts=self.cfg.train.sync_attempts)
         s = self.summary
         s.resubmitted += resubmitted
         s.reward_per_step.append(self.rewards[result.batch_id])

@@ -58,3 +58,18 @@ def compute_rewards(batch: RolloutBatch, task: CountingTask) -> RewardOutput:
     scores = score_leaves(batch, task)
     response_attention_mask = batch.attention_mask[:, -batch.response_length :]  # (B, R)
     return RewardOutput(place_at_last_token(scores, response_attention_mask), scores)
+
+
+@dataclass(slots=True)
+class TruncationMask:
+    """reward -> advantage (rollout.mask_truncated): the response mask with truncated leaves out."""
+
+    response_mask: Tensor  # (B, R) float32: the batch's mask, zero on every truncated row
+    truncated: Tensor  # (B,) bool: some model turn of the leaf ended without <eos>
+
+
+def mask_truncated(batch: RolloutBatch, eos_id: int) -> TruncationMask:
+    """Leaves with a turn cut off at max_tokens keep no loss (TRL's mask_truncated_completions)."""
+    truncated = torch.tensor([any(not out or out[-1] != eos_id for out in outs)
+                              for outs in batch.turn_outputs], dtype=torch.bool)
+    return TruncationMask(batch.response_mask * (~truncated).float()[:, None], truncated)
