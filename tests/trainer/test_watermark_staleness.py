@@ -237,3 +237,22 @@ def test_an_eager_producer_wastes_nothing() -> None:
     # groups ever started: the steps' batches plus at most max_staleness batches ahead
     assert loop.source.num_dispatched <= (cfg.steps + cfg.max_staleness) * cfg.groups_per_batch * 4
     _versions_ok(loop, trainer)
+
+
+def test_synchronous_mode_waits_staleness_zero_and_no_drops() -> None:
+    loop, trainer = _loop(step_s=0.02, engine_delay_s=0.0, **{"train.synchronous": True})
+    summary = loop.run()
+    assert set(loop.staleness.values()) == {0}  # every batch all from the current version
+    assert loop.assembler.num_dropped == 0
+    assert summary.resubmitted == 0  # nothing was in flight at any weight sync
+    g = loop.cfg.train.groups_per_batch
+    assert loop.source.num_dispatched == loop.cfg.train.steps * g * loop.cfg.rollout.n
+    _versions_ok(loop, trainer)
+
+
+def test_asynchronous_mode_overlaps_rollout_with_training() -> None:
+    loop, trainer = _loop(step_s=0.05, engine_delay_s=0.0)
+    loop.run()
+    assert max(loop.staleness.values()) == 1  # batches built while the previous step trained
+    assert loop.assembler.num_dropped == 0
+    _versions_ok(loop, trainer)
