@@ -244,8 +244,8 @@ class Loop:
                     break  # anything started now could only go stale
                 self.budget.started()
             group, sample_index = self.source.next()
-            self.buffer.expect(group.uid)
-            self.rollout.dispatch(group, sample_index)
+            if self.buffer.expect(group.uid):  # not for a group already dropped whole
+                self.rollout.dispatch(group, sample_index)
         self._count_in_flight()
 
     def _count_in_flight(self) -> None:

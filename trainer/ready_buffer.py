@@ -57,6 +57,7 @@ class ReadyBuffer:
         self.groups: dict[str, GroupEntry] = {}
         self._seq = itertools.count()
         self._refused: dict[str, int] = {}  # dropped uid -> its trajectories still in rollout
+        self._dropped: set[str] = set()  # every uid dropped whole (its later trajectories skip)
 
     @property
     def depth(self) -> int:
@@ -69,9 +70,16 @@ class ReadyBuffer:
             entry = self.groups[uid] = GroupEntry(uid, self.group_size, first_seq=next(self._seq))
         return entry
 
-    def expect(self, uid: str) -> None:
-        """One trajectory of `uid` went to rollout (the dry run counts it as work in flight)."""
+    def expect(self, uid: str) -> bool:
+        """One trajectory of `uid` is going to rollout (the dry run counts it as work in flight).
+
+        False when the group was already dropped (stale while still being dispatched):
+        the trajectory is not worth starting.
+        """
+        if uid in self._dropped:
+            return False
         self._entry(uid).num_dispatched += 1
+        return True
 
     def register(self, leaves: list[LeafTrajectory], version: int) -> list[LeafTrajectory]:
         """Add the leaves of one finished trajectory, tagged with the current weight version.
@@ -105,6 +113,7 @@ class ReadyBuffer:
         for uid in uids:
             entry = self.groups.pop(uid)
             removed += entry.samples
+            self._dropped.add(uid)
             if entry.in_rollout:
                 self._refused[uid] = entry.in_rollout
         flowmap.counter("ready_buffer_depth", self.depth)

@@ -256,3 +256,11 @@ def test_asynchronous_mode_overlaps_rollout_with_training() -> None:
     assert max(loop.staleness.values()) == 1  # batches built while the previous step trained
     assert loop.assembler.num_dropped == 0
     _versions_ok(loop, trainer)
+
+
+def test_a_group_dropped_while_still_being_dispatched_starts_no_more_trajectories() -> None:
+    buffer = ReadyBuffer(group_size=3)
+    assert buffer.expect("g")
+    buffer.register([_leaf("g", "g-t0")], 0)
+    buffer.drop_groups(["g"])
+    assert not buffer.expect("g") and "g" not in buffer.groups
