@@ -9,7 +9,10 @@ hop), so the same script measures any version of `flowmap.trainer`:
 - partial %: trained uid groups with fewer leaves than came back for that uid;
 - reward gain: mean reward over the last 20 % of steps minus the first 20 %;
 - tokens/s: generated tokens per second of the RL loop (the run summary's figure);
-- watermark: min/max of the target after each step, and how often it changed direction.
+- watermark: min/max of the target after each step, and how often it changed direction;
+- filtered: zero-variance groups dropped (with `--set rollout.filter_zero_variance=true`).
+
+Before/after figures of the trainer rework (issue 12) are in docs/trainer.md, "Measured".
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ def measure(seed: int, overrides: dict[str, object]) -> dict[str, float]:
         "stale_pct": 100.0 * summary.dropped_stale / max(leaves, 1),
         "partial_pct": 100.0 * partial / max(len(trained_groups), 1),
         "groups": len(trained_groups),
+        "filtered": getattr(summary, "groups_filtered", 0),  # zero-variance groups dropped
         "reward_first": summary.reward_first,
         "reward_last": summary.reward_last,
         "gain": summary.reward_last - summary.reward_first,
@@ -78,7 +82,7 @@ def main() -> None:
         key, _, value = item.partition("=")
         overrides[key] = value
     rows = [measure(seed, overrides) for seed in ns.seeds]
-    cols = ["seed", "leaves", "stale_pct", "partial_pct", "groups", "reward_first",
+    cols = ["seed", "leaves", "stale_pct", "partial_pct", "groups", "filtered", "reward_first",
             "reward_last", "gain", "tokens_per_s", "rl_wall_s", "max_staleness", "wm_min",
             "wm_max", "wm_turns"]
     print(" | ".join(cols))
