@@ -22,6 +22,7 @@ from flowmap.trainer.advantage import grpo_advantages
 from flowmap.trainer.batcher import collate
 from flowmap.trainer.engine import EngineConfig, LLMEngine, SamplingParams
 from flowmap.trainer.model import ModelConfig, TinyLM, build_model
+from flowmap.trainer.ref import RefPolicy
 from flowmap.trainer.train.loss import LossSettings, k3_kl, ppo_loss, response_log_probs
 from flowmap.trainer.train.split import MicroBatch, split_batch
 from flowmap.trainer.train.updates import update_plan
@@ -208,3 +209,20 @@ def test_mini_batch_token_counts_add_up_to_the_batch(sampled: list[LeafTrajector
             ref = shards.extras[rank][m]["ref_log_probs"]
             assert ref.shape == mb.rollout_log_probs.shape
             assert torch.equal(ref, mb.rollout_log_probs)
+
+
+def test_reference_log_probs_equal_the_actors_at_the_same_weights(
+    model: TinyLM, sampled: list[LeafTrajectory]
+) -> None:
+    """The ref reads the whole padded batch, the actor trimmed micro-batches: same numbers,
+    so the KL starts at 0 and the rows reach the ranks aligned with their responses."""
+    batch = collate(sampled, PAD)
+    ref = RefPolicy(model, T).log_probs(batch, batch.leaf_ids, step=0)  # (B, R)
+    shards = split_batch(batch, torch.zeros_like(batch.response_mask), dp=1, micro_batches=2,
+                         per_row={"ref_log_probs": ref})
+    for mb, extras in zip(shards.micro_batches[0], shards.extras[0], strict=True):
+        with torch.no_grad():
+            actor, _ = response_log_probs(model, mb, temperature=T)
+        mask = mb.response_mask.bool()
+        assert torch.allclose(extras["ref_log_probs"][mask], actor[mask], atol=1e-5)
+        assert torch.allclose(actor[mask], mb.rollout_log_probs[mask], atol=1e-5)
