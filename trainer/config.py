@@ -137,7 +137,9 @@ class TrainConfig:
     dp: int = 2  # data-parallel rank processes
     micro_batches: int = 2  # per rank per step
     max_staleness: int = 1  # largest version gap (batch_id - version_tag) allowed into a batch
-    queue_depth: int = 1  # batches submitted to the ranks and not yet finished
+    # Batches submitted to the ranks and not yet finished; 2 needs max_staleness >= 2 to
+    # overlap rollout with training (the staleness budget counts queued batches).
+    queue_depth: int = 1
     # Wait for each step before rolling out further: no overlap, so a run is a function of
     # its seed alone (A/B comparisons of the plumbing, e.g. replay transports). Slower.
     synchronous: bool = False
