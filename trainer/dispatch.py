@@ -6,7 +6,9 @@ an engine frees capacity. The watermark adapts in both directions:
 
 - **up** when the trainer is ready for a batch and the ready buffer cannot
   give one (rollout is the bottleneck: the trainer starves);
-- **down** when samples go stale (rollout ran too far ahead: work was wasted).
+- **down** when a group goes stale, or the dry run finds work (waiting or
+  still in rollout) that would be too old for the next batch (rollout is
+  running too far ahead; at most once per batch).
 
 Both moves are additive, one env group at a time, and clamped.
 
@@ -55,7 +57,7 @@ class Watermark:
         self.num_raises += 1
 
     def on_stale(self) -> None:
-        """Samples were dropped as too old: rollout is too far ahead, keep fewer in flight."""
+        """Work went, or is about to go, stale: rollout is too far ahead, keep fewer in flight."""
         self._set(self.target - self.step)
         self.num_lowers += 1
 
