@@ -4,7 +4,8 @@
             -> advantage -> training (DP ranks) -> weight sync -> dispatch
 
 One event loop, no threads: each turn of it tops up the in-flight
-trajectories to the watermark, steps every busy engine once, registers the
+trajectories to the watermark (new env groups only within the staleness
+budget, `dispatch.py`), steps every busy engine once, registers the
 trajectories that finished, applies any finished training step (weight sync),
 and, when the ranks can take one, assembles and submits the next batch.
 Submitting does not wait, so rollout goes on while the ranks train: that is
@@ -12,6 +13,12 @@ the asynchrony, and the version gap is its price.
 
 Every hand-over is recorded with `flowmap.hop` under the owner that holds the
 data (see docs/trainer.md for the list of seams).
+
+The hops of real stacks are off by default and each adds its seam when on:
+a reference policy (`train.kl_coef`, owner `ref`), the actor's old-log-prob
+recompute (`train.ppo_epochs` / `train.mini_batches`, on the ranks),
+zero-variance filtering (`rollout.filter_zero_variance`, in batch assembly)
+and truncation masking (`rollout.mask_truncated`, at the reward).
 
 With MoE or DSA on, rollout records the selections training replays, and
 `rollout.transport` decides how they travel (`replay_transport.py`): with the
