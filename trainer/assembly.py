@@ -50,6 +50,14 @@ class Assembler:
         self._checked: set[str] = set()  # complete groups the filter has already kept
         self._lowered_for = -1  # the batch id the watermark was last lowered for
 
+    def start(self) -> None:
+        """The waste counters at 0, so every trace carries them even when nothing is wasted."""
+        with flowmap.owner("ready_buffer"):
+            flowmap.counter("stale_dropped", 0)
+            flowmap.counter("groups_dropped_stale", 0)
+        with flowmap.owner("batcher"):
+            flowmap.counter("groups_filtered", 0)
+
     def register(self, leaves: list[LeafTrajectory], version: int) -> None:
         """Into the buffer; a trajectory of a group already dropped is dropped on arrival."""
         with flowmap.owner("ready_buffer"):

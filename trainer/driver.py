@@ -164,6 +164,7 @@ class Loop:
         with flowmap.owner("driver"):
             flowmap.step(0)
             flowmap.counter("target_watermark", self.watermark.target)
+            self.assembler.start()
             while self.version < steps:
                 self._refill()
                 for finished in self.rollout.step():

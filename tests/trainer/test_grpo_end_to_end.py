@@ -23,7 +23,8 @@ from flowmap.trainer.task import make_tokenizer
 ROLES = {"dataset", "driver", "rollout", "env", "ready_buffer", "batcher", "reward", "advantage",
          "trainer", "weight_sync"}
 COUNTERS = {"in_flight", "target_watermark", "ready_buffer_depth", "kv_blocks_used",
-            "staleness_max", "reward_mean", "loss"}
+            "staleness_max", "reward_mean", "loss", "stale_dropped", "groups_dropped_stale",
+            "groups_filtered"}
 
 
 @pytest.mark.slow
@@ -65,6 +66,9 @@ def test_short_traced_run(tmp_path: Path) -> None:
     names = {name for _, _, name in r.seams}
     assert not names & {"ref_inputs", "ref_log_probs", "old_log_probs", "truncation_mask"}
     assert {d.reason for d in r.drops} <= {"stale"}
+    # the waste counters end at the run summary's figures
+    assert r.counters["stale_dropped"].last == summary.dropped_stale
+    assert r.counters["groups_filtered"].last == 0 == summary.groups_filtered
 
 
 HOPS = {
