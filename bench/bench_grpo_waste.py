@@ -8,7 +8,8 @@ hop), so the same script measures any version of `flowmap.trainer`:
 - stale %: leaf trajectories dropped as stale / leaf trajectories registered;
 - partial %: trained uid groups with fewer leaves than came back for that uid;
 - reward gain: mean reward over the last 20 % of steps minus the first 20 %;
-- tokens/s: generated tokens per second of the RL loop (the run summary's figure);
+- tokens/s: generated tokens per second of the RL loop (the run summary's figure), and
+  trained tokens/s: the generated tokens that were trained on (mask 1), per second;
 - watermark: min/max of the target after each step, and how often it changed direction;
 - filtered: zero-variance groups dropped (with `--set rollout.filter_zero_variance=true`).
 
@@ -29,6 +30,7 @@ from flowmap.trainer.ready_buffer import ReadyBuffer
 def measure(seed: int, overrides: dict[str, object]) -> dict[str, float]:
     registered: Counter[str] = Counter()  # uid -> leaves registered
     trained_groups: list[tuple[str, int]] = []  # (uid, leaves trained)
+    trained_tokens: list[int] = []  # per batch: generated tokens trained on (mask 1)
     register = ReadyBuffer.register
     train_on = driver.Loop._train_on
 
@@ -40,6 +42,7 @@ def measure(seed: int, overrides: dict[str, object]) -> dict[str, float]:
     def counting_train_on(self, batch_id, leaves, *rest):  # noqa: ANN001, ANN202
         for uid, k in Counter(x.uid for x in leaves).items():
             trained_groups.append((uid, k))
+        trained_tokens.append(sum(sum(x.response_mask) for x in leaves))
         return train_on(self, batch_id, leaves, *rest)
 
     ReadyBuffer.register = counting_register  # type: ignore[method-assign]
@@ -64,6 +67,7 @@ def measure(seed: int, overrides: dict[str, object]) -> dict[str, float]:
         "reward_last": summary.reward_last,
         "gain": summary.reward_last - summary.reward_first,
         "tokens_per_s": summary.tokens_per_s,
+        "trained_tok_per_s": sum(trained_tokens) / max(summary.rl_wall_s, 1e-9),
         "rl_wall_s": summary.rl_wall_s,
         "max_staleness": max(summary.staleness_per_step, default=0),
         "wm_min": min(w, default=0),
@@ -83,12 +87,12 @@ def main() -> None:
         overrides[key] = value
     rows = [measure(seed, overrides) for seed in ns.seeds]
     cols = ["seed", "leaves", "stale_pct", "partial_pct", "groups", "filtered", "reward_first",
-            "reward_last", "gain", "tokens_per_s", "rl_wall_s", "max_staleness", "wm_min",
-            "wm_max", "wm_turns"]
+            "reward_last", "gain", "tokens_per_s", "trained_tok_per_s", "rl_wall_s",
+            "max_staleness", "wm_min", "wm_max", "wm_turns"]
     print(" | ".join(cols))
     for r in rows:
         print(" | ".join(f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]) for c in cols))
-    for c in ("stale_pct", "partial_pct", "gain", "tokens_per_s"):
+    for c in ("stale_pct", "partial_pct", "gain", "tokens_per_s", "trained_tok_per_s", "rl_wall_s"):
         print(f"mean {c}: {statistics.mean(r[c] for r in rows):.3f}")
 
 
