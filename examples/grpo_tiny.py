@@ -3,6 +3,9 @@
     python examples/grpo_tiny.py                    # defaults: 2 engines, 2 DP ranks
     python examples/grpo_tiny.py --steps 20 --dp 1 --max-staleness 2
     python examples/grpo_tiny.py --config my.yaml --set train.lr=1e-3
+    python examples/grpo_tiny.py --set train.synchronous=true   # staleness 0, no overlap
+    python examples/grpo_tiny.py --set train.kl_coef=0.05 --set train.ppo_epochs=2 \
+        --set rollout.filter_zero_variance=true --set rollout.mask_truncated=true
     flowmap trace examples/grpo_tiny.py             # the same run, every seam recorded
 
 The trainer lives in `flowmap.trainer`; this script only reads the

@@ -3,10 +3,12 @@
 Assembling batch `b` starts training step `b`, which moves the weights to
 version `b + 1`; every sample left waiting then ages by one. So before taking
 anything, `plan_batch` computes, without touching the buffer, the gap
-`batch_id - version_tag` of every waiting sample: samples already beyond
-`max_staleness` are dropped (they can only get older), the oldest complete
-groups are taken first, and the samples that would be too old for the next
-batch are counted (`at_risk`) so the watermark can react before work is wasted.
+`batch_id - version_tag` of every waiting sample, group by group (GRPO needs
+whole groups): a group whose oldest sample is beyond `max_staleness` is
+dropped whole, with its trajectories still in rollout (they can only get
+older), the oldest complete groups are taken first, and the work that would be
+too old for the next batch, waiting or still in rollout, is counted (`at_risk`)
+so the watermark can react before it is wasted.
 
 `collate` turns the taken leaves into the tensors every later hop uses, with
 verl's names and layout: prompts left-padded, responses right-padded. Leaves
@@ -35,9 +37,13 @@ class BatchPlan:
 
     batch_id: int
     take: list[str]  # uids, oldest first; empty when there are not enough complete groups
-    drop: list[str]  # leaf ids whose gap exceeds max_staleness
+    drop_groups: list[str]  # uids of groups too old to train whole: dropped whole
+    drop: list[str]  # the leaf ids of those groups that are waiting
+    drop_in_rollout: int  # trajectories of those groups still in rollout (refused on arrival)
     max_gap: int  # largest gap among the samples taken (-1 when nothing is taken)
-    at_risk: int  # samples left waiting that would be too stale for batch_id + 1
+    # Work left waiting that would be too stale for batch_id + 1: its samples waiting plus
+    # its trajectories still in rollout (the whole group goes when its oldest sample does).
+    at_risk: int
 
     @property
     def ready(self) -> bool:
@@ -47,27 +53,33 @@ class BatchPlan:
 def plan_batch(
     groups: list[GroupEntry], batch_id: int, max_staleness: int, groups_per_batch: int
 ) -> BatchPlan:
-    """A pure dry run over the buffer's groups (complete or not)."""
-    drop: list[str] = []
-    candidates: list[tuple[int, int, GroupEntry]] = []
+    """A pure dry run over the buffer's groups (complete or not, with what is in rollout).
+
+    A group's age is its oldest sample's tag: a group whose oldest sample is
+    beyond `max_staleness` can never train whole and is dropped whole; of the
+    complete groups left, the oldest `groups_per_batch` are taken.
+    """
+    dropped: list[GroupEntry] = []
+    candidates: list[GroupEntry] = []
     for g in groups:
-        fresh = [s for s in g.samples if batch_id - s.version_tag <= max_staleness]
-        drop += [s.leaf_id for s in g.samples if batch_id - s.version_tag > max_staleness]
-        if g.complete and fresh:
-            candidates.append((min(s.version_tag for s in fresh), g.first_seq, g))
-    candidates.sort(key=lambda c: (c[0], c[1]))
-    taken = [c[2] for c in candidates[:groups_per_batch]] if len(candidates) >= groups_per_batch else []
-    dropped = set(drop)
-    taken_uids = {g.uid for g in taken}
-    gaps = [batch_id - s.version_tag for g in taken for s in g.samples if s.leaf_id not in dropped]
+        if g.samples and batch_id - g.oldest_tag > max_staleness:
+            dropped.append(g)
+        elif g.complete and g.samples:
+            candidates.append(g)
+    candidates.sort(key=lambda g: (g.oldest_tag, g.first_seq))
+    taken = candidates[:groups_per_batch] if len(candidates) >= groups_per_batch else []
+    gone = {g.uid for g in taken} | {g.uid for g in dropped}
     at_risk = sum(
-        1
+        len(g.samples) + g.in_rollout
         for g in groups
-        if g.uid not in taken_uids
-        for s in g.samples
-        if s.leaf_id not in dropped and batch_id + 1 - s.version_tag > max_staleness
+        if g.uid not in gone and g.samples and batch_id + 1 - g.oldest_tag > max_staleness
     )
-    return BatchPlan(batch_id, [g.uid for g in taken], drop, max(gaps, default=-1), at_risk)
+    gaps = [batch_id - s.version_tag for g in taken for s in g.samples]
+    return BatchPlan(
+        batch_id, [g.uid for g in taken], [g.uid for g in dropped],
+        [s.leaf_id for g in dropped for s in g.samples], sum(g.in_rollout for g in dropped),
+        max(gaps, default=-1), at_risk,
+    )
 
 
 @dataclass  # not slotted, so that its subclasses describe with every field (see tree.py)

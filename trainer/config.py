@@ -96,6 +96,12 @@ class RolloutConfig:
     # "handle" keeps them in a shared-memory store by the engines, only a handle travels,
     # and each DP rank fetches its own rows (see trainer/replay_transport.py).
     transport: str = "payload"
+    # Dynamic sampling (verl/DAPO filter_groups): drop groups whose leaves all scored alike
+    # and keep generating until the batch is full. Off by default.
+    filter_zero_variance: bool = False
+    # Mask out of the loss every leaf with a turn that hit max_tokens_per_turn without <eos>
+    # (TRL's mask_truncated_completions). Off by default.
+    mask_truncated: bool = False
 
     def __post_init__(self) -> None:
         _positive(self, "engines", "n", "max_num_seqs", "num_kv_blocks", "block_size")
@@ -131,19 +137,36 @@ class TrainConfig:
     dp: int = 2  # data-parallel rank processes
     micro_batches: int = 2  # per rank per step
     max_staleness: int = 1  # largest version gap (batch_id - version_tag) allowed into a batch
-    queue_depth: int = 1  # batches submitted to the ranks and not yet finished
+    # Batches submitted to the ranks and not yet finished; 2 needs max_staleness >= 2 to
+    # overlap rollout with training (the staleness budget counts queued batches).
+    queue_depth: int = 1
     # Wait for each step before rolling out further: no overlap, so a run is a function of
     # its seed alone (A/B comparisons of the plumbing, e.g. replay transports). Slower.
     synchronous: bool = False
     lr: float = 4e-4  # low enough that the reward climbs over the run, not in its first steps
     clip_eps: float = 0.2  # PPO clip of the importance ratio against the rollout log-probs
     grad_clip: float = 1.0
+    # > 0: a frozen reference model (the warmed-up policy, owner `ref`) and verl's k3
+    # ("low_var_kl") KL term in the loss, weighted by this. 0: no reference model.
+    kl_coef: float = 0.0
+    # PPO epochs over each batch and optimiser steps (mini-batches) per epoch; either > 1
+    # makes the actor recompute the old log-probs first (verl's compute_log_prob).
+    ppo_epochs: int = 1
+    mini_batches: int = 1
+    sync_attempts: int = 2  # a weight sync that raises is run again, up to this many times
     dtype: str = "float32"  # float64 for exactness tests
     shm_slot_bytes: int = 4 << 20  # one shared-memory slot: a rank's micro-batches of one step
 
     def __post_init__(self) -> None:
         _positive(self, "steps", "groups_per_batch", "dp", "micro_batches", "queue_depth")
-        _positive(self, "shm_slot_bytes")
+        _positive(self, "shm_slot_bytes", "ppo_epochs", "mini_batches", "sync_attempts")
+        if self.micro_batches % self.mini_batches:
+            raise ConfigError(
+                f"train.micro_batches ({self.micro_batches}) must be a multiple of "
+                f"train.mini_batches ({self.mini_batches}): a mini-batch is whole micro-batches"
+            )
+        if self.kl_coef < 0:
+            raise ConfigError("train.kl_coef must be >= 0 (0 turns the reference model off)")
         if self.max_staleness < 0:
             raise ConfigError("train.max_staleness must be >= 0")
         if self.queue_depth > 2:
@@ -152,6 +175,11 @@ class TrainConfig:
             raise ConfigError(f"train.dtype must be float32 or float64, not {self.dtype!r}")
         if self.lr <= 0 or self.clip_eps <= 0:
             raise ConfigError("train.lr and train.clip_eps must be > 0")
+
+    @property
+    def recomputes_old_log_probs(self) -> bool:
+        """More than one update per batch: the ratio needs the actor's own log-probs at its start."""
+        return self.ppo_epochs > 1 or self.mini_batches > 1
 
 
 @dataclass(slots=True)

@@ -4,7 +4,8 @@
             -> advantage -> training (DP ranks) -> weight sync -> dispatch
 
 One event loop, no threads: each turn of it tops up the in-flight
-trajectories to the watermark, steps every busy engine once, registers the
+trajectories to the watermark (new env groups only within the staleness
+budget, `dispatch.py`), steps every busy engine once, registers the
 trajectories that finished, applies any finished training step (weight sync),
 and, when the ranks can take one, assembles and submits the next batch.
 Submitting does not wait, so rollout goes on while the ranks train: that is
@@ -12,6 +13,12 @@ the asynchrony, and the version gap is its price.
 
 Every hand-over is recorded with `flowmap.hop` under the owner that holds the
 data (see docs/trainer.md for the list of seams).
+
+The hops of real stacks are off by default and each adds its seam when on:
+a reference policy (`train.kl_coef`, owner `ref`), the actor's old-log-prob
+recompute (`train.ppo_epochs` / `train.mini_batches`, on the ranks),
+zero-variance filtering (`rollout.filter_zero_variance`, in batch assembly)
+and truncation masking (`rollout.mask_truncated`, at the reward).
 
 With MoE or DSA on, rollout records the selections training replays, and
 `rollout.transport` decides how they travel (`replay_transport.py`): with the
@@ -21,7 +28,6 @@ trajectory (payload) or through a shared-memory store, by handle.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
 import torch
 
@@ -30,7 +36,7 @@ from flowmap.trainer.advantage import AdvantageOutput, grpo_advantages
 from flowmap.trainer.assembly import Assembler
 from flowmap.trainer.batcher import BATCH_REPLAY_DIMS, BatchPlan, RolloutBatchWithReplay, collate
 from flowmap.trainer.config import Config
-from flowmap.trainer.dispatch import TrajectorySource, Watermark
+from flowmap.trainer.dispatch import StalenessBudget, TrajectorySource, Watermark
 from flowmap.trainer.engine.config import EngineConfig
 from flowmap.trainer.engine.llm_engine import LLMEngine
 from flowmap.trainer.engine.sampling import SamplingParams
@@ -38,54 +44,17 @@ from flowmap.trainer.env import CountingEnv
 from flowmap.trainer.model import ModelConfig, build_model
 from flowmap.trainer.progress import ProgressDisplay, StepFigures
 from flowmap.trainer.ready_buffer import ReadyBuffer
+from flowmap.trainer.ref import RefPolicy
 from flowmap.trainer.replay_transport import Dense, make_transport
-from flowmap.trainer.reward import compute_rewards
+from flowmap.trainer.reward import compute_rewards, leaf_score, mask_truncated
 from flowmap.trainer.rollout import Finished, RolloutManager
+from flowmap.trainer.summary import RunSummary
 from flowmap.trainer.task import CountingTask, Dataset, make_tokenizer
 from flowmap.trainer.train.group import StepResult, TrainerGroup
 from flowmap.trainer.train.split import split_batch
 from flowmap.trainer.tree import LeafTrajectory
 from flowmap.trainer.warmup import warm_up
 from flowmap.trainer.weight_sync import sync_weights
-
-
-@dataclass(slots=True)
-class RunSummary:
-    steps: int
-    wall_s: float
-    rl_wall_s: float
-    reward_per_step: list[float]
-    staleness_per_step: list[int]
-    loss_per_step: list[float]
-    generated_tokens: int
-    dropped_stale: int
-    resubmitted: int
-    watermark: list[int] = field(default_factory=list)  # target after each step
-
-    def _window(self) -> int:
-        return max(1, len(self.reward_per_step) // 5)
-
-    @property
-    def reward_first(self) -> float:
-        k = self._window()
-        return sum(self.reward_per_step[:k]) / k
-
-    @property
-    def reward_last(self) -> float:
-        k = self._window()
-        return sum(self.reward_per_step[-k:]) / k
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.generated_tokens / max(self.rl_wall_s, 1e-9)
-
-    def line(self) -> str:
-        return (
-            f"grpo_tiny: {self.steps} steps in {self.wall_s:.1f} s · reward "
-            f"{self.reward_first:.2f} -> {self.reward_last:.2f} (first/last 20% of steps) · "
-            f"{self.tokens_per_s:,.0f} tok/s · max staleness {max(self.staleness_per_step, default=0)}"
-            f" · {self.dropped_stale} stale samples dropped · {self.resubmitted} requests resubmitted"
-        )
 
 
 def engine_config(cfg: Config) -> EngineConfig:
@@ -135,7 +104,8 @@ def run(cfg: Config) -> RunSummary:
         trainer.load_initial_weights(model)
         engines = [LLMEngine(model, engine_config(cfg), instance=i)
                    for i in range(cfg.rollout.engines)]
-        loop = Loop(cfg, task, engines, trainer, display)
+        ref = RefPolicy(model, cfg.rollout.temperature) if cfg.train.kl_coef > 0 else None
+        loop = Loop(cfg, task, engines, trainer, display, ref)
         try:
             summary = loop.run()
         finally:
@@ -148,8 +118,10 @@ class Loop:
     """The driver's event loop (state that lives for one run)."""
 
     def __init__(self, cfg: Config, task: CountingTask, engines: list[LLMEngine],
-                 trainer: TrainerGroup, display: ProgressDisplay) -> None:
+                 trainer: TrainerGroup, display: ProgressDisplay,
+                 ref: RefPolicy | None = None) -> None:
         self.cfg = cfg
+        self.ref = ref  # the reference policy (train.kl_coef > 0)
         self.task = task
         self.engines = engines
         self.trainer = trainer
@@ -164,9 +136,14 @@ class Loop:
         self.source = TrajectorySource(Dataset(cfg.seed), cfg.rollout.n)
         self.buffer = ReadyBuffer(cfg.rollout.n)
         self.watermark = watermark_for(cfg)
-        self.assembler = Assembler(self.buffer, self.watermark, cfg.train.max_staleness,
-                                   cfg.train.groups_per_batch, self.transport.dropped,
-                                   self.transport.trajectory_dims)
+        t = cfg.train
+        # Synchronous: one batch of groups per version, all of it under that version's weights.
+        self.budget = StalenessBudget(t.groups_per_batch, 0 if t.synchronous else t.max_staleness)
+        self.assembler = Assembler(self.buffer, self.watermark, t.max_staleness,
+                                   t.groups_per_batch, self.transport.dropped,
+                                   self.transport.trajectory_dims, self.budget,
+                                   score=self._leaf_score if cfg.rollout.filter_zero_variance
+                                   else None)
         self.version = 0
         self.next_batch = 0
         self.rewards: dict[int, float] = {}
@@ -187,6 +164,7 @@ class Loop:
         with flowmap.owner("driver"):
             flowmap.step(0)
             flowmap.counter("target_watermark", self.watermark.target)
+            self.assembler.start()
             while self.version < steps:
                 self._refill()
                 for finished in self.rollout.step():
@@ -207,7 +185,9 @@ class Loop:
         s = self.summary
         s.rl_wall_s = time.monotonic() - t0
         s.generated_tokens = self.rollout.num_generated_tokens
-        s.dropped_stale = self.assembler.num_dropped
+        a = self.assembler
+        s.dropped_stale = a.num_dropped
+        s.groups_dropped_stale, s.groups_filtered = a.num_groups_stale, a.num_groups_filtered
         return s
 
     # -- dispatch and collection -----------------------------------------------------
@@ -215,8 +195,13 @@ class Loop:
     def _refill(self) -> None:
         """Drip trajectories into the engines until the in-flight count meets the watermark."""
         while self.rollout.num_in_flight < self.watermark.target and self.rollout.free_capacity():
+            if self.source.starts_group:
+                if self.budget.room(self.version, self.next_batch) <= 0:
+                    break  # anything started now could only go stale
+                self.budget.started()
             group, sample_index = self.source.next()
-            self.rollout.dispatch(group, sample_index)
+            if self.buffer.expect(group.uid):  # not for a group already dropped whole
+                self.rollout.dispatch(group, sample_index)
         self._count_in_flight()
 
     def _count_in_flight(self) -> None:
@@ -229,14 +214,18 @@ class Loop:
         flowmap.hop(f"rollout/{f.engine}", "ready_buffer", leaves, name="trajectory",
                     items=[x.leaf_id for x in leaves], version=self.version,
                     dims=self.transport.trajectory_dims)
-        with flowmap.owner("ready_buffer"):
-            self.buffer.register(leaves, self.version)
+        self.summary.leaves_registered += len(leaves)
+        self.assembler.register(leaves, self.version)
         self._count_in_flight()
 
     # -- batch -> reward -> advantage -> ranks ------------------------------------------
 
+    def _leaf_score(self, leaf: LeafTrajectory) -> float:
+        return leaf_score(leaf, self.task)
+
     def _train_on(self, batch_id: int, leaves: list[LeafTrajectory], plan: BatchPlan) -> None:
         flowmap.step(batch_id)
+        self.summary.groups_trained += len(plan.take)
         items = [x.leaf_id for x in leaves]
         with flowmap.owner("batcher"):
             batch = collate(leaves, self.task.tokenizer.pad_id)
@@ -250,14 +239,26 @@ class Loop:
             flowmap.counter("reward_mean", reward_mean)
             flowmap.hop("reward", "advantage", rewards, name="token_level_rewards", items=items,
                         step=batch_id)
+            if self.cfg.rollout.mask_truncated:
+                masked = mask_truncated(batch, self.task.tokenizer.eos_id)
+                batch.response_mask = masked.response_mask  # training masks them too
+                self.summary.leaves_truncated += int(masked.truncated.sum())
+                flowmap.counter("truncated", self.summary.leaves_truncated)
+                flowmap.hop("reward", "advantage", masked, name="truncation_mask", items=items,
+                            step=batch_id)
         with flowmap.owner("advantage"):
             advantages = grpo_advantages(rewards.token_level_rewards, batch.response_mask,
                                          batch.uid)
             flowmap.hop("advantage", "batcher", AdvantageOutput(advantages), name="advantages",
                         items=items, step=batch_id)
+        per_row = None
+        if self.ref is not None:
+            with flowmap.owner("ref"):
+                per_row = {"ref_log_probs": self.ref.log_probs(batch, items, batch_id)}
         with flowmap.owner("batcher"):
-            shards = split_batch(batch, advantages, self.cfg.train.dp,
-                                 self.cfg.train.micro_batches)
+            t = self.cfg.train
+            shards = split_batch(batch, advantages, t.dp, t.micro_batches, t.mini_batches,
+                                 per_row)
             self.transport.submitted(batch_id, leaves)
             self.trainer.submit(batch_id, shards)
         self.rewards[batch_id] = reward_mean
@@ -275,7 +276,7 @@ class Loop:
         self.transport.step_done(result.batch_id)  # every rank has read its rows: free them
         self.version = result.version
         resubmitted = sync_weights(self.engines, self.rollout, self.trainer.weights(result),
-                                   result.version)
+                                   result.version, attempts=self.cfg.train.sync_attempts)
         s = self.summary
         s.resubmitted += resubmitted
         s.reward_per_step.append(self.rewards[result.batch_id])

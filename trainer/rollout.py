@@ -119,6 +119,8 @@ class RolloutManager:
         self.turn_replay = turn_replay  # `turn` hops carry the turn's replay rows (payload)
         self.in_flight: dict[str, _InFlight] = {}
         self.pending: dict[str, _Pending] = {}
+        # Requests a weight sync withdrew, by engine, until resubmitted (survives a failed sync).
+        self.held: dict[int, list[RequestOutput]] = {}
         self._request_ids = itertools.count()
         self.num_generated_tokens = 0
 
@@ -207,6 +209,16 @@ class RolloutManager:
 
     def branch_of(self, request_id: str) -> str:
         return self.pending[request_id].turn.branch_id
+
+    def hold(self, engine: int, paused: list[RequestOutput]) -> None:
+        """Keep requests a weight sync withdrew from `engine` until `resubmit_held`."""
+        self.held.setdefault(engine, []).extend(paused)
+
+    def resubmit_held(self, engine: int) -> int:
+        """Resubmit what `engine` had withdrawn (held across failed syncs); returns how many."""
+        paused = self.held.pop(engine, [])
+        self.resubmit(engine, paused)
+        return len(paused)
 
     def resubmit(self, engine: int, paused: list[RequestOutput]) -> None:
         """Hand withdrawn requests back to `engine`: their output so far becomes prompt."""

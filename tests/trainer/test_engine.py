@@ -342,9 +342,14 @@ def test_weight_sync_sequence_loses_nothing_and_every_call_is_idempotent(model: 
     with pytest.raises(RuntimeError, match="resume_kv_cache"):
         engine.step()
     engine.update_weights(new_weights.named_parameters(), version=1)
-    engine.update_weights(
-        [(n, torch.zeros_like(p)) for n, p in model.named_parameters()], version=1
-    )
+    engine.update_weights(new_weights.named_parameters(), version=1)  # a retry: no-op
+    # versions only go up: other weights under the same version, or an older one, are refused
+    with pytest.raises(ValueError, match="already loaded with different weights"):
+        engine.update_weights(
+            [(n, torch.zeros_like(p)) for n, p in model.named_parameters()], version=1
+        )
+    with pytest.raises(ValueError, match="older than the engine's 1"):
+        engine.update_weights(model.named_parameters(), version=0)
     engine.resume_kv_cache()
     engine.resume_kv_cache()
     engine.continue_generation()
@@ -355,7 +360,7 @@ def test_weight_sync_sequence_loses_nothing_and_every_call_is_idempotent(model: 
     assert any(o.output_token_ids for o in paused) and any(not o.output_token_ids for o in paused)
     assert all(len(o.output_token_ids) == len(o.logprobs) for o in paused)
     assert engine.weight_version == 1 and engine.kv_blocks_used == 0
-    for name, p in engine.model.named_parameters():  # the second, same-version update was a no-op
+    for name, p in engine.model.named_parameters():  # the refused updates changed nothing
         assert torch.equal(p, dict(new_weights.named_parameters())[name]), name
     # THEN resubmitting the paused ones finishes them under the new weights
     for out in paused:

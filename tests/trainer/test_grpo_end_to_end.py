@@ -23,7 +23,8 @@ from flowmap.trainer.task import make_tokenizer
 ROLES = {"dataset", "driver", "rollout", "env", "ready_buffer", "batcher", "reward", "advantage",
          "trainer", "weight_sync"}
 COUNTERS = {"in_flight", "target_watermark", "ready_buffer_depth", "kv_blocks_used",
-            "staleness_max", "reward_mean", "loss"}
+            "staleness_max", "reward_mean", "loss", "stale_dropped", "groups_dropped_stale",
+            "groups_filtered"}
 
 
 @pytest.mark.slow
@@ -61,3 +62,46 @@ def test_short_traced_run(tmp_path: Path) -> None:
     assert all(step - tag[i] <= cfg.train.max_staleness for i, step in trained)
     dropped = {i for d in r.drops for i in d.items}
     assert not dropped & {i for i, _ in trained}
+    # the hops of real stacks are off by default: none of their seams
+    names = {name for _, _, name in r.seams}
+    assert not names & {"ref_inputs", "ref_log_probs", "old_log_probs", "truncation_mask"}
+    assert {d.reason for d in r.drops} <= {"stale"}
+    # the waste counters end at the run summary's figures
+    assert r.counters["stale_dropped"].last == summary.dropped_stale
+    assert r.counters["groups_filtered"].last == 0 == summary.groups_filtered
+
+
+HOPS = {
+    "train.kl_coef": 0.05, "train.ppo_epochs": 2, "train.mini_batches": 2,
+    "rollout.filter_zero_variance": True, "rollout.mask_truncated": True,
+}
+
+
+@pytest.mark.slow
+def test_the_hops_of_real_stacks_show_as_their_seams(tmp_path: Path) -> None:
+    """Reference + k3 KL, old-log-prob recompute, dynamic sampling, truncation masking."""
+    # one turn, no forks, n = 4: binary scores, so whole groups often score alike
+    cfg = build({"train.steps": 4, "train.groups_per_batch": 2, "rollout.n": 4,
+                 "task.num_turns": 1, "task.fork_prob": 0.0, "train.synchronous": True,
+                 "progress": False, **HOPS})
+    with flowmap.tracing(str(tmp_path / "run")) as path:
+        summary = run(cfg)
+    r = flowmap.load(path)
+    assert r.health.tracer_errors == 0
+    seams = set(r.seams)
+    assert ("batcher", "ref", "ref_inputs") in seams
+    for k in (0, 1):
+        rank = f"trainer/rank{k}"
+        assert ("ref", rank, "ref_log_probs") in seams
+        assert (rank, rank, "old_log_probs") in seams
+    assert ("reward", "advantage", "truncation_mask") in seams
+    # every trained leaf's reference log-probs reached its rank, once per step
+    trained = sorted(i for h in r.hops if h.name == "micro_batch" for i in h.items)
+    with_ref = sorted(i for h in r.hops if h.name == "ref_log_probs" for i in h.items)
+    assert trained and with_ref == trained
+    filtered = [d for d in r.drops if d.reason == "zero_variance"]
+    assert summary.groups_filtered > 0 and filtered
+    assert sum(len(d.items) for d in filtered) == summary.groups_filtered * 4
+    assert summary.groups_trained == 4 * 2  # over-sampling kept every batch full
+    assert {"kl", "groups_filtered", "truncated"} <= set(r.counters)
+    assert r.counters["groups_filtered"].last == summary.groups_filtered

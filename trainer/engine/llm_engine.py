@@ -173,14 +173,27 @@ class LLMEngine:
         """Load tensors (names as in `model.named_parameters()`) into the engine's copy.
 
         All names and shapes are checked before anything is copied, so a bad
-        update leaves the old weights whole. The same version twice is a no-op.
+        update leaves the old weights whole. Versions only go up: the same
+        version again with the same tensors is a no-op (a retried sync), with
+        different tensors, or a lower version, is refused with a ValueError.
         Sequences still running keep the K/V they computed under the old weights
         and continue under the new ones; pause first for a clean cut.
         """
-        if version == self.weight_version:
-            return
         params = dict(self.model.named_parameters())
         updates = list(named_tensors)
+        if version < self.weight_version:
+            raise ValueError(
+                f"update_weights: version {version} is older than the engine's "
+                f"{self.weight_version}; weight versions only go up"
+            )
+        if version == self.weight_version:
+            changed = [n for n, t in updates if n in params and not torch.equal(params[n], t)]
+            if changed:
+                raise ValueError(
+                    f"update_weights: version {version} is already loaded with different "
+                    f"weights ({changed[0]!r} differs); a new set of weights needs a new version"
+                )
+            return
         for name, tensor in updates:
             if name not in params:
                 raise KeyError(f"update_weights: the engine's model has no parameter {name!r}")

@@ -93,17 +93,18 @@ class TrainerGroup:
         """Write each rank's micro-batches into a free slot and queue the job; returns at once."""
         for rank in range(self.dp):
             slot = self.pools[rank].acquire()
+            extras = shards.extras[rank] if shards.extras else [{} for _ in shards.leaf_ids[rank]]
             tensors = [
                 (f"{m}.{key}", t)
                 for m, mb in enumerate(shards.micro_batches[rank])
-                for key, t in mb.tensors()
+                for key, t in [*mb.tensors(), *extras[m].items()]
             ]
             specs = shm_pool.write(self.pools[rank].slots[slot], tensors)
             handles = None if shards.replay_handles is None else shards.replay_handles[rank]
             self.jobs[rank].put(
                 Job("probe" if probe else "train", batch_id, slot, specs,
                     shards.leaf_ids[rank], shards.global_response_tokens,
-                    replay_handles=handles)
+                    replay_handles=handles, mini_batch_tokens=shards.mini_batch_tokens)
             )
         self.outstanding[batch_id] = _Outstanding()
 

@@ -29,10 +29,16 @@ from flowmap.trainer.config import Config, build
 from flowmap.trainer.model import ModelConfig, TinyLM, build_model
 from flowmap.trainer.replay import Replay, ReplayHandle, fetch_batch
 from flowmap.trainer.train import shm_pool
-from flowmap.trainer.train.loss import ppo_loss
+from flowmap.trainer.train.loss import LossSettings
 from flowmap.trainer.train.optim import AdamW
 from flowmap.trainer.train.shm_pool import TensorSpec
 from flowmap.trainer.train.split import HandleMicroBatch, MicroBatch, micro_batch_from
+from flowmap.trainer.train.updates import (
+    MicroLosses,
+    earlier_update,
+    old_log_probs,
+    update_plan,
+)
 
 
 @dataclass
@@ -49,6 +55,7 @@ class Job:
     weight_specs: list[TensorSpec] = field(default_factory=list)
     # Handle transport: per micro-batch, per row, the replay-store entry (~160 B pickled).
     replay_handles: list[list[ReplayHandle | None]] | None = None
+    mini_batch_tokens: list[int] = field(default_factory=list)  # loss denominator per mini-batch
 
 
 @dataclass
@@ -153,11 +160,17 @@ def _train(
         flowmap.hop("batcher", me, mb, name="micro_batch", transport="shm", items=ids,
                     step=job.batch_id, dims=dims)
         replays.append(_replay(mb, me, ids, job.batch_id))
+    losses = _losses(me, job, model, mbs, replays, cfg, spec.slots[rank][job.slot])
+    updates = update_plan(len(mbs), cfg.train.ppo_epochs, job.mini_batch_tokens,
+                          job.global_response_tokens)
+    for update in updates[:-1]:
+        earlier_update(losses, update, optimizer, dp, cfg.train.grad_clip)
+    last = updates[-1]
     optimizer.zero_grad()
     params = list(model.parameters())
     sums = torch.zeros(4, dtype=torch.float64)  # loss, entropy, clipped, ratio (token sums)
-    for mb, replay in zip(mbs, replays, strict=True):
-        parts = ppo_loss(model, mb, job.global_response_tokens, cfg.train.clip_eps, replay)
+    for i in last.indices:
+        parts = losses.of(i, last.tokens)
         parts.loss.backward()
         sums += torch.stack([parts.loss.detach(), parts.entropy_sum, parts.clipped_sum,
                              parts.ratio_sum]).double()
@@ -166,9 +179,10 @@ def _train(
         dist.all_reduce(grads, op=dist.ReduceOp.SUM)
         dist.all_reduce(sums, op=dist.ReduceOp.SUM)
     _scatter(grads, params)
-    n = max(job.global_response_tokens, 1)
+    n = max(last.tokens, 1)
     metrics = {"loss": float(sums[0]), "entropy": float(sums[1]) / n,
-               "clip_frac": float(sums[2]) / n, "ratio_mean": float(sums[3]) / n}
+               "clip_frac": float(sums[2]) / n, "ratio_mean": float(sums[3]) / n,
+               "kl": losses.kl_mean(n, dp)}
     result = RankResult(rank, job.kind, job.batch_id, job.slot)
     if job.kind == "probe":  # the exactness test reads loss and gradients, weights stay
         if rank == 0:
@@ -184,6 +198,25 @@ def _train(
     return result
 
 
+def _losses(me: str, job: Job, model: TinyLM, mbs: list[MicroBatch],
+            replays: list[Replay | None], cfg: Config, slot: torch.Tensor) -> MicroLosses:
+    """What each micro-batch's loss compares against: reference and (recomputed) old log-probs."""
+    t = cfg.train
+    settings = LossSettings(t.clip_eps, cfg.rollout.temperature, t.kl_coef)
+    losses = MicroLosses(model, mbs, replays, settings)
+    if t.kl_coef > 0:
+        views = shm_pool.read(slot, job.specs)
+        losses.refs = [views[f"{m}.ref_log_probs"] for m in range(len(mbs))]
+        for ref, ids in zip(losses.refs, job.leaf_ids, strict=True):
+            flowmap.hop("ref", me, ref, name="ref_log_probs", transport="shm", items=ids,
+                        step=job.batch_id)
+    if t.recomputes_old_log_probs:
+        losses.olds = old_log_probs(model, mbs, replays, settings.temperature)
+        for old, ids in zip(losses.olds, job.leaf_ids, strict=True):
+            flowmap.hop(me, me, old, name="old_log_probs", items=ids, step=job.batch_id)
+    return losses
+
+
 def _publish(result: RankResult, model: TinyLM, metrics: dict[str, float], job: Job,
              spec: RankSpec) -> None:
     """Rank 0: new weights into the weight slot of this version; metrics as counters."""
@@ -197,6 +230,8 @@ def _publish(result: RankResult, model: TinyLM, metrics: dict[str, float], job: 
                 step=job.batch_id, version=version)
     for name in ("loss", "entropy", "grad_norm", "clip_frac"):
         flowmap.counter(name, metrics[name])
+    if spec.config["train"]["kl_coef"] > 0:
+        flowmap.counter("kl", metrics["kl"])
 
 
 def _grad(p: torch.Tensor) -> torch.Tensor:

@@ -19,7 +19,7 @@ and the rank fetches the arrays itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import torch
 from torch import Tensor
@@ -91,6 +91,12 @@ class RankShards:
     global_response_tokens: int  # the loss denominator shared by every rank and micro-batch
     # Handle transport: [rank][m][row] the store entry of each row, padding rows included.
     replay_handles: list[list[list[ReplayHandle | None]]] | None = None
+    # [rank][m] -> per-row (b, R') tensors from other owners, cut like the responses
+    # (the reference model's `ref_log_probs`); they travel in the same slot.
+    extras: list[list[dict[str, Tensor]]] = field(default_factory=list)
+    # Mini-batch k is micro-batches [k * m/M, (k + 1) * m/M) of every rank; its loss
+    # denominator is its global count of response tokens (one entry per mini-batch).
+    mini_batch_tokens: list[int] = field(default_factory=list)
 
 
 def pad_to_divisible(num_rows: int, divisor: int) -> list[int]:
@@ -114,9 +120,10 @@ def snake_split(ordered: list[int], dp: int) -> list[list[int]]:
 
 
 def split_batch(
-    batch: RolloutBatch, advantages: Tensor, dp: int, micro_batches: int
+    batch: RolloutBatch, advantages: Tensor, dp: int, micro_batches: int,
+    mini_batches: int = 1, per_row: dict[str, Tensor] | None = None,
 ) -> RankShards:
-    """Steps 1-3 and 5 for the whole batch."""
+    """Steps 1-3 and 5 for the whole batch; `per_row` (B, R) tensors are cut alongside."""
     source = pad_to_divisible(batch.batch_size, dp * micro_batches)  # step 1
     is_pad = [i >= batch.batch_size for i in range(len(source))]
     tokens = batch.attention_mask.sum(-1).tolist()
@@ -126,15 +133,28 @@ def split_batch(
     ids: list[list[list[str]]] = []
     handles: list[list[list[ReplayHandle | None]]] = []
     for rows in per_rank:
-        size = len(rows) // micro_batches
-        chunks = [rows[m * size : (m + 1) * size] for m in range(micro_batches)]  # step 5
+        chunks = _chunks(rows, micro_batches)  # step 5
         out.append([_micro_batch(batch, advantages, [source[r] for r in c], [is_pad[r] for r in c])
                     for c in chunks])
         ids.append([[batch.leaf_ids[source[r]] for r in c if not is_pad[r]] for c in chunks])
         if isinstance(batch, RolloutBatchWithHandles):
             handles.append([[batch.replay_handles[source[r]] for r in c] for c in chunks])
+    extras = [[{k: t[torch.tensor([source[r] for r in c])][:, : mb.response_length].contiguous()
+                for k, t in (per_row or {}).items()}
+               for c, mb in zip(_chunks(rows, micro_batches), mbs, strict=True)]
+              for rows, mbs in zip(per_rank, out, strict=True)]
+    per_mini = micro_batches // mini_batches
+    mini_tokens = [int(sum(mb.response_mask.sum().item() for mbs in out
+                           for mb in mbs[k * per_mini : (k + 1) * per_mini]))
+                   for k in range(mini_batches)]
     return RankShards(out, ids, int(batch.response_mask.sum().item()),
-                      handles if isinstance(batch, RolloutBatchWithHandles) else None)
+                      handles if isinstance(batch, RolloutBatchWithHandles) else None,
+                      extras, mini_tokens)
+
+
+def _chunks(rows: list[int], micro_batches: int) -> list[list[int]]:
+    size = len(rows) // micro_batches
+    return [rows[m * size : (m + 1) * size] for m in range(micro_batches)]
 
 
 def _micro_batch(
