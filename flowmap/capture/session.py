@@ -195,10 +195,9 @@ def restore_environ(saved: dict[str, str | None]) -> None:
 def write_run_meta(run_dir: str, **fields: Any) -> None:
     """Create or update `run.json`, the run's small description (command, times, exit code)."""
     path = os.path.join(run_dir, tf.RUN_META)
-    meta: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        with open(path, encoding="utf-8") as f:
-            meta = json.load(f)
+    from flowmap.model.run_meta import read_run_meta
+
+    meta = read_run_meta(path)
     meta.update({"flowmap": "run", "schema": tf.SCHEMA_VERSION}, **fields)
     meta.setdefault("started_wall_ns", time.time_ns())
     try:

@@ -32,6 +32,7 @@ from typing import Any
 from flowmap.check.selectors import SeamSelector, parse_selector
 from flowmap.check.tolerance import parse_fraction
 from flowmap.check.yaml_lines import DuplicateKey, LineList, Lines, load_yaml
+from flowmap.safe_read import check_yaml, read_text
 from flowmap.errors import UsageError
 from flowmap.units import parse_bytes
 
@@ -131,8 +132,7 @@ class _Reader:
 def read(path: str) -> Budget:
     """Load and validate the budget file at `path`; raises UsageError with file and line."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path, "budget file")
     except FileNotFoundError:
         raise UsageError(f"budget file {path} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -142,6 +142,7 @@ def read(path: str) -> Budget:
 
 def parse(text: str, path: str = "<budget>") -> Budget:
     r = _Reader(path)
+    check_yaml(text, path, "budget file")
     try:
         doc = load_yaml(text)
     except DuplicateKey as exc:

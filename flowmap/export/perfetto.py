@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from flowmap.errors import FlowmapError, UsageError
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark
 from flowmap.model.run import paused_gc
+from flowmap.strict_json import finite
 
 if TYPE_CHECKING:
     from flowmap.model.reader import Leaf
@@ -104,7 +105,14 @@ def _trace(run: Run | _Part) -> dict[str, Any]:
 def write_perfetto(run: Run, path: str, *, steps: tuple[int, int] | None = None) -> str:
     """Write the trace to `path` (compact JSON, keys sorted); returns the path written."""
     trace = perfetto_trace(run, steps=steps)
-    dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+    encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+
+    def dumps(doc: Any) -> str:
+        try:
+            return encode(doc)
+        except ValueError:  # a NaN or infinity: null, as strict JSON wants
+            return encode(finite(doc))
+
     events = trace.pop("traceEvents")
     head = dumps(trace)[:-1]  # the other top-level keys sort before "traceEvents"
     try:

@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
-from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_shard, shard_paths
+from flowmap.model.run_meta import read_run_meta
+from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_run_shards
 
 T = TypeVar("T")
 
@@ -58,11 +59,15 @@ class Health:
     error_messages: list[str]
     truncated_shards: list[str]
     bad_lines: int
+    problems: list[str]  # one sentence each: empty shards, bad lines, files skipped
 
 
 class Run:
-    def __init__(self, path: str, shards: list[Shard], meta: dict[str, Any]) -> None:
+    def __init__(
+        self, path: str, shards: list[Shard], meta: dict[str, Any], problems: list[str] | None = None
+    ) -> None:
         self.path = path
+        self.problems = problems if problems is not None else [p for s in shards for p in s.problems()]
         self.shards = shards
         self.meta = meta
         self.hops: list[Hop] = sorted(
@@ -91,6 +96,7 @@ class Run:
             error_messages=[m for s in self.shards for m in s.errors],
             truncated_shards=[os.path.basename(s.path) for s in self.shards if s.truncated],
             bad_lines=sum(s.bad_lines for s in self.shards),
+            problems=self.problems,
         )
 
     @cached_property
@@ -143,18 +149,12 @@ def load(path: str | os.PathLike[str]) -> Run:
     """Read the run directory (or single shard file) at `path`."""
     path = os.fspath(path)
     with paused_gc():
-        shards = [read_shard(p) for p in shard_paths(path)]
+        shards, problems = read_run_shards(path)
     meta: dict[str, Any] = {}
     if os.path.isdir(path):
-        try:
-            with open(os.path.join(path, tf.RUN_META), encoding="utf-8") as f:
-                loaded = json.load(f)
-            if isinstance(loaded, dict):
-                meta = loaded
-        except (OSError, ValueError):
-            pass
+        meta = read_run_meta(os.path.join(path, tf.RUN_META), problems)
     with paused_gc():
-        return Run(path, shards, meta)
+        return Run(path, shards, meta, problems)
 
 
 RUNS_DIR = "flowmap-runs"

@@ -63,6 +63,7 @@ def report_document(run: Run) -> dict[str, Any]:
             "error_messages": h.error_messages[:20],
             "truncated_shards": h.truncated_shards,
             "bad_lines": h.bad_lines,
+            "problems": h.problems[:100],
         },
     }
 

@@ -117,6 +117,8 @@ def _health_line(run: Run) -> str:
         line += f", {len(h.truncated_shards)} truncated shard(s)"
     if h.error_messages:
         line += f"; first error: {h.error_messages[0]}"
+    for problem in h.problems[:20]:
+        line += f"\ncapture: {_escape(problem)}"
     return line
 
 
