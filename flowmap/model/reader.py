@@ -128,7 +128,7 @@ class Shard:
 
 def read_shard(path: str) -> Shard:
     """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard."""
-    with _open_regular(path) as f:
+    with open_regular(path) as f:
         first = f.readline(MAX_HEADER + 1)
         if not first:
             return _empty_shard(path)
@@ -153,7 +153,7 @@ def _empty_shard(path: str) -> Shard:
                  t0_wall_ns=0, empty=True)
 
 
-def _open_regular(path: str) -> Any:
+def open_regular(path: str) -> Any:
     """Open `path` for reading if it is a regular file; never blocks on a FIFO."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
