@@ -83,13 +83,13 @@ def _item_id(x: Any) -> Any:
     text = name_text(x)
     if text is not None:
         return text
-    if getattr(tx, "__module__", "") == "numpy" and isinstance(x, _numpy_integer()):
+    if getattr(tx, "__module__", "") == "numpy" and _is_numpy_integer(x):
         return int(x)
     return f"<{tx.__name__}@{id(x):x}>"
 
 
-def _numpy_integer() -> tuple[type, ...]:
+def _is_numpy_integer(x: Any) -> bool:
     import sys
 
     np = sys.modules.get("numpy")
-    return (np.integer,) if np is not None else ()
+    return np is not None and isinstance(x, np.integer)

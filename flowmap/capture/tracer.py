@@ -32,6 +32,10 @@ from flowmap.capture.names import items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 
 MAX_ERROR_EVENTS = 20
+# Names longer than this are cut (with a note of how much): a line must stay
+# within what readers take (trace_format.MAX_LINE), even if every character
+# of the name needs a 6-byte escape.
+MAX_NAME = 256 * 1024
 CHECK_EVERY = 4096  # events between two checks that the shard file still exists
 # Storage ids are kept per shard so cross-hop identity can be analysed; the
 # table is cleared when it grows past this, trading a little identity
@@ -190,7 +194,8 @@ class Tracer:
         if i is None:
             i = len(self.strings)
             self.strings[s] = i
-            self._write(_dumps([tf.STRING, i, s]))
+            text = s if len(s) <= MAX_NAME else f"{s[:MAX_NAME]}…[{len(s) - MAX_NAME} more]"
+            self._write(_dumps([tf.STRING, i, text]))
         return i
 
     def _schema_id(self, leaves: list[tuple]) -> int:

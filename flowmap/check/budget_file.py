@@ -32,8 +32,8 @@ from typing import Any
 from flowmap.check.selectors import SeamSelector, parse_selector
 from flowmap.check.tolerance import parse_fraction
 from flowmap.check.yaml_lines import DuplicateKey, LineList, Lines, load_yaml
-from flowmap.safe_read import check_yaml, read_text
 from flowmap.errors import UsageError
+from flowmap.safe_read import check_yaml, read_text
 from flowmap.units import parse_bytes
 
 TOP_KEYS = ("counters", "items", "seams", "total", "version")

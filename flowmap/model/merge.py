@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from flowmap import trace_format as tf
 from flowmap.errors import UsageError
-from flowmap.model.run_meta import read_run_meta
 from flowmap.model.reader import MAX_HEADER, clean_text, open_regular, shard_paths
+from flowmap.model.run_meta import read_run_meta
 
 
 @dataclass(slots=True)

@@ -8,7 +8,6 @@ computed once, lazily, in `flowmap.model.aggregate`.
 from __future__ import annotations
 
 import gc
-import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,8 +17,8 @@ from typing import Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
-from flowmap.model.run_meta import read_run_meta
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_run_shards
+from flowmap.model.run_meta import read_run_meta
 
 T = TypeVar("T")
 

@@ -90,7 +90,7 @@ def leaves(v: Any, strings: dict) -> bool:
             return False
         if dims is not None and not (
             type(dims) is list and len(dims) <= 64
-            and all(type(d) is str and len(d) <= 256 for d in dims)
+            and all(type(d) is str and len(d) <= tf.MAX_TEXT for d in dims)
         ):
             return False
     return True

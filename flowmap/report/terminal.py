@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flowmap.model.findings import Finding, findings
+from flowmap.model.reader import clean_text
 from flowmap.model.run import Run
 from flowmap.units import fmt_bytes
 
@@ -17,7 +18,7 @@ MAX_FINDING_ROWS = 10
 
 def print_report(run: Run, console: Console | None = None) -> None:
     console = console or Console()
-    console.print(f"[bold]flowmap report[/bold]  {run.path}  "
+    console.print(f"[bold]flowmap report[/bold]  {_escape(clean_text(run.path))}  "
                   f"({len(run.hops)} hops, {len(run.seams)} seams, {run.num_steps} steps)",
                   highlight=False, markup=True)
     if run.projection:
