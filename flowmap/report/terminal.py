@@ -119,11 +119,12 @@ def _health_line(run: Run) -> str:
     if h.error_messages:
         line += f"; first error: {h.error_messages[0]}"
     for problem in h.problems[:20]:
-        line += f"\ncapture: {_escape(problem)}"
+        line += f"\ncapture: {_escape(problem, 1000)}"
     return line
 
 
-def _escape(text: str) -> str:
+def _escape(text: str, limit: int = 200) -> str:
+    """`text` as literal rich text, cut to `limit` characters (the JSON has it whole)."""
     from rich.markup import escape
 
-    return escape(text)
+    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
