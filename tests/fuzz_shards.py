@@ -120,11 +120,6 @@ def _deep_line(lines, data, rng):
     return b"\n".join(lines)
 
 
-def _long_line(lines, data, rng):
-    lines.insert(rng.randrange(1, len(lines)), b'["e",1,"' + b"y" * (9 << 20) + b'"]')
-    return b"\n".join(lines)
-
-
 def _bad_utf8(lines, data, rng):
     i = rng.randrange(len(lines))
     lines[i] = lines[i][:5] + b"\xff\xfe\xc0" + lines[i][5:]

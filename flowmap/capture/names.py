@@ -15,6 +15,7 @@ is read through its built-in type only:
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from typing import Any
 
@@ -38,15 +39,18 @@ def name_text(x: Any) -> str | None:
     return None
 
 
-def items_list(items: Any) -> tuple[list[Any] | None, bool]:
-    """(ids, taken): the ids of `items`, or (None, False) for a type that is not read."""
+NOT_READ: Any = object()  # items_list's answer for a type it does not read
+
+
+def items_list(items: Any) -> Any:
+    """The ids of `items` (a list, or None for none), or NOT_READ for a type not read."""
     t = type(items)
     if t is list or t is tuple:
         seq = items
     elif items is None:
-        return None, True
+        return None
     elif t is str or t is int:
-        return [items], True
+        return [items]
     elif t is set or t is frozenset or t is range:
         seq = items
     elif isinstance(items, list):
@@ -56,22 +60,16 @@ def items_list(items: Any) -> tuple[list[Any] | None, bool]:
     elif isinstance(items, (set, frozenset)):
         seq = frozenset.copy(items) if isinstance(items, frozenset) else set.copy(items)
     elif isinstance(items, str):
-        return [str.__add__("", items)], True
+        return [str.__add__("", items)]
     elif isinstance(items, int):
-        return [int.__add__(items, 0)], True
+        return [int.__add__(items, 0)]
     else:
-        return None, False
+        return NOT_READ
+    if len(seq) > MAX_ITEMS:
+        seq = list(itertools.islice(seq, MAX_ITEMS))
     if t is range:
-        if len(seq) > MAX_ITEMS:
-            seq = seq[:MAX_ITEMS]
-        return list(seq) or None, True
-    out: list[Any] = []
-    for x in seq:
-        tx = type(x)
-        out.append(x if tx is str or tx is int else _item_id(x))
-        if len(out) >= MAX_ITEMS:
-            break
-    return out or None, True
+        return list(seq) or None
+    return [x if type(x) is str or type(x) is int else _item_id(x) for x in seq] or None
 
 
 def _item_id(x: Any) -> Any:

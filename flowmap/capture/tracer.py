@@ -28,7 +28,7 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.capture.describe import describe
-from flowmap.capture.names import items_list, name_text
+from flowmap.capture.names import NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 
 MAX_ERROR_EVENTS = 20
@@ -42,8 +42,12 @@ CHECK_EVERY = 4096  # events between two checks that the shard file still exists
 # resolution for bounded memory in long runs.
 MAX_STORAGE_IDS = 100_000
 
+def _opaque(obj: Any) -> str:
+    return f"<{type(obj).__name__}>"  # never the object's own str(): that is user code
+
+
 _dumps = json.JSONEncoder(
-    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_opaque
 ).encode
 
 
@@ -223,7 +227,21 @@ class Tracer:
         return i
 
     def _emit(self, line: str) -> None:
-        self._write(line)
+        # The hot path of `_write` and `ShardFile.write`, inlined: one copy into the map.
+        f = self.file
+        if f is not None:
+            try:
+                data = (line + "\n").encode()
+            except UnicodeEncodeError:
+                data = encode(line)
+            pos = f.pos
+            end = pos + len(data)
+            m = f.map
+            if m is not None and end <= f.limit:
+                m[pos:end] = data
+                f.pos = end
+            else:
+                self._write(line)
         self.events += 1
         if not self.events % CHECK_EVERY:
             self._check_file()
@@ -246,12 +264,13 @@ class Tracer:
         return out
 
     def _items(self, items: Any) -> list[Any] | None:
-        got, taken = items_list(items)
-        if not taken:
+        got = items_list(items)
+        if got is NOT_READ:
             kind = type(items).__name__
             self.warn_once(f"items:{kind}", f"items of type {kind} are not read (only a list, "
                            "tuple, set or range is, so an iterator is never used up)")
-        return got
+            return None
+        return got  # type: ignore[no-any-return]
 
     # -- events ---------------------------------------------------------------
     def hop(
@@ -274,7 +293,9 @@ class Tracer:
                 return
             src, dst, name, transport = names
         d = describe(payload, dims)
-        item_list = None if type(items) is tuple and not items else self._items(items)
+        item_list = None if type(items) is tuple and not items else items_list(items)
+        if item_list is NOT_READ:
+            item_list = self._items(items)
         with self.lock:
             if self.closed:
                 return

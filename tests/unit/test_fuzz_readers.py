@@ -121,6 +121,17 @@ def test_merge_of_a_symlink_loop_is_one_sentence(tmp_path, run_cli):
     assert "symlink loop" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_line_over_the_cap_is_skipped_and_the_rest_read(tmp_path, good):
+    data, _ = good
+    lines = data.split(b"\n")
+    lines.insert(3, b'["e",1,"' + b"y" * (9 << 20) + b'"]')  # over MAX_LINE (8 MiB)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "h-1-ab.flowmap.jsonl").write_bytes(b"\n".join(lines))
+    run = flowmap.load(tmp_path / "run")
+    assert run.health.bad_lines == 1 and len(run.hops) == 40
+    assert "first at line 4 (a line over" in run.health.problems[0]
+
+
 def test_a_single_foreign_file_is_still_refused(tmp_path):
     p = tmp_path / "x.flowmap.jsonl"
     p.write_bytes(b"\x00\x01 not a trace")
