@@ -39,13 +39,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--timeout", type=int, default=20)
     ap.add_argument("--verbs", default=None, help="comma-separated subset of verbs")
+    ap.add_argument("--good", default=None, help="an existing run to mutate (default: make one)")
     args = ap.parse_args()
     only = args.verbs.split(",") if args.verbs else None
     rng = random.Random(args.seed)
     tmp = tempfile.mkdtemp(prefix="flowmap-fuzz-")
     from flowmap.cli.main import main as cli
 
-    good = make_run(os.path.join(tmp, "good"))
+    good = args.good or make_run(os.path.join(tmp, "good"))
     baseline = os.path.join(tmp, "base.json")
     assert cli(["baseline", good, "-o", baseline]) == 0
     data = open(shard_of(good), "rb").read()
