@@ -80,12 +80,19 @@ def load_json(text: str, path: str, what: str) -> Any:
     """Parse strict JSON (no NaN/Infinity) no deeper than MAX_DEPTH; ValueError if invalid,
     UsageError if too deep."""
     try:
-        doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+        doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float,
+                         parse_int=_int64)
     except RecursionError:
         raise UsageError(f"the {what} {path} is nested too deep (over {MAX_DEPTH} levels)") from None
     if too_deep(doc):
         raise UsageError(f"the {what} {path} is nested too deep (over {MAX_DEPTH} levels)")
     return doc
+
+
+def _int64(text: str) -> int:
+    if len(text) > 20:  # past any int64: a 400-digit number would overflow every float
+        raise ValueError(f"{text[:20]}... is out of range")
+    return int(text)
 
 
 def _finite_float(text: str) -> float:
