@@ -4,19 +4,33 @@ The repo keeps `trainer/` and `cli/` at the top for readability; installed they
 live under `flowmap.trainer` and `flowmap.cli`, so they never collide with other
 distributions' top-level `trainer` or `cli` packages. Static pyproject tables
 cannot express "every subpackage of this folder, renamed", hence this file.
+
+Every folder under a root ships, not only those with an `__init__.py`: data
+folders (`render/assets`, `model/presets`) and `capture/_boot`, whose
+`sitecustomize.py` starts tracing in child processes, are namespace packages.
+Listing only regular packages left `_boot` out of the wheel, so a regular
+install traced no child.
 """
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, setup
 
 ROOTS = {"flowmap": "flowmap", "flowmap.cli": "cli", "flowmap.trainer": "trainer"}
+
+
+def _shipped(sub: str) -> bool:
+    """A folder ships unless it is a cache, not importable, or another root's tree."""
+    parts = sub.split(".")
+    return all(p.isidentifier() and p != "__pycache__" for p in parts) and parts[0] not in (
+        "cli",
+        "trainer",
+    )
+
 
 packages: list[str] = []
 package_dir: dict[str, str] = {}
 for name, folder in ROOTS.items():
     package_dir[name] = folder
     packages.append(name)
-    for sub in find_packages(folder):
-        if not any(sub == r or sub.startswith(r + ".") for r in ("cli", "trainer")):
-            packages.append(f"{name}.{sub}")
+    packages += [f"{name}.{sub}" for sub in find_namespace_packages(folder) if _shipped(sub)]
 
 setup(packages=packages, package_dir=package_dir)

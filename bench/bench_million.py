@@ -13,7 +13,7 @@ import tempfile
 import time
 
 import flowmap
-from flowmap.report.document import report_document
+from flowmap.model.document import report_document
 
 SEAMS = [
     ("dataset", "driver", "env_group"), ("driver", "rollout/0", "request"),
@@ -57,7 +57,7 @@ def main() -> None:
     t0 = time.perf_counter()
     run = flowmap.load(run_dir)
     t1 = time.perf_counter()
-    report_document(run)
+    report_document(run.view)
     t2 = time.perf_counter()
     print(f"load {t1 - t0:.1f} s, aggregate {t2 - t1:.1f} s")
     try:
@@ -66,7 +66,7 @@ def main() -> None:
         write_html = None
     if write_html is not None:
         out = os.path.join(tmp, "flowmap.html")
-        write_html(run, out)
+        write_html(run.view, out)
         t3 = time.perf_counter()
         print(f"html {t3 - t2:.1f} s, {os.path.getsize(out) / 1e6:.2f} MB")
     print(f"total load+aggregate+render {time.perf_counter() - t0:.1f} s, "

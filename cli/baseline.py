@@ -19,7 +19,7 @@ def baseline(
     from flowmap.model.run import load, resolve
 
     path = resolve(run)
-    snap = from_run(load(path), counters=counters)
+    snap = from_run(load(path).view, counters=counters)
     baseline_file.write(output, snap)
     sys.stderr.write(
         f"flowmap: baseline written to {output} ({len(snap.seams)} seams, {snap.steps} steps)\n"

@@ -21,7 +21,7 @@ def export(
     from flowmap.export.perfetto import write_perfetto
     from flowmap.model.run import load, resolve
 
-    typer.echo(write_perfetto(load(resolve(run)), perfetto, steps=selected))
+    typer.echo(write_perfetto(load(resolve(run)).view, perfetto, steps=selected))
 
 
 def parse_steps(text: str) -> tuple[int, int]:

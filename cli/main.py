@@ -8,12 +8,35 @@ mistake never ends in a traceback.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Any
 
 import typer
+from typer.core import TyperGroup
 
 from flowmap.errors import FlowmapError
 
+if TYPE_CHECKING:
+    from typer._click.core import Context  # typer vendors click: its own Context type
+
+
+class _Verbs(TyperGroup):
+    """The command group: a library error becomes one line on stderr and its exit code.
+
+    Done here rather than only in `main()` so that every way of invoking the
+    app (the console script, `python -m flowmap`, typer's `CliRunner` in the
+    tests) prints the same sentence and exits with the same code.
+    """
+
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except FlowmapError as exc:
+            sys.stderr.write(f"flowmap: {exc}\n")
+            raise typer.Exit(exc.exit_code) from None
+
+
 app = typer.Typer(
+    cls=_Verbs,
     name="flowmap",
     help="See what flows through your RL training pipeline, seam by seam.",
     no_args_is_help=True,
@@ -62,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         return _exit(130, argv)
     except Exception as exc:
         # click's own usage errors (typer vendors click, so match by shape, not class)
-        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
-            exc.show()
-            return _exit(exc.exit_code, argv)
+        show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            return _exit(code, argv)
         if type(exc).__name__ == "Abort":
             return _exit(1, argv)
         raise

@@ -10,11 +10,14 @@ outputs may be asked for at once; each written path is printed.
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from flowmap.errors import FlowmapError, UsageError
+
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
 
 HTML_SUFFIXES = (".html", ".htm")
 
@@ -40,9 +43,9 @@ def render(
 
         run = project_run(run, project)
     if dot or svg or png:
-        _write_graph(run, dot, svg, png, instances)
+        _write_graph(run.view, dot, svg, png, instances)
     if html:
-        typer.echo(_write_html(run, html_path))
+        typer.echo(_write_html(run.view, html_path))
 
 
 def _split_words(words: list[str], html: bool) -> tuple[str | None, str | None]:
@@ -56,14 +59,11 @@ def _split_words(words: list[str], html: bool) -> tuple[str | None, str | None]:
     return (runs[0] if runs else None, pages[0] if pages else None)
 
 
-def _write_graph(run: object, dot: str | None, svg: str | None, png: str | None,
+def _write_graph(view: RunView, dot: str | None, svg: str | None, png: str | None,
                  instances: bool) -> None:
-    from flowmap.model.graph import build_graph
     from flowmap.render.dot import dot_source
 
-    note = getattr(run, "projection", None)
-    title = f"PROJECTION — {note['note']}" if note else None
-    source = dot_source(build_graph(run, expand_instances=instances), title=title)  # type: ignore[arg-type]
+    source = dot_source(view, instances=instances)
     if dot:
         try:
             with open(dot, "w", encoding="utf-8") as f:
@@ -79,10 +79,10 @@ def _write_graph(run: object, dot: str | None, svg: str | None, png: str | None,
                 typer.echo(write_image(source, fmt, path))
 
 
-def _write_html(run: object, path: str | None) -> str:
+def _write_html(view: RunView, path: str | None) -> str:
     from flowmap.render.html import write_html
 
-    return write_html(run, path)  # type: ignore[arg-type]
+    return write_html(view, path)
 
 
 def register(app: typer.Typer) -> None:

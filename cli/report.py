@@ -14,8 +14,8 @@ def report(
     project: Annotated[str | None, typer.Option("--project", metavar="PRESET[@CONTEXT]", help="Scale leaves with named dims to a model preset, e.g. deepseek-v3.2@32k.")] = None,  # noqa: UP007
 ) -> None:
     """Seams ranked by bytes, owners, counters, items and capture health."""
+    from flowmap.model.document import report_document
     from flowmap.model.run import load, resolve
-    from flowmap.report.document import report_document
 
     r = load(resolve(run))
     if project:
@@ -25,11 +25,11 @@ def report(
     if as_json:
         from flowmap.strict_json import dumps
 
-        sys.stdout.write(dumps(report_document(r), indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(dumps(report_document(r.view), indent=2, sort_keys=True) + "\n")
         return
     from flowmap.report.terminal import print_report
 
-    print_report(r)
+    print_report(r.view)
 
 
 def register(app: typer.Typer) -> None:

@@ -31,6 +31,7 @@ def trace(
     process: Annotated[str | None, typer.Option("--process", help="A name for the main process in the run.")] = None,  # noqa: UP007
     seams: Annotated[Optional[list[str]], typer.Option("--seams", metavar="FILE", help="A seam map (YAML) naming functions to record as seams; repeatable.")] = None,  # noqa: UP007, UP045
     preset: Annotated[Optional[list[str]], typer.Option("--preset", metavar="NAME", help="A seam map shipped with flowmap (e.g. trl); repeatable.")] = None,  # noqa: UP007, UP045
+    no_transport: Annotated[Optional[list[str]], typer.Option("--no-transport", metavar="NAMES", help="Do not capture these transports: dist, mp, zmq (comma list, or all); repeatable.")] = None,  # noqa: UP007, UP045
 ) -> None:
     """Run a Python script (or -m module) unmodified, tracing every seam it records."""
     args = list(ctx.args)
@@ -43,6 +44,8 @@ def trace(
     stem = module.rsplit(".", 1)[-1] if module else os.path.splitext(os.path.basename(target or ""))[0]
     run_dir = output or os.path.join("flowmap-runs", f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}")
     seam_files = _seam_files(seams or [], preset or [])
+    if no_transport:
+        _transports_off(no_transport)
     code = run_traced(run_dir, target, module, args, process, seams=seam_files)
     raise typer.Exit(code)
 
@@ -56,6 +59,16 @@ def _seam_files(seams: list[str], presets: list[str]) -> list[str]:
     files = [preset_path(name) for name in presets] + list(seams)
     load_seam_maps(files)  # raises SeamMapError (exit 2) with the line at fault
     return files
+
+
+def _transports_off(names: list[str]) -> None:
+    """Turn transports off here and, through FLOWMAP_TRANSPORTS, in every traced child."""
+    from flowmap.integrations import transports
+
+    try:
+        os.environ[transports.ENV] = transports.without(names)
+    except ValueError as exc:
+        raise UsageError(f"--no-transport: {exc}") from None
 
 
 def run_traced(
@@ -149,7 +162,58 @@ def _finish(run_dir: str) -> None:
     shown = rel if not rel.startswith("..") else run_dir
     sys.stderr.write(f"flowmap: run written to {shown}\n"
                      f"flowmap: next: flowmap report {shown}\n")
+    if _recorded_hops(run_dir) is False:
+        sys.stderr.write(_empty_run_hint() + "\n")
     sys.stderr.flush()
+
+
+_HOP_LINE = b'\n["h",'  # how a hop event starts in a shard (flowmap/trace_format.py)
+
+
+def _recorded_hops(run_dir: str) -> bool | None:
+    """Whether any process of the run recorded a hop; None when the run cannot be read.
+
+    A scan for the first hop line settles a busy run at once; only a run without
+    one is read through the reader, so a format change cannot turn this wrong.
+    """
+    import stat
+
+    try:
+        names = [os.path.join(run_dir, n) for n in os.listdir(run_dir) if n.endswith(".flowmap.jsonl")]
+        for path in names:
+            if stat.S_ISREG(os.lstat(path).st_mode) and _has_hop_line(path):
+                return True
+        import flowmap
+
+        return bool(flowmap.load(run_dir).hops)
+    except Exception:
+        return None
+
+
+def _has_hop_line(path: str, chunk: int = 1 << 20) -> bool:
+    tail = b""
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            if _HOP_LINE in tail + block[: len(_HOP_LINE)] or _HOP_LINE in block:
+                return True
+            tail = block[-len(_HOP_LINE):]
+    return False
+
+
+def _empty_run_hint() -> str:
+    """The one line a run with no hops ends with: the ways to get some."""
+    import importlib.util
+
+    from flowmap.seams.presets import available
+
+    discover = importlib.util.find_spec("flowmap.cli.discover") is not None
+    return (
+        "flowmap: no hops were recorded; mark seams with flowmap.hop(...) or @flowmap.seam, "
+        "or name functions to record with --seams FILE or --preset "
+        f"{'/'.join(available())}"
+        + (", or find them with flowmap discover SCRIPT" if discover else "")
+        + "."
+    )
 
 
 def register(app: typer.Typer) -> None:

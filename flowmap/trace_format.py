@@ -20,6 +20,10 @@ element is its kind:
     ["d", t_us, owner, reason, items]               items dropped
     ["p", t_us, step]                               current step changed
     ["e", t_us, message]                            tracer error (counted)
+    ["x", t_us, src, dst, name, schema, nbytes, storages, step, version,
+     transport, items, channel, key, wire_bytes]    send half of a transport hop
+    ["y", t_us, owner, name, transport, channel, key, wire_bytes]
+                                                    receive half of a transport hop
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
 Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not
@@ -33,6 +37,13 @@ schemas are ids of interned strings; `storages` lists one storage id per
 tensor leaf (ids are per shard). `t_us` is microseconds since the shard's
 `t0_mono_ns`; the monotonic clock is shared by all processes of a host, which
 is how shards are aligned on merge.
+
+Halves come from transports where the sender cannot know its receiver (a
+queue, a socket; `flowmap.integrations.transports`): the reader joins a send
+half to the receive half with the same `channel` (interned) and `key` (a
+string: digest of the bytes that crossed, or a sequence number) into one hop
+`src -> owner`; a send half nobody received is a hop to its `dst`.
+`wire_bytes` is what crossed the channel (the pickled size), or null.
 """
 
 from __future__ import annotations
@@ -51,6 +62,8 @@ MARK = "m"
 DROP = "d"
 STEP = "p"
 ERROR = "e"
+SEND_HALF = "x"
+RECEIVE_HALF = "y"
 END = "end"
 
 # -- the event table -----------------------------------------------------------
@@ -84,6 +97,12 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     STEP: (("t_us", TIME), ("step", OPT_INT)),
     ERROR: (("t_us", TIME), ("message", TEXT)),
     END: (("t_us", TIME), ("stats", STATS)),
+    SEND_HALF: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+                ("schema", SCHEMA_REF), ("nbytes", COUNT), ("storages", INTS), ("step", OPT_INT),
+                ("version", OPT_INT), ("transport", STR_REF), ("items", ITEMS),
+                ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
+    RECEIVE_HALF: (("t_us", TIME), ("owner", STR_REF), ("name", STR_REF), ("transport", STR_REF),
+                   ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
 }
 OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3}  # field index from which fields may be absent
 

@@ -88,7 +88,7 @@ def _render(run_path: str, page: str, seam_label: str | None, layout: str) -> tu
         index: int | None = labels.index(seam_label)
     else:
         index = max(range(len(seams)), key=lambda i: _richness(seams[i]) + (-i,), default=None)
-    write_html(run, page, layout=layout)
+    write_html(run.view, page, layout=layout)
     return page, None if index is None else f"s{index}"
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from flowmap import calls
 from flowmap.capture import state
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -42,10 +43,10 @@ def hop(
         return
     try:
         t.hop(
-            src, dst, payload,
-            name if name is not None else type(payload).__name__,
-            items, step, version, transport,
-            {k: tuple(v) for k, v in dims.items()} if dims else None,
+            src=src, dst=dst, payload=payload,
+            name=name if name is not None else type(payload).__name__,
+            items=items, step=step, version=version, transport=transport,
+            dims={k: tuple(v) for k, v in dims.items()} if dims else None,
         )
     except Exception as exc:
         t.error(exc)
@@ -163,71 +164,30 @@ def seam(
 
     def decorate(fn: F) -> F:
         label = name or fn.__name__
-        try:
-            sig: inspect.Signature | None = inspect.signature(fn)
-        except (TypeError, ValueError):
-            sig = None
+        arguments = calls.Arguments(fn)
         selected = tuple(args) if args is not None else None
 
-        def enter(a: tuple, kw: dict) -> tuple[str, Any]:
+        def enter(a: tuple[Any, ...], kw: dict[str, Any]) -> str:
             caller = current_owner()
             t = state.tracer
             if t is not None:
                 try:
-                    t.hop(caller, owner, _arguments(sig, a, kw, selected), label, (), None, None,
-                          "ref", None)
+                    t.hop(src=caller, dst=owner, payload=calls.payload(arguments.bind(a, kw), selected),
+                          name=label, items=(), step=None, version=None, transport="ref",
+                          dims=None)
                 except Exception as exc:
                     t.error(exc)
-            return caller, state.current_owner.set(owner)
+            return caller
 
         def leave(caller: str, out: Any) -> None:
             t = state.tracer
             if t is not None and result:
                 try:
-                    t.hop(owner, caller, out, label, (), None, None, "ref", None)
+                    t.hop(src=owner, dst=caller, payload=out, name=label, items=(), step=None,
+                          version=None, transport="ref", dims=None)
                 except Exception as exc:
                     t.error(exc)
 
-        if inspect.iscoroutinefunction(fn):
-
-            @functools.wraps(fn)
-            async def async_wrapper(*a: Any, **kw: Any) -> Any:
-                caller, token = enter(a, kw)
-                try:
-                    out = await fn(*a, **kw)
-                finally:
-                    state.current_owner.reset(token)
-                leave(caller, out)
-                return out
-
-            return async_wrapper  # type: ignore[return-value]
-
-        @functools.wraps(fn)
-        def wrapper(*a: Any, **kw: Any) -> Any:
-            caller, token = enter(a, kw)
-            try:
-                out = fn(*a, **kw)
-            finally:
-                state.current_owner.reset(token)
-            leave(caller, out)
-            return out
-
-        return wrapper  # type: ignore[return-value]
+        return cast(F, calls.wrap_call(fn, owner, enter, leave))
 
     return decorate
-
-
-def _arguments(
-    sig: inspect.Signature | None, a: tuple, kw: dict, selected: tuple[str, ...] | None
-) -> dict[str, Any]:
-    """The call's arguments by name, minus `self`/`cls`, limited to `selected`."""
-    if sig is None:
-        bound: dict[str, Any] = {f"arg{i}": v for i, v in enumerate(a)}
-        bound.update(kw)
-    else:
-        bound = dict(sig.bind_partial(*a, **kw).arguments)
-    if selected is not None:
-        return {k: bound[k] for k in selected if k in bound}
-    bound.pop("self", None)
-    bound.pop("cls", None)
-    return bound

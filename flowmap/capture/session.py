@@ -230,7 +230,10 @@ def tracing(path: str, *, process: str | None = None, children: bool = True) -> 
         yield outer_dir
         return
     write_run_meta(path, command=list(sys.argv))
-    start(path, process)
+    if start(path, process) is not None:
+        from flowmap.integrations import install_hooks
+
+        install_hooks()  # transports and Ray, as under `flowmap trace`
     ctx = propagate(path) if children else contextlib.nullcontext()
     try:
         with ctx:

@@ -221,8 +221,10 @@ class Tracer:
         if i is None:
             if len(self.storage_ids) >= MAX_STORAGE_IDS:
                 self.storage_ids.clear()
-            i = self.next_storage  # unique within the shard even across clears
-            self.next_storage += 1
+            # a counter of storages, not of events: distinct storages of one
+            # hop get distinct ids, unique within the shard even across clears
+            i = self.next_storage
+            self.next_storage = i + 1
             self.storage_ids[key] = i
         return i
 

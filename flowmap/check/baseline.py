@@ -15,6 +15,7 @@ from typing import Any
 
 from flowmap.check.snapshot import CounterShot, LeafShot, SeamShot, Snapshot
 from flowmap.errors import UsageError
+from flowmap.model.format import as_shape, parse_seam_label
 from flowmap.safe_read import load_json, read_text
 
 MARKER = "baseline"
@@ -149,13 +150,7 @@ def _dict(d: dict[str, Any], key: str) -> dict[str, Any]:
     return v
 
 
-def parse_label(label: str) -> tuple[str, str, str]:
-    """`src -> dst : name` back into its parts (the inverse of `seam_label`)."""
-    src, sep, rest = label.partition(" -> ")
-    dst, sep2, name = rest.partition(" : ")
-    if not sep or not sep2:
-        raise ValueError(f"seam key {label!r} is not 'src -> dst : name'")
-    return src, dst, name
+parse_label = parse_seam_label  # `src -> dst : name` back into its parts
 
 
 def _seam_from(label: str, d: dict[str, Any]) -> SeamShot:
@@ -165,8 +160,8 @@ def _seam_from(label: str, d: dict[str, Any]) -> SeamShot:
             path=path,
             kind=str(ld["kind"]),
             dtype=str(ld.get("dtype", "")),
-            shape=list(ld.get("shape", [])),
-            dims=list(ld["dims"]) if ld.get("dims") else None,
+            shape=as_shape(ld.get("shape", [])),
+            dims=tuple(ld["dims"]) if ld.get("dims") else None,
             bytes_per_hop=int(ld["bytes_per_hop"]),
             bytes_per_step=int(ld.get("bytes_per_step", 0)),
         )

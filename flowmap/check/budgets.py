@@ -11,18 +11,17 @@ holds for every step, not just on average.
 from __future__ import annotations
 
 import operator
-from collections import Counter, defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flowmap.check.budget_file import Budget, CounterBound, Limit, SeamBudget
 from flowmap.check.result import Result
 from flowmap.check.tolerance import fmt_percent
-from flowmap.units import fmt_bytes
+from flowmap.model.format import fmt_bytes, fmt_named_schema, leaf_label
 
 if TYPE_CHECKING:
-    from flowmap.model.aggregate import SeamKey, SeamStats
-    from flowmap.model.run import Run
+    from flowmap.model.types import SeamStats
+    from flowmap.model.view import RunView
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
@@ -40,56 +39,29 @@ def fmt_like(n: float, limit_text: str) -> str:
     return fmt_bytes(n)
 
 
-class StepFigures:
-    """Per-step bytes and hop counts per seam, and in all: what the "per step" limits read."""
-
-    def __init__(self, run: Run) -> None:
-        self.bytes: dict[Any, Counter[Any]] = defaultdict(Counter)
-        self.hops: dict[Any, Counter[Any]] = defaultdict(Counter)
-        self.total: Counter[Any] = Counter()
-        for h in run.hops:
-            self.bytes[h.seam][h.step] += h.nbytes
-            self.hops[h.seam][h.step] += 1
-            self.total[h.step] += h.nbytes
-
-    def peak_bytes(self, key: SeamKey) -> int:
-        return max(self.bytes[key].values(), default=0)
-
-    def peak_hops(self, key: SeamKey) -> int:
-        return max(self.hops[key].values(), default=0)
-
-
-def evaluate(run: Run, budget: Budget) -> list[Result]:
-    figures = StepFigures(run)
+def evaluate(run: RunView, budget: Budget) -> list[Result]:
+    """Every limit of `budget` against the run's figures (per-step limits: its heaviest step)."""
     out: list[Result] = []
     for sb in budget.seams:
-        out += _seam_budget(run, sb, figures)
+        out += _seam_budget(run, sb)
     out += [_counter(run, b) for b in budget.counters]
     if budget.max_dropped is not None:
         out.append(_dropped(run, None, budget.max_dropped))
     for reason, limit in sorted(budget.max_dropped_by_reason.items()):
         out.append(_dropped(run, reason, limit))
     for key, limit in sorted(budget.total.items()):
-        out.append(_total(run, key, limit, figures))
+        out.append(_total(run, key, limit))
     return out
 
 
 def largest_leaves(s: SeamStats, n: int = 3) -> list[str]:
     """The leaves that make up most of a seam's hop, heaviest first, for failure messages."""
-    from flowmap.check.diff import fmt_shape
-    from flowmap.check.snapshot import seam_shot
-
-    shot = seam_shot(s, 1)
     leaves = sorted(s.leaves, key=lambda ls: (-ls.max_bytes, ls.path))[:n]
-    out = []
-    for ls in leaves:
-        leaf = shot.leaves[ls.path]
-        schema = f"{leaf.dtype or leaf.kind} {fmt_shape(leaf)}" if leaf.shape else (leaf.dtype or leaf.kind)
-        out.append(f"{shot.leaf_label(ls.path)} {schema}: {fmt_bytes(ls.max_bytes)}/hop at most")
-    return out
+    return [f"{leaf_label(s.name, ls.path)} {fmt_named_schema(ls.dtype or ls.kind, ls.shape, ls.dims)}: "
+            f"{fmt_bytes(ls.max_bytes)}/hop at most" for ls in leaves]
 
 
-def _seam_budget(run: Run, sb: SeamBudget, figures: StepFigures) -> list[Result]:
+def _seam_budget(run: RunView, sb: SeamBudget) -> list[Result]:
     matched = [s for s in run.seams.values() if sb.selector.matches(s.src, s.dst, s.name)]
     if not matched:
         return [Result(
@@ -97,16 +69,16 @@ def _seam_budget(run: Run, sb: SeamBudget, figures: StepFigures) -> list[Result]
             "matches no seam in this run; check the address, or remove the entry if the seam is gone",
             check=", ".join(sorted(sb.limits) or ["tolerance"]),
         )]
-    return [_seam_limit(s, key, limit, figures) for s in matched for key, limit in sorted(sb.limits.items())]
+    return [_seam_limit(s, key, limit) for s in matched for key, limit in sorted(sb.limits.items())]
 
 
-def _seam_limit(s: SeamStats, key: str, limit: Limit, figures: StepFigures) -> Result:
+def _seam_limit(s: SeamStats, key: str, limit: Limit) -> Result:
     if key == "max_bytes_per_hop":
         measured, what, unit = s.max_bytes, "per hop", "B/hop"
     elif key == "max_bytes_per_step":
-        measured, what, unit = figures.peak_bytes(s.key), "per step", "B/step"
+        measured, what, unit = s.bytes_per_step_max, "per step", "B/step"
     else:
-        n = figures.peak_hops(s.key)
+        n = s.hops_per_step_max
         ok = n <= limit.value
         summary = f"made {n} hops in a step, within {limit.text}" if ok else (
             f"was limited to {limit.text} hops per step but made {n}")
@@ -125,7 +97,7 @@ def _seam_limit(s: SeamStats, key: str, limit: Limit, figures: StepFigures) -> R
     )
 
 
-def _counter(run: Run, b: CounterBound) -> Result:
+def _counter(run: RunView, b: CounterBound) -> Result:
     subject = f"counter {b.counter}"
     stats = run.counters.get(b.counter)
     if stats is None:
@@ -139,7 +111,7 @@ def _counter(run: Run, b: CounterBound) -> Result:
     )
 
 
-def _dropped(run: Run, reason: str | None, limit: Limit) -> Result:
+def _dropped(run: RunView, reason: str | None, limit: Limit) -> Result:
     items = run.items
     subject = "items dropped" if reason is None else f"items dropped ({reason})"
     check = "max_dropped" if reason is None else f"max_dropped_by_reason.{reason}"
@@ -156,11 +128,11 @@ def _dropped(run: Run, reason: str | None, limit: Limit) -> Result:
     )
 
 
-def _total(run: Run, key: str, limit: Limit, figures: StepFigures) -> Result:
+def _total(run: RunView, key: str, limit: Limit) -> Result:
     if key == "max_bytes_per_step":
-        measured, what = max(figures.total.values(), default=0), "in the heaviest step"
+        measured, what = run.totals.bytes_per_step_max, "in the heaviest step"
     else:
-        measured, what = max((h.nbytes for h in run.hops), default=0), "in the largest hop"
+        measured, what = run.totals.max_hop_bytes, "in the largest hop"
     ok = measured <= limit.value
     return Result(
         "budget", "total", "ok" if ok else "fail",

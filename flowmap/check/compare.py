@@ -24,7 +24,7 @@ from flowmap.check.diff import LeafChange, SeamDelta, diff_snapshots
 from flowmap.check.result import Result
 from flowmap.check.snapshot import SeamShot, Snapshot
 from flowmap.check.tolerance import fmt_change, fmt_percent
-from flowmap.units import fmt_bytes
+from flowmap.model.format import fmt_bytes
 
 DEFAULT_MIN_BYTES_PER_STEP = 1024
 

@@ -12,17 +12,8 @@ from typing import Any
 
 from flowmap.check.snapshot import LeafShot, SeamShot, Snapshot
 from flowmap.check.tolerance import fmt_change
-from flowmap.units import fmt_bytes
-
-# Bytes per element of the dtypes torch and numpy name; used to tell a widened
-# dtype (float32 -> float64) from a narrowed one when the shape changed too.
-ITEMSIZE = {
-    "bool": 1, "int8": 1, "uint8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
-    "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2, "half": 2,
-    "int32": 4, "uint32": 4, "float32": 4, "float": 4, "complex32": 4,
-    "int64": 8, "uint64": 8, "float64": 8, "double": 8, "long": 8, "complex64": 8,
-    "complex128": 16,
-}
+from flowmap.model.format import fmt_bytes, fmt_named_schema, fmt_named_shape
+from flowmap.model.types import ITEMSIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,18 +90,12 @@ class LeafChange:
 
 
 def _schema(leaf: LeafShot) -> str:
-    kind = leaf.dtype or leaf.kind
-    return f"{kind} {fmt_shape(leaf)}" if leaf.shape else kind
+    return fmt_named_schema(leaf.dtype or leaf.kind, leaf.shape, leaf.dims)
 
 
 def fmt_shape(leaf: LeafShot) -> str:
     """`[B=8, T=10..12]`: dims named where the hop named them, ranges for dims that varied."""
-    out = []
-    for i, d in enumerate(leaf.shape):
-        size = f"{d[0]}..{d[1]}" if isinstance(d, list) else str(d)
-        name = leaf.dims[i] if leaf.dims and i < len(leaf.dims) else None
-        out.append(f"{name}={size}" if name else size)
-    return "[" + ", ".join(out) + "]"
+    return fmt_named_shape(leaf.shape, leaf.dims)
 
 
 @dataclass(slots=True)

@@ -38,7 +38,7 @@ def check(opts: Options) -> tuple[CheckReport, Snapshot]:
         raise UsageError("nothing to check against; give --baseline FILE and/or --budget FILE")
     old = _baseline(opts)
     budget = budget_file.read(opts.budget) if opts.budget else None
-    run = load(opts.run)
+    run = load(opts.run).view
     snap = from_run(run, counters=bool(old and old.counters is not None))
     results = []
     if old is not None:
@@ -77,4 +77,4 @@ def load_side(path: str, project: str | None = None) -> Snapshot:
         from flowmap.model.projection import project as project_run
 
         run = project_run(run, project)
-    return from_run(run)
+    return from_run(run.view)

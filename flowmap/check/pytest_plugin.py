@@ -97,7 +97,7 @@ def _failures(run_dir: str, budget: Any) -> list[str]:
     from flowmap.check.budgets import evaluate
     from flowmap.model.run import load
 
-    run = load(run_dir)
+    run = load(run_dir).view
     out: list[str] = []
     for r in evaluate(run, budget):
         if r.status == "warn":

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flowmap.model.aggregate import seam_label
+from flowmap.model.format import as_shape, leaf_label, seam_label
+from flowmap.model.types import ARRAY_KINDS, Shape
 
 if TYPE_CHECKING:
-    from flowmap.model.aggregate import LeafStats, SeamStats
-    from flowmap.model.run import Run
+    from flowmap.model.types import LeafStats, SeamStats
+    from flowmap.model.view import RunView
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,15 +27,21 @@ class LeafShot:
     path: str
     kind: str  # tensor, ndarray, int, str, bytes, ... (see flowmap.capture.describe)
     dtype: str  # "" for Python scalars; "a|b" when hops disagreed
-    shape: list[Any]  # per dim an int, or [min, max] when the dim varied
-    dims: list[str] | None  # dimension names given at the hop, if any
+    shape: Shape  # per dim an int, or (min, max) when the dim varied
+    dims: tuple[str, ...] | None  # dimension names given at the hop, if any
     bytes_per_hop: int  # mean over the hops that carried this leaf
     bytes_per_step: int
+
+    def __post_init__(self) -> None:
+        # A baseline file holds JSON lists: one form (tuples) whatever the source.
+        object.__setattr__(self, "shape", as_shape(self.shape))
+        if self.dims is not None:
+            object.__setattr__(self, "dims", tuple(self.dims) or None)
 
     @property
     def is_array(self) -> bool:
         """Arrays scale with the problem; scalars and strings mostly do not."""
-        return self.kind in ("tensor", "ndarray")
+        return self.kind in ARRAY_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +64,7 @@ class SeamShot:
 
     def leaf_label(self, path: str) -> str:
         """`batch.advantages`: the payload name, then the leaf path inside it."""
-        if not path:
-            return self.name
-        return f"{self.name}{path}" if path.startswith("[") else f"{self.name}.{path}"
+        return leaf_label(self.name, path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,13 +93,12 @@ def _round_sig(x: float) -> float:
 
 
 def _leaf_shot(ls: LeafStats, num_steps: int) -> LeafShot:
-    d = ls.as_dict()
     return LeafShot(
         path=ls.path,
         kind=ls.kind,
-        dtype=d["dtype"],
-        shape=list(ls.shape),
-        dims=list(ls.dims) if ls.dims else None,
+        dtype=ls.dtype,
+        shape=ls.shape,
+        dims=ls.dims,
         bytes_per_hop=round(ls.mean_bytes),
         bytes_per_step=round(ls.total_bytes / num_steps),
     )
@@ -114,13 +118,13 @@ def seam_shot(s: SeamStats, num_steps: int) -> SeamShot:
     )
 
 
-def from_run(run: Run, *, counters: bool = False) -> Snapshot:
+def from_run(view: RunView, *, counters: bool = False) -> Snapshot:
     """The snapshot of a run; `counters=True` adds counter and item summaries."""
     seams = {}
-    for s in run.seams.values():
-        shot = seam_shot(s, run.num_steps)
+    for s in view.seams.values():
+        shot = seam_shot(s, view.num_steps)
         seams[shot.label] = shot
-    snap = Snapshot(steps=run.num_steps, seams=dict(sorted(seams.items())), source=run.path)
+    snap = Snapshot(steps=view.num_steps, seams=dict(sorted(seams.items())), source=view.path)
     if counters:
         snap.counters = {
             c.name: CounterShot(
@@ -130,8 +134,8 @@ def from_run(run: Run, *, counters: bool = False) -> Snapshot:
                 mean=_round_sig(c.mean),
                 last=_round_sig(c.last),
             )
-            for c in run.counters.values()
+            for c in view.counters.values()
         }
-        it = run.items
+        it = view.items
         snap.items = {"total": it.total, "consumed": it.consumed, "dropped": dict(it.dropped)}
     return snap

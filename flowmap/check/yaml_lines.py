@@ -13,14 +13,14 @@ from typing import Any
 import yaml
 
 
-class Lines(dict):
+class Lines(dict[Any, Any]):
     """A mapping that remembers the line of each key (1-based)."""
 
     line: int = 0
     lines: dict[Any, int]
 
 
-class LineList(list):
+class LineList(list[Any]):
     line: int = 0
     lines: list[int]
 

@@ -20,17 +20,18 @@ import json
 import math
 import os
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap.errors import FlowmapError, UsageError
-from flowmap.model.reader import CounterSample, Drop, Hop, Mark
+from flowmap.model.format import fmt_dims, seam_label
+from flowmap.model.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
 from flowmap.model.run import paused_gc
 from flowmap.strict_json import finite
 
 if TYPE_CHECKING:
-    from flowmap.model.reader import Leaf
-    from flowmap.model.run import Run
+    from flowmap.model.view import RunView
 
 # A hop's slice: as wide as the gap to the next event on its track, within
 # these bounds. 2 µs minimum so a flow event can sit strictly inside it.
@@ -41,9 +42,10 @@ MAX_LEAVES_IN_ARGS = 32
 WRITE_CHUNK = 20_000
 
 Track = tuple[int, int]  # (pid, tid)
+_Timed = TypeVar("_Timed", CounterSample, Mark, Drop)
 
 
-def perfetto_trace(run: Run, *, steps: tuple[int, int] | None = None) -> dict[str, Any]:
+def perfetto_trace(view: RunView, *, steps: tuple[int, int] | None = None) -> dict[str, Any]:
     """The trace as a JSON-ready dict: `{"traceEvents": [...], ...}`.
 
     `steps=(first, last)` keeps the hops of those training steps (inclusive)
@@ -51,39 +53,46 @@ def perfetto_trace(run: Run, *, steps: tuple[int, int] | None = None) -> dict[st
     full trace is more than a browser opens.
     """
     with paused_gc():  # four small dicts per hop, no cycles
-        return _trace(_select(run, steps) if steps else run)
+        return _trace(_select(view, steps) if steps else _Part.whole(view))
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Part:
-    """The slice of a run that `steps=` selects, with the fields the exporter reads."""
+    """The events of the run (or of the steps selected) and the figures the exporter reads."""
 
     path: str
-    shards: list[Any]
     t0_ns: int
     num_steps: int
-    hops: list[Hop]
-    counter_samples: list[CounterSample]
-    marks: list[Mark]
-    drops: list[Drop]
+    shards: Sequence[Shard]
+    hops: Sequence[Hop]
+    counter_samples: Sequence[CounterSample]
+    marks: Sequence[Mark]
+    drops: Sequence[Drop]
+
+    @classmethod
+    def whole(cls, view: RunView) -> _Part:
+        ev = view.events
+        return cls(view.path, view.t0_ns, view.num_steps, ev.shards, ev.hops, ev.counter_samples,
+                   ev.marks, ev.drops)
 
 
-def _select(run: Run, steps: tuple[int, int]) -> _Part:
+def _select(view: RunView, steps: tuple[int, int]) -> _Part:
     first, last = steps
-    hops = [h for h in run.hops if h.step is not None and first <= h.step <= last]
+    ev = view.events
+    hops = [h for h in ev.hops if h.step is not None and first <= h.step <= last]
     if not hops:
-        raise UsageError(f"no hops in steps {first}..{last}; this run has steps "
-                         f"{run.steps[0] if run.steps else '-'}..{run.steps[-1] if run.steps else '-'}")
+        span = f"{view.steps[0]}..{view.steps[-1]}" if view.steps else "-..-"
+        raise UsageError(f"no hops in steps {first}..{last}; this run has steps {span}")
     lo, hi = hops[0].t_ns, hops[-1].t_ns
 
-    def within(events: list[Any]) -> list[Any]:
+    def within(events: Sequence[_Timed]) -> list[_Timed]:
         return [e for e in events if lo <= e.t_ns <= hi]
 
-    return _Part(run.path, run.shards, run.t0_ns, last - first + 1, hops,
-                 within(run.counter_samples), within(run.marks), within(run.drops))
+    return _Part(view.path, view.t0_ns, last - first + 1, ev.shards, hops,
+                 within(ev.counter_samples), within(ev.marks), within(ev.drops))
 
 
-def _trace(run: Run | _Part) -> dict[str, Any]:
+def _trace(run: _Part) -> dict[str, Any]:
     tracks = _tracks(run)
     events: list[dict[str, Any]] = _metadata(run, tracks)
     timed: list[tuple[int, int, dict[str, Any]]] = []  # (ts, tie-break, event)
@@ -102,9 +111,9 @@ def _trace(run: Run | _Part) -> dict[str, Any]:
     }
 
 
-def write_perfetto(run: Run, path: str, *, steps: tuple[int, int] | None = None) -> str:
+def write_perfetto(view: RunView, path: str, *, steps: tuple[int, int] | None = None) -> str:
     """Write the trace to `path` (compact JSON, keys sorted); returns the path written."""
-    trace = perfetto_trace(run, steps=steps)
+    trace = perfetto_trace(view, steps=steps)
     encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
 
     def dumps(doc: Any) -> str:
@@ -127,14 +136,14 @@ def write_perfetto(run: Run, path: str, *, steps: tuple[int, int] | None = None)
     return path
 
 
-def _us(run: Run | _Part, t_ns: int) -> int:
+def _us(run: _Part, t_ns: int) -> int:
     return (t_ns - run.t0_ns) // 1000
 
 
 # -- tracks -----------------------------------------------------------------------
 
 
-def _tracks(run: Run | _Part) -> dict[str, Track]:
+def _tracks(run: _Part) -> dict[str, Track]:
     """Owner -> (pid, tid), tids in order of first appearance.
 
     A hop is recorded by one process but names two owners, so the owner's
@@ -151,7 +160,7 @@ def _tracks(run: Run | _Part) -> dict[str, Track]:
         receives[h.dst][h.pid] += 1
         first.setdefault(h.src, h.t_ns)
         first.setdefault(h.dst, h.t_ns)
-    owned: list[Any] = [*run.counter_samples, *run.marks, *run.drops]
+    owned: list[CounterSample | Mark | Drop] = [*run.counter_samples, *run.marks, *run.drops]
     for ev in owned:
         if ev.owner:
             runs_in[ev.owner][ev.pid] += 1
@@ -164,7 +173,7 @@ def _tracks(run: Run | _Part) -> dict[str, Track]:
     return out
 
 
-def _metadata(run: Run | _Part, tracks: dict[str, Track]) -> list[dict[str, Any]]:
+def _metadata(run: _Part, tracks: dict[str, Track]) -> list[dict[str, Any]]:
     names = {s.pid: s.process or (os.path.basename(s.argv[0]) if s.argv else "")
              for s in run.shards}
     pids = sorted({pid for pid, _ in tracks.values()} | set(names))
@@ -186,7 +195,7 @@ def _meta(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, Any]
 # -- hops as slices ---------------------------------------------------------------
 
 
-def _slices(run: Run | _Part, tracks: dict[str, Track]) -> list[tuple[Hop, int, int, int, int]]:
+def _slices(run: _Part, tracks: dict[str, Track]) -> list[tuple[Hop, int, int, int, int]]:
     """Each hop with (start, duration) in µs of its sender-side and receiver-side slices."""
     wanted: dict[Track, list[tuple[int, int, int]]] = defaultdict(list)  # (ts, hop, side)
     for n, h in enumerate(run.hops):
@@ -205,7 +214,7 @@ def _slices(run: Run | _Part, tracks: dict[str, Track]) -> list[tuple[Hop, int, 
             gap = starts[i + 1] - starts[i] if i + 1 < len(starts) else MAX_SLICE_US
             placed[n][2 * side] = starts[i]
             placed[n][2 * side + 1] = min(MAX_SLICE_US, gap)
-    return [(h, *placed[n]) for n, h in enumerate(run.hops)]  # type: ignore[misc]
+    return [(h, p[0], p[1], p[2], p[3]) for h, p in zip(run.hops, placed)]
 
 
 def _hop_events(h: Hop, n: int, args: dict[str, Any], tracks: dict[str, Track],
@@ -231,15 +240,11 @@ def _hop_events(h: Hop, n: int, args: dict[str, Any], tracks: dict[str, Track],
     ]
 
 
-def _shape(shape: tuple) -> str:
-    return "×".join(f"{d[0]}..{d[1]}" if isinstance(d, tuple) else str(d) for d in shape)
-
-
 def _leaf_args(leaves: tuple[Leaf, ...]) -> dict[str, Any]:
     """The per-schema part of a hop's args (schemas are shared, so this is computed once each)."""
     shown = leaves[:MAX_LEAVES_IN_ARGS]
     args: dict[str, Any] = {
-        "shapes": {leaf.path: f"{leaf.dtype or leaf.kind}[{_shape(leaf.shape)}] {leaf.nbytes} B"
+        "shapes": {leaf.path: f"{leaf.dtype or leaf.kind}[{fmt_dims(leaf.shape)}] {leaf.nbytes} B"
                    for leaf in shown},
         "dtypes": sorted({leaf.dtype for leaf in shown if leaf.dtype}),
     }
@@ -254,7 +259,7 @@ def _hop_args(h: Hop, per_schema: dict[int, dict[str, Any]]) -> dict[str, Any]:
     if leaf_args is None:
         leaf_args = per_schema[id(h.leaves)] = _leaf_args(h.leaves)
     args: dict[str, Any] = {
-        "seam": f"{h.src} -> {h.dst} : {h.name}",
+        "seam": seam_label(h.seam),
         "bytes": h.nbytes,
         "transport": h.transport,
         **leaf_args,
@@ -272,7 +277,7 @@ def _hop_args(h: Hop, per_schema: dict[int, dict[str, Any]]) -> dict[str, Any]:
 # -- counters, marks, drops -----------------------------------------------------
 
 
-def _counter_events(run: Run | _Part) -> list[tuple[int, int, dict[str, Any]]]:
+def _counter_events(run: _Part) -> list[tuple[int, int, dict[str, Any]]]:
     owners: dict[str, set[str]] = defaultdict(set)
     for c in run.counter_samples:
         owners[c.name].add(c.owner)
@@ -287,7 +292,7 @@ def _counter_events(run: Run | _Part) -> list[tuple[int, int, dict[str, Any]]]:
     return out
 
 
-def _instant_events(run: Run | _Part, tracks: dict[str, Track]) -> list[tuple[int, int, dict[str, Any]]]:
+def _instant_events(run: _Part, tracks: dict[str, Track]) -> list[tuple[int, int, dict[str, Any]]]:
     out = []
     for m in run.marks:
         ts = _us(run, m.t_ns)

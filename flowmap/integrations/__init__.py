@@ -2,7 +2,10 @@
 
 `install_hooks()` arms patch-on-import hooks: when the traced program (or a
 traced worker) imports a supported framework, its integration is installed.
-Today: Ray (`flowmap[ray]`, see `flowmap.integrations.ray`).
+Today: Ray (`flowmap[ray]`, see `flowmap.integrations.ray`), verl
+(`flowmap.integrations.verl`, on top of Ray), and the transports
+torch.distributed, multiprocessing and pyzmq (`flowmap.integrations.transports`,
+each switchable with FLOWMAP_TRANSPORTS).
 """
 
 from __future__ import annotations
@@ -13,11 +16,21 @@ from flowmap.integrations import importhook
 
 
 def install_hooks() -> None:
-    """Instrument Ray when it is imported (now, if it already is)."""
+    """Instrument Ray and the transports when imported (now, if they already are)."""
+    from flowmap.integrations import transports
+
     importhook.on_import("ray", _install_ray)
+    importhook.on_import("verl.single_controller.ray.base", _install_verl)
+    transports.install_hooks()
 
 
 def _install_ray(module: ModuleType) -> None:
     from flowmap.integrations import ray as ray_integration
 
     ray_integration.install()
+
+
+def _install_verl(module: ModuleType) -> None:
+    from flowmap.integrations import verl as verl_integration
+
+    verl_integration.install(module)

@@ -18,7 +18,16 @@ What is recorded, once per crossing, on the side that has the real values:
 - owners: a task is named by its function (`score`), an actor by its class
   and creation index in the creating process (`Learner/0`), or by its Ray
   name when it has one; code in an actor runs as that owner;
-- `ray.put(value)` is a hop `<owner> -> object_store : put` (transport `shm`).
+- `ray.put(value)` is a hop `<owner> -> object_store : put` (transport `shm`);
+- an actor's call of its own methods (or a class instantiated inside an actor,
+  as verl's colocated workers do) is no Ray call: nothing is recorded, and the
+  inner `__init__` leaves the process's owner alone.
+
+A framework integration that records its calls where it dispatches them
+(verl's worker groups, `flowmap.integrations.verl`) names the actor it creates
+through `actor_owner` and marks each submission through `dispatched`: the
+callee then runs the method as that owner, at that step, records only the
+result, and no second call hop.
 
 The callee learns its caller, and the producers of its ref arguments, through
 one extra keyword argument (`_flowmap_caller`) that the submitting side adds
@@ -32,6 +41,7 @@ leaves Ray untouched and counts an error.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import inspect
 import itertools
@@ -44,10 +54,15 @@ from typing import Any
 from flowmap.capture import state
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.capture.session import restore_environ
+from flowmap.integrations.ray_callee import (
+    CALLER_KW,
+    FLAG,
+    OWNER_KW,
+    Dispatched,
+    instrument_class,
+    instrument_function,
+)
 
-CALLER_KW = "_flowmap_caller"
-OWNER_KW = "_flowmap_owner"
-FLAG = "__flowmap_ray__"
 OBJECT_STORE = "object_store"
 _FLOWMAP_VARS = ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "FLOWMAP_SEAMS")
 
@@ -59,6 +74,14 @@ _actor_counts: dict[str, itertools.count] = {}
 MAX_REMEMBERED_REFS = 100_000
 _producers: dict[str, str] = {}
 _actor_owners: dict[str, str] = {}
+
+
+# Set around an actor creation to name the actor, and around a method
+# submission that an integration recorded itself (see the module docstring).
+actor_owner: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "flowmap_ray_actor_owner", default=None)
+dispatched: contextvars.ContextVar[Dispatched | None] = contextvars.ContextVar(
+    "flowmap_ray_dispatched", default=None)
 
 
 def runtime_env(run_dir: str | None = None, base: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -74,8 +97,9 @@ def runtime_env(run_dir: str | None = None, base: dict[str, Any] | None = None) 
         raise RuntimeError("no flowmap run to trace into: pass run_dir or run under flowmap trace")
     env = session.child_environment(run_dir, {"PYTHONPATH": _pythonpath_without_boot()})
     vars_ = {k: env[k] for k in ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "PYTHONPATH")}
-    if os.environ.get("FLOWMAP_SEAMS"):
-        vars_["FLOWMAP_SEAMS"] = os.environ["FLOWMAP_SEAMS"]
+    for name in ("FLOWMAP_SEAMS", "FLOWMAP_TRANSPORTS"):  # workers obey the driver's switches
+        if os.environ.get(name):
+            vars_[name] = os.environ[name]
     out = dict(base or {})
     user_vars = dict(out.get("env_vars") or {})
     if user_vars.get("PYTHONPATH"):
@@ -159,217 +183,17 @@ def _wrap_make_remote(make_remote: Callable[..., Any]) -> Callable[..., Any]:
     def flowmap_make_remote(function_or_class: Any, options: Any) -> Any:
         try:
             if inspect.isclass(function_or_class):
-                function_or_class = _instrument_class(function_or_class)
+                function_or_class = instrument_class(function_or_class)
             elif inspect.isfunction(function_or_class) and not (
                 inspect.isgeneratorfunction(function_or_class)
                 or inspect.isasyncgenfunction(function_or_class)
             ):
-                function_or_class = _instrument_function(function_or_class)
+                function_or_class = instrument_function(function_or_class)
         except Exception as exc:
             _error(exc)
         return make_remote(function_or_class, options)
 
     return flowmap_make_remote
-
-
-def _instrument_function(fn: Callable[..., Any]) -> Callable[..., Any]:
-    owner = fn.__name__
-    name = fn.__name__
-
-    if inspect.iscoroutinefunction(fn):
-
-        @functools.wraps(fn)
-        async def async_task(*a: Any, **kw: Any) -> Any:
-            caller = kw.pop(CALLER_KW, None)
-            call = _Call(fn, owner, name, caller, a, kw)
-            token = state.current_owner.set(owner)
-            try:
-                out = await fn(*a, **kw)
-            finally:
-                state.current_owner.reset(token)
-            call.returned(out)
-            return out
-
-        task: Callable[..., Any] = async_task
-    else:
-
-        @functools.wraps(fn)
-        def sync_task(*a: Any, **kw: Any) -> Any:
-            caller = kw.pop(CALLER_KW, None)
-            call = _Call(fn, owner, name, caller, a, kw)
-            token = state.current_owner.set(owner)
-            try:
-                out = fn(*a, **kw)
-            finally:
-                state.current_owner.reset(token)
-            call.returned(out)
-            return out
-
-        task = sync_task
-    _set_signature(task, inspect.signature(fn), CALLER_KW)
-    setattr(task, FLAG, True)
-    return task
-
-
-def _instrument_class(cls: type) -> type:
-    """A subclass of `cls` whose methods record their calls; Ray pickles it by value."""
-    members: dict[str, Any] = {}
-    for name, fn in inspect.getmembers(cls, inspect.isfunction):
-        if name.startswith("__") or name.startswith("_ray"):
-            continue
-        raw = inspect.getattr_static(cls, name)
-        if isinstance(raw, (staticmethod, classmethod)):
-            continue
-        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-            continue
-        members[name] = _instrument_method(fn, name)
-    members["__init__"] = _instrument_init(cls)
-    members.update({
-        "__module__": cls.__module__,
-        "__qualname__": cls.__qualname__,
-        "__doc__": cls.__doc__,
-        FLAG: True,
-    })
-    return type(cls.__name__, (cls,), members)
-
-
-def _instrument_init(cls: type) -> Callable[..., Any]:
-    base_init = cls.__init__  # type: ignore[misc]
-    own = base_init is not object.__init__
-
-    def __init__(self: Any, *a: Any, **kw: Any) -> None:
-        caller = kw.pop(CALLER_KW, None)
-        owner = kw.pop(OWNER_KW, None) or f"{cls.__name__}/0"
-        set_owner(owner)  # one actor per worker process: its code runs as the actor
-        call = _Call(base_init if own else None, owner, "__init__", caller, (self, *a), kw)
-        base_init(self, *a, **kw)
-        call.returned(None, record=False)
-
-    if own:
-        functools.update_wrapper(__init__, base_init)
-        sig = inspect.signature(base_init)
-    else:
-        sig = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)])
-    _set_signature(__init__, sig, CALLER_KW, OWNER_KW)
-    return __init__
-
-
-def _instrument_method(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    if inspect.iscoroutinefunction(fn):
-
-        @functools.wraps(fn)
-        async def async_method(self: Any, *a: Any, **kw: Any) -> Any:
-            caller = kw.pop(CALLER_KW, None)
-            call = _Call(fn, current_owner(), name, caller, (self, *a), kw)
-            out = await fn(self, *a, **kw)
-            call.returned(out)
-            return out
-
-        method: Callable[..., Any] = async_method
-    else:
-
-        @functools.wraps(fn)
-        def sync_method(self: Any, *a: Any, **kw: Any) -> Any:
-            caller = kw.pop(CALLER_KW, None)
-            call = _Call(fn, current_owner(), name, caller, (self, *a), kw)
-            out = fn(self, *a, **kw)
-            call.returned(out)
-            return out
-
-        method = sync_method
-    _set_signature(method, inspect.signature(fn), CALLER_KW)
-    return method
-
-
-def _set_signature(wrapper: Callable[..., Any], sig: inspect.Signature, *names: str) -> None:
-    """Give `wrapper` the signature Ray must validate calls against: the user's plus ours.
-
-    Ray unwraps `__wrapped__` before reading a method's signature, so the link
-    that `functools.wraps` leaves is removed; `__signature__` then rules.
-    """
-    wrapper.__signature__ = _with_params(sig, *names)  # type: ignore[attr-defined]
-    wrapper.__dict__.pop("__wrapped__", None)
-
-
-def _with_params(sig: inspect.Signature, *names: str) -> inspect.Signature:
-    """`sig` plus optional keyword-only parameters, placed before any `**kwargs`."""
-    params = list(sig.parameters.values())
-    tail = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
-    head = [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names
-             if n not in sig.parameters]
-    return sig.replace(parameters=head + extra + tail)
-
-
-class _Call:
-    """One task or method execution in a worker: records the call, then the result."""
-
-    __slots__ = ("owner", "name", "caller")
-
-    def __init__(self, fn: Any, owner: str, name: str, caller: Any, a: tuple,
-                 kw: dict) -> None:
-        caller_owner, ref_producers = _caller_info(caller)
-        self.owner = owner
-        self.name = name
-        self.caller = caller_owner
-        t = state.tracer
-        if t is None:
-            return
-        try:
-            inline, by_producer = _split_arguments(fn, a, kw, ref_producers)
-            for producer, payload in sorted(by_producer.items()):
-                t.hop(producer, owner, payload, name, (), None, None, "shm", None)
-            t.hop(self.caller, owner, inline, name, (), None, None, "rpc", None)
-        except Exception as exc:
-            t.error(exc)
-
-    def returned(self, out: Any, record: bool = True) -> None:
-        t = state.tracer
-        if t is None:
-            return
-        try:
-            if record:
-                t.hop(self.owner, self.caller, out, self.name, (), None, None, "rpc", None)
-            # Ray may end this worker with SIGKILL right after the driver's
-            # ray.get: put the hops on disk before the result is handed back.
-            t.flush()
-        except Exception as exc:
-            t.error(exc)
-
-
-def _caller_info(caller: Any) -> tuple[str, dict[Any, str]]:
-    """`_flowmap_caller` is `(owner, {arg index or name: producer})`, or absent."""
-    if isinstance(caller, (tuple, list)) and len(caller) == 2:
-        return str(caller[0]), dict(caller[1] or {})
-    return (str(caller) if caller else "driver"), {}
-
-
-def _split_arguments(
-    fn: Any, a: tuple, kw: dict, ref_producers: dict[Any, str]
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Arguments by name: those passed inline, and those passed as refs, by producer."""
-    bound = _arguments(fn, a, kw)
-    if not ref_producers:
-        return bound, {}
-    names = list(bound)
-    inline = dict(bound)
-    by_producer: dict[str, dict[str, Any]] = {}
-    for key, producer in ref_producers.items():
-        # Positions count the caller's arguments, which exclude `self`.
-        name = names[key] if isinstance(key, int) and key < len(names) else key
-        if name in inline:
-            by_producer.setdefault(producer, {})[name] = inline.pop(name)
-    return inline, by_producer
-
-
-def _arguments(fn: Any, a: tuple, kw: dict) -> dict[str, Any]:
-    try:
-        bound = dict(inspect.signature(fn).bind_partial(*a, **kw).arguments)
-    except (TypeError, ValueError):
-        bound = {f"arg{i}": v for i, v in enumerate(a)}
-        bound.update(kw)
-    bound.pop("self", None)
-    return bound
 
 
 # -- submitting side: tell the callee who calls, and who made its refs -----------
@@ -398,7 +222,8 @@ def _wrap_create(create: Callable[..., Any]) -> Callable[..., Any]:
         try:
             cls = self.__ray_metadata__.modified_class
             if getattr(cls, FLAG, False):
-                name = options.get("name") or _next_actor_name(cls.__name__)
+                name = (actor_owner.get() or options.get("name")
+                        or _next_actor_name(cls.__name__))
                 kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(args, kwargs),
                           OWNER_KW: name}
         except Exception as exc:
@@ -421,7 +246,9 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
             params = self._ray_method_signatures.get(method_name) or ()
             if state.tracer is not None and any(p.name == CALLER_KW for p in params):
                 kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(args, kwargs)}
-                owner = _actor_owners.get(self._ray_actor_id.hex()) or (
+                done = dispatched.get()
+                owner = (done.owner if done is not None else None) or _actor_owners.get(
+                    self._ray_actor_id.hex()) or (
                     self._ray_actor_creation_function_descriptor.class_name.rsplit(".", 1)[-1]
                 )
         except Exception as exc:
@@ -434,8 +261,9 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_method_call
 
 
-def _caller_payload(args: Any, kwargs: Any) -> tuple[str, dict[Any, str]]:
-    """What the callee needs to attribute its arguments: our owner, and each ref's producer."""
+def _caller_payload(args: Any, kwargs: Any) -> tuple:
+    """What the callee needs to attribute its arguments: our owner, each ref's producer,
+    and the call's `Dispatched` fields when an integration recorded it already."""
     import ray
 
     refs: dict[Any, str] = {}
@@ -445,6 +273,9 @@ def _caller_payload(args: Any, kwargs: Any) -> tuple[str, dict[Any, str]]:
     for k, v in (kwargs or {}).items():
         if isinstance(v, ray.ObjectRef):
             refs[k] = _producers.get(v.hex(), OBJECT_STORE)
+    done = dispatched.get()
+    if done is not None:
+        return current_owner(), refs, tuple(done)
     return current_owner(), refs
 
 

@@ -9,136 +9,63 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
-from flowmap.model.reader import Hop, Leaf
+from flowmap.model.reader import Drop, Hop, Leaf
+from flowmap.model.types import (
+    CounterStats,
+    Dim,
+    ItemEvent,
+    ItemId,
+    ItemLife,
+    ItemStats,
+    LeafStats,
+    OwnerStats,
+    SeamKey,
+    SeamStats,
+    Shape,
+    role_of,
+)
 
 if TYPE_CHECKING:
     from flowmap.model.run import Run
 
-SeamKey = tuple[str, str, str]
+__all__ = ["HopSource", "counter_stats", "item_stats", "owner_stats", "percentile", "role_of",
+           "seam_stats"]
 
 
-def role_of(owner: str) -> str:
-    """`rollout/0` -> `rollout`; `trainer/rank1` -> `trainer`."""
-    return owner.split("/", 1)[0]
+class HopSource(Protocol):
+    """What seam aggregation reads: a run, or a run seen at role level."""
 
-
-def seam_label(key: SeamKey) -> str:
-    src, dst, name = key
-    return f"{src} -> {dst} : {name}"
+    @property
+    def hops(self) -> Sequence[Hop]: ...
+    @property
+    def drops(self) -> Sequence[Drop]: ...
+    @property
+    def num_steps(self) -> int: ...
 
 
 @dataclass(slots=True)
-class LeafStats:
-    """A leaf path of a seam's payload across all its hops."""
+class _LeafAcc:
+    """A leaf being merged across hops; frozen into `LeafStats` once all are seen."""
 
     path: str
     kind: str
     dtypes: list[str]
-    shape: list[Any]  # per dim: an int when fixed, [min, max] when it varied
-    dims: list[str] | None
+    shape: Shape
+    dims: tuple[str, ...] | None
     total_bytes: int
     max_bytes: int
-    hops: int  # how many hops carried this leaf
-
-    @property
-    def mean_bytes(self) -> float:
-        return self.total_bytes / self.hops if self.hops else 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "dtype": self.dtypes[0] if len(self.dtypes) == 1 else "|".join(self.dtypes),
-            "shape": self.shape,
-            "dims": self.dims,
-            "bytes": round(self.mean_bytes),
-            "max_bytes": self.max_bytes,
-            "total_bytes": self.total_bytes,
-            "hops": self.hops,
-        }
-
-
-@dataclass(slots=True)
-class SeamStats:
-    src: str
-    dst: str
-    name: str
     hops: int
-    total_bytes: int
-    max_bytes: int
-    p50_bytes: int
-    p90_bytes: int
-    bytes_per_step_mean: float
-    bytes_per_step_max: int
-    hops_per_step: float
-    transports: dict[str, int]
-    leaves: list[LeafStats]
-    first_t_ns: int
-    last_t_ns: int
-    residency_mean_s: float | None = None
-    residency_max_s: float | None = None
-    items: int = 0
-    hop_bytes: list[int] = field(default_factory=list, repr=False)
 
-    @property
-    def key(self) -> SeamKey:
-        return (self.src, self.dst, self.name)
-
-    @property
-    def label(self) -> str:
-        return seam_label(self.key)
+    def freeze(self) -> LeafStats:
+        return LeafStats(self.path, self.kind, tuple(self.dtypes), self.shape, self.dims,
+                         self.total_bytes, self.max_bytes, self.hops)
 
 
-@dataclass(slots=True)
-class OwnerStats:
-    name: str
-    role: str
-    bytes_in: int = 0
-    bytes_out: int = 0
-    hops_in: int = 0
-    hops_out: int = 0
-    pids: list[int] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class CounterStats:
-    name: str
-    count: int
-    min: float
-    max: float
-    mean: float
-    last: float
-    series: list[tuple[float, float]]  # (seconds since run start, value)
-    owners: list[str]
-
-
-@dataclass(slots=True)
-class ItemLife:
-    """Where one item went: `events` are (seconds, owner, what) with what in arrive/leave/drop."""
-
-    item: Any
-    born_s: float
-    end_s: float
-    dropped: str | None  # the drop reason, if dropped
-    events: list[tuple[float, str, str]]
-
-
-@dataclass(slots=True)
-class ItemStats:
-    total: int
-    consumed: int
-    dropped: dict[str, int]  # reason -> count
-    lives: dict[Any, ItemLife]
-
-    @property
-    def dropped_total(self) -> int:
-        return sum(self.dropped.values())
-
-
-def percentile(sorted_values: list[int], q: float) -> int:
+def percentile(sorted_values: Sequence[int], q: float) -> int:
     """Nearest-rank percentile of an ascending list (q in [0, 1])."""
     if not sorted_values:
         return 0
@@ -146,7 +73,8 @@ def percentile(sorted_values: list[int], q: float) -> int:
     return sorted_values[rank]
 
 
-def seam_stats(run: Run) -> dict[SeamKey, SeamStats]:
+def seam_stats(run: HopSource) -> dict[SeamKey, SeamStats]:
+    """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism)."""
     by_seam: dict[SeamKey, list[Hop]] = defaultdict(list)
     for h in run.hops:
         by_seam[(h.src, h.dst, h.name)].append(h)
@@ -161,11 +89,13 @@ def _one_seam(
 ) -> SeamStats:
     hop_bytes = [h.nbytes for h in hops]
     sizes = sorted(hop_bytes)
-    per_step: dict[Any, int] = {}
+    per_step: dict[int | None, int] = {}
+    hops_in_step: dict[int | None, int] = {}
     transports: dict[str, int] = {}
     items = 0
     for h in hops:  # one pass, plain dicts: this loop runs once per hop of the run
         per_step[h.step] = per_step.get(h.step, 0) + h.nbytes
+        hops_in_step[h.step] = hops_in_step.get(h.step, 0) + 1
         transports[h.transport] = transports.get(h.transport, 0) + 1
         items += len(h.items)
     total = sum(sizes)
@@ -175,12 +105,15 @@ def _one_seam(
         name=key[2],
         hops=len(hops),
         total_bytes=total,
+        min_bytes=sizes[0],
         max_bytes=sizes[-1],
         p50_bytes=percentile(sizes, 0.5),
         p90_bytes=percentile(sizes, 0.9),
+        p99_bytes=percentile(sizes, 0.99),
         bytes_per_step_mean=total / num_steps,
         bytes_per_step_max=max(per_step.values()),
         hops_per_step=len(hops) / num_steps,
+        hops_per_step_max=max(hops_in_step.values()),
         transports=dict(sorted(transports.items())),
         leaves=_leaf_stats(hops),
         first_t_ns=hops[0].t_ns,
@@ -188,12 +121,12 @@ def _one_seam(
         residency_mean_s=sum(residency) / len(residency) if residency else None,
         residency_max_s=max(residency) if residency else None,
         items=items,
-        hop_bytes=hop_bytes,
+        hop_bytes=tuple(hop_bytes),
     )
 
 
-def _leaf_stats(hops: list[Hop]) -> list[LeafStats]:
-    acc: dict[str, LeafStats] = {}
+def _leaf_stats(hops: list[Hop]) -> tuple[LeafStats, ...]:
+    acc: dict[str, _LeafAcc] = {}
     # Hops share their schema tuples (interned in the trace): merge each once,
     # weighted by how many hops carried it.
     uses = Counter(map(id, (h.leaves for h in hops)))
@@ -201,19 +134,20 @@ def _leaf_stats(hops: list[Hop]) -> list[LeafStats]:
     for sid, n in uses.items():  # first-seen order: deterministic for a given trace
         for leaf in schemas[sid]:
             _merge_leaf(acc, leaf, n)
-    return sorted(acc.values(), key=lambda ls: (-ls.total_bytes, ls.path))
+    ranked = sorted(acc.values(), key=lambda ls: (-ls.total_bytes, ls.path))
+    return tuple(a.freeze() for a in ranked)
 
 
-def _merge_leaf(acc: dict[str, LeafStats], leaf: Leaf, n: int) -> None:
+def _merge_leaf(acc: dict[str, _LeafAcc], leaf: Leaf, n: int) -> None:
     cur = acc.get(leaf.path)
-    shape = [list(d) if isinstance(d, tuple) else d for d in leaf.shape]
+    shape: Shape = tuple(leaf.shape)
     if cur is None:
-        acc[leaf.path] = LeafStats(
+        acc[leaf.path] = _LeafAcc(
             path=leaf.path,
             kind=leaf.kind,
             dtypes=[leaf.dtype] if leaf.dtype else [],
             shape=shape,
-            dims=list(leaf.dims) if leaf.dims else None,
+            dims=tuple(leaf.dims) if leaf.dims else None,
             total_bytes=leaf.nbytes * n,
             max_bytes=leaf.nbytes,
             hops=n,
@@ -228,32 +162,35 @@ def _merge_leaf(acc: dict[str, LeafStats], leaf: Leaf, n: int) -> None:
         cur.kind = "mixed"
     cur.shape = _shape_range(cur.shape, shape)
     if cur.dims is None and leaf.dims:
-        cur.dims = list(leaf.dims)
+        cur.dims = tuple(leaf.dims)
 
 
-def _shape_range(a: list[Any], b: list[Any]) -> list[Any]:
+def _span(d: Dim) -> tuple[int, int]:
+    return (d, d) if isinstance(d, int) else d
+
+
+def _shape_range(a: Shape, b: Shape) -> Shape:
     if a == b:
         return a
     if len(a) != len(b):
-        return []
-    out: list[Any] = []
+        return ()
+    out: list[Dim] = []
     for x, y in zip(a, b):
-        lx, hx = (x, x) if isinstance(x, int) else x
-        ly, hy = (y, y) if isinstance(y, int) else y
+        (lx, hx), (ly, hy) = _span(x), _span(y)
         lo, hi = min(lx, ly), max(hx, hy)
-        out.append(lo if lo == hi else [lo, hi])
-    return out
+        out.append(lo if lo == hi else (lo, hi))
+    return tuple(out)
 
 
-def _residency(run: Run) -> dict[SeamKey, list[float]]:
+def _residency(run: HopSource) -> dict[SeamKey, list[float]]:
     """Seconds each item stayed at a seam's destination before leaving it (or being dropped)."""
-    arrivals: dict[tuple[Any, str], tuple[SeamKey, int]] = {}
+    arrivals: dict[tuple[ItemId, str], tuple[SeamKey, int]] = {}
     out: dict[SeamKey, list[float]] = defaultdict(list)
-    events: list[tuple[int, int, Any]] = [(h.t_ns, 0, h) for h in run.hops if h.items]
+    events: list[tuple[int, int, Hop | Drop]] = [(h.t_ns, 0, h) for h in run.hops if h.items]
     events += [(d.t_ns, 1, d) for d in run.drops if d.items]
     events.sort(key=lambda e: (e[0], e[1]))
-    for t, kind, ev in events:
-        if kind == 0:
+    for t, _, ev in events:
+        if isinstance(ev, Hop):
             for item in ev.items:
                 arrived = arrivals.pop((item, ev.src), None)
                 if arrived is not None:
@@ -267,18 +204,20 @@ def _residency(run: Run) -> dict[SeamKey, list[float]]:
     return out
 
 
+@dataclass(slots=True)
+class _Flow:
+    bytes_in: int = 0
+    bytes_out: int = 0
+    hops_in: int = 0
+    hops_out: int = 0
+
+
 def owner_stats(run: Run) -> dict[str, OwnerStats]:
-    owners: dict[str, OwnerStats] = {}
+    """`name -> OwnerStats`, sorted by name."""
+    flows: dict[str, _Flow] = {}
     pids: dict[str, set[int]] = defaultdict(set)
-
-    def get(name: str) -> OwnerStats:
-        o = owners.get(name)
-        if o is None:
-            o = owners[name] = OwnerStats(name=name, role=role_of(name))
-        return o
-
     for s in run.seams.values():
-        src, dst = get(s.src), get(s.dst)
+        src, dst = flows.setdefault(s.src, _Flow()), flows.setdefault(s.dst, _Flow())
         src.bytes_out += s.total_bytes
         src.hops_out += s.hops
         dst.bytes_in += s.total_bytes
@@ -287,14 +226,17 @@ def owner_stats(run: Run) -> dict[str, OwnerStats]:
         pids[h.src].add(h.pid)
     for c in run.counter_samples:
         if c.owner:
-            get(c.owner)
+            flows.setdefault(c.owner, _Flow())
             pids[c.owner].add(c.pid)
-    for name, o in owners.items():
-        o.pids = sorted(pids.get(name, ()))
-    return dict(sorted(owners.items()))
+    return {
+        name: OwnerStats(name, role_of(name), f.bytes_in, f.bytes_out, f.hops_in, f.hops_out,
+                         tuple(sorted(pids.get(name, ()))))
+        for name, f in sorted(flows.items())
+    }
 
 
 def counter_stats(run: Run) -> dict[str, CounterStats]:
+    """`name -> CounterStats`, sorted by name."""
     series: dict[str, list[tuple[float, float]]] = defaultdict(list)
     owners: dict[str, set[str]] = defaultdict(set)
     for c in run.counter_samples:
@@ -311,20 +253,29 @@ def counter_stats(run: Run) -> dict[str, CounterStats]:
             max=max(values),
             mean=sum(values) / len(values),
             last=values[-1],
-            series=series[name],
-            owners=sorted(owners[name]),
+            series=tuple(series[name]),
+            owners=tuple(sorted(owners[name])),
         )
     return out
 
 
+@dataclass(slots=True)
+class _Life:
+    born_s: float
+    end_s: float
+    dropped: str | None
+    events: list[ItemEvent]
+
+
 def item_stats(run: Run) -> ItemStats:
-    lives: dict[Any, ItemLife] = {}
+    """Totals, drops by reason, and each item's life."""
+    lives: dict[ItemId, _Life] = {}
     for h in run.hops:
         t = (h.t_ns - run.t0_ns) / 1e9
         for item in h.items:
             life = lives.get(item)
             if life is None:
-                life = lives[item] = ItemLife(item, t, t, None, [])
+                life = lives[item] = _Life(t, t, None, [])
             life.events.append((t, h.src, "leave"))
             life.events.append((t, h.dst, "arrive"))
             life.end_s = t
@@ -334,7 +285,7 @@ def item_stats(run: Run) -> ItemStats:
         for item in d.items:
             life = lives.get(item)
             if life is None:
-                life = lives[item] = ItemLife(item, t, t, None, [])
+                life = lives[item] = _Life(t, t, None, [])
             if life.dropped is None:
                 dropped[d.reason] += 1
             life.dropped = d.reason
@@ -345,5 +296,5 @@ def item_stats(run: Run) -> ItemStats:
         total=total,
         consumed=total - sum(dropped.values()),
         dropped=dict(sorted(dropped.items())),
-        lives=lives,
+        lives={k: ItemLife(k, v.born_s, v.end_s, v.dropped, tuple(v.events)) for k, v in lives.items()},
     )

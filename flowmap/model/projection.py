@@ -8,8 +8,8 @@ size — `tokens` by the context length — and the leaf's bytes scale by the sa
 factor. Dimensions the preset does not name (`batch`) keep their traced size.
 
 The projected run is an ordinary `Run` (so report, render and diff work on it
-unchanged) whose `projection` attribute says what was projected; every output
-labels such figures as projections.
+unchanged) whose `projection` (a `Projection`) says what was projected; every
+output labels such figures as projections.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import yaml
 from flowmap.errors import UsageError
 from flowmap.model.reader import Hop, Leaf
 from flowmap.model.run import Run
+from flowmap.model.types import Dim, Projection
 
 PRESET_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets")
 _PRESET_KEYS = {"name", "description", "dims", "contexts", "default_context"}
@@ -113,20 +114,20 @@ def project(run: Run, spec: str) -> Run:
         hops = [_project_hop(h, sizes, cache) for h in shard.hops]
         shards.append(dataclasses.replace(shard, hops=hops))
     projected = Run(run.path, shards, run.meta)
-    projected.projection = {
-        "preset": preset.name,
-        "context": context,
-        "context_label": ctx_label,
-        "sizes": dict(sorted(sizes.items())),
-        "note": f"projected to {preset.name}"
+    projected.projection = Projection(
+        preset=preset.name,
+        context=context,
+        context_label=ctx_label,
+        sizes=dict(sorted(sizes.items())),
+        note=f"projected to {preset.name}"
         + (f" at {ctx_label} tokens" if ctx_label else "")
         + ": bytes of leaves with named dims are scaled to the preset's sizes",
-    }
+    )
     return projected
 
 
-def _project_hop(h: Hop, sizes: dict[str, int], cache: dict[int, tuple[tuple[Leaf, ...], int]]
-                 ) -> Hop:
+def _project_hop(h: Hop, sizes: dict[str, int],
+                 cache: dict[int, tuple[tuple[Leaf, ...], int]]) -> Hop:
     key = id(h.leaves)  # schemas are shared between hops: project each once
     hit = cache.get(key)
     if hit is None:
@@ -146,7 +147,7 @@ def _project_leaves(leaves: tuple[Leaf, ...], sizes: dict[str, int]) -> tuple[tu
             out.append(leaf)
             continue
         factor = 1.0
-        shape: list[Any] = []
+        shape: list[Dim] = []
         for name, dim in zip(leaf.dims, leaf.shape):
             actual = (dim[0] + dim[1]) / 2 if isinstance(dim, tuple) else dim
             target = sizes.get(name)

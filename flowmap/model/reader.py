@@ -21,6 +21,7 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
+from flowmap.model import halves
 from flowmap.model.validate import CHECKS
 
 BLOCK = 4 << 20  # bytes read at a time
@@ -58,6 +59,7 @@ class Hop:
     version: int | None
     transport: str
     items: tuple[Any, ...]
+    wire_bytes: int | None = None  # what crossed a transport's channel (pickled size), if known
 
     @property
     def seam(self) -> tuple[str, str, str]:
@@ -107,6 +109,7 @@ class Shard:
     marks: list[Mark] = field(default_factory=list)
     drops: list[Drop] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    halves: list[Any] = field(default_factory=list)  # transport hop halves, joined by the run
     num_events: int = 0
     num_errors: int = 0
     truncated: bool = True  # until an `end` event is seen
@@ -368,6 +371,12 @@ class _Decoder:
                                          float(ev[3]), owner))
         sh.num_events += 1
 
+    def _half(self, ev: list) -> None:
+        sh = self.shard
+        sh.halves.append(halves.decode(ev, self.t0 + ev[1] * 1000, sh.pid, self.strings.__getitem__,
+                                       self.schemas))
+        sh.num_events += 1
+
     def _mark(self, ev: list) -> None:
         sh = self.shard
         owner = self.strings[ev[3]] if len(ev) > 3 else ""
@@ -403,6 +412,7 @@ BUILDERS = {
     tf.STRING: _Decoder._string, tf.SCHEMA: _Decoder._schema, tf.HOP: _Decoder._hop,
     tf.COUNTER: _Decoder._counter, tf.MARK: _Decoder._mark, tf.DROP: _Decoder._drop,
     tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
+    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half,
 }
 
 

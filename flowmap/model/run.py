@@ -11,14 +11,26 @@ import gc
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import cached_property, wraps
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
+from flowmap.model.halves import join as join_halves
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_run_shards
 from flowmap.model.run_meta import read_run_meta
+from flowmap.model.types import (
+    CounterStats,
+    Health,
+    ItemStats,
+    OwnerStats,
+    Projection,
+    SeamKey,
+    SeamStats,
+)
+
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
 
 T = TypeVar("T")
 
@@ -48,19 +60,6 @@ def _without_gc(fn: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-@dataclass(slots=True)
-class Health:
-    """How complete the capture is: the reader's and the tracer's own account."""
-
-    shards: int
-    events: int
-    tracer_errors: int
-    error_messages: list[str]
-    truncated_shards: list[str]
-    bad_lines: int
-    problems: list[str]  # one sentence each: empty shards, bad lines, files skipped
-
-
 class Run:
     def __init__(
         self, path: str, shards: list[Shard], meta: dict[str, Any], problems: list[str] | None = None
@@ -70,7 +69,7 @@ class Run:
         self.shards = shards
         self.meta = meta
         self.hops: list[Hop] = sorted(
-            (h for s in shards for h in s.hops), key=lambda h: h.t_ns
+            [h for s in shards for h in s.hops] + join_halves(shards), key=lambda h: h.t_ns
         )
         self.counter_samples: list[CounterSample] = sorted(
             (c for s in shards for c in s.counters), key=lambda c: c.t_ns
@@ -80,7 +79,7 @@ class Run:
         starts = [s.t0_mono_ns for s in shards]
         self.t0_ns = min(starts) if starts else 0
         # Set by `flowmap.model.projection.project`: what the figures were scaled to.
-        self.projection: dict[str, Any] | None = None
+        self.projection: Projection | None = None
 
     @property
     def truncated(self) -> bool:
@@ -92,10 +91,10 @@ class Run:
             shards=len(self.shards),
             events=sum(s.num_events for s in self.shards),
             tracer_errors=sum(max(s.num_errors, len(s.errors)) for s in self.shards),
-            error_messages=[m for s in self.shards for m in s.errors],
-            truncated_shards=[os.path.basename(s.path) for s in self.shards if s.truncated],
+            error_messages=tuple(m for s in self.shards for m in s.errors),
+            truncated_shards=tuple(os.path.basename(s.path) for s in self.shards if s.truncated),
             bad_lines=sum(s.bad_lines for s in self.shards),
-            problems=self.problems,
+            problems=tuple(self.problems),
         )
 
     @cached_property
@@ -110,7 +109,7 @@ class Run:
 
     @cached_property
     @_without_gc
-    def seams(self) -> dict[tuple[str, str, str], Any]:
+    def seams(self) -> dict[SeamKey, SeamStats]:
         """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism)."""
         from flowmap.model.aggregate import seam_stats
 
@@ -118,7 +117,7 @@ class Run:
 
     @cached_property
     @_without_gc
-    def owners(self) -> dict[str, Any]:
+    def owners(self) -> dict[str, OwnerStats]:
         """`name -> OwnerStats`, sorted by name."""
         from flowmap.model.aggregate import owner_stats
 
@@ -126,7 +125,7 @@ class Run:
 
     @cached_property
     @_without_gc
-    def counters(self) -> dict[str, Any]:
+    def counters(self) -> dict[str, CounterStats]:
         """`name -> CounterStats`, sorted by name."""
         from flowmap.model.aggregate import counter_stats
 
@@ -134,11 +133,18 @@ class Run:
 
     @cached_property
     @_without_gc
-    def items(self) -> Any:
+    def items(self) -> ItemStats:
         """`ItemStats`: totals, drops by reason, lifetimes."""
         from flowmap.model.aggregate import item_stats
 
         return item_stats(self)
+
+    @cached_property
+    def view(self) -> RunView:
+        """The read model every output renders (`flowmap.model.view`), built once per run."""
+        from flowmap.model.view import build_view
+
+        return build_view(self)
 
     def __repr__(self) -> str:
         return f"Run({self.path!r}, hops={len(self.hops)}, seams={len(self.seams)})"

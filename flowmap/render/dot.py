@@ -1,4 +1,4 @@
-"""Graphviz DOT of a run's graph: where the bytes go, at a glance.
+"""Graphviz DOT of a run's pipeline (`RunView.roles` or `.pipeline`): where the bytes go.
 
 Edges are coloured and sized by bytes per step on a log scale (seam sizes in
 one pipeline span six orders of magnitude: a 2 KB handle and a 16 GB replay
@@ -19,11 +19,13 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
-import networkx as nx
+from flowmap.model.format import fmt_bytes, fmt_per_step
+from flowmap.model.types import Edge, Node, SeamStats
 
-from flowmap.units import fmt_bytes
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
 
 # Light to heavy: blues for the cheap seams, reds for the ones to fix.
 PALETTE = ("#9ecae1", "#6baed6", "#3182bd", "#fd8d3c", "#e6550d", "#a50f15")
@@ -71,9 +73,8 @@ def _left_lines(*parts: str) -> str:
     return '"' + "".join(f"  {_escape(line)}\\l" for line in lines) + '"'
 
 
-def _scale(g: nx.MultiDiGraph) -> tuple[float, float]:
-    weights = [a["bytes_per_step_mean"] for _, _, a in g.edges(data=True)
-               if a["bytes_per_step_mean"] > 0]
+def _scale(edges: tuple[Edge, ...]) -> tuple[float, float]:
+    weights = [e.seam.bytes_per_step_mean for e in edges if e.seam.bytes_per_step_mean > 0]
     if not weights:
         return (1.0, 1.0)
     return (math.log(min(weights)), math.log(max(weights)))
@@ -96,26 +97,26 @@ def _edge_style(value: float, scale: tuple[float, float]) -> dict[str, str]:
     return {"color": f'"{color}"', "fontcolor": f'"{color}"', "penwidth": f"{width:.2f}"}
 
 
-def _node_label(name: str, a: dict[str, Any]) -> str:
+def _node_label(n: Node) -> str:
     flows = []
-    if a["bytes_in"]:
-        flows.append(f"in {fmt_bytes(a['bytes_in_per_step'])}/step")
-    if a["bytes_out"]:
-        flows.append(f"out {fmt_bytes(a['bytes_out_per_step'])}/step")
-    return _lines(cut(a.get("label", name), MAX_LABEL), " · ".join(flows))
+    if n.bytes_in:
+        flows.append(f"in {fmt_per_step(n.bytes_in_per_step)}")
+    if n.bytes_out:
+        flows.append(f"out {fmt_per_step(n.bytes_out_per_step)}")
+    return _lines(cut(n.label, MAX_LABEL), " · ".join(flows))
 
 
-def _edge_label(a: dict[str, Any]) -> str:
-    copied = [t for t in a["transports"] if t != "ref"]
+def _edge_label(s: SeamStats) -> str:
+    copied = [t for t in s.transports if t != "ref"]
     how = f" · {', '.join(copied)}" if copied else ""
-    return _left_lines(cut(a["name"], MAX_LABEL), f"{fmt_bytes(a['bytes_per_step_mean'])}/step{how}")
+    return _left_lines(cut(s.name, MAX_LABEL), f"{fmt_per_step(s.bytes_per_step_mean)}{how}")
 
 
-def _edge_tooltip(a: dict[str, Any]) -> str:
+def _edge_tooltip(s: SeamStats) -> str:
     return _lines(
-        a["label"],
-        f"{a['hops']} hop{'s' if a['hops'] != 1 else ''}, {fmt_bytes(a['total_bytes'])} in all, "
-        f"p50 {fmt_bytes(a['p50_bytes'])} / max {fmt_bytes(a['max_bytes'])} per hop",
+        s.label,
+        f"{s.hops} hop{'s' if s.hops != 1 else ''}, {fmt_bytes(s.total_bytes)} in all, "
+        f"p50 {fmt_bytes(s.p50_bytes)} / max {fmt_bytes(s.max_bytes)} per hop",
     )
 
 
@@ -123,14 +124,19 @@ def _attrs(pairs: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in pairs.items())
 
 
-def dot_source(g: nx.MultiDiGraph, *, title: str | None = None) -> str:
-    """The DOT text of a graph from `flowmap.model.graph.build_graph`; deterministic."""
-    nodes = sorted(g.nodes(data=True), key=lambda n: (n[1]["order"], n[0]))
-    ids = {name: f"n{i}" for i, (name, _) in enumerate(nodes)}
-    run = os.path.basename(os.path.normpath(str(g.graph.get("run", "")))) or "run"
+def dot_source(view: RunView, *, instances: bool = False, title: str | None = None) -> str:
+    """The DOT text of the run's pipeline, one node per role (or per owner); deterministic.
+
+    `title` replaces the heading; a projected run is headed as a projection.
+    """
+    p = view.pipeline_at(instances)
+    ids = {n.name: f"n{i}" for i, n in enumerate(p.nodes)}
+    run = os.path.basename(os.path.normpath(view.path)) or "run"
+    if title is None and view.projection is not None:
+        title = f"PROJECTION — {view.projection.note}"
     heading = title if title is not None else (
-        f"flowmap · {run} · {g.graph.get('num_steps', 1)} steps · "
-        f"{fmt_bytes(g.graph.get('total_bytes_per_step', 0))}/step across all seams"
+        f"flowmap · {run} · {view.num_steps} steps · "
+        f"{fmt_per_step(p.total_bytes_per_step)} across all seams"
     )
     out = [
         "digraph flowmap {",
@@ -140,27 +146,26 @@ def dot_source(g: nx.MultiDiGraph, *, title: str | None = None) -> str:
         "fontname=Helvetica, fontsize=11];",
         "  edge [fontname=Helvetica, fontsize=9, arrowsize=0.7];",
     ]
-    for name, a in nodes:
-        tip = _lines(name, ", ".join(a["instances"]) if len(a["instances"]) > 1 else "")
-        out.append(f"  {ids[name]} [{_attrs({'id': quote(ids[name]), 'label': _node_label(name, a), 'tooltip': tip})}];")
-    scale = _scale(g)
-    edges = sorted(g.edges(keys=True, data=True), key=lambda e: e[2])
-    for i, (u, v, _, a) in enumerate(edges):
-        attrs = {"id": quote(f"e{i}"), "label": _edge_label(a), "tooltip": _edge_tooltip(a)}
-        attrs.update(_edge_style(a["bytes_per_step_mean"], scale))
-        if a["back_edge"]:
-            attrs["constraint"] = "false"
-            attrs["style"] = "dashed"
-        out.append(f"  {ids[u]} -> {ids[v]} [{_attrs(attrs)}];")
+    for n in p.nodes:
+        tip = _lines(n.name, ", ".join(n.instances) if len(n.instances) > 1 else "")
+        attrs = {"id": quote(ids[n.name]), "label": _node_label(n), "tooltip": tip}
+        out.append(f"  {ids[n.name]} [{_attrs(attrs)}];")
+    scale = _scale(p.edges)
+    for i, e in enumerate(p.edges):
+        s = e.seam
+        edge = {"id": quote(f"e{i}"), "label": _edge_label(s), "tooltip": _edge_tooltip(s)}
+        edge.update(_edge_style(s.bytes_per_step_mean, scale))
+        if e.back_edge:
+            edge["constraint"] = "false"
+            edge["style"] = "dashed"
+        out.append(f"  {ids[s.src]} -> {ids[s.dst]} [{_attrs(edge)}];")
     out.append("}")
     return "\n".join(out) + "\n"
 
 
-def write_dot(run: Any, path: str, *, expand_instances: bool = False) -> str:
-    """Write the DOT of `run` to `path`; returns the path written."""
-    from flowmap.model.graph import build_graph
-
-    text = dot_source(build_graph(run, expand_instances=expand_instances))
+def write_dot(view: RunView, path: str, *, instances: bool = False) -> str:
+    """Write the DOT of the run to `path`; returns the path written."""
+    text = dot_source(view, instances=instances)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path

@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any
 
 from flowmap.errors import FlowmapError
-from flowmap.model.run import Run
+from flowmap.model.view import RunView
 from flowmap.render.html_data import html_document
 
 _JSON_ESCAPES = {
@@ -39,7 +39,8 @@ DEFAULT_HTML_NAME = "flowmap.html"
 
 
 def write_html(
-    run: Run, path: str | os.PathLike[str] | None = None, *, layout: str = "auto", title: str | None = None
+    view: RunView, path: str | os.PathLike[str] | None = None, *, layout: str = "auto",
+    title: str | None = None,
 ) -> str:
     """Write the HTML view of `run` to `path`; returns the path written.
 
@@ -47,8 +48,8 @@ def write_html(
     single-shard run). `layout` is "auto" (Graphviz `dot` when installed,
     else the built-in layered layout), "dot" or "layered".
     """
-    out = os.fspath(path) if path is not None else default_html_path(run)
-    text = render_html(run, layout=layout, title=title)
+    out = os.fspath(path) if path is not None else default_html_path(view)
+    text = render_html(view, layout=layout, title=title)
     try:
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w", encoding="utf-8", newline="\n") as f:
@@ -58,15 +59,15 @@ def write_html(
     return out
 
 
-def default_html_path(run: Run) -> str:
-    if os.path.isdir(run.path):
-        return os.path.join(run.path, DEFAULT_HTML_NAME)
-    return os.path.splitext(run.path)[0] + ".html"
+def default_html_path(view: RunView) -> str:
+    if os.path.isdir(view.path):
+        return os.path.join(view.path, DEFAULT_HTML_NAME)
+    return os.path.splitext(view.path)[0] + ".html"
 
 
-def render_html(run: Run, *, layout: str = "auto", title: str | None = None) -> str:
+def render_html(view: RunView, *, layout: str = "auto", title: str | None = None) -> str:
     """The page as one string (see the module docstring for what it promises)."""
-    return page(html_document(run, layout), title or f"flowmap · {run.path}")
+    return page(html_document(view, layout), title or f"flowmap · {view.path}")
 
 
 def page(document: dict[str, Any], title: str) -> str:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
-from flowmap.model.findings import findings
-from flowmap.model.graph import build_graph
-from flowmap.model.run import Run
+from flowmap.model.document import leaf_dict
+from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
+from flowmap.model.view import RunView
 from flowmap.render.layout import EdgeSpec, Layout, NodeSpec, layout_graph, text_width_px
 
 HTML_SCHEMA = 1
@@ -36,87 +37,64 @@ EDGE_FONT_PX = 10
 NODE_HEIGHT_PX = 30
 
 
-def html_document(run: Run, engine: str = "auto") -> dict[str, Any]:
+def html_document(view: RunView, engine: str = "auto") -> dict[str, Any]:
     """Everything the page shows, as JSON-ready plain data."""
-    g = build_graph(run, expand_instances=True)
     # Owners in pipeline order, seams heaviest first: ids are stable per run.
-    owners = pipeline_order(run, list(g.nodes))
-    edge_of = {key: attrs for _, _, key, attrs in g.edges(keys=True, data=True)}
-    seams = [edge_of[s.label] for s in run.seams.values()]
-    owner_id = {name: f"o{i}" for i, name in enumerate(owners)}
-    seam_id = {e["stats"].key: f"s{i}" for i, e in enumerate(seams)}
-    placed = _layout(owners, seams, owner_id, engine)
-    bins, bin_bytes, bin_hops = _step_bins(run, seam_id)
+    nodes = view.pipeline.nodes
+    seams = list(view.seams.values())
+    owner_id = {n.name: f"o{i}" for i, n in enumerate(nodes)}
+    seam_id = {s.key: f"s{i}" for i, s in enumerate(seams)}
+    placed = _layout([n.name for n in nodes], seams, owner_id, engine)
+    binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
     return {
         "flowmap": "html",
         "schema": HTML_SCHEMA,
-        "run": _run_info(run, placed),
-        "owners": [_owner(name, g.nodes[name], owner_id[name], placed) for name in owners],
-        "seams": [
-            _seam(e, seam_id[e["stats"].key], owner_id, placed, bin_bytes, bin_hops) for e in seams
-        ],
-        "bins": bins,
-        "counters": _counters(run),
-        "charts": chart_groups(list(run.counters)),
-        "findings": _findings(run, {e["label"]: seam_id[e["stats"].key] for e in seams}),
+        "run": _run_info(view, placed),
+        "owners": [_owner(n, owner_id[n.name], placed) for n in nodes],
+        "seams": [_seam(s, seam_id[s.key], owner_id, placed, binned) for s in seams],
+        "bins": [_bin(b) for b in binned.bins],
+        "counters": _counters(view),
+        "charts": chart_groups(list(view.counters)),
+        "findings": _findings(view, {s.label: seam_id[s.key] for s in seams}),
     }
 
 
-def _run_info(run: Run, placed: Layout) -> dict[str, Any]:
-    items, health = run.items, run.health
-    t_end = max((h.t_ns for h in run.hops), default=run.t0_ns)
+def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
+    items, health = view.items, view.health
     return {
-        "path": run.path,
-        "hops": len(run.hops),
-        "steps": len(run.steps),
-        "first_step": run.steps[0] if run.steps else None,
-        "last_step": run.steps[-1] if run.steps else None,
-        "duration_s": _num((t_end - run.t0_ns) / 1e9),
-        "truncated": run.truncated,
-        "projection": run.projection["note"] if run.projection else None,
-        "total_bytes": sum(s.total_bytes for s in run.seams.values()),
+        "path": view.path,
+        "hops": view.num_hops,
+        "steps": len(view.steps),
+        "first_step": view.steps[0] if view.steps else None,
+        "last_step": view.steps[-1] if view.steps else None,
+        "duration_s": _num(view.duration_s),
+        "truncated": view.truncated,
+        "projection": view.projection.note if view.projection else None,
+        "total_bytes": view.totals.total_bytes,
         "items": {
             "total": items.total,
             "consumed": items.consumed,
             "dropped": items.dropped_total,
-            "dropped_by_reason": items.dropped,
+            "dropped_by_reason": dict(items.dropped),
         },
         "health": {
             "shards": health.shards,
             "tracer_errors": health.tracer_errors,
-            "truncated_shards": health.truncated_shards,
+            "truncated_shards": list(health.truncated_shards),
             "bad_lines": health.bad_lines,
         },
         "layout": {"engine": placed.engine, "width": placed.width, "height": placed.height},
     }
 
 
-def _layout(owners: list[str], seams: list[dict], owner_id: dict[str, str], engine: str) -> Layout:
+def _layout(owners: list[str], seams: list[SeamStats], owner_id: dict[str, str],
+            engine: str) -> Layout:
     nodes = [NodeSpec(owner_id[name], _node_width(name), NODE_HEIGHT_PX) for name in owners]
     edges = [
-        EdgeSpec(f"s{i}", owner_id[e["src"]], owner_id[e["dst"]], _label_width(e["name"]), 2)
-        for i, e in enumerate(seams)
+        EdgeSpec(f"s{i}", owner_id[s.src], owner_id[s.dst], _label_width(s.name), 2)
+        for i, s in enumerate(seams)
     ]
     return layout_graph(nodes, edges, engine)
-
-
-def pipeline_order(run: Run, owners: list[str]) -> list[str]:
-    """Sources first (nothing flows into them), then by first appearance, a sender before its receiver.
-
-    Both layout engines read this order when they break cycles, so it decides
-    which way the picture runs: from where the data enters, down to the trainer.
-    """
-    first: dict[str, tuple[int, int]] = {}
-    fed: set[str] = set()
-    for s in run.seams.values():
-        for owner, rank in ((s.src, 0), (s.dst, 1)):
-            seen = (s.first_t_ns, rank)
-            if owner not in first or seen < first[owner]:
-                first[owner] = seen
-        if s.src != s.dst:
-            fed.add(s.dst)
-    never = (2**63, 2)
-    return sorted(owners, key=lambda o: (o in fed, first.get(o, never), o))
 
 
 def _upwards(points: list[tuple[float, float]]) -> bool:
@@ -133,31 +111,28 @@ def _label_width(name: str) -> float:
     return text_width_px(max(name, "999 KiB/step", key=len), EDGE_FONT_PX)
 
 
-def _owner(name: str, node: dict[str, Any], oid: str, placed: Layout) -> dict[str, Any]:
+def _owner(n: Node, oid: str, placed: Layout) -> dict[str, Any]:
     x, y = placed.nodes[oid]
     return {
         "id": oid,
-        "name": name,
-        "role": node["role"],
-        "bytes_in": node["bytes_in"],
-        "bytes_out": node["bytes_out"],
-        "hops_in": node["hops_in"],
-        "hops_out": node["hops_out"],
-        "pids": node["pids"],
-        "resident": [[_num(t, 6), c] for t, c in node.get("resident", [])],
-        "resident_max": node.get("resident_max", 0),
+        "name": n.name,
+        "role": n.role,
+        "bytes_in": n.bytes_in,
+        "bytes_out": n.bytes_out,
+        "hops_in": n.hops_in,
+        "hops_out": n.hops_out,
+        "pids": list(n.pids),
+        "resident": [[_num(t, 6), c] for t, c in n.resident],
+        "resident_max": n.resident_max,
         "x": x,
         "y": y,
-        "w": _node_width(name),
+        "w": _node_width(n.name),
         "h": NODE_HEIGHT_PX,
     }
 
 
-def _seam(
-    e: dict[str, Any], sid: str, owner_id: dict[str, str], placed: Layout,
-    bin_bytes: dict[str, list[int]], bin_hops: dict[str, list[int]],
-) -> dict[str, Any]:
-    s = e["stats"]
+def _seam(s: SeamStats, sid: str, owner_id: dict[str, str], placed: Layout,
+          binned: StepBins) -> dict[str, Any]:
     route = placed.edges[sid]
     return {
         "id": sid,
@@ -173,34 +148,27 @@ def _seam(
         "p90_bytes": s.p90_bytes,
         "bytes_per_step": _num(s.bytes_per_step_mean),
         "bytes_per_step_max": s.bytes_per_step_max,
-        "transports": s.transports,
+        "transports": dict(s.transports),
         "items": s.items,
         "residency_mean_s": _num(s.residency_mean_s),
         "residency_max_s": _num(s.residency_max_s),
         "leaves": [_leaf(leaf) for leaf in s.leaves[:MAX_LEAVES]],
         "leaves_total": len(s.leaves),
         "hist": size_histogram(s.hop_bytes),
-        "bin_bytes": bin_bytes[sid],
-        "bin_hops": bin_hops[sid],
+        "bin_bytes": list(binned.bytes[s.key]),
+        "bin_hops": list(binned.hops[s.key]),
         "path": [c for p in route.points for c in p],
         "label_at": list(route.label),
     }
 
 
-def _leaf(leaf: Any) -> dict[str, Any]:
-    return {
-        "path": leaf.path,
-        "kind": leaf.kind,
-        "dtype": "|".join(leaf.dtypes),
-        "shape": leaf.shape,
-        "dims": leaf.dims,
-        "bytes": round(leaf.mean_bytes),
-        "max_bytes": leaf.max_bytes,
-        "hops": leaf.hops,
-    }
+def _leaf(leaf: LeafStats) -> dict[str, Any]:
+    d = leaf_dict(leaf)
+    return {k: d[k] for k in ("path", "kind", "dtype", "shape", "dims", "bytes", "max_bytes",
+                              "hops")}
 
 
-def size_histogram(hop_bytes: list[int]) -> dict[str, Any]:
+def size_histogram(hop_bytes: Sequence[int]) -> dict[str, Any]:
     """Hop sizes in power-of-two buckets: `counts[i]` hops of [2**(lo+i), 2**(lo+i+1)) bytes."""
     by_length = Counter(map(int.bit_length, hop_bytes))  # n.bit_length() - 1 == floor(log2 n)
     zero = by_length.pop(0, 0)
@@ -210,52 +178,13 @@ def size_histogram(hop_bytes: list[int]) -> dict[str, Any]:
     return {"lo": lo - 1, "counts": [by_length.get(k, 0) for k in range(lo, hi + 1)], "zero": zero}
 
 
-def _step_bins(run: Run, seam_id: dict) -> tuple[list[list[Any]], dict[str, list[int]], dict[str, list[int]]]:
-    """Per seam, bytes and hops in each bin of consecutive steps.
-
-    A hop without a step belongs to the last step seen before it (in time), or
-    to the first bin when none was. Bins are `[first_step, last_step, num_steps,
-    t0_s, t1_s]`, the times spanning their hops, for shading counter charts.
-    """
-    steps = run.steps
-    nbins = max(1, min(len(steps), MAX_STEP_BINS, BIN_BUDGET // max(1, len(seam_id))))
-    bin_of = {st: i * nbins // len(steps) for i, st in enumerate(steps)}
-    index = {key: n for n, key in enumerate(seam_id)}
-    byte_rows = [[0] * nbins for _ in index]
-    hop_rows = [[0] * nbins for _ in index]
-    t_lo = [math.inf] * nbins
-    t_hi = [-math.inf] * nbins
-    cur = 0
-    for h in run.hops:
-        if h.step is not None:
-            cur = bin_of[h.step]
-        n = index[(h.src, h.dst, h.name)]
-        byte_rows[n][cur] += h.nbytes
-        hop_rows[n][cur] += 1
-        if h.t_ns < t_lo[cur]:
-            t_lo[cur] = h.t_ns
-        if h.t_ns > t_hi[cur]:
-            t_hi[cur] = h.t_ns
-    members_of: list[list[int]] = [[] for _ in range(nbins)]
-    for st in steps:
-        members_of[bin_of[st]].append(st)
-    bins = []
-    for b, members in enumerate(members_of):
-        t0 = (t_lo[b] - run.t0_ns) / 1e9 if t_lo[b] != math.inf else None
-        t1 = (t_hi[b] - run.t0_ns) / 1e9 if t_hi[b] != -math.inf else None
-        bins.append([
-            members[0] if members else None,
-            members[-1] if members else None,
-            max(1, len(members)),
-            _num(t0, 6),
-            _num(t1, 6),
-        ])
-    ids = list(seam_id.values())
-    return bins, dict(zip(ids, byte_rows)), dict(zip(ids, hop_rows))
+def _bin(b: StepBin) -> list[Any]:
+    """`[first_step, last_step, num_steps, t0_s, t1_s]`: the times shade counter charts."""
+    return [b.first_step, b.last_step, b.num_steps, _num(b.t0_s, 6), _num(b.t1_s, 6)]
 
 
-def _counters(run: Run) -> list[dict[str, Any]]:
-    counters = list(run.counters.values())
+def _counters(view: RunView) -> list[dict[str, Any]]:
+    counters = list(view.counters.values())
     per_counter = max(16, min(MAX_SERIES_POINTS, SERIES_POINTS_BUDGET // max(1, len(counters))))
     out = []
     for c in counters:
@@ -267,14 +196,15 @@ def _counters(run: Run) -> list[dict[str, Any]]:
             "max": _num(c.max),
             "mean": _num(c.mean),
             "last": _num(c.last),
-            "owners": c.owners,
+            "owners": list(c.owners),
             "t": [_num(t, 6) for t, _ in series],
             "v": [_num(v) for _, v in series],
         })
     return out
 
 
-def downsample(series: list[tuple[float, float]], max_points: int) -> list[tuple[float, float]]:
+def downsample(series: Sequence[tuple[float, float]], max_points: int
+               ) -> list[tuple[float, float]]:
     """At most `max_points` points: each bucket keeps its min and max, in time order, so spikes survive."""
     if len(series) <= max_points:
         return list(series)
@@ -305,7 +235,7 @@ def chart_groups(names: list[str]) -> list[list[str]]:
     return ([together] if together else []) + [[n] for n in rest]
 
 
-def _findings(run: Run, seam_by_label: dict[str, str]) -> list[dict[str, Any]]:
+def _findings(view: RunView, seam_by_label: dict[str, str]) -> list[dict[str, Any]]:
     return [
         {
             "kind": f.kind,
@@ -314,7 +244,7 @@ def _findings(run: Run, seam_by_label: dict[str, str]) -> list[dict[str, Any]]:
             "bytes_per_step": _num(f.bytes_per_step),
             "message": f.message,
         }
-        for f in findings(run)[:MAX_FINDINGS]
+        for f in view.findings[:MAX_FINDINGS]
     ]
 
 

@@ -17,6 +17,7 @@ import math
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import Any
 
 from flowmap.errors import UsageError
 
@@ -117,7 +118,7 @@ def _dot(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout | None:
         return None
 
 
-def _read_dot(doc: dict, nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
+def _read_dot(doc: dict[str, Any], nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
     _, _, width, height = (float(v) for v in doc["bb"].split(","))
     pad = 8.0
 

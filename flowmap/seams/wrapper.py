@@ -12,15 +12,17 @@ arguments, and its own exceptions pass through untouched.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from flowmap import calls
 from flowmap.capture import state
 from flowmap.capture.api import current_owner
 from flowmap.seams import paths
 from flowmap.seams.spec import ExtraHop, SeamSpec
+
+if TYPE_CHECKING:
+    from flowmap.capture.tracer import Tracer
 
 MARKER = "__flowmap_seam__"
 
@@ -29,16 +31,13 @@ class _Plan:
     """A spec split once, at patch time, into what the call and the result each record."""
 
     __slots__ = (
-        "spec", "sig", "call_dims", "result_dims", "call_items", "result_items",
+        "spec", "arguments", "call_dims", "result_dims", "call_items", "result_items",
         "call_also", "result_also",
     )
 
     def __init__(self, spec: SeamSpec, fn: Callable[..., Any]) -> None:
         self.spec = spec
-        try:
-            self.sig: inspect.Signature | None = inspect.signature(fn)
-        except (TypeError, ValueError):
-            self.sig = None
+        self.arguments = calls.Arguments(fn)
         self.call_dims: dict[str, tuple[str, ...]] = {}
         self.result_dims: dict[str, tuple[str, ...]] = {}
         for path, dims in spec.dims.items():
@@ -53,68 +52,41 @@ class _Plan:
         self.call_also = tuple(h for h in spec.also if paths.split(h.payload)[0] != "result")
         self.result_also = tuple(h for h in spec.also if paths.split(h.payload)[0] == "result")
 
-    def bind(self, a: tuple, kw: dict) -> dict[str, Any]:
-        if self.sig is None:
-            bound: dict[str, Any] = {f"arg{i}": v for i, v in enumerate(a)}
-            bound.update(kw)
-            return bound
-        return dict(self.sig.bind_partial(*a, **kw).arguments)
-
     def payload(self, bound: dict[str, Any]) -> dict[str, Any]:
         """The call's payload, as `flowmap.seam` builds it: selected arguments by name."""
-        if self.spec.args is not None:
-            return {k: bound[k] for k in self.spec.args if k in bound}
-        return {k: v for k, v in bound.items() if k not in ("self", "cls")}
+        return calls.payload(bound, self.spec.args)
+
+
+Entered = tuple[str, dict[str, Any] | None]  # (caller, the call's arguments by name)
 
 
 def wrap(fn: Callable[..., Any], spec: SeamSpec) -> Callable[..., Any]:
     """A wrapper of `fn` that records the seam `spec` while a trace is active."""
     plan = _Plan(spec, fn)
-    owner = spec.owner
 
-    if inspect.iscoroutinefunction(fn):
+    def enter(a: tuple[Any, ...], kw: dict[str, Any]) -> Entered:
+        return _enter(plan, a, kw)
 
-        @functools.wraps(fn)
-        async def async_wrapper(*a: Any, **kw: Any) -> Any:
-            if state.tracer is None:
-                return await fn(*a, **kw)
-            caller, bound = _enter(plan, a, kw)
-            token = state.current_owner.set(owner)
-            try:
-                out = await fn(*a, **kw)
-            finally:
-                state.current_owner.reset(token)
-            _leave(plan, caller, bound, out)
-            return out
+    def leave(entered: Entered, out: Any) -> None:
+        _leave(plan, entered[0], entered[1], out)
 
-        setattr(async_wrapper, MARKER, spec.target)
-        return async_wrapper
-
-    @functools.wraps(fn)
-    def wrapper(*a: Any, **kw: Any) -> Any:
-        if state.tracer is None:
-            return fn(*a, **kw)
-        caller, bound = _enter(plan, a, kw)
-        token = state.current_owner.set(owner)
-        try:
-            out = fn(*a, **kw)
-        finally:
-            state.current_owner.reset(token)
-        _leave(plan, caller, bound, out)
-        return out
-
+    wrapper = calls.wrap_call(fn, spec.owner, enter, leave, active=_tracing)
     setattr(wrapper, MARKER, spec.target)
     return wrapper
 
 
-def _enter(plan: _Plan, a: tuple, kw: dict) -> tuple[str, dict[str, Any] | None]:
+def _tracing() -> bool:
+    return state.tracer is not None
+
+
+def _enter(plan: _Plan, a: tuple[Any, ...], kw: dict[str, Any]) -> Entered:
     spec = plan.spec
     caller = spec.caller or current_owner()
     t = state.tracer
     if t is None:
         return caller, None
     try:
-        bound = plan.bind(a, kw)
+        bound = plan.arguments.bind(a, kw)
     except Exception as exc:  # arguments the signature rejects: the call itself will say so
         t.error(exc)
         return caller, None
@@ -123,8 +95,9 @@ def _enter(plan: _Plan, a: tuple, kw: dict) -> tuple[str, dict[str, Any] | None]
     if spec.call:
         items = _items(t, bound, plan.call_items)
         try:
-            t.hop(caller, spec.owner, plan.payload(bound), spec.name, items, None, None,
-                  spec.transport, plan.call_dims or None)
+            t.hop(src=caller, dst=spec.owner, payload=plan.payload(bound), name=spec.name,
+                  items=items, step=None, version=None, transport=spec.transport,
+                  dims=plan.call_dims or None)
         except Exception as exc:
             t.error(exc)
     _extra_hops(t, bound, plan.call_also, spec.transport)
@@ -141,14 +114,15 @@ def _leave(plan: _Plan, caller: str, bound: dict[str, Any] | None, out: Any) -> 
     if spec.result:
         items = _items(t, root, plan.result_items)
         try:
-            t.hop(spec.owner, caller, out, spec.result_name, items, None, None,
-                  spec.transport, plan.result_dims or None)
+            t.hop(src=spec.owner, dst=caller, payload=out, name=spec.result_name, items=items,
+                  step=None, version=None, transport=spec.transport,
+                  dims=plan.result_dims or None)
         except Exception as exc:
             t.error(exc)
     _extra_hops(t, root, plan.result_also, spec.transport)
 
 
-def _items(t: Any, root: dict[str, Any], path: str | None) -> list[Any]:
+def _items(t: Tracer, root: dict[str, Any], path: str | None) -> list[Any]:
     if path is None:
         return []
     try:
@@ -158,7 +132,7 @@ def _items(t: Any, root: dict[str, Any], path: str | None) -> list[Any]:
         return []
 
 
-def _set_step(t: Any, bound: dict[str, Any], path: str) -> None:
+def _set_step(t: Tracer, bound: dict[str, Any], path: str) -> None:
     try:
         value = paths.resolve(bound, path)
         if isinstance(value, int) and not isinstance(value, bool) and value != t.step:
@@ -168,11 +142,11 @@ def _set_step(t: Any, bound: dict[str, Any], path: str) -> None:
 
 
 def _extra_hops(
-    t: Any, root: dict[str, Any], hops: tuple[ExtraHop, ...], transport: str
+    t: Tracer, root: dict[str, Any], hops: tuple[ExtraHop, ...], transport: str
 ) -> None:
     for h in hops:
         try:
-            t.hop(h.src, h.dst, paths.resolve(root, h.payload), h.name, (), None, None,
-                  transport, None)
+            t.hop(src=h.src, dst=h.dst, payload=paths.resolve(root, h.payload), name=h.name,
+                  items=(), step=None, version=None, transport=transport, dims=None)
         except Exception as exc:
             t.error(exc)

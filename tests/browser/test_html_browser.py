@@ -58,9 +58,9 @@ def pages(tmp_path_factory):
     return {
         "run": run,
         "hostile_run": hostile,
-        "auto": write_html(run, root / "auto.html"),
-        "layered": write_html(run, root / "layered.html", layout="layered"),
-        "hostile": write_html(hostile, root / "hostile.html", layout="layered"),
+        "auto": write_html(run.view, root / "auto.html"),
+        "layered": write_html(run.view, root / "layered.html", layout="layered"),
+        "hostile": write_html(hostile.view, root / "hostile.html", layout="layered"),
     }
 
 

@@ -55,7 +55,7 @@ def _chains(found: list) -> list:
 
 
 def test_a_repacked_array_is_one_pass_through_along_the_chain(tmp_path: Path) -> None:
-    found = findings(flowmap.load(_write(tmp_path)))
+    found = findings(flowmap.load(_write(tmp_path)).view)
     (chain,) = _chains(found)
     assert found[0] == chain  # at stake: the bytes into both middles, more than any one seam
     assert "`indexer_topk` (tokens, layers, index_topk) rides rollout -> ready_buffer -> " \
@@ -84,11 +84,11 @@ def test_a_chain_already_found_as_a_whole_payload_pass_through_is_not_repeated(
               [tensor("[*].indexer_topk", (20, 2, 8), "int32", count=2, dims=DIMS)],
               step=s, transport="shm", items=["a", "b"])
     w.close(5_000)
-    found = findings(flowmap.load(str(tmp_path)))
+    found = findings(flowmap.load(str(tmp_path)).view)
     assert not _chains(found)
     assert [f for f in found if f.kind == "pass_through" and "replay_store" in f.message]
 
 
 def test_producer_to_consumer_alone_is_no_pass_through(tmp_path: Path) -> None:
-    found = findings(flowmap.load(_write(tmp_path, repack=False)))
+    found = findings(flowmap.load(_write(tmp_path, repack=False)).view)
     assert not [f for f in found if f.kind == "pass_through"]

@@ -122,7 +122,7 @@ def test_object_refs_between_actors_are_direct_hops_with_sizes(ray_run):
         assert seam.hops == 2 and seam.transports == {"shm": 2}
         tokens = {leaf.path: leaf for leaf in seam.leaves}
         name = "batch_a.tokens" if rollout.endswith("0") else "batch_b.tokens"
-        assert tokens[name].shape == [8, 64] and tokens[name].total_bytes == 2 * 8 * 64 * 8
+        assert tokens[name].shape == (8, 64) and tokens[name].total_bytes == 2 * 8 * 64 * 8
     # the driver's own call carries only what it passed inline
     inline = run.seams[("driver", "Learner/0", "train")]
     assert inline.transports == {"rpc": 2} and inline.total_bytes == 2 * 8

@@ -96,8 +96,10 @@ def test_a_two_rank_torchrun_job_is_one_run_with_both_ranks(tmp_path, run_cli):
             ("dataset", f"trainer/rank{rank}", "micro_batch"),
             (f"trainer/rank{rank}", "all_reduce", "grads"),
             ("all_reduce", f"trainer/rank{rank}", "grads"),
+            # captured with no code: the all_reduce, run inside the seam's owner
+            (f"all_reduce/rank{rank}", "group[0,1]", "all_reduce"),
         }
-        assert len(mine) == 9
+        assert len(mine) == 12
     grads = run.seams[("trainer/rank1", "all_reduce", "grads")]
     assert grads.transports == {"collective": 3} and grads.total_bytes == 3 * 256 * 4
     assert run.steps == []

@@ -28,7 +28,7 @@ def run(tmp_path_factory):
 
 
 def test_round_trip_is_exact(run, tmp_path):
-    snap = from_run(run, counters=True)
+    snap = from_run(run.view, counters=True)
     path = str(tmp_path / "b.json")
     baseline.write(path, snap)
     back = baseline.read(path)
@@ -39,8 +39,8 @@ def test_round_trip_is_exact(run, tmp_path):
 
 def test_file_is_sorted_stable_and_readable(run, tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    baseline.write(str(a), from_run(run))
-    baseline.write(str(b), from_run(flowmap.load(run.path)))
+    baseline.write(str(a), from_run(run.view))
+    baseline.write(str(b), from_run(flowmap.load(run.path).view))
     text = a.read_text()
     assert text == b.read_text()  # re-recording the same run changes nothing
     doc = json.loads(text)

@@ -28,7 +28,7 @@ def run(tmp_path_factory):
 
 
 def results(run, text):
-    return evaluate(run, parse(text, "b.yaml"))
+    return evaluate(run.view, parse(text, "b.yaml"))
 
 
 def test_glob_applies_to_each_matching_seam(run):

@@ -36,22 +36,17 @@ def _edges(text):
     return out
 
 
-def test_dot_matches_the_golden_file(rl_run):
+def test_dot_matches_the_golden_file(rl_run, golden):
     """GIVEN the GRPO-shaped run WHEN drawn by role THEN the DOT is byte-identical to the golden.
 
-    Regenerate with FLOWMAP_UPDATE_GOLDEN=1 after an intended change, and read the diff.
+    Regenerate with `pytest --update-golden` after an intended change, and read the diff.
     """
-    text = dot_source(build_graph(rl_run, expand_instances=False))
-    if os.environ.get("FLOWMAP_UPDATE_GOLDEN"):
-        with open(GOLDEN, "w", encoding="utf-8") as f:
-            f.write(text)
-    with open(GOLDEN, encoding="utf-8") as f:
-        assert text == f.read()
+    golden.check(GOLDEN, dot_source(rl_run.view))
 
 
 def test_edges_are_sized_and_coloured_by_bytes_on_a_log_scale(rl_run):
     g = build_graph(rl_run)
-    edges = _edges(dot_source(g))
+    edges = _edges(dot_source(rl_run.view, instances=True))
     assert len(edges) == g.number_of_edges()
     by_bytes = sorted(edges, key=lambda k: g.edges[_key(g, k)]["bytes_per_step_mean"])
     widths = [float(edges[k]["penwidth"]) for k in by_bytes]
@@ -65,20 +60,20 @@ def _key(g, label):
 
 
 def test_the_loop_back_to_rollout_does_not_constrain_the_layout(rl_run):
-    edges = _edges(dot_source(build_graph(rl_run, expand_instances=False)))
+    edges = _edges(dot_source(rl_run.view))
     back = {k for k, a in edges.items() if a.get("constraint") == "false"}
     assert back == {"weight_sync -&gt; rollout : weights"}
     assert edges["weight_sync -&gt; rollout : weights"]["style"] == "dashed"
 
 
 def test_roles_are_labelled_with_their_instance_count(rl_run):
-    text = dot_source(build_graph(rl_run, expand_instances=False))
+    text = dot_source(rl_run.view)
     assert '"rollout ×2\\nin ' in text and '"trainer ×2\\nin ' in text
 
 
 def test_user_names_stay_text_in_the_dot_file(tmp_path):
     run = flowmap.load(write_rl_run(str(tmp_path / "run"), RLRunSpec(hostile=True)))
-    text = dot_source(build_graph(run))
+    text = dot_source(run.view, instances=True)
     assert "<" not in text and ">" not in text.replace("->", "")
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
     assert 'evil\\"owner' in text and "x\\ny\\\\N" in text
@@ -87,7 +82,7 @@ def test_user_names_stay_text_in_the_dot_file(tmp_path):
 @needs_dot
 def test_user_names_stay_text_in_the_svg(tmp_path):
     run = flowmap.load(write_rl_run(str(tmp_path / "run"), RLRunSpec(hostile=True)))
-    svg = subprocess.run(["dot", "-Tsvg"], input=dot_source(build_graph(run)).encode(),
+    svg = subprocess.run(["dot", "-Tsvg"], input=dot_source(run.view, instances=True).encode(),
                          capture_output=True, check=True).stdout.decode()
     assert "<img" not in svg and HOSTILE not in svg
     assert "&lt;img src=x onerror=alert(1)&gt;" in svg

@@ -20,7 +20,7 @@ def rl_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def found(rl_run):
-    return findings(rl_run)
+    return findings(rl_run.view)
 
 
 def _of(found, kind):
@@ -119,7 +119,7 @@ def test_padding_is_estimated_from_the_unpadded_leaves_of_the_same_items(rl_run,
 
 def test_padding_reported_by_a_counter_is_used_as_is(tmp_path):
     run = flowmap.load(write_rl_run(str(tmp_path / "run"), RLRunSpec(padding_counter=True)))
-    f = next(f for f in _of(findings(run), "padding") if f.seams == ["batcher -> reward : batch"])
+    f = next(f for f in _of(findings(run.view), "padding") if f.seams == ["batcher -> reward : batch"])
     seam = run.seams[("batcher", "reward", "batch")]
     fraction = run.counters["padding/batch"].mean
     assert f.bytes_per_step == pytest.approx(seam.bytes_per_step_mean * fraction)
@@ -129,12 +129,12 @@ def test_padding_reported_by_a_counter_is_used_as_is(tmp_path):
 def test_a_plain_run_has_only_its_heaviest_seam(tmp_path):
     run = flowmap.load(write_two_owner_run(str(tmp_path / "run"),
                                            [(i, "a", "b", "x", 100) for i in range(4)]))
-    (f,) = findings(run)
+    (f,) = findings(run.view)
     assert (f.kind, f.seams, f.bytes_per_step) == ("heaviest", ["a -> b : x"], 200)
 
 
 def test_an_empty_run_has_no_findings(tmp_path):
-    assert findings(flowmap.load(write_two_owner_run(str(tmp_path / "run"), []))) == []
+    assert findings(flowmap.load(write_two_owner_run(str(tmp_path / "run"), [])).view) == []
 
 
 def _fanout(path, transport, steps):
@@ -153,12 +153,12 @@ def _fanout(path, transport, steps):
 ])
 def test_duplicates_need_copies_of_one_storage_in_one_step(tmp_path, transport, steps, copies):
     run = _fanout(str(tmp_path / "run"), transport, steps)
-    dups = _of(findings(run), "duplicate")
+    dups = _of(findings(run.view), "duplicate")
     assert sum(f.bytes_per_step for f in dups) == copies * 1024 / run.num_steps
 
 
 def test_finding_as_dict_is_the_report_json_shape(rl_run, found):
-    doc = report_document(rl_run)
+    doc = report_document(rl_run.view)
     assert doc["findings"] == [f.as_dict() for f in found]
     assert set(doc["findings"][0]) == {"kind", "seams", "bytes_per_step", "message"}
     f = Finding("heaviest", ["a -> b : x"], 1 / 3, "m.")
@@ -177,20 +177,15 @@ def test_state_updated_in_place_is_not_a_pass_through(tmp_path):
               storages=(1, 2), step=step, transport="shm")
     w.close(1000)
     run = flowmap.load(str(tmp_path / "run"))
-    assert _of(findings(run), "pass_through") == []
+    assert _of(findings(run.view), "pass_through") == []
 
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "test_findings_golden.rl_run.json")
 
 
-def test_findings_json_matches_the_golden_file(found):
+def test_findings_json_matches_the_golden_file(found, golden):
     """GIVEN the GRPO-shaped run THEN `report --json`'s findings are exactly the golden ones.
 
-    Regenerate with FLOWMAP_UPDATE_GOLDEN=1 after an intended change, and read the diff.
+    Regenerate with `pytest --update-golden` after an intended change, and read the diff.
     """
-    text = json.dumps([f.as_dict() for f in found], indent=2, sort_keys=True) + "\n"
-    if os.environ.get("FLOWMAP_UPDATE_GOLDEN"):
-        with open(GOLDEN, "w", encoding="utf-8") as f:
-            f.write(text)
-    with open(GOLDEN, encoding="utf-8") as f:
-        assert text == f.read()
+    golden.check(GOLDEN, json.dumps([f.as_dict() for f in found], indent=2, sort_keys=True) + "\n")

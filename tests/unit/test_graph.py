@@ -138,7 +138,8 @@ def test_readers_of_the_model_never_import_torch(tmp_path):
         from flowmap.report.document import report_document
         import flowmap.cli.render, flowmap.cli.export
         run = flowmap.load({run_dir!r})
-        dot_source(build_graph(run)); findings(run); perfetto_trace(run); report_document(run)
+        view = run.view
+        build_graph(run); dot_source(view); findings(view); perfetto_trace(view); report_document(view)
         assert "torch" not in sys.modules, "torch was imported"
         print("ok")
     """)

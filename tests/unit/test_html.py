@@ -19,7 +19,6 @@ from flowmap.render.html_data import (
     chart_groups,
     downsample,
     html_document,
-    pipeline_order,
     size_histogram,
 )
 
@@ -42,7 +41,7 @@ def embedded(page: str) -> dict:
 
 def test_page_makes_no_reference_to_anything_outside_itself(rl_run):
     # GIVEN a rendered run WHEN we look for URLs and resource attributes THEN none leave the file
-    page = render_html(rl_run, layout="layered")
+    page = render_html(rl_run.view, layout="layered")
     urls = set(re.findall(r"https?://[^\s\"')]+", page))
     assert urls == {"http://www.w3.org/2000/svg"}  # the SVG namespace name, never fetched
     assert re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', page) == ["data:,"]
@@ -51,7 +50,7 @@ def test_page_makes_no_reference_to_anything_outside_itself(rl_run):
 
 
 def test_hostile_names_cannot_end_the_data_element(rl_run):
-    page = render_html(rl_run)
+    page = render_html(rl_run.view)
     assert page.count("<script") == 2 and page.count("</script>") == 2
     assert "<img" not in page
     assert "\u2028" not in page and "\u2029" not in page
@@ -82,7 +81,7 @@ def test_the_page_runs_only_the_script_whose_hash_it_declares(rl_run):
     import base64
     import hashlib
 
-    page = render_html(rl_run)
+    page = render_html(rl_run.view)
     script = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     assert f"script-src 'sha256-{digest}'" in page
@@ -93,41 +92,41 @@ def test_the_page_runs_only_the_script_whose_hash_it_declares(rl_run):
 
 def test_same_run_gives_byte_identical_html(rl_run, tmp_path):
     again = flowmap.load(rl_run.path)
-    assert render_html(rl_run) == render_html(again)
-    assert render_html(rl_run, layout="layered") == render_html(again, layout="layered")
+    assert render_html(rl_run.view) == render_html(again.view)
+    assert render_html(rl_run.view, layout="layered") == render_html(again.view, layout="layered")
 
 
 # --- layout engines --------------------------------------------------------------------
 
 
 def test_forced_fallback_layout_places_every_owner_and_seam(rl_run):
-    data = html_document(rl_run, "layered")
+    data = html_document(rl_run.view, "layered")
     assert data["run"]["layout"]["engine"] == "layered"
     assert all(len(s["path"]) >= 8 and (len(s["path"]) // 2 - 1) % 3 == 0 for s in data["seams"])
 
 
 def test_no_dot_on_path_falls_back_to_the_built_in_layout(rl_run, monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert html_document(rl_run, "auto")["run"]["layout"]["engine"] == "layered"
+    assert html_document(rl_run.view, "auto")["run"]["layout"]["engine"] == "layered"
 
 
 @pytest.mark.skipif(not __import__("shutil").which("dot"), reason="Graphviz `dot` is not installed")
 def test_graphviz_lays_out_the_graph_when_installed(rl_run):
-    data = html_document(rl_run, "auto")
+    data = html_document(rl_run.view, "auto")
     assert data["run"]["layout"]["engine"] == "dot"
     assert all((len(s["path"]) // 2 - 1) % 3 == 0 for s in data["seams"])
 
 
 def test_unknown_layout_is_a_usage_error(rl_run):
     with pytest.raises(UsageError):
-        render_html(rl_run, layout="circo")
+        render_html(rl_run.view, layout="circo")
 
 
 # --- the data matches the run ----------------------------------------------------------
 
 
 def test_every_seam_and_owner_is_in_the_page_with_its_figures(rl_run):
-    data = html_document(rl_run, "layered")
+    data = html_document(rl_run.view, "layered")
     assert [s["label"] for s in data["seams"]] == [s.label for s in rl_run.seams.values()]
     assert {o["name"] for o in data["owners"]} >= set(rl_run.owners)
     for s, stats in zip(data["seams"], rl_run.seams.values()):
@@ -139,22 +138,22 @@ def test_every_seam_and_owner_is_in_the_page_with_its_figures(rl_run):
 
 
 def test_the_rl_loop_is_marked_where_weights_go_back_to_rollout(rl_run):
-    data = html_document(rl_run, "layered")
+    data = html_document(rl_run.view, "layered")
     back = {s["label"] for s in data["seams"] if s["back"]}
     assert "weight_sync -> rollout/0 : weights" in back
     assert "rollout/0 -> ready_buffer : trajectory" not in back
 
 
 def test_owners_are_laid_out_from_the_sources_down(rl_run):
-    order = pipeline_order(rl_run, sorted(rl_run.owners))
+    order = rl_run.view.order
     assert order.index("dataset") < order.index("driver") < order.index("rollout/0") < order.index("weight_sync")
-    data = html_document(rl_run, "layered")
+    data = html_document(rl_run.view, "layered")
     y = {o["name"]: o["y"] for o in data["owners"]}
     assert y["dataset"] < y["driver"] < y["ready_buffer"] < y["trainer/rank0"] < y["weight_sync"]
 
 
 def test_dynamic_dims_keep_their_range(rl_run):
-    data = html_document(rl_run, "layered")
+    data = html_document(rl_run.view, "layered")
     traj = next(s for s in data["seams"] if s["label"] == "rollout/0 -> ready_buffer : trajectory")
     experts = next(leaf for leaf in traj["leaves"] if leaf["path"] == "routed_experts")
     assert isinstance(experts["shape"][0], list) and experts["shape"][1:] == [4, 2]
@@ -163,13 +162,13 @@ def test_dynamic_dims_keep_their_range(rl_run):
 
 
 def test_in_flight_and_watermark_share_the_first_chart(rl_run):
-    data = html_document(rl_run, "layered")
+    data = html_document(rl_run.view, "layered")
     assert data["charts"][0] == ["in_flight", "target_watermark"]
     assert [g[0] for g in data["charts"][1:5]] == ["ready_buffer_depth", "staleness_max", "reward_mean", "loss"]
 
 
 def test_findings_point_at_seams_of_the_page(rl_run):
-    data = html_document(rl_run, "layered")
+    data = html_document(rl_run.view, "layered")
     ids = {s["id"] for s in data["seams"]}
     assert data["findings"]
     assert all(f["seams"] and set(f["seams"]) <= ids and f["message"] for f in data["findings"])
@@ -184,26 +183,26 @@ def _bare_run(counters=()) -> Run:
 
 
 def test_a_run_without_hops_still_renders():
-    data = embedded(render_html(_bare_run()))
+    data = embedded(render_html(_bare_run().view))
     assert data["seams"] == [] and data["bins"] == [[None, None, 1, None, None]]
 
 
 def test_non_finite_counter_values_become_gaps_not_invalid_json():
     samples = [CounterSample(i, 1, "loss", v, "trainer") for i, v in enumerate([1.0, math.nan, math.inf, 2.0])]
-    data = embedded(render_html(_bare_run(samples)))
+    data = embedded(render_html(_bare_run(samples).view))
     assert data["counters"][0]["v"] == [1, None, None, 2]
 
 
 def test_write_html_defaults_into_the_run_directory(rl_run, tmp_path):
-    assert write_html(rl_run) == os.path.join(rl_run.path, "flowmap.html")
-    out = write_html(rl_run, tmp_path / "sub" / "page.html")
+    assert write_html(rl_run.view) == os.path.join(rl_run.path, "flowmap.html")
+    out = write_html(rl_run.view, tmp_path / "sub" / "page.html")
     assert out == str(tmp_path / "sub" / "page.html") and os.path.getsize(out) > 10_000
 
 
 def test_unwritable_path_is_one_clear_error(rl_run, tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(FlowmapError, match="cannot write"):
-        write_html(rl_run, tmp_path / "file" / "page.html")
+        write_html(rl_run.view, tmp_path / "file" / "page.html")
 
 
 # --- bounded size ----------------------------------------------------------------------
@@ -231,7 +230,7 @@ def test_chart_groups_without_watermark():
 def test_a_million_hops_render_within_two_megabytes(tmp_path):
     # GIVEN a 1,000,000-hop run WHEN written through the real write_html path THEN the page stays small
     run = synthetic_run(1_000_000)
-    out = write_html(run, tmp_path / "big.html")
+    out = write_html(run.view, tmp_path / "big.html")
     size = os.path.getsize(out)
     assert size <= 2_000_000, f"{size} bytes"
     with open(out, encoding="utf-8") as f:
@@ -245,6 +244,6 @@ def test_rendering_never_imports_torch(rl_run):
     import sys
 
     code = ("import sys, flowmap; from flowmap.render.html import render_html; "
-            f"render_html(flowmap.load({rl_run.path!r})); print('torch' in sys.modules)")
+            f"render_html(flowmap.load({rl_run.path!r}).view); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

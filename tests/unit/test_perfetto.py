@@ -23,7 +23,7 @@ def rl_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trace(rl_run):
-    return perfetto_trace(rl_run)
+    return perfetto_trace(rl_run.view)
 
 
 def test_the_rl_run_obeys_the_format_rules(trace):
@@ -68,10 +68,10 @@ def test_counters_marks_and_drops(rl_run, trace):
 
 
 def test_written_file_is_deterministic_json(tmp_path, rl_run):
-    a = open(write_perfetto(rl_run, str(tmp_path / "a.json")), encoding="utf-8").read()
-    b = open(write_perfetto(rl_run, str(tmp_path / "b.json")), encoding="utf-8").read()
+    a = open(write_perfetto(rl_run.view, str(tmp_path / "a.json")), encoding="utf-8").read()
+    b = open(write_perfetto(rl_run.view, str(tmp_path / "b.json")), encoding="utf-8").read()
     assert a == b
-    assert json.loads(a) == json.loads(json.dumps(perfetto_trace(rl_run)))
+    assert json.loads(a) == json.loads(json.dumps(perfetto_trace(rl_run.view)))
 
 
 def test_non_finite_counter_values_are_left_out(tmp_path):
@@ -79,7 +79,7 @@ def test_non_finite_counter_values_are_left_out(tmp_path):
     w.counter(1, "loss", float("nan"), "trainer")
     w.counter(2, "loss", 1.5, "trainer")
     w.close(3)
-    trace = perfetto_trace(flowmap.load(str(tmp_path / "run")))
+    trace = perfetto_trace(flowmap.load(str(tmp_path / "run")).view)
     check_trace_rules(trace)
     assert [e["args"]["value"] for e in trace["traceEvents"] if e["ph"] == "C"] == [1.5]
 
@@ -94,4 +94,4 @@ def test_bursts_of_hops_never_overlap_on_a_track(tmp_path_factory, hops):
     for t, src, dst in sorted(hops):
         w.hop(t, src, dst, "x", [tensor("t", (2,))])
     w.close(100)
-    check_trace_rules(perfetto_trace(flowmap.load(path)))
+    check_trace_rules(perfetto_trace(flowmap.load(path).view))

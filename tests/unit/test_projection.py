@@ -40,7 +40,7 @@ def test_indexer_topk_of_deepseek_v32_at_32k_is_16_gb(tmp_path):
     leaves = {leaf.path: leaf for leaf in seam.leaves}
     # 32768 tokens x 61 layers x 2048 x 4 B = 16.4 GB per sample, as the field reports
     assert leaves["indexer_topk"].max_bytes == 32768 * 61 * 2048 * 4
-    assert leaves["indexer_topk"].shape == [32768, 61, 2048]
+    assert leaves["indexer_topk"].shape == (32768, 61, 2048)
     assert leaves["routed_experts"].max_bytes == 32768 * 61 * 8 * 4  # 64 MB
     assert leaves["tokens"].max_bytes == 32768 * 8
     assert seam.max_bytes == sum(v.max_bytes for v in leaves.values())
@@ -49,17 +49,17 @@ def test_indexer_topk_of_deepseek_v32_at_32k_is_16_gb(tmp_path):
 def test_a_preset_without_a_dim_keeps_the_traced_size(tmp_path):
     run = project(replay_run(tmp_path), "qwen3-30b-a3b@8k")
     leaves = {leaf.path: leaf for leaf in next(iter(run.seams.values())).leaves}
-    assert leaves["indexer_topk"].shape == [8192, 48, 4]
+    assert leaves["indexer_topk"].shape == (8192, 48, 4)
     assert leaves["routed_experts"].max_bytes == 8192 * 48 * 8 * 4
 
 
 def test_projections_are_labelled(tmp_path):
     run = project(replay_run(tmp_path), "deepseek-v3@128k")
-    doc = report_document(run)
+    doc = report_document(run.view)
     assert doc["projection"]["preset"] == "deepseek-v3"
     assert doc["projection"]["context"] == 131072
     assert "projected" in doc["projection"]["note"]
-    assert report_document(replay_run(tmp_path / "again"))["projection"] is None
+    assert report_document(replay_run(tmp_path / "again").view)["projection"] is None
 
 
 def test_user_presets_and_bad_specs(tmp_path):

@@ -29,7 +29,7 @@ def test_a_cut_shard_loads_its_prefix_and_says_so(tmp_path):
     run = flowmap.load(tmp_path / "run")
     assert run.truncated
     assert 0 < len(run.hops) < 50
-    assert run.health.truncated_shards == [shard.name]
+    assert run.health.truncated_shards == (shard.name,)
     assert [h.items[0] for h in run.hops] == list(range(len(run.hops)))
 
 
@@ -61,7 +61,7 @@ def test_aggregates_per_seam(tmp_path):
     assert s.max_bytes == 149 and s.p50_bytes == 124
     assert s.bytes_per_step_mean == s.total_bytes / 5
     assert s.bytes_per_step_max == sum(100 + i for i in range(40, 50))
-    assert s.leaves[0].shape == [[100, 149]]
+    assert s.leaves[0].shape == ((100, 149),)
 
 
 def test_residency_measures_time_at_the_destination(tmp_path):

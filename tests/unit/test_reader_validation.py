@@ -22,6 +22,8 @@ GOOD = {
     tf.STEP: ["p", 10, 4],
     tf.ERROR: ["e", 10, "boom"],
     tf.END: ["end", 10, {"events": 3, "errors": 0}],
+    tf.SEND_HALF: ["x", 10, 0, 1, 0, 0, 96, [], 3, None, 2, None, 1, "digest", 120],
+    tf.RECEIVE_HALF: ["y", 10, 1, 0, 2, 1, "digest", None],
 }
 HOSTILE = ["x" * (tf.MAX_TEXT + 1), 10**400, -(10**400), float("nan"), float("inf"), 2**70,
            [], {}, None, True, 1.5, 999, "\ud800", [[[[]]]]]

@@ -162,11 +162,9 @@ def _train(
         sums += torch.stack([parts.loss.detach(), parts.entropy_sum, parts.clipped_sum,
                              parts.ratio_sum]).double()
     grads = torch.cat([_grad(p).reshape(-1) for p in params])  # (num_params,)
-    if dp > 1:
+    if dp > 1:  # flowmap records both as `<me> -> group[0..dp-1] : all_reduce` by itself
         dist.all_reduce(grads, op=dist.ReduceOp.SUM)
         dist.all_reduce(sums, op=dist.ReduceOp.SUM)
-        flowmap.hop(me, f"trainer/rank{(rank + 1) % dp}", {"grads": grads}, name="grads",
-                    transport="collective", step=job.batch_id)
     _scatter(grads, params)
     n = max(job.global_response_tokens, 1)
     metrics = {"loss": float(sums[0]), "entropy": float(sums[1]) / n,

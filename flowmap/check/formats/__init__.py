@@ -24,8 +24,10 @@ def _module(fmt: str, allowed: tuple[str, ...], verb: str) -> Any:
 
 
 def check_renderer(fmt: str) -> Callable[..., str]:
-    return _module(fmt, CHECK_FORMATS, "check").render_check
+    render: Callable[..., str] = _module(fmt, CHECK_FORMATS, "check").render_check
+    return render
 
 
 def diff_renderer(fmt: str) -> Callable[..., str]:
-    return _module(fmt, DIFF_FORMATS, "diff").render_diff
+    render: Callable[..., str] = _module(fmt, DIFF_FORMATS, "diff").render_diff
+    return render

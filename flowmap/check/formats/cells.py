@@ -5,7 +5,7 @@ from __future__ import annotations
 from flowmap.check.diff import SeamDelta
 from flowmap.check.result import Result
 from flowmap.check.tolerance import fmt_change
-from flowmap.units import fmt_bytes
+from flowmap.model.format import fmt_bytes
 
 STATUS_WORD = {
     "fail": "FAIL", "warn": "WARN", "new": "new", "improved": "better", "gone": "gone", "ok": "ok",

@@ -1,0 +1,107 @@
+"""Binding a traced call's arguments, and wrapping a call, once for every way a seam is declared.
+
+The decorator API (`flowmap.seam`), seam maps (`flowmap.seams.wrapper`) and
+the integrations (`flowmap.integrations.ray`) all record a call the same way:
+the arguments by parameter name make the payload (`self`/`cls` left out), the
+body runs as the seam's owner, the return value is the reply. This module
+holds that shape: `Arguments` binds (the signature is read once, at wrap
+time), `wrap_call` wraps a sync or async function around an `enter` and a
+`leave` hook. The hooks are the caller's: what they record is theirs, and
+they must not raise (capture never raises into the user's program); the
+user's function always runs with its own arguments and its exceptions pass
+through untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, TypeVar
+
+from flowmap.capture import state
+
+S = TypeVar("S")
+IMPLICIT = ("self", "cls")  # the receiver is not part of what a call sends
+
+
+class Arguments:
+    """The parameter names of one function, to bind each call's arguments to."""
+
+    __slots__ = ("sig",)
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        try:
+            self.sig: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):  # builtins and C functions may have none
+            self.sig = None
+
+    def bind(self, a: tuple[Any, ...], kw: Mapping[str, Any]) -> dict[str, Any]:
+        """`{name: value}` of a call; `arg0, arg1, ...` when there is no signature.
+
+        Raises TypeError when the signature rejects the arguments (the call itself will say so).
+        """
+        if self.sig is None:
+            bound: dict[str, Any] = {f"arg{i}": v for i, v in enumerate(a)}
+            bound.update(kw)
+            return bound
+        return dict(self.sig.bind_partial(*a, **kw).arguments)
+
+
+def payload(bound: Mapping[str, Any], selected: Collection[str] | None = None) -> dict[str, Any]:
+    """What a call sends: the `selected` arguments by name, or all but `self`/`cls`."""
+    if selected is not None:
+        return {k: bound[k] for k in selected if k in bound}
+    return {k: v for k, v in bound.items() if k not in IMPLICIT}
+
+
+def wrap_call(
+    fn: Callable[..., Any],
+    owner: str | None,
+    enter: Callable[[tuple[Any, ...], dict[str, Any]], S],
+    leave: Callable[[S, Any], None],
+    *,
+    active: Callable[[], bool] | None = None,
+) -> Callable[..., Any]:
+    """`fn` (sync or async) wrapped: `enter(args, kwargs)`, the body as `owner`, `leave(entered, result)`.
+
+    `owner=None` keeps the caller's owner (a method of an actor that is
+    already its owner). `enter` may take keyword arguments out of `kwargs`
+    (a caller tag an integration added) before `fn` sees them. With `active`,
+    a call made while it returns False runs `fn` untouched (no hook, no
+    owner): a seam map costs nothing outside a trace. `leave` is not called
+    when `fn` raises.
+    """
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*a: Any, **kw: Any) -> Any:
+            if active is not None and not active():
+                return await fn(*a, **kw)
+            entered = enter(a, kw)
+            token = state.current_owner.set(owner) if owner is not None else None
+            try:
+                out = await fn(*a, **kw)
+            finally:
+                if token is not None:
+                    state.current_owner.reset(token)
+            leave(entered, out)
+            return out
+
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*a: Any, **kw: Any) -> Any:
+        if active is not None and not active():
+            return fn(*a, **kw)
+        entered = enter(a, kw)
+        token = state.current_owner.set(owner) if owner is not None else None
+        try:
+            out = fn(*a, **kw)
+        finally:
+            if token is not None:
+                state.current_owner.reset(token)
+        leave(entered, out)
+        return out
+
+    return wrapper

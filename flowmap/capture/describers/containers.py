@@ -1,0 +1,231 @@
+"""Python's own values: scalars, strings, dicts, sequences, and objects walked by field.
+
+Subclasses are read through the base type's C methods (`dict.items(d)`,
+`list.__len__(x)`), so an override of `items`, `__len__`, `__iter__` or
+`__getitem__` never runs. Only real dicts (and `MappingProxyType` and
+`UserDict` over one) are walked as mappings: any other Mapping may load its
+values lazily, so it is opaque.
+
+Lists, sets and long tuples are folded into one `[*]` path per field (`fold.py`).
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import types
+from collections import UserDict
+from collections.abc import Callable
+from typing import Any
+
+from flowmap.capture.describers import introspect
+from flowmap.capture.describers.fold import MAX_LIST_SCAN, NUMBER_TYPES, fold, scalar_of
+from flowmap.capture.describers.walk import (
+    FAST,
+    MAX_KEY_CHARS,
+    Walk,
+    enter,
+    join,
+    register,
+    register_fallback,
+    visit,
+)
+
+MAX_INDEXED_TUPLE = 16  # longer tuples are folded like lists
+MAX_FIELDS = 512
+# A string longer than this is sized from its head's UTF-8 length.
+MAX_STR_SCAN = 4096
+
+
+def utf8_len(s: str) -> int:
+    """Bytes of `s` as UTF-8, in bounded time (surrogates count as their 3-byte escape)."""
+    n = str.__len__(s)
+    if str.isascii(s):
+        return n
+    if n <= MAX_STR_SCAN:
+        return len(str.encode(s, "utf-8", "surrogatepass"))
+    head = str.__getitem__(s, slice(0, MAX_STR_SCAN))
+    return len(str.encode(head, "utf-8", "surrogatepass")) * n // MAX_STR_SCAN
+
+
+# -- leaves ----------------------------------------------------------------------
+def _scalar(kind: str, size: int) -> Callable[[Walk, Any, str, int], None]:
+    def handler(w: Walk, obj: Any, path: str, depth: int) -> None:
+        w.leaf(path, kind, (), "", size)
+    return handler
+
+
+def _none(w: Walk, obj: Any, path: str, depth: int) -> None:
+    w.add((path, "none", (), "", "", 0, 1, None))
+
+
+def _str(w: Walk, s: str, path: str, depth: int) -> None:
+    w.leaf(path, "str", (str.__len__(s),), "", utf8_len(s))
+
+
+def _bytes(w: Walk, b: Any, path: str, depth: int) -> None:
+    t = type(b)
+    n = (bytes.__len__(b) if introspect.has_base(t, bytes) else bytearray.__len__(b)
+         if introspect.has_base(t, bytearray) else _MV_NBYTES.__get__(b, memoryview))
+    w.leaf(path, "bytes", (n,), "", n)
+
+
+_MV_NBYTES = memoryview.__dict__["nbytes"]
+
+
+# -- mappings ----------------------------------------------------------------------
+def walk_dict(w: Walk, d: dict, path: str, depth: int) -> None:
+    """The entries of a real dict (or dict subclass, through dict's own iteration)."""
+    tensor_t, tensor_leaf = FAST
+    prefix = f"{path}." if path else ""
+    fast = 0  # tensors taken by the shortcut: counted as walked nodes once, at the end
+    max_key = MAX_KEY_CHARS
+    for k, v in dict.items(d):
+        if w.full:  # MAX_LEAVES, or HARD_NODES (visit sets `full` there)
+            break
+        p = f"{prefix}{k}" if type(k) is str and len(k) <= max_key else join(path, k)
+        if type(v) is tensor_t:  # the common case, without the generic dispatch
+            fast += 1
+            try:
+                tensor_leaf(w, v, p)
+                continue
+            except Exception:
+                pass
+        visit(w, v, p, depth + 1)
+    w.nodes += fast
+
+
+def _dict(w: Walk, d: dict, path: str, depth: int) -> None:
+    if enter(w, d, path, depth):
+        walk_dict(w, d, path, depth)
+
+
+def _mappingproxy(w: Walk, m: Any, path: str, depth: int) -> None:
+    # The wrapped mapping, found without calling it; walked only if it is a dict.
+    (inner,) = gc.get_referents(m)
+    if introspect.has_base(type(inner), dict) and enter(w, m, path, depth):
+        walk_dict(w, inner, path, depth)
+    else:
+        w.opaque(path, type(m))
+
+
+def _userdict(w: Walk, obj: Any, path: str, depth: int) -> None:
+    d = introspect.instance_dict(obj)
+    data = d.get("data") if d is not None else None
+    if data is not None and introspect.has_base(type(data), dict) and enter(w, obj, path, depth):
+        walk_dict(w, data, path, depth)
+    else:
+        w.opaque(path, type(obj))
+
+
+# -- sequences -------------------------------------------------------------------
+def _list(w: Walk, seq: list, path: str, depth: int) -> None:
+    if enter(w, seq, path, depth):
+        fold(w, list.__len__(seq), lambda i: list.__getitem__(seq, i), path, depth)
+
+
+def _tuple(w: Walk, tup: tuple, path: str, depth: int) -> None:
+    if not enter(w, tup, path, depth):
+        return
+    n = tuple.__len__(tup)
+    if n > MAX_INDEXED_TUPLE:
+        fold(w, n, lambda i: tuple.__getitem__(tup, i), path, depth)
+        return
+    for i in range(n):
+        if w.full:
+            return
+        visit(w, tuple.__getitem__(tup, i), f"{path}[{i}]", depth + 1)
+
+
+def _set(w: Walk, s: Any, path: str, depth: int) -> None:
+    if not enter(w, s, path, depth):
+        return
+    base = set if introspect.has_base(type(s), set) else frozenset
+    n = base.__len__(s)
+    head = list(itertools.islice(base.__iter__(s), min(n, MAX_LIST_SCAN)))
+    fold(w, n, head.__getitem__, path, depth, sample_from=len(head))
+
+
+# -- objects -----------------------------------------------------------------------
+def _fields_handler(getter: Any, slots: list[tuple[str, Any]]) -> Callable[..., None] | None:
+    if getter is None and not slots:
+        return None
+
+    def handler(w: Walk, obj: Any, path: str, depth: int) -> None:
+        if not enter(w, obj, path, depth):
+            return
+        t = type(obj)
+        fields: list[tuple[str, Any]] = []
+        if getter is not None:
+            d = getter.__get__(obj, t)
+            if type(d) is dict:
+                fields = [kv for kv in itertools.islice(dict.items(d), MAX_FIELDS)
+                          if type(kv[0]) is str]
+        for name, descr in slots:
+            try:
+                fields.append((name, descr.__get__(obj, t)))
+            except AttributeError:  # an unset slot
+                pass
+        if not fields:
+            w.opaque(path, t)
+            return
+        public = [kv for kv in fields if not kv[0].startswith("_")]
+        for k, v in public or fields:
+            if w.full:
+                return
+            visit(w, v, join(path, k), depth + 1)
+    return handler
+
+
+def _namedtuple_handler(names: tuple[str, ...]) -> Callable[..., None]:
+    def handler(w: Walk, tup: tuple, path: str, depth: int) -> None:
+        if enter(w, tup, path, depth):
+            for i, name in enumerate(names[: tuple.__len__(tup)]):
+                if w.full:
+                    return
+                visit(w, tuple.__getitem__(tup, i), join(path, name), depth + 1)
+    return handler
+
+
+def resolve(t: type, mro: tuple[type, ...]) -> Callable[..., None] | None:
+    """The handler for a type no library describer claimed: by its builtin base, else its fields."""
+    for base in mro:
+        if base is bool:
+            return _scalar("bool", 1)
+        if base is int or base is float or base is complex:
+            return _scalar(*scalar_of(base))  # type: ignore[misc]
+        if base is str:
+            return _str
+        if base is bytes or base is bytearray:
+            return _bytes
+        if base is dict:
+            return _dict
+        if base is UserDict:
+            return _userdict
+        if base is list:
+            return _list
+        if base is tuple:
+            names = introspect.class_attr(t, "_fields")
+            if type(names) is tuple and all(type(n) is str for n in names):
+                return _namedtuple_handler(names)
+            return _tuple
+        if base is set or base is frozenset:
+            return _set
+    if not introspect.is_heap_type(t):
+        return None  # modules, functions, classes, C objects: opaque
+    return _fields_handler(introspect.dict_getter(t), introspect.slot_getters(t))
+
+
+for _t, _kind, _size in NUMBER_TYPES:
+    register(_t, _scalar(_kind, _size))
+register(type(None), _none)
+register(str, _str)
+for _t in (bytes, bytearray, memoryview):
+    register(_t, _bytes)
+register(dict, _dict)
+register(types.MappingProxyType, _mappingproxy)
+register(list, _list)
+register(tuple, _tuple)
+register(set, _set)
+register(frozenset, _set)
+register_fallback(resolve)

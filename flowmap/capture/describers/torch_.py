@@ -1,0 +1,237 @@
+"""torch tensors: plain, views, subclasses, sparse and nested, from metadata alone.
+
+A tensor's bytes are the storage bytes it references: `numel × itemsize` for a
+dense tensor, less for one whose strides revisit memory (an `expand`ed tensor
+over a 4-byte storage is 4 bytes, not its logical 400 MB). Its piece spans
+`data_ptr .. data_ptr + span`, so views of one storage in a hop count once.
+
+Subclasses (and every tensor while a TorchFunctionMode is active) are read
+through `torch._C.TensorBase`'s own descriptors with torch-function dispatch
+off, so no `__torch_function__` and no overridden property runs.
+
+Sparse tensors are the sum of their components (COO: values and indices;
+compressed: values and the two index tensors). Nested tensors are their packed
+values plus offsets (jagged) or their buffer plus size/stride/offset
+metadata (strided).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from flowmap.capture.describers import introspect
+from flowmap.capture.describers.walk import (
+    FAST,
+    MAX_LEAVES,
+    Walk,
+    cached_name,
+    register,
+    register_resolver,
+)
+
+_DTYPE_NAMES: dict[Any, str] = {}
+_DEVICE_NAMES: dict[Any, str] = {}
+_T: dict[str, Any] = {}  # torch handles, filled by bind()
+
+COMPONENTS = {
+    "sparse_coo": ("_values", "_indices"),
+    "sparse_csr": ("values", "crow_indices", "col_indices"),
+    "sparse_bsr": ("values", "crow_indices", "col_indices"),
+    "sparse_csc": ("values", "ccol_indices", "row_indices"),
+    "sparse_bsc": ("values", "ccol_indices", "row_indices"),
+}
+
+
+def bind() -> Any:
+    """Register tensor handling once torch is imported; returns (mode-enabled check, guard)."""
+    torch = sys.modules["torch"]
+    base = torch._C.TensorBase
+    _T.update(
+        Tensor=torch.Tensor, base=base, strided=torch.strided, no_subclass=torch._C.DisableTorchFunctionSubclass,
+        **{name: base.__dict__[name] for name in ("shape", "dtype", "device", "nbytes", "is_cpu", "layout",
+                                                  "is_nested")},
+    )
+    register(torch.Tensor, tensor_handler)
+    register(torch.nn.Parameter, subclass_handler)
+    FAST[0], FAST[1] = torch.Tensor, tensor_leaf
+    return torch._C._is_torch_function_mode_enabled, torch._C.DisableTorchFunction
+
+
+def _dtype_name(dt: Any) -> str:
+    return cached_name(_DTYPE_NAMES, dt, "torch.")
+
+
+def _device_name(dev: Any) -> str:
+    return cached_name(_DEVICE_NAMES, dev)
+
+
+def tensor_leaf(w: Walk, t: Any, path: str) -> None:
+    """An exact `torch.Tensor`: the hot path, inlined (each binding call costs ~100 ns)."""
+    try:
+        ptr = t.data_ptr()
+        shape = t.shape
+    except Exception:  # sparse, strided nested, or storage-less: the slow path
+        _unusual(w, t, path)
+        return
+    device = "cpu" if t.is_cpu else _device_name(t.device)
+    dtype = _DTYPE_NAMES.get(t.dtype) or _dtype_name(t.dtype)
+    nbytes = span = t.nbytes
+    if not t.is_contiguous():
+        nbytes, span = _strided_bytes(shape, t.stride(), nbytes)
+    if ptr == 0:  # meta, empty or storage-less tensors: the object stands in for an address
+        _emit(w, path, shape, dtype, device, nbytes, span, ptr, t)
+        return
+    leaves = w.leaves
+    if len(leaves) < MAX_LEAVES:
+        leaves.append((path, "tensor", shape, dtype, device, nbytes, 1,
+                       w.dims.get(path) if w.dims else None))
+    else:
+        w.full = True
+    pieces = w.pieces.get(device)
+    if pieces is None:
+        w.pieces[device] = [(ptr, ptr + span, nbytes)]
+    else:
+        pieces.append((ptr, ptr + span, nbytes))
+    if not w.folded:
+        w.storages.append((ptr, device))
+
+
+def tensor_handler(w: Walk, t: Any, path: str, depth: int) -> None:
+    tensor_leaf(w, t, path)
+
+
+def _emit(w: Walk, path: str, shape: Any, dtype: str, device: str, nbytes: int, span: int,
+          ptr: int, t: Any, kind: str = "tensor") -> None:
+    dims = w.dims.get(path) if w.dims else None
+    w.add((path, kind, shape, dtype, device, nbytes, 1, dims))
+    if ptr == 0:  # meta, empty or storage-less tensors: the object stands in for an address
+        ptr = id(t) << 64
+        device += "#obj"
+    w.piece(device, ptr, ptr + span, nbytes)
+    w.storage(ptr, device)
+
+
+def _strided_bytes(shape: Any, stride: Any, logical: int) -> tuple[int, int]:
+    """(referenced bytes, span in bytes) of a non-contiguous strided tensor."""
+    numel = 1
+    reach = 1
+    for n, s in zip(shape, stride):
+        numel *= n
+        reach += (n - 1) * abs(s)
+    if numel == 0:
+        return 0, 0
+    span = reach * (logical // numel)
+    return min(logical, span), span
+
+
+def _read(t: Any) -> tuple[Any, str, str, int, int, int]:
+    """(shape, dtype, device, nbytes, span, ptr) of a dense tensor, without dispatch."""
+    base = _T["base"]
+    shape = _T["shape"].__get__(t)
+    dtype = _dtype_name(_T["dtype"].__get__(t))
+    device = "cpu" if _T["is_cpu"].__get__(t) else _device_name(_T["device"].__get__(t))
+    nbytes = span = _T["nbytes"].__get__(t)
+    if not base.is_contiguous(t):
+        nbytes, span = _strided_bytes(shape, base.stride(t), nbytes)
+    try:
+        ptr = base.data_ptr(t)
+    except Exception:
+        ptr = 0
+    return shape, dtype, device, nbytes, span, ptr
+
+
+def _unusual(w: Walk, t: Any, path: str) -> None:
+    with _T["no_subclass"]():
+        layout = str(_T["layout"].__get__(t)).removeprefix("torch.")
+        if layout in COMPONENTS:
+            _sparse(w, t, path, layout)
+        elif _T["is_nested"].__get__(t):
+            _strided_nested(w, t, path)
+        else:
+            shape, dtype, device, nbytes, span, ptr = _read(t)
+            _emit(w, path, shape, dtype, device, nbytes, span, ptr, t)
+
+
+def _component(w: Walk, c: Any) -> tuple[int, str]:
+    """Add one component tensor's piece; returns its (bytes, device)."""
+    shape, dtype, device, nbytes, span, ptr = _read(c)
+    space = device if ptr else device + "#obj"
+    ptr = ptr or id(c) << 64
+    w.piece(space, ptr, ptr + span, nbytes)
+    return nbytes, device
+
+
+def _sparse(w: Walk, t: Any, path: str, layout: str) -> None:
+    base = _T["base"]
+    parts = [getattr(base, name)(t) for name in COMPONENTS[layout]]
+    sizes = [_component(w, c) for c in parts]
+    shape = _T["shape"].__get__(t)
+    dtype = _dtype_name(_T["dtype"].__get__(t))
+    w.add((path, layout, shape, dtype, sizes[0][1], sum(s for s, _ in sizes), 1,
+           w.dims.get(path) if w.dims else None))
+    w.storage(_read(parts[0])[5], sizes[0][1])
+
+
+def _strided_nested(w: Walk, t: Any, path: str) -> None:
+    base = _T["base"]
+    sizes = base._nested_tensor_size(t)
+    meta = [sizes, base._nested_tensor_strides(t), base._nested_tensor_storage_offsets(t)]
+    buffer = _T["nbytes"].__get__(t)
+    ptr = base.data_ptr(t)
+    device = "cpu" if _T["is_cpu"].__get__(t) else _device_name(_T["device"].__get__(t))
+    w.piece(device, ptr, ptr + buffer, buffer)
+    nbytes = buffer + sum(_component(w, m)[0] for m in meta)
+    shape = (int(sizes.shape[0]), *_ranges(sizes))
+    w.add((path, "nested", shape, _dtype_name(_T["dtype"].__get__(t)), device, nbytes, 1,
+           w.dims.get(path) if w.dims else None))
+    w.storage(ptr, device)
+
+
+def _ranges(sizes: Any) -> list[Any]:
+    """Per inner dim of a nested tensor, its size or its (min, max) over components."""
+    if sizes.numel() == 0:
+        return []
+    lo, hi = sizes.amin(0).tolist(), sizes.amax(0).tolist()
+    return [a if a == b else (a, b) for a, b in zip(lo, hi)]
+
+
+def subclass_handler(w: Walk, t: Any, path: str, depth: int) -> None:
+    """A tensor subclass: read through the base descriptors, torch-function dispatch off."""
+    d = introspect.instance_dict(t)
+    if d is not None and "_values" in d and "_offsets" in d:
+        _jagged(w, t, d, path)
+        return
+    with _T["no_subclass"]():
+        layout = str(_T["layout"].__get__(t)).removeprefix("torch.")
+        if layout in COMPONENTS:
+            _sparse(w, t, path, layout)
+            return
+        shape, dtype, device, nbytes, span, ptr = _read(t)
+    _emit(w, path, shape, dtype, device, nbytes, span, ptr, t)
+
+
+def _jagged(w: Walk, t: Any, d: dict[str, Any], path: str) -> None:
+    """A jagged nested tensor (torch.nested, layout=torch.jagged): packed values plus offsets."""
+    values, offsets, lengths = d["_values"], d["_offsets"], d.get("_lengths")
+    with _T["no_subclass"]():
+        nbytes, device = _component(w, values)
+        nbytes += _component(w, offsets)[0]
+        if lengths is not None:
+            nbytes += _component(w, lengths)[0]
+        rows = offsets.diff() if lengths is None else lengths
+        vshape = _T["shape"].__get__(values)
+        ragged = _ranges(rows.unsqueeze(1))
+        shape = (int(offsets.shape[0]) - 1, *ragged, *vshape[1:])
+        dtype = _dtype_name(_T["dtype"].__get__(values))
+        ptr = _read(values)[5]
+    w.add((path, "nested", shape, dtype, device, nbytes, 1, w.dims.get(path) if w.dims else None))
+    w.storage(ptr, device)
+
+
+def resolve(t: type, mro: tuple[type, ...]) -> Any:
+    tensor = _T.get("Tensor")
+    return subclass_handler if introspect.has_base(t, tensor) else None
+
+
+register_resolver(resolve)

@@ -1,0 +1,264 @@
+"""The callee side of flowmap[ray]: remote functions and actor classes that record their calls.
+
+`flowmap.integrations.ray` swaps these in where `ray.remote` makes a remote
+function or an actor class; they run in the worker, where the arguments and
+results are real. The submitting side tells them who calls through one extra
+keyword argument, `_flowmap_caller`: `(owner, {arg index or name: producer})`,
+plus the `Dispatched` fields when an integration (verl) recorded the call
+itself. A call without it did not come through Ray and records nothing.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from flowmap.capture import state
+from flowmap.capture.api import current_owner, set_owner
+
+CALLER_KW = "_flowmap_caller"
+OWNER_KW = "_flowmap_owner"
+FLAG = "__flowmap_ray__"
+
+
+class Dispatched(NamedTuple):
+    """A call an integration already recorded on the submitting side."""
+
+    owner: str  # the callee's owner for this call (`actor_rollout/0`)
+    name: str  # the payload name of its result hop
+    step: int | None  # the submitter's step, carried to the callee
+
+
+def instrument_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A remote function's body that records its call and result; it runs as its own name."""
+    owner = fn.__name__
+    name = fn.__name__
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_task(*a: Any, **kw: Any) -> Any:
+            call = _Call(fn, owner, name, kw.pop(CALLER_KW, None), a, kw)
+            token = state.current_owner.set(call.owner)
+            try:
+                out = await fn(*a, **kw)
+            finally:
+                state.current_owner.reset(token)
+            call.returned(out)
+            return out
+
+        task: Callable[..., Any] = async_task
+    else:
+
+        @functools.wraps(fn)
+        def sync_task(*a: Any, **kw: Any) -> Any:
+            call = _Call(fn, owner, name, kw.pop(CALLER_KW, None), a, kw)
+            token = state.current_owner.set(call.owner)
+            try:
+                out = fn(*a, **kw)
+            finally:
+                state.current_owner.reset(token)
+            call.returned(out)
+            return out
+
+        task = sync_task
+    _set_signature(task, inspect.signature(fn), CALLER_KW)
+    setattr(task, FLAG, True)
+    return task
+
+
+def instrument_class(cls: type) -> type:
+    """A subclass of `cls` whose methods record their calls; Ray pickles it by value."""
+    members: dict[str, Any] = {}
+    for name, fn in inspect.getmembers(cls, inspect.isfunction):
+        if name.startswith("__") or name.startswith("_ray"):
+            continue
+        raw = inspect.getattr_static(cls, name)
+        if isinstance(raw, (staticmethod, classmethod)):
+            continue
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            continue
+        members[name] = _instrument_method(fn, name)
+    members["__init__"] = _instrument_init(cls)
+    members.update({
+        "__module__": cls.__module__,
+        "__qualname__": cls.__qualname__,
+        "__doc__": cls.__doc__,
+        FLAG: True,
+    })
+    return type(cls.__name__, (cls,), members)
+
+
+def _instrument_init(cls: type) -> Callable[..., Any]:
+    base_init = cls.__init__  # type: ignore[misc]
+    own = base_init is not object.__init__
+
+    def __init__(self: Any, *a: Any, **kw: Any) -> None:
+        caller = kw.pop(CALLER_KW, None)
+        owner = kw.pop(OWNER_KW, None)
+        if caller is None and owner is None:  # instantiated inside a process, not by Ray
+            base_init(self, *a, **kw)
+            return
+        owner = owner or f"{cls.__name__}/0"
+        set_owner(owner)  # one actor per worker process: its code runs as the actor
+        call = _Call(base_init if own else None, owner, "__init__", caller, (self, *a), kw)
+        base_init(self, *a, **kw)
+        call.returned(None, record=False)
+
+    if own:
+        functools.update_wrapper(__init__, base_init)
+        sig = inspect.signature(base_init)
+    else:
+        sig = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)])
+    _set_signature(__init__, sig, CALLER_KW, OWNER_KW)
+    return __init__
+
+
+def _instrument_method(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_method(self: Any, *a: Any, **kw: Any) -> Any:
+            call = _Call(fn, current_owner(), name, kw.pop(CALLER_KW, None), (self, *a), kw)
+            token = call.enter()
+            try:
+                out = await fn(self, *a, **kw)
+            finally:
+                call.leave(token)
+            call.returned(out)
+            return out
+
+        method: Callable[..., Any] = async_method
+    else:
+
+        @functools.wraps(fn)
+        def sync_method(self: Any, *a: Any, **kw: Any) -> Any:
+            call = _Call(fn, current_owner(), name, kw.pop(CALLER_KW, None), (self, *a), kw)
+            token = call.enter()
+            try:
+                out = fn(self, *a, **kw)
+            finally:
+                call.leave(token)
+            call.returned(out)
+            return out
+
+        method = sync_method
+    _set_signature(method, inspect.signature(fn), CALLER_KW)
+    return method
+
+
+def _set_signature(wrapper: Callable[..., Any], sig: inspect.Signature, *names: str) -> None:
+    """Give `wrapper` the signature Ray must validate calls against: the user's plus ours.
+
+    Ray unwraps `__wrapped__` before reading a method's signature, so the link
+    that `functools.wraps` leaves is removed; `__signature__` then rules.
+    """
+    wrapper.__signature__ = _with_params(sig, *names)  # type: ignore[attr-defined]
+    wrapper.__dict__.pop("__wrapped__", None)
+
+
+def _with_params(sig: inspect.Signature, *names: str) -> inspect.Signature:
+    """`sig` plus optional keyword-only parameters, placed before any `**kwargs`."""
+    params = list(sig.parameters.values())
+    tail = [p for p in params if p.kind is inspect.Parameter.VAR_KEYWORD]
+    head = [p for p in params if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in names
+             if n not in sig.parameters]
+    return sig.replace(parameters=head + extra + tail)
+
+
+class _Call:
+    """One task or method execution in a worker: records the call, then the result.
+
+    A call without `_flowmap_caller` did not come through Ray (an actor calling
+    its own method, a class built inside an actor): it records nothing.
+    """
+
+    __slots__ = ("owner", "name", "caller", "dispatched")
+
+    def __init__(self, fn: Any, owner: str, name: str, caller: Any, a: tuple,
+                 kw: dict) -> None:
+        self.owner = owner
+        self.name = name
+        self.dispatched: Dispatched | None = None
+        if caller is None:
+            self.caller: str | None = None
+            return
+        caller_owner, ref_producers, done = _caller_info(caller)
+        self.caller = caller_owner
+        t = state.tracer
+        if done is not None:
+            self.dispatched = done
+            self.owner, self.name = done.owner, done.name
+            if t is not None and done.step is not None and done.step != t.step:
+                t.set_step(done.step)
+        if t is None:
+            return
+        try:
+            inline, by_producer = _split_arguments(fn, a, kw, ref_producers)
+            for producer, payload in sorted(by_producer.items()):
+                t.hop(producer, self.owner, payload, self.name, (), None, None, "shm", None)
+            if done is None:  # a dispatched call's inline arguments were recorded by the submitter
+                t.hop(self.caller, self.owner, inline, self.name, (), None, None, "rpc", None)
+        except Exception as exc:
+            t.error(exc)
+
+    def enter(self) -> contextvars.Token[str | None] | None:
+        """Run a dispatched call's body as its owner (several roles may share one process)."""
+        return state.current_owner.set(self.owner) if self.dispatched is not None else None
+
+    def leave(self, token: contextvars.Token[str | None] | None) -> None:
+        if token is not None:
+            state.current_owner.reset(token)
+
+    def returned(self, out: Any, record: bool = True) -> None:
+        t = state.tracer
+        if t is None or self.caller is None:
+            return
+        try:
+            if record:
+                t.hop(self.owner, self.caller, out, self.name, (), None, None, "rpc", None)
+            # Ray may end this worker with SIGKILL right after the driver's
+            # ray.get: put the hops on disk before the result is handed back.
+            t.flush()
+        except Exception as exc:
+            t.error(exc)
+
+
+def _caller_info(caller: Any) -> tuple[str, dict[Any, str], Dispatched | None]:
+    """`_flowmap_caller` is `(owner, {arg index or name: producer}[, Dispatched fields])`."""
+    if isinstance(caller, (tuple, list)) and len(caller) in (2, 3):
+        done = Dispatched(*caller[2]) if len(caller) == 3 and caller[2] else None
+        return str(caller[0]), dict(caller[1] or {}), done
+    return (str(caller) if caller else "driver"), {}, None
+
+
+def _split_arguments(
+    fn: Any, a: tuple, kw: dict, ref_producers: dict[Any, str]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Arguments by name: those passed inline, and those passed as refs, by producer."""
+    bound = _arguments(fn, a, kw)
+    if not ref_producers:
+        return bound, {}
+    names = list(bound)
+    inline = dict(bound)
+    by_producer: dict[str, dict[str, Any]] = {}
+    for key, producer in ref_producers.items():
+        # Positions count the caller's arguments, which exclude `self`.
+        name = names[key] if isinstance(key, int) and key < len(names) else key
+        if name in inline:
+            by_producer.setdefault(producer, {})[name] = inline.pop(name)
+    return inline, by_producer
+
+
+def _arguments(fn: Any, a: tuple, kw: dict) -> dict[str, Any]:
+    try:
+        bound = dict(inspect.signature(fn).bind_partial(*a, **kw).arguments)
+    except (TypeError, ValueError):
+        bound = {f"arg{i}": v for i, v in enumerate(a)}
+        bound.update(kw)
+    bound.pop("self", None)
+    return bound

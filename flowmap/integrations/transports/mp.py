@@ -1,0 +1,274 @@
+"""Hops through multiprocessing (and torch.multiprocessing) queues and pipes.
+
+`Queue`, `JoinableQueue`, `SimpleQueue` and `Connection` (`Pipe()`, and the
+connections of `multiprocessing.connection.Client`/`Listener`) already pickle
+every message with `ForkingPickler.dumps` and unpickle it with `loads`. In
+`multiprocessing.queues` and `multiprocessing.connection` that name is
+replaced by a subclass (`_observing`) that calls the real one and, inside a
+put/get/send/recv that flowmap watches, keeps the message and its pickled
+bytes for the wrapper to record afterwards; so nothing is pickled twice and
+the message itself is never touched: a consumer that is not traced gets
+exactly what was put.
+
+The sender writes a send half (owner, payload description, pickled size, key
+= digest of the pickled bytes), the receiver a receive half (its owner, the
+same key); both name the channel by the pipe's inode, the same in every
+process that holds the pipe (sockets of a duplex `Pipe` have no common name:
+their key alone matches them). A `Queue`'s bytes are pickled and sent by its
+feeder thread: `put` notes its owner and time, the feeder records.
+
+Transport: `shm` when the payload holds tensors and torch's reducers are
+registered (torch.multiprocessing moves their storages through shared
+memory; then `nbytes` is the tensors' bytes and `wire_bytes` the pickled
+handles), else `pickle` (`nbytes` = the pickled size).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flowmap.capture import state
+from flowmap.capture.api import current_owner
+from flowmap.capture.describe import Description, describe
+from flowmap.integrations.transports import record
+
+# multiprocessing's own bookkeeping messages (file-descriptor hand-over of
+# shared tensors) are not the program's data.
+_INTERNAL_CALLERS = ("multiprocessing.resource_sharer",)
+MAX_PENDING_PUTS = 10_000
+
+_tl = threading.local()
+_pending: dict[int, list[tuple[int, str]]] = {}  # id(obj) -> [(t_ns, owner)] of puts not yet fed
+_installed: set[str] = set()
+_real_pickler: Any = None
+
+
+class _Seen:
+    """What the observing pickler saw inside one watched call."""
+
+    __slots__ = ("obj", "buf", "key", "wire")
+
+    def __init__(self) -> None:
+        self.obj: Any = None
+        self.buf: Any = None
+        self.key: str | None = None
+        self.wire = 0
+
+
+def install_queues(module: Any) -> None:
+    """Patch `multiprocessing.queues` (idempotent)."""
+    if "queues" in _installed:
+        return
+    _installed.add("queues")
+    module._ForkingPickler = _observing(module._ForkingPickler)
+    module.Queue.put = _wrap_put(module.Queue.put)
+    module.JoinableQueue.put = _wrap_put(module.JoinableQueue.put)
+    module.Queue._feed = staticmethod(_wrap_feed(module.Queue._feed))
+    module.Queue.get = _wrap_get(module.Queue.get, lambda q: q._reader)
+    module.SimpleQueue.put = _wrap_send(module.SimpleQueue.put, lambda q: q._writer)
+    module.SimpleQueue.get = _wrap_get(module.SimpleQueue.get, lambda q: q._reader)
+
+
+def install_connection(module: Any) -> None:
+    """Patch `multiprocessing.connection` (idempotent)."""
+    if "connection" in _installed:
+        return
+    _installed.add("connection")
+    module._ForkingPickler = _observing(module._ForkingPickler)
+    base = module._ConnectionBase
+    base.send = _wrap_send(base.send, lambda c: c)
+    base.recv = _wrap_get(base.recv, lambda c: c)
+
+
+def _observing(real: Any) -> Any:
+    """A subclass of ForkingPickler whose dumps/loads also tell the watching wrapper."""
+    global _real_pickler
+    if _real_pickler is None:
+        _real_pickler = real
+    return type("ObservingPickler", (real,), {"dumps": staticmethod(_dumps),
+                                              "loads": staticmethod(_loads),
+                                              "__module__": __name__})
+
+
+def _dumps(obj: Any, protocol: int | None = None) -> Any:
+    buf = _real_pickler.dumps(obj, protocol)
+    seen = getattr(_tl, "seen", None)
+    if seen is not None:
+        seen.obj, seen.buf = obj, buf
+    return buf
+
+
+def _loads(data: Any, *args: Any, **kwargs: Any) -> Any:
+    seen = getattr(_tl, "seen", None)
+    if seen is not None:
+        try:
+            seen.key, seen.wire = record.key_of(data)
+        except Exception as exc:
+            record.error(exc)
+    return _real_pickler.loads(data, *args, **kwargs)
+
+
+# -- send side ------------------------------------------------------------------
+def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
+    """Queue.put: note who put what when; the feeder thread records it once pickled."""
+
+    @functools.wraps(put)
+    def flowmap_put(self: Any, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.tracer is None:
+            return put(self, obj, *args, **kwargs)
+        entry = (record.now_ns(), current_owner())
+        if len(_pending) >= MAX_PENDING_PUTS:
+            _pending.clear()
+        _pending.setdefault(id(obj), []).append(entry)
+        try:
+            return put(self, obj, *args, **kwargs)
+        except BaseException:
+            _forget(id(obj), entry)
+            raise
+
+    return flowmap_put
+
+
+def _forget(key: int, entry: tuple[int, str]) -> None:
+    entries = _pending.get(key)
+    if entries and entry in entries:
+        entries.remove(entry)
+        if not entries:
+            _pending.pop(key, None)
+
+
+def _wrap_feed(feed: Callable[..., Any]) -> Callable[..., Any]:
+    """Queue._feed (the feeder thread's body): watch its pickling, record each send."""
+
+    @functools.wraps(feed)
+    def flowmap_feed(*args: Any) -> Any:
+        try:
+            send_bytes = args[2]
+            writer = getattr(send_bytes, "__self__", None)
+            if writer is not None and hasattr(writer, "fileno"):
+                args = (*args[:2], _fed(send_bytes, writer), *args[3:])
+                _tl.seen = _Seen()
+        except Exception as exc:
+            record.error(exc)
+        return feed(*args)
+
+    return flowmap_feed
+
+
+def _fed(send_bytes: Callable[[Any], Any], writer: Any) -> Callable[[Any], Any]:
+    channel = _channel(writer)
+
+    def flowmap_send_bytes(buf: Any) -> Any:
+        seen = _tl.seen
+        try:
+            out = send_bytes(buf)
+        except BaseException:
+            seen.obj = seen.buf = None
+            raise
+        obj, pickled = seen.obj, seen.buf
+        seen.obj = seen.buf = None
+        if state.tracer is not None and pickled is buf:
+            entries = _pending.get(id(obj))
+            if entries:
+                t_ns, owner = entries.pop(0)
+                if not entries:
+                    _pending.pop(id(obj), None)
+            else:
+                t_ns, owner = record.now_ns(), state.default_owner
+            _record_send(owner, obj, buf, channel, t_ns)
+        return out
+
+    return flowmap_send_bytes
+
+
+def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Callable[..., Any]:
+    """Connection.send and SimpleQueue.put: pickle, send, then record."""
+
+    @functools.wraps(send)
+    def flowmap_send(self: Any, obj: Any) -> Any:
+        if state.tracer is None or _internal():
+            return send(self, obj)
+        t_ns = record.now_ns()
+        outer = getattr(_tl, "seen", None)
+        seen = _tl.seen = _Seen()
+        try:
+            out = send(self, obj)
+        finally:
+            _tl.seen = outer
+        if seen.buf is not None:
+            _record_send(current_owner(), obj, seen.buf, _channel(conn_of(self)), t_ns)
+        return out
+
+    return flowmap_send
+
+
+def _record_send(owner: str, obj: Any, buf: Any, channel: str, t_ns: int) -> None:
+    try:
+        key, wire = record.key_of(buf)
+        d = describe(obj)
+        shm = _has_tensors(d) and _torch_shares_tensors()
+        record.send_half(owner, record.UNTRACED, type(obj).__name__, d,
+                         d.nbytes if shm else wire, "shm" if shm else "pickle", channel, key,
+                         wire, t_ns)
+    except Exception as exc:
+        record.error(exc)
+
+
+# -- receive side -------------------------------------------------------------------
+def _wrap_get(get: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Callable[..., Any]:
+    """Queue.get, SimpleQueue.get, Connection.recv: receive, unpickle, then record."""
+
+    @functools.wraps(get)
+    def flowmap_get(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.tracer is None or _internal():
+            return get(self, *args, **kwargs)
+        outer = getattr(_tl, "seen", None)
+        seen = _tl.seen = _Seen()
+        try:
+            out = get(self, *args, **kwargs)
+        finally:
+            _tl.seen = outer
+        if seen.key is not None:
+            try:
+                record.receive_half(current_owner(), type(out).__name__, "pickle",
+                                    _channel(conn_of(self)), seen.key, seen.wire,
+                                    record.now_ns())
+            except Exception as exc:
+                record.error(exc)
+        return out
+
+    return flowmap_get
+
+
+# -- helpers ---------------------------------------------------------------------------
+def _channel(conn: Any) -> str:
+    """A name for the pipe under `conn` that every process holding it agrees on."""
+    try:
+        st = os.fstat(conn.fileno())
+    except (OSError, ValueError, AttributeError):
+        return "mp"
+    if stat.S_ISFIFO(st.st_mode):
+        return f"mp:pipe:{st.st_dev}:{st.st_ino}"
+    return "mp:sock"
+
+
+def _internal() -> bool:
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    return caller in _INTERNAL_CALLERS
+
+
+def _has_tensors(d: Description) -> bool:
+    return any(leaf[1] == "tensor" for leaf in d.leaves)
+
+
+def _torch_shares_tensors() -> bool:
+    torch = sys.modules.get("torch")
+    reducers = getattr(_real_pickler, "_extra_reducers", None)
+    return torch is not None and reducers is not None and \
+        getattr(torch, "Tensor", None) in reducers

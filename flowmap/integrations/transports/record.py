@@ -1,0 +1,142 @@
+"""Write the events of transport capture into this process's shard.
+
+A transport hop is recorded where the real values are: the sender knows the
+payload, the receiver knows who it is. When one side cannot learn the other
+(a queue's consumer is whoever calls `get`), each side writes a *half*: the
+send half carries the payload's description, the receive half only who got
+it; both carry the channel and a message key (a digest of the bytes that
+crossed, or a sequence number), and the reader joins them into hops
+(`flowmap.model.halves`). Hops whose both ends are known (collectives) are
+plain hop events, written with the byte count the transport moved.
+
+These functions format lines with the tracer's own interning (under its
+lock), so a half costs what a hop costs. They never raise: the callers wrap
+them, and count failures with `Tracer.error`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from flowmap import trace_format as tf
+from flowmap.capture import state
+from flowmap.capture.describe import Description
+from flowmap.capture.tracer import Tracer
+
+UNTRACED = "(untraced)"
+# A message key digests the head and the tail of the bytes and their length:
+# bounded cost for a GB pickle, and two messages on one channel that agree
+# there and differ only in the middle are matched in send order anyway.
+KEY_SPAN = 4096
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+
+
+def tracer() -> Tracer | None:
+    """The tracer of this process, opening a forked child's shard if it is still pending."""
+    t = state.tracer
+    if t is None or type(t) is Tracer:
+        return t
+    getattr(t, "events", None)  # a forked child's placeholder opens the real shard
+    t = state.tracer
+    return t if type(t) is Tracer else None
+
+
+def error(exc: BaseException) -> None:
+    t = state.tracer
+    if t is not None:
+        t.error(exc)
+
+
+class MessageKey:
+    """Length and CRC of the frames of one message, fed frame by frame."""
+
+    __slots__ = ("nbytes", "crc")
+
+    def __init__(self) -> None:
+        self.nbytes = 0
+        self.crc = 0
+
+    def add(self, data: Any) -> int:
+        """Fold one buffer in; returns its length in bytes."""
+        m = data if isinstance(data, memoryview) else memoryview(data)
+        if m.format != "B" or m.ndim != 1:
+            m = m.cast("B")
+        n = m.nbytes
+        self.nbytes += n
+        if n <= 2 * KEY_SPAN:
+            self.crc = zlib.crc32(m, self.crc)
+        else:
+            self.crc = zlib.crc32(m[n - KEY_SPAN:], zlib.crc32(m[:KEY_SPAN], self.crc))
+        return n
+
+    def text(self) -> str:
+        return f"{self.nbytes:x}-{self.crc:08x}"
+
+
+def key_of(data: Any) -> tuple[str, int]:
+    """The message key of one buffer, and its length."""
+    k = MessageKey()
+    n = k.add(data)
+    return k.text(), n
+
+
+def _t_us(t: Tracer, t_ns: int) -> int:
+    return max(0, (t_ns - t.t0_ns) // 1000)
+
+
+def _hop_fields(t: Tracer, src: str, dst: str, name: str, d: Description, nbytes: int,
+                transport: str) -> str:
+    """The fields a hop and a send half share, after the time (lock held)."""
+    ids = t.storage_ids
+    storages = ",".join([str(ids[k] if k in ids else t._storage_id(k)) for k in d.storages])
+    names = t.seam_ids.get((src, dst, name))
+    if names is None:
+        names = t.seam_ids[(src, dst, name)] = f"{t._sid(src)},{t._sid(dst)},{t._sid(name)}"
+    step = "null" if t.step is None else str(int(t.step))
+    return (f"{names},{t._schema_id(d.leaves)},{int(nbytes)},[{storages}],{step},null,"
+            f"{t._sid(transport)},null")
+
+
+def _write(line: Callable[[Tracer], str]) -> None:
+    """Append the event `line(tracer)` builds, under the tracer's lock (interning needs it)."""
+    t = tracer()
+    if t is None:
+        return
+    with t.lock:
+        if not t.closed:
+            t._emit(line(t))
+
+
+def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: str,
+        t_ns: int) -> None:
+    """A hop whose both ends are known, carrying `nbytes` (what the transport moved)."""
+    _write(lambda t: f'["{tf.HOP}",{_t_us(t, t_ns)},'
+                     f'{_hop_fields(t, src, dst, name, d, nbytes, transport)}]')
+
+
+def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
+              channel: str, key: str, wire: int | None, t_ns: int) -> None:
+    """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it."""
+    _write(lambda t: f'["{tf.SEND_HALF}",{_t_us(t, t_ns)},'
+                     f'{_hop_fields(t, src, fallback, name, d, nbytes, transport)},'
+                     f'{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
+
+
+def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
+                 wire: int | None, t_ns: int) -> None:
+    """The receiver's half: who got the message with `key` on `channel`."""
+    _write(lambda t: f'["{tf.RECEIVE_HALF}",{_t_us(t, t_ns)},{t._sid(owner)},{t._sid(name)},'
+                     f'{t._sid(transport)},{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
+
+
+def _int(n: int | None) -> str:
+    return "null" if n is None else str(int(n))
+
+
+def now_ns() -> int:
+    return time.monotonic_ns()

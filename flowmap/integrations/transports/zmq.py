@@ -1,0 +1,231 @@
+"""Hops through pyzmq sockets.
+
+pyzmq's `send`/`recv` live in its compiled backend; the Python socket class
+(`zmq.sugar.socket.Socket`) adds `send_multipart`, `send_pyobj`,
+`send_json`, `send_string` (and their `recv_` twins) on top of them. The
+wrappers go on that class: the outermost call records, the `send`/`recv`
+it makes only add their frames to the message. asyncio sockets
+(`zmq.asyncio`) do their I/O through a plain shadow socket, so they are
+recorded there.
+
+A message is one send half on the sending side and one receive half on each
+receiving side, keyed by a digest of its frames (routing envelopes of ROUTER
+sockets and REQ delimiters left out, so both ends see the same frames) and
+named `<TYPE> <endpoint>` of the socket that recorded it (`PUSH
+tcp://127.0.0.1:5555`); the channel is the endpoint's port or path. `nbytes`
+is the bytes of the frames the sender passed; the payload described is what
+the program passed (frames, or the object of `send_pyobj`/`send_json`).
+Nothing is recorded when a call raises (closed socket, `zmq.Again` on a
+timeout or full queue): the exception reaches the program unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flowmap.capture import state
+from flowmap.capture.api import current_owner
+from flowmap.capture.describe import describe
+from flowmap.integrations.transports import record
+
+SENDS = ("send_multipart", "send_pyobj", "send_json", "send_string", "send_serialized")
+RECVS = ("recv_multipart", "recv_pyobj", "recv_json", "recv_string", "recv_serialized")
+SNDMORE = 2  # zmq.SNDMORE
+RCVMORE = 13  # zmq.RCVMORE
+LAST_ENDPOINT = 32  # zmq.LAST_ENDPOINT
+ROUTER = 6  # zmq.ROUTER
+MAX_SOCKETS = 10_000
+
+_tl = threading.local()
+_installed = False
+_endpoints: dict[int, list[str]] = {}  # socket address (shared with its shadows) -> endpoints
+_partial: dict[int, _Message] = {}  # frames of a message sent or received frame by frame
+
+
+class _Message:
+    """One message being sent or received: its key, its bytes, what the program passed."""
+
+    __slots__ = ("key", "nbytes", "frames", "envelope", "payload", "t_ns")
+
+    def __init__(self, router: bool, payload: Any = None) -> None:
+        self.key = record.MessageKey()
+        self.nbytes = 0
+        self.frames = 0
+        # ROUTER frames start with the peer's identity; then REQ's empty delimiter.
+        self.envelope = 1 if router else 0
+        self.payload = payload
+        self.t_ns = record.now_ns()
+
+    def add(self, frame: Any) -> None:
+        m = memoryview(frame)
+        n = m.nbytes
+        self.nbytes += n
+        self.frames += 1
+        if self.envelope > 0:
+            self.envelope -= 1
+            return
+        if self.envelope == 0 and n == 0:
+            return  # leading delimiter frames
+        self.envelope = -1
+        self.key.add(m)
+
+
+def install(module: Any) -> None:
+    """Wrap the send/recv family of `zmq.sugar.socket.Socket` (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    cls = module.Socket
+    cls.send = _wrap_frame(cls.send, sending=True)
+    cls.recv = _wrap_frame(cls.recv, sending=False)
+    for name in SENDS:
+        setattr(cls, name, _wrap_message(getattr(cls, name), sending=True))
+    for name in RECVS:
+        setattr(cls, name, _wrap_message(getattr(cls, name), sending=False))
+    cls.bind = _wrap_endpoint(cls.bind, bound=True)
+    cls.connect = _wrap_endpoint(cls.connect, bound=False)
+    cls.close = _wrap_close(cls.close)
+
+
+def _wrap_message(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any]:
+    """A whole message: its frames go through `send`/`recv`, recorded once here."""
+
+    @functools.wraps(fn)
+    def flowmap_message(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.tracer is None or getattr(_tl, "message", None) is not None:
+            return fn(self, *args, **kwargs)
+        try:
+            msg = _tl.message = _Message(_is_router(self), args[0] if sending and args else None)
+        except Exception as exc:
+            record.error(exc)
+            return fn(self, *args, **kwargs)
+        try:
+            out = fn(self, *args, **kwargs)
+        finally:
+            _tl.message = None
+        if msg.frames:  # an asyncio socket's deferred I/O records on its shadow later
+            _record(self, msg, sending, out)
+        return out
+
+    return flowmap_message
+
+
+def _wrap_frame(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any]:
+    """`send`/`recv` of one frame: part of the enclosing message, or a message of its own."""
+
+    @functools.wraps(fn)
+    def flowmap_frame(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.tracer is None:
+            return fn(self, *args, **kwargs)
+        out = fn(self, *args, **kwargs)
+        try:
+            msg = getattr(_tl, "message", None)
+            frame = (args[0] if args else kwargs.get("data")) if sending else out
+            if msg is not None:
+                msg.add(frame)
+                return out
+            # Frame by frame: SNDMORE (sending) or RCVMORE (receiving) says more follow.
+            addr = self.underlying
+            msg = _partial.pop(addr, None) or _Message(_is_router(self), [] if sending else None)
+            msg.add(frame)
+            if sending:
+                msg.payload.append(frame)
+                flags = args[1] if len(args) > 1 else kwargs.get("flags", 0)
+                more = bool(flags & SNDMORE)
+            else:
+                more = bool(self.get(RCVMORE))
+            if more:
+                if len(_partial) >= MAX_SOCKETS:
+                    _partial.clear()
+                _partial[addr] = msg
+            else:
+                if sending and len(msg.payload) == 1:
+                    msg.payload = msg.payload[0]
+                _record(self, msg, sending, out)
+        except Exception as exc:
+            record.error(exc)
+        return out
+
+    return flowmap_frame
+
+
+def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
+    try:
+        name, channel = _names(sock)
+        key = msg.key.text()
+        if sending:
+            payload = msg.payload
+            d = describe(payload)
+            record.send_half(current_owner(), record.UNTRACED, name, d, msg.nbytes, "zmq",
+                             channel, key, msg.nbytes, msg.t_ns)
+        else:
+            record.receive_half(current_owner(), name, "zmq", channel, key, msg.nbytes,
+                                record.now_ns())
+    except Exception as exc:
+        record.error(exc)
+
+
+# -- naming -----------------------------------------------------------------------------
+def _wrap_endpoint(fn: Callable[..., Any], *, bound: bool) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def flowmap_endpoint(self: Any, addr: Any, *args: Any, **kwargs: Any) -> Any:
+        out = fn(self, addr, *args, **kwargs)
+        try:
+            endpoint = addr.decode() if isinstance(addr, bytes) else str(addr)
+            if bound:  # a wildcard or port 0 resolves to the real one
+                last = self.get(LAST_ENDPOINT)
+                endpoint = last.decode() if isinstance(last, bytes) and last else endpoint
+            if len(_endpoints) >= MAX_SOCKETS:
+                _endpoints.clear()
+            _endpoints.setdefault(self.underlying, []).append(endpoint)
+        except Exception as exc:
+            record.error(exc)
+        return out
+
+    return flowmap_endpoint
+
+
+def _wrap_close(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def flowmap_close(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            addr = self.underlying
+            _endpoints.pop(addr, None)
+            _partial.pop(addr, None)
+        except Exception:
+            pass
+        return fn(self, *args, **kwargs)
+
+    return flowmap_close
+
+
+def _names(sock: Any) -> tuple[str, str]:
+    """The hop name (`PUSH tcp://127.0.0.1:5555`) and the channel (`zmq:tcp:5555`)."""
+    kind = getattr(sock, "_type_name", "?")
+    endpoints = _endpoints.get(sock.underlying) or []
+    if not endpoints:
+        return f"{kind} ?", "zmq"
+    channel = channel_of(endpoints[0]) if len(endpoints) == 1 else "zmq"
+    return f"{kind} {endpoints[0]}", channel
+
+
+def channel_of(endpoint: str) -> str:
+    """What both ends of a connection agree on: a TCP port, an IPC path, an inproc name."""
+    scheme, _, rest = endpoint.partition("://")
+    if scheme == "tcp":
+        return f"zmq:tcp:{rest.rsplit(':', 1)[-1]}"
+    if scheme == "ipc":
+        return f"zmq:ipc:{os.path.abspath(rest) if not rest.startswith('@') else rest}"
+    return f"zmq:{scheme}:{rest}"
+
+
+def _is_router(sock: Any) -> bool:
+    try:
+        return int(sock.type) == ROUTER
+    except Exception:
+        return False

@@ -1,0 +1,72 @@
+"""What every detector shares: the `Finding` record, its kinds, and role-level seam keys.
+
+Detectors that look at a pipeline stage work on roles (`rollout`, not
+`rollout/0`) so eight engines give one finding, which lists every
+owner-level seam involved.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from flowmap.model.format import fmt_per_step
+from flowmap.model.types import SeamKey, SeamStats, role_of
+
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
+
+HEAVIEST = "heaviest"
+PASS_THROUGH = "pass_through"
+DROPPED = "dropped"
+PADDING = "padding"
+DUPLICATE = "duplicate"
+SERIALISATION = "serialisation"
+KINDS = (HEAVIEST, PASS_THROUGH, DROPPED, PADDING, DUPLICATE, SERIALISATION)
+
+RoleKey = tuple[str, str, str]  # (src role, dst role, payload name)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One place where bytes could be saved.
+
+    `seams` are owner-level seam labels (`"src -> dst : name"`) as in
+    `RunView.seams`; `bytes_per_step` is what is at stake (an estimate for
+    padding, see docs/findings.md); `message` is one sentence saying what to do.
+    """
+
+    kind: str
+    seams: list[str]
+    bytes_per_step: float
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "seams": list(self.seams),
+                "bytes_per_step": round(self.bytes_per_step, 3), "message": self.message}
+
+
+per_step = fmt_per_step
+
+
+def role_key(key: SeamKey) -> RoleKey:
+    return (role_of(key[0]), role_of(key[1]), key[2])
+
+
+def role_seams(view: RunView) -> dict[RoleKey, list[SeamStats]]:
+    """Owner-level seams grouped by role-level key, in the view's seam order."""
+    out: dict[RoleKey, list[SeamStats]] = defaultdict(list)
+    for key, s in view.seams.items():
+        out[role_key(key)].append(s)
+    return dict(out)
+
+
+def norm_path(path: str) -> str:
+    """`[*].batch.input_ids[*]` -> `batch.input_ids`: list folding ignored."""
+    return ".".join(p for p in path.replace("[*]", ".").split(".") if p)
+
+
+def leaf_name(path: str) -> str:
+    """`[*].batch.input_ids[*]` -> `input_ids`: what a field is called whatever wraps it."""
+    return norm_path(path).rsplit(".", 1)[-1]

@@ -1,0 +1,82 @@
+"""Per-step figures: bins of consecutive steps (for charts) and run-wide step totals.
+
+A chart of a 10,000-step run cannot show every step, so steps are grouped
+into at most `max_bins` bins of consecutive steps; the caller picks the bound
+(the HTML page keeps seams x bins under a budget), the model does the
+counting. A hop without a step belongs to the last step seen before it (in
+time), or to the first bin when none was.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from flowmap.model.types import SeamKey, StepBin, StepBins, Totals
+
+if TYPE_CHECKING:
+    from flowmap.model.run import Run
+
+
+def step_bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
+    """Bytes and hops of each of `seams` (every seam of the run) per bin of consecutive steps."""
+    from flowmap.model.run import paused_gc
+
+    with paused_gc():
+        return _bins(run, seams, max_bins)
+
+
+def _bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
+    steps = run.steps
+    nbins = max(1, min(len(steps), max_bins))
+    bin_of = {st: i * nbins // len(steps) for i, st in enumerate(steps)}
+    index = {key: n for n, key in enumerate(seams)}
+    byte_rows = [[0] * nbins for _ in index]
+    hop_rows = [[0] * nbins for _ in index]
+    t_lo = [math.inf] * nbins
+    t_hi = [-math.inf] * nbins
+    cur = 0
+    for h in run.hops:
+        if h.step is not None:
+            cur = bin_of[h.step]
+        n = index[(h.src, h.dst, h.name)]
+        byte_rows[n][cur] += h.nbytes
+        hop_rows[n][cur] += 1
+        if h.t_ns < t_lo[cur]:
+            t_lo[cur] = h.t_ns
+        if h.t_ns > t_hi[cur]:
+            t_hi[cur] = h.t_ns
+    members_of: list[list[int]] = [[] for _ in range(nbins)]
+    for st in steps:
+        members_of[bin_of[st]].append(st)
+    bins = []
+    for b, members in enumerate(members_of):
+        bins.append(StepBin(
+            first_step=members[0] if members else None,
+            last_step=members[-1] if members else None,
+            num_steps=max(1, len(members)),
+            t0_s=(t_lo[b] - run.t0_ns) / 1e9 if t_lo[b] != math.inf else None,
+            t1_s=(t_hi[b] - run.t0_ns) / 1e9 if t_hi[b] != -math.inf else None,
+        ))
+    return StepBins(
+        bins=tuple(bins),
+        bytes={k: tuple(byte_rows[n]) for k, n in index.items()},
+        hops={k: tuple(hop_rows[n]) for k, n in index.items()},
+    )
+
+
+def totals(run: Run) -> Totals:
+    """All seams together; the heaviest step groups hops by their step (no step: one group)."""
+    per_step: dict[int | None, int] = {}
+    largest = 0
+    for h in run.hops:
+        per_step[h.step] = per_step.get(h.step, 0) + h.nbytes
+        if h.nbytes > largest:
+            largest = h.nbytes
+    seams = run.seams.values()
+    return Totals(
+        total_bytes=sum(s.total_bytes for s in seams),
+        bytes_per_step_mean=sum(s.bytes_per_step_mean for s in seams),
+        bytes_per_step_max=max(per_step.values(), default=0),
+        max_hop_bytes=largest,
+    )

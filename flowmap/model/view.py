@@ -1,0 +1,148 @@
+"""`RunView`: the one read model between a trace and every output.
+
+memray aggregates once and lets each reporter read the result; this is that
+result for flowmap. `build_view(run)` (or `run.view`) computes the seams,
+owners, counters, items and totals once; the parts only some outputs read —
+the pipeline (owner and role level), findings — are computed on first use and
+then kept, so `report --json` never pays for a layout's residency series. Every output is one function of a
+`RunView`: the terminal report, `report --json` (`to_document`), DOT, HTML,
+Perfetto, the check snapshot. None of them aggregates on its own, and none of
+them reads networkx: `flowmap.model.graph` builds a networkx graph from the
+view for those who want one.
+
+`events` is the run's time-ordered records, for the outputs that draw events
+rather than figures (the Perfetto timeline) and for the findings detectors
+that follow storages and items hop by hop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from flowmap.model.pipeline import build_pipeline
+from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard
+from flowmap.model.run import paused_gc
+from flowmap.model.steps import step_bins, totals
+from flowmap.model.types import (
+    CounterStats,
+    Health,
+    ItemStats,
+    OwnerStats,
+    Pipeline,
+    Projection,
+    SeamKey,
+    SeamStats,
+    StepBins,
+    Totals,
+)
+
+if TYPE_CHECKING:
+    from flowmap.model.findings import Finding
+    from flowmap.model.run import Run
+
+
+@dataclass(frozen=True, slots=True)
+class Events:
+    """The run's records on one clock, each list sorted by time."""
+
+    shards: Sequence[Shard]
+    hops: Sequence[Hop]
+    counter_samples: Sequence[CounterSample]
+    marks: Sequence[Mark]
+    drops: Sequence[Drop]
+
+
+@dataclass(frozen=True)
+class RunView:
+    """Everything flowmap shows about one run. Frozen: outputs read it, never adjust it."""
+
+    path: str
+    truncated: bool
+    projection: Projection | None  # set when the figures were scaled to a model preset
+    steps: tuple[int, ...]  # training steps seen on hops, sorted
+    num_steps: int  # the "per step" denominator: at least 1
+    num_hops: int
+    t0_ns: int  # run start, host monotonic clock
+    t_end_ns: int  # the last hop (t0_ns for a run without hops)
+    seams: Mapping[SeamKey, SeamStats]  # heaviest first, ties by key
+    owners: Mapping[str, OwnerStats]  # by name
+    counters: Mapping[str, CounterStats]  # by name
+    items: ItemStats
+    totals: Totals
+    health: Health
+    events: Events = field(repr=False)
+    _run: Run = field(repr=False, compare=False)
+
+    @property
+    def duration_s(self) -> float:
+        return (self.t_end_ns - self.t0_ns) / 1e9
+
+    @property
+    def order(self) -> tuple[str, ...]:
+        """Owners in pipeline order: sources first, a sender before its receiver."""
+        return self.pipeline.order
+
+    @property
+    def back_edges(self) -> frozenset[SeamKey]:
+        """Seams that close a cycle (weight_sync -> rollout)."""
+        return self.pipeline.back_edges
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        """Owners in pipeline order, back edges marked, each owner's resident items over time."""
+        return build_pipeline(self._run, "owner")
+
+    @cached_property
+    def roles(self) -> Pipeline:
+        """The pipeline with instances merged into roles (`rollout ×2`), seams re-aggregated."""
+        return build_pipeline(self._run, "role")
+
+    @cached_property
+    def findings(self) -> tuple[Finding, ...]:
+        """Where bytes could be saved, most bytes per step first (`flowmap.model.findings`)."""
+        from flowmap.model.findings import findings
+
+        return tuple(findings(self))
+
+    @cached_property
+    def seams_by_label(self) -> Mapping[str, SeamStats]:
+        """`"src -> dst : name" -> SeamStats`: how a finding's `seams` lead back to their figures."""
+        return {s.label: s for s in self.seams.values()}
+
+    def step_bins(self, max_bins: int) -> StepBins:
+        """Per seam bytes and hops in at most `max_bins` bins of consecutive steps."""
+        return step_bins(self._run, list(self.seams), max_bins)
+
+    def pipeline_at(self, instances: bool) -> Pipeline:
+        """One node per owner (`instances=True`) or per role."""
+        return self.pipeline if instances else self.roles
+
+
+def build_view(run: Run) -> RunView:
+    """The read model of `run`. Prefer `run.view`, which builds it once per run."""
+    with paused_gc():
+        return _build(run)
+
+
+def _build(run: Run) -> RunView:
+    return RunView(
+        path=run.path,
+        truncated=run.truncated,
+        projection=run.projection,
+        steps=tuple(run.steps),
+        num_steps=run.num_steps,
+        num_hops=len(run.hops),
+        t0_ns=run.t0_ns,
+        t_end_ns=max((h.t_ns for h in run.hops), default=run.t0_ns),
+        seams=run.seams,
+        owners=run.owners,
+        counters=run.counters,
+        items=run.items,
+        totals=totals(run),
+        health=run.health,
+        events=Events(run.shards, run.hops, run.counter_samples, run.marks, run.drops),
+        _run=run,
+    )

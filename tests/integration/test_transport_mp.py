@@ -1,0 +1,231 @@
+"""multiprocessing and torch.multiprocessing queues and pipes, captured with no flowmap code.
+
+Each program runs under `flowmap trace` in a fresh interpreter; its children
+(fork, spawn, forkserver) are traced through the environment. Every byte
+figure is checked against `len(pickle.dumps(...))` of the same object,
+computed here, and every consumer checks it got exactly what was put.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from plain_and_traced import run_both
+
+import flowmap
+
+MESSAGE = {"tokens": list(range(300)), "text": "x" * 120, "reward": 0.5}
+REPLY = ["ok", 300]
+SIMPLE = ("traj", 7, b"\x00" * 64)
+BYTES = b"raw" * 50
+
+PROGRAM = '''
+import multiprocessing as mp, sys, threading, flowmap
+
+MESSAGE = {message!r}
+REPLY = {reply!r}
+SIMPLE = {simple!r}
+
+
+def learner(q, jq, sq, conn, simplex_reader):
+    flowmap.set_owner("learner")
+    assert q.get() == MESSAGE
+    assert jq.get() == MESSAGE; jq.task_done()
+    assert conn.recv() == REPLY
+    conn.send(MESSAGE)
+    assert simplex_reader.recv() == SIMPLE
+    sq.put(SIMPLE)
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context(sys.argv[1])
+    q, jq, sq = ctx.Queue(), ctx.JoinableQueue(), ctx.SimpleQueue()
+    here, there = ctx.Pipe()
+    reader, writer = ctx.Pipe(duplex=False)
+    p = ctx.Process(target=learner, args=(q, jq, sq, there, reader))
+    p.start()
+    flowmap.set_owner("driver")
+    # a producer thread with its own owner: the queue's feeder thread must not lose it
+    def produce():
+        with flowmap.owner("rollout/0"):
+            q.put(MESSAGE)
+    t = threading.Thread(target=produce); t.start(); t.join()
+    jq.put(MESSAGE); jq.join()
+    here.send(REPLY)
+    assert here.recv() == MESSAGE
+    writer.send(SIMPLE)
+    assert sq.get() == SIMPLE
+    p.join()
+    assert p.exitcode == 0
+'''
+
+
+def write(path, text):
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def hops_by_seam(run):
+    out: dict = {}
+    for h in run.hops:
+        out.setdefault(h.seam, []).append(h)
+    return out
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_queues_and_pipes_are_hops_between_the_two_owners(tmp_path, run_cli, method):
+    # GIVEN a program that moves messages through every kind of queue and pipe
+    script = write(tmp_path / "prog.py", PROGRAM.format(message=MESSAGE, reply=REPLY,
+                                                        simple=SIMPLE))
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script), method], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    assert run.health.tracer_errors == 0, run.health.error_messages
+    seams = hops_by_seam(run)
+    # THEN each message is one hop from the putting owner to the getting owner
+    msg, reply, simple = (len(pickle.dumps(x)) for x in (MESSAGE, REPLY, SIMPLE))
+    expected = {
+        ("rollout/0", "learner", "dict"): msg,   # Queue, put from a thread's owner
+        ("driver", "learner", "dict"): msg,      # JoinableQueue
+        ("driver", "learner", "list"): reply,    # duplex Pipe
+        ("learner", "driver", "dict"): msg,      # duplex Pipe, the other way
+        ("driver", "learner", "tuple"): simple,  # one-way Pipe
+        ("learner", "driver", "tuple"): simple,  # SimpleQueue
+    }
+    assert {k: [h.nbytes for h in v] for k, v in seams.items()} == \
+        {k: [v] for k, v in expected.items()}
+    for h in run.hops:
+        assert h.transport == "pickle" and h.wire_bytes == h.nbytes
+    # and the payload is described, not just counted
+    (q_hop,) = seams[("rollout/0", "learner", "dict")]
+    assert {leaf.path: leaf.count for leaf in q_hop.leaves}["tokens[*]"] == 300
+
+
+def test_an_untraced_consumer_gets_exactly_what_was_put(tmp_path):
+    # GIVEN a traced producer whose spawned consumer is not traced (children=False)
+    script = write(tmp_path / "prog.py", f'''
+        import multiprocessing as mp, pickle, sys, flowmap
+
+        def consume(q, conn):
+            import multiprocessing.queues, multiprocessing.reduction
+            # untraced: no tracer, and nothing of flowmap in multiprocessing
+            assert not flowmap.is_tracing()
+            assert multiprocessing.queues._ForkingPickler is multiprocessing.reduction.ForkingPickler
+            got = q.get()
+            conn.send_bytes(pickle.dumps(got))
+            conn.send_bytes(pickle.dumps(conn.recv()))
+
+        if __name__ == "__main__":
+            with flowmap.tracing(sys.argv[1], children=False):
+                flowmap.set_owner("producer")
+                ctx = mp.get_context("spawn")
+                q = ctx.Queue(); a, b = ctx.Pipe()
+                p = ctx.Process(target=consume, args=(q, b)); p.start()
+                q.put({MESSAGE!r})
+                a.send({BYTES!r})
+                got = [pickle.loads(a.recv_bytes()), pickle.loads(a.recv_bytes())]
+                p.join()
+            print(repr(got))
+    ''')
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "run")], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # THEN the consumer got the very objects (compared by value and by pickle)
+    got = eval(r.stdout.strip())  # noqa: S307 - our own program's repr
+    assert got == [MESSAGE, BYTES]
+    assert [pickle.dumps(g) for g in got] == [pickle.dumps(MESSAGE), pickle.dumps(BYTES)]
+    # and the sends show, to an untraced receiver
+    run = flowmap.load(str(tmp_path / "run"))
+    assert sorted((h.src, h.dst, h.name, h.nbytes) for h in run.hops) == sorted([
+        ("producer", "(untraced)", "dict", len(pickle.dumps(MESSAGE))),
+        ("producer", "(untraced)", "bytes", len(pickle.dumps(BYTES))),
+    ])
+
+
+FAILURES = '''
+import multiprocessing as mp, queue, sys
+ctx = mp.get_context("spawn")
+q = ctx.Queue()
+out["get timeout"] = outcome(lambda: q.get(timeout=0.05))
+out["get_nowait"] = outcome(q.get_nowait)
+q.close()
+out["put closed"] = outcome(lambda: q.put(1)).split(" ")[0]
+a, b = ctx.Pipe()
+b.close()
+out["send broken"] = outcome(lambda: a.send("x" * 10))
+out["recv eof"] = outcome(a.recv)
+a.close()
+out["send closed"] = outcome(lambda: a.send(1))
+out["recv closed"] = outcome(a.recv)
+r, w = ctx.Pipe(duplex=False)
+out["recv on writer"] = outcome(w.recv)
+out["unpicklable"] = outcome(lambda: r.send(lambda: 0)).split(":")[0]
+sq = ctx.SimpleQueue(); sq.put([1, 2]); out["simple"] = sq.get()
+'''
+
+
+def test_failures_behave_exactly_as_without_flowmap(tmp_path, run_cli):
+    # GIVEN timeouts, closed queues and connections, a broken pipe, an unpicklable object
+    plain, traced, run = run_both(tmp_path, run_cli, FAILURES)
+    # THEN the program sees the same exceptions, with the same messages, traced or not
+    assert traced == plain
+    assert plain["get timeout"] == "Empty: " and plain["send broken"].startswith("BrokenPipeError")
+    assert run.health.tracer_errors == 0, run.health.error_messages
+    # only the one message that went through was recorded
+    assert [(h.name, h.nbytes) for h in run.hops] == [("list", len(pickle.dumps([1, 2])))]
+
+
+def test_torch_multiprocessing_tensors_are_shm_hops(tmp_path, run_cli):
+    pytest.importorskip("torch")
+    # GIVEN tensors handed to a torch.multiprocessing spawn worker through a queue
+    script = write(tmp_path / "tensors.py", '''
+        import sys, torch, torch.multiprocessing as tmp, flowmap
+
+        def learner(q, back):
+            flowmap.set_owner("learner")
+            batch = q.get()
+            assert torch.equal(batch["x"], torch.arange(1000, dtype=torch.float32))
+            assert batch["mask"].dtype == torch.bool and batch["mask"].shape == (10, 10)
+            back.put(batch["x"].sum().item())
+
+        if __name__ == "__main__":
+            ctx = tmp.get_context("spawn")
+            q, back = ctx.Queue(), ctx.Queue()
+            p = ctx.Process(target=learner, args=(q, back)); p.start()
+            flowmap.set_owner("rollout/0")
+            q.put({"x": torch.arange(1000, dtype=torch.float32),
+                   "mask": torch.ones(10, 10, dtype=torch.bool)})
+            assert back.get() == 499500.0
+            p.join(); assert p.exitcode == 0
+    ''')
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    (batch,) = [h for h in run.hops if h.seam == ("rollout/0", "learner", "dict")]
+    # THEN the tensors' bytes moved through shared memory; only handles were pickled
+    assert batch.transport == "shm" and batch.nbytes == 1000 * 4 + 10 * 10 * 1
+    assert batch.wire_bytes is not None and 0 < batch.wire_bytes < 1000
+    (back,) = [h for h in run.hops if h.seam == ("learner", "rollout/0", "float")]
+    assert back.transport == "pickle" and back.nbytes == len(pickle.dumps(499500.0))
+
+
+def test_no_transport_mp_records_nothing(tmp_path, run_cli):
+    script = write(tmp_path / "prog.py", PROGRAM.format(message=MESSAGE, reply=REPLY,
+                                                        simple=SIMPLE))
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), "--no-transport", "mp", str(script),
+                 "spawn"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert flowmap.load(str(tmp_path / "run")).hops == []
+
+
+def test_an_unknown_transport_is_a_usage_error(tmp_path, run_cli):
+    script = write(tmp_path / "prog.py", "print('ran')\n")
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), "--no-transport", "mp,nccl", str(script)],
+                cwd=tmp_path)
+    assert r.returncode == 2 and "ran" not in r.stdout
+    assert r.stderr.strip().splitlines() == [
+        "flowmap: --no-transport: unknown transport nccl; choose from dist, mp, zmq or all"]
