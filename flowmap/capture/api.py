@@ -42,11 +42,10 @@ def hop(
     if t is None:
         return
     try:
-        t.hop(
-            src=src, dst=dst, payload=payload,
-            name=name if name is not None else type(payload).__name__,
-            items=items, step=step, version=version, transport=transport,
-            dims={k: tuple(v) for k, v in dims.items()} if dims else None,
+        t.hop(  # positional: keywords cost a dict per call on this hot path
+            src, dst, payload, name if name is not None else type(payload).__name__,
+            items, step, version, transport,
+            {k: tuple(v) for k, v in dims.items()} if dims else None,
         )
     except Exception as exc:
         t.error(exc)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import threading
 import time
@@ -65,9 +64,12 @@ class Tracer:
         self.lock = threading.Lock()
         self.strings: dict[str, int] = {}
         self.schemas: dict[tuple, int] = {}
-        self.storage_ids: dict[tuple[int, str], int] = {}
+        self.storage_ids: dict[tuple[int, str], str] = {}  # -> its id as JSON text
         self.next_storage = 0
         self.seam_ids: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
+        # Per seam, the last hop's (leaves, schema id): a seam mostly repeats its
+        # schema, and comparing with the last one spares hashing every leaf.
+        self.last_schema: dict[str, tuple[list[tuple], int]] = {}
         self.events = 0
         self.errors = 0
         self.warned: set[str] = set()
@@ -79,7 +81,10 @@ class Tracer:
     # -- file -----------------------------------------------------------------
     def _open(self) -> None:
         os.makedirs(self.run_dir, exist_ok=True)
-        host = socket.gethostname().replace("-", "_") or "host"
+        # os.uname() is what socket.gethostname() reads on POSIX, without importing
+        # socket (~5 ms of every traced child's start-up)
+        hostname = os.uname().nodename if hasattr(os, "uname") else os.environ.get("COMPUTERNAME", "")
+        host = hostname.replace("-", "_") or "host"
         name = f"{host}-{os.getpid()}-{os.urandom(2).hex()}{tf.SHARD_SUFFIX}"
         self.path = os.path.join(self.run_dir, name)
         self.file = ShardFile(self.path)
@@ -89,7 +94,7 @@ class Tracer:
             "schema": tf.SCHEMA_VERSION,
             "pid": os.getpid(),
             "ppid": os.getppid(),
-            "host": socket.gethostname(),
+            "host": hostname,
             "argv": list(sys.argv),
             "process": self.process,
             "t0_mono_ns": self.t0_ns,
@@ -216,15 +221,15 @@ class Tracer:
             self._write(_dumps([tf.SCHEMA, i, enc]))
         return i
 
-    def _storage_id(self, key: tuple[int, str]) -> int:
+    def _storage_id(self, key: tuple[int, str]) -> str:
         i = self.storage_ids.get(key)
         if i is None:
             if len(self.storage_ids) >= MAX_STORAGE_IDS:
                 self.storage_ids.clear()
             # a counter of storages, not of events: distinct storages of one
             # hop get distinct ids, unique within the shard even across clears
-            i = self.next_storage
-            self.next_storage = i + 1
+            i = str(self.next_storage)
+            self.next_storage += 1
             self.storage_ids[key] = i
         return i
 
@@ -303,19 +308,24 @@ class Tracer:
                 return
             # Formatted by hand: every field but `items` is an int or null, and
             # this line is written once per hop (json.dumps is ~3x slower here).
-            ids = self.storage_ids
-            storages = ",".join([
-                str(ids[k] if k in ids else self._storage_id(k)) for k in d.storages
-            ])
+            get = self.storage_ids.get
+            storages = ",".join([get(k) or self._storage_id(k) for k in d.storages])
             key = (src, dst, name)
             seam = self.seam_ids.get(key)
             if seam is None:
                 seam = self.seam_ids[key] = (
                     f"{self._sid(src)},{self._sid(dst)},{self._sid(name)}"
                 )
+            leaves = d.leaves
+            last = self.last_schema.get(seam)
+            if last is not None and last[0] == leaves:  # equal by value: nothing goes stale
+                schema = last[1]
+            else:
+                schema = self._schema_id(leaves)
+                self.last_schema[seam] = (leaves, schema)
             step = self.step if step is None else step
             line = (
-                f'["h",{t},{seam},{self._schema_id(d.leaves)},{d.nbytes},[{storages}],'
+                f'["h",{t},{seam},{schema},{d.nbytes},[{storages}],'
                 f"{'null' if step is None else int(step)},"
                 f"{'null' if version is None else int(version)},{self._sid(transport)},"
                 f"{_items_json(item_list)}]"

@@ -76,23 +76,16 @@ _MV_NBYTES = memoryview.__dict__["nbytes"]
 # -- mappings ----------------------------------------------------------------------
 def walk_dict(w: Walk, d: dict, path: str, depth: int) -> None:
     """The entries of a real dict (or dict subclass, through dict's own iteration)."""
-    tensor_t, tensor_leaf = FAST
+    tensor_dict = FAST[0]
+    if tensor_dict is not None:  # torch is loaded: its loop takes tensors without dispatch
+        tensor_dict(w, d, path, depth)
+        return
     prefix = f"{path}." if path else ""
-    fast = 0  # tensors taken by the shortcut: counted as walked nodes once, at the end
-    max_key = MAX_KEY_CHARS
     for k, v in dict.items(d):
         if w.full:  # MAX_LEAVES, or HARD_NODES (visit sets `full` there)
             break
-        p = f"{prefix}{k}" if type(k) is str and len(k) <= max_key else join(path, k)
-        if type(v) is tensor_t:  # the common case, without the generic dispatch
-            fast += 1
-            try:
-                tensor_leaf(w, v, p)
-                continue
-            except Exception:
-                pass
+        p = f"{prefix}{k}" if type(k) is str and len(k) <= MAX_KEY_CHARS else join(path, k)
         visit(w, v, p, depth + 1)
-    w.nodes += fast
 
 
 def _dict(w: Walk, d: dict, path: str, depth: int) -> None:

@@ -23,11 +23,14 @@ from typing import Any
 from flowmap.capture.describers import introspect
 from flowmap.capture.describers.walk import (
     FAST,
+    MAX_KEY_CHARS,
     MAX_LEAVES,
     Walk,
     cached_name,
+    join,
     register,
     register_resolver,
+    visit,
 )
 
 _DTYPE_NAMES: dict[Any, str] = {}
@@ -54,7 +57,7 @@ def bind() -> Any:
     )
     register(torch.Tensor, tensor_handler)
     register(torch.nn.Parameter, subclass_handler)
-    FAST[0], FAST[1] = torch.Tensor, tensor_leaf
+    FAST[0] = tensor_dict
     return torch._C._is_torch_function_mode_enabled, torch._C.DisableTorchFunction
 
 
@@ -95,6 +98,58 @@ def tensor_leaf(w: Walk, t: Any, path: str) -> None:
         pieces.append((ptr, ptr + span, nbytes))
     if not w.folded:
         w.storages.append((ptr, device))
+
+
+def tensor_dict(w: Walk, d: dict, path: str, depth: int) -> None:
+    """The entries of a dict, its exact CPU tensors read inline: the common hop's hot loop.
+
+    Per tensor it reads what the leaf needs and nothing more (data_ptr, shape,
+    is_cpu, is_contiguous, dtype, nbytes: ~100 ns each) and appends to the
+    walk's lists directly; anything else (a GPU, strided or storage-less tensor,
+    a value of another type) goes the general way. Nothing is cached per tensor:
+    a tensor's shape can change in place between hops.
+    """
+    tensor_t = _T["Tensor"]
+    prefix = f"{path}." if path else ""
+    leaves = w.leaves
+    dims = w.dims
+    names = _DTYPE_NAMES
+    cpu = w.pieces.get("cpu")
+    fast = 0  # tensors taken inline: counted as walked nodes once, at the end
+    for k, v in dict.items(d):
+        if w.full:  # MAX_LEAVES, or HARD_NODES (visit sets `full` there)
+            break
+        p = f"{prefix}{k}" if type(k) is str and len(k) <= MAX_KEY_CHARS else join(path, k)
+        if type(v) is tensor_t:
+            fast += 1
+            try:
+                ptr = v.data_ptr()
+                if ptr and v.is_cpu and v.is_contiguous():
+                    shape = v.shape
+                    dt = v.dtype
+                    nbytes = v.nbytes
+                    if len(leaves) < MAX_LEAVES:
+                        leaves.append((p, "tensor", shape, names.get(dt) or _dtype_name(dt),
+                                       "cpu", nbytes, 1, dims.get(p) if dims else None))
+                    else:  # its bytes still count; the walk stops at the next entry
+                        w.full = True
+                    if cpu is None:
+                        cpu = w.pieces.get("cpu")
+                        if cpu is None:
+                            cpu = w.pieces["cpu"] = []
+                    cpu.append((ptr, ptr + nbytes, nbytes))
+                    if not w.folded:
+                        w.storages.append((ptr, "cpu"))
+                    continue
+            except Exception:
+                pass
+            try:
+                tensor_leaf(w, v, p)
+                continue
+            except Exception:
+                fast -= 1
+        visit(w, v, p, depth + 1)
+    w.nodes += fast
 
 
 def tensor_handler(w: Walk, t: Any, path: str, depth: int) -> None:

@@ -140,8 +140,8 @@ _BUILTIN_PLANS: dict[int, tuple[type, Handler]] = {}
 Resolver = Callable[[type, tuple[type, ...]], "Handler | None"]
 RESOLVERS: list[Resolver] = []  # library describers (torch, numpy, tabular, tensordict)
 FALLBACK: list[Resolver] = []  # Python's own types and plain objects, tried last
-# (torch.Tensor, its leaf function) once torch is loaded: the dict walk's shortcut.
-FAST: list[Any] = [None, None]
+# torch's dict walk (tensors read inline, without dispatch) once torch is loaded.
+FAST: list[Any] = [None]
 
 
 def register(t: type, handler: Handler) -> None:
