@@ -1,0 +1,60 @@
+"""The inline dict-of-tensors walk gives the same leaves and bytes as the general one.
+
+The general path is forced by wrapping each tensor's dict in a tuple element
+(a tuple is walked by `visit`, whose tensor handler is the reference).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from flowmap.capture.describe import MAX_LEAVES, describe
+from flowmap.capture.describers import torch_
+
+
+def _general(payload: dict) -> tuple[list, int]:
+    """Leaves and bytes of `payload` with every tensor read by `tensor_leaf` itself."""
+    from flowmap.capture.describers.walk import Walk
+
+    w = Walk(None)
+    for k, v in payload.items():
+        if type(v) is torch.Tensor:
+            torch_.tensor_leaf(w, v, k)
+    return w.leaves, w.total()
+
+
+def test_inline_walk_matches_the_tensor_leaf_path() -> None:
+    base = torch.zeros(8, 16)
+    payload = {
+        "a": base,
+        "view": base.view(-1),             # same storage: counted once
+        "slice": base[:, :3],              # strided: the general path inside the loop
+        "half": torch.ones(5, dtype=torch.float16),
+        "empty": torch.zeros(0),           # data_ptr 0: the general path
+        "long": torch.arange(7),
+    }
+    d = describe(payload)
+    leaves, nbytes = _general(payload)
+    assert d.leaves == leaves
+    assert d.nbytes == nbytes
+    assert d.nbytes == base.nbytes + 5 * 2 + 7 * 8
+
+
+def test_shape_changed_in_place_is_seen_on_the_next_hop() -> None:
+    t = torch.zeros(4, 4)
+    p = {"t": t}
+    first = describe(p)
+    t.resize_(2, 3)
+    second = describe(p)
+    assert tuple(first.leaves[0][2]) == (4, 4)
+    assert tuple(second.leaves[0][2]) == (2, 3)
+    assert second.nbytes == 2 * 3 * 4
+
+
+def test_bytes_past_the_leaf_bound_still_count() -> None:
+    n = MAX_LEAVES + 10
+    payload = {f"t{i}": torch.zeros(3) for i in range(n)}
+    d = describe(payload)
+    assert len(d.leaves) == MAX_LEAVES
+    # the walk stops at the entry after the bound: MAX_LEAVES + 1 tensors counted
+    assert d.nbytes == (MAX_LEAVES + 1) * 3 * 4
