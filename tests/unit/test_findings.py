@@ -9,7 +9,7 @@ import pytest
 from runs import RLRunSpec, ShardWriter, tensor, write_rl_run, write_two_owner_run
 
 import flowmap
-from flowmap.model.findings import KINDS, Finding, findings
+from flowmap.model.findings import KINDS, Finding, findings, heaviest
 from flowmap.report.document import report_document
 
 
@@ -30,16 +30,35 @@ def _of(found, kind):
 def test_findings_are_ranked_by_bytes_per_step_and_cover_every_kind(found):
     assert [f.bytes_per_step for f in found] == sorted((f.bytes_per_step for f in found),
                                                        reverse=True)
-    assert {f.kind for f in found} == set(KINDS)
+    # every kind fires; `heaviest` only by its detector here, as the seams it names carry other
+    # findings too (see test_a_heaviest_finding_that_repeats_another_is_dropped)
+    assert {f.kind for f in found} | {"heaviest"} == set(KINDS)
     for f in found:
         assert f.bytes_per_step > 0 and f.seams == sorted(f.seams)
         assert f.message.count(". ") == 0 and f.message.endswith(".")  # one sentence
 
 
-def test_heaviest_are_the_top_three_seams(rl_run, found):
+def test_heaviest_are_the_top_three_seams(rl_run):
     top = [s.label for s in list(rl_run.seams.values())[:3]]
-    assert [f.seams[0] for f in _of(found, "heaviest")] == top
-    assert "routed_experts" in _of(found, "heaviest")[0].message
+    heavy = heaviest.detect(rl_run.view)
+    assert [f.seams[0] for f in heavy] == top
+    assert "routed_experts" in heavy[0].message
+
+
+def test_a_heaviest_finding_that_repeats_another_is_dropped(rl_run, found):
+    named = {seam for f in found if f.kind != "heaviest" for seam in f.seams}
+    for f in heaviest.detect(rl_run.view):
+        assert (f in found) == (not set(f.seams) <= named)
+    assert len({(f.kind, tuple(f.seams)) for f in found}) == len(found)
+
+
+def test_heaviest_names_a_whole_payload_leaf_by_the_payload(tmp_path):
+    os.makedirs(tmp_path / "run")
+    w = ShardWriter(str(tmp_path / "run" / "h-1-0001.flowmap.jsonl"), 1)
+    w.hop(10, "a", "b", "grads", [tensor("", (1024,))], step=1, transport="pickle")
+    w.close(20)
+    (f,) = heaviest.detect(flowmap.load(str(tmp_path / "run")).view)
+    assert "largest leaf `grads`" in f.message
 
 
 def test_pass_through_by_storage_at_the_ready_buffer(rl_run, found):
