@@ -17,7 +17,7 @@ def report(
     show_all: Annotated[bool, typer.Option("--all", help="Show every seam and every finding.")] = False,
     width: Annotated[int | None, typer.Option("--width", metavar="COLUMNS", min=40, help="Lay the report out for this many columns (default: the terminal's, 80 when piped).")] = None,  # noqa: UP007
 ) -> None:
-    """Seams ranked by bytes, owners, counters, items and capture health."""
+    """What to fix first: the run, its health and top findings, then the heaviest seams."""
     from flowmap.model.document import report_document
     from flowmap.model.run import load, resolve
 

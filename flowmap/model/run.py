@@ -176,7 +176,7 @@ def is_run_dir(path: str) -> bool:
 
 
 def newest_run(cwd: str = ".") -> str:
-    """The most recently modified run in `cwd` or `cwd/flowmap-runs/`."""
+    """The run in `cwd` or `cwd/flowmap-runs/` that started last (not the last one written to)."""
     candidates: list[str] = []
     for base in (cwd, os.path.join(cwd, RUNS_DIR)):
         if not os.path.isdir(base):
@@ -189,18 +189,33 @@ def newest_run(cwd: str = ".") -> str:
         raise NoRunFound(
             "no run found here; trace one with `flowmap trace SCRIPT` or pass RUN explicitly"
         )
-    return max(candidates, key=lambda p: (_last_write(p), p))
+    return max(candidates, key=lambda p: (_started_ns(p), p))
 
 
-def _last_write(run_dir: str) -> float:
-    # Shards grow in place, which does not touch the directory's own mtime.
-    times = [os.path.getmtime(run_dir)]
+def _started_ns(run_dir: str) -> int:
+    """When the run started: run.json's `started_wall_ns`, else its earliest shard header.
+
+    Not a file's mtime: writing an HTML page or a merge into an older run
+    must not make it the default for `report`, `baseline` and `check`.
+    """
+    try:
+        with open(os.path.join(run_dir, tf.RUN_META), encoding="utf-8") as f:
+            started = json.load(f).get("started_wall_ns")
+        if isinstance(started, int):
+            return started
+    except (OSError, ValueError, AttributeError):
+        pass
+    starts = []
     for name in os.listdir(run_dir):
-        try:
-            times.append(os.path.getmtime(os.path.join(run_dir, name)))
-        except OSError:
-            pass
-    return max(times)
+        if name.endswith(tf.SHARD_SUFFIX):
+            try:
+                with open(os.path.join(run_dir, name), encoding="utf-8") as f:
+                    t0 = json.loads(f.readline()).get("t0_wall_ns")
+                if isinstance(t0, int):
+                    starts.append(t0)
+            except (OSError, ValueError, AttributeError):
+                pass
+    return min(starts) if starts else int(os.path.getmtime(run_dir) * 1e9)
 
 
 def resolve(run: str | None) -> str:

@@ -193,7 +193,7 @@ def test_budget_alone_gates(runs, tmp_path, capsys):
     code, out, _ = check(capsys, runs["doubled"], "--budget", str(budget))
     assert code == 1
     assert "rollout/0 -> ready_buffer : trajectory: max_bytes_per_hop" in out
-    assert "was limited to 1 KB per hop but carried 1.54 kB" in out
+    assert "was limited to 1 KB (1000 B) per hop but carried 1.50 KiB" in out
 
 
 def test_budget_tolerance_overrides_for_matched_seams(runs, baseline, tmp_path, capsys):

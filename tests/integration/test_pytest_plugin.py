@@ -108,11 +108,11 @@ def test_marker_scenarios(pytester, monkeypatch):
 
     # GIVEN a glob over two engines WHEN both exceed THEN both named, with limit, size, leaves
     assert failed["test_big"].strip().splitlines()[:8] == [
-        "Seam rollout/0 -> ready_buffer : trajectory was limited to 64 KB per hop but carried 98.3 kB",
+        "Seam rollout/0 -> ready_buffer : trajectory was limited to 64 KB (62.50 KiB) per hop but carried 96.00 KiB",
         "  largest leaves:",
         "    trajectory.ids int64 [8192]: 64.00 KiB/hop at most",
         "    trajectory.logprobs float32 [8192]: 32.00 KiB/hop at most",
-        "Seam rollout/1 -> ready_buffer : trajectory was limited to 64 KB per hop but carried 98.3 kB",
+        "Seam rollout/1 -> ready_buffer : trajectory was limited to 64 KB (62.50 KiB) per hop but carried 96.00 KiB",
         "  largest leaves:",
         "    trajectory.ids int64 [8192]: 64.00 KiB/hop at most",
         "    trajectory.logprobs float32 [8192]: 32.00 KiB/hop at most",

@@ -62,20 +62,34 @@
 
   // --- formatting -------------------------------------------------------------------
 
+  // The same rule as flowmap.units.fmt_bytes: two decimals under 100, none above, and a
+  // figure that would round to 1024 moves to the next unit (never "1.02e+3 KiB").
   function fmtBytes(n) {
     if (n === null || n === undefined) return "–";
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    var i = 0;
-    while (Math.abs(n) >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-    if (i === 0) return Math.round(n) + " B";
-    return (Math.abs(n) >= 100 ? n.toFixed(0) : n.toPrecision(3)) + " " + units[i];
+    if (!isFinite(n)) return "n/a";
+    var units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    for (var i = 0; i < units.length; i++) {
+      var last = i === units.length - 1;
+      if (i === 0) {
+        if (Math.abs(Math.round(n)) < 1024 || last) return Math.round(n) + " B";
+      } else {
+        var text = Math.abs(Math.round(n * 100) / 100) >= 100 ? n.toFixed(0) : n.toFixed(2);
+        if (Math.abs(parseFloat(text)) < 1024 || last) return text + " " + units[i];
+      }
+      n /= 1024;
+    }
   }
 
+  function hopsText(n) { return n + (n === 1 ? " hop" : " hops"); }
+
+  // The same rule as flowmap.units.fmt_count: never e-notation.
   function fmtNum(v) {
     if (v === null || v === undefined) return "–";
-    if (Math.abs(v) >= 1e6 || (v !== 0 && Math.abs(v) < 1e-3)) return v.toExponential(2);
-    if (Number.isInteger(v)) return String(v);
-    return String(Number(v.toPrecision(4)));
+    if (!isFinite(v)) return "n/a";
+    if (Number.isInteger(v)) return v.toLocaleString("en-US");
+    var mag = Math.floor(Math.log10(Math.abs(v)));
+    var d = Math.min(6, Math.max(1, 3 - mag));
+    return v.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
   }
 
   function fmtSeconds(s) {
@@ -137,7 +151,7 @@
   function header() {
     var r = D.run;
     var stats = [
-      r.hops + " hops",
+      hopsText(r.hops),
       r.steps + " steps",
       D.seams.length + " seams",
       D.owners.length + " owners",
@@ -402,7 +416,7 @@
     return el("table", { "class": "bars" }, Object.keys(s.transports).map(function (k) {
       var n = s.transports[k], bar = el("i");
       bar.style.width = (100 * n / total).toFixed(1) + "%";
-      return el("tr", {}, [el("th", {}, k), el("td", { "class": "barcell" }, bar), el("td", {}, n + " hops")]);
+      return el("tr", {}, [el("th", {}, k), el("td", { "class": "barcell" }, bar), el("td", {}, hopsText(n))]);
     }));
   }
 
@@ -435,7 +449,7 @@
     bars.forEach(function (x, i) {
       var bh = x.n ? Math.max(1, (H - 4) * x.n / max) : 0;
       var r = sv("rect", { x: (i * bw + 1).toFixed(1), y: (H - bh).toFixed(1), width: Math.max(1, bw - 2).toFixed(1), height: bh.toFixed(1) });
-      tip(r, (x.b ? fmtBytes(x.a) + " – " + fmtBytes(x.b) : "0 B") + ": " + x.n + " hops");
+      tip(r, (x.b ? fmtBytes(x.a) + " – " + fmtBytes(x.b) : "0 B") + ": " + hopsText(x.n));
       svg.appendChild(r);
     });
     svg.appendChild(sv("text", { x: 0, y: H + 13, "class": "axis" }, bars[0].b ? fmtBytes(bars[0].a) : "0 B"));
@@ -471,8 +485,8 @@
       kv([
         ["role", o.role],
         ["processes", o.pids.length ? o.pids.join(", ") : "–"],
-        ["bytes in", fmtBytes(ranged ? sum(o.ins, bin) : o.bytes_in) + " · " + (ranged ? sum(o.ins, seamHops) : o.hops_in) + " hops"],
-        ["bytes out", fmtBytes(ranged ? sum(o.outs, bin) : o.bytes_out) + " · " + (ranged ? sum(o.outs, seamHops) : o.hops_out) + " hops"],
+        ["bytes in", fmtBytes(ranged ? sum(o.ins, bin) : o.bytes_in) + " · " + hopsText(ranged ? sum(o.ins, seamHops) : o.hops_in)],
+        ["bytes out", fmtBytes(ranged ? sum(o.outs, bin) : o.bytes_out) + " · " + hopsText(ranged ? sum(o.outs, seamHops) : o.hops_out)],
         ranged ? ["range", stepLabel()] : null
       ]),
       el("h3", {}, "Seams in"), seamTable(o.ins, "src"),
@@ -508,7 +522,7 @@
     sec.appendChild(el("ol", {}, D.findings.map(function (f) {
       var links = f.seams.map(function (id) { return seamLink(seamById[id]); });
       var li = el("li", { "class": "finding", "data-kind": f.kind }, [
-        el("div", {}, [el("span", { "class": "badge" }, f.kind), " ", el("b", {}, fmtBytes(f.bytes_per_step) + "/step")]),
+        el("div", {}, [el("span", { "class": "badge" }, f.kind), " ", el("b", {}, f.bytes_per_step_text)]),
         el("div", { "class": "msg" }, f.message),
         links.length ? el("div", { "class": "links" }, links) : null
       ]);
