@@ -255,8 +255,12 @@ def test_update_rewrites_the_baseline(runs, tmp_path, capsys):
     path = str(tmp_path / "b.json")
     code, _, err = check(capsys, runs["base"], "--baseline", path, "--update")  # first recording
     assert code == 0 and "updated" in err
-    code, _, _ = check(capsys, runs["float64"], "--baseline", path, "--update")  # accept the change
+    code, out, err = check(capsys, runs["float64"], "--baseline", path, "--update")  # accept it
     assert code == 0
+    # the report says what was accepted, never "FAILED" beside an exit 0
+    assert "FAILED" not in out + err
+    assert "passed (baseline updated): 1 regression accepted" in out
+    assert f"baseline {path} updated from {runs['float64']}" in err and "1 regression(s) accepted" in err
     assert json.load(open(path))["seams"][BATCH]["leaves"]["advantages"]["dtype"] == "float64"
     code, _, _ = check(capsys, runs["float64"], "--baseline", path)
     assert code == 0
