@@ -138,3 +138,19 @@ def test_marker_scenarios(pytester, monkeypatch):
     assert "unknown limit 'max_bytes'" in failed["test_bad_key"]
     assert "give at least one limit" in failed["test_no_limit"]
     assert "cannot read the seam 'rollout'" in failed["test_bad_address"]
+
+
+def test_a_marker_mistake_is_printed_once(pytester):
+    # a fresh interpreter, as a user runs pytest: there the error used to print chained, twice
+    pytester.makepyfile(test_m="""
+        import flowmap, pytest
+
+        @pytest.mark.flowmap_budget("a -> b", max_bytes=3)
+        def test_bad_key():
+            flowmap.hop("a", "b", b"xx", name="x")
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "During handling" not in out
+    assert out.count("unknown limit 'max_bytes'") == 1
