@@ -112,6 +112,9 @@ def _trace(run: _Part) -> dict[str, Any]:
 
 def write_perfetto(view: RunView, path: str, *, steps: tuple[int, int] | None = None) -> str:
     """Write the trace to `path` (compact JSON, keys sorted); returns the path written."""
+    from flowmap.render.output import check_output
+
+    check_output(path)
     trace = perfetto_trace(view, steps=steps)
     dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
     events = trace.pop("traceEvents")

@@ -80,3 +80,28 @@ def test_counters_never_read_in_e_notation(x, text):
 
 def test_one_hop_is_singular():
     assert plural(1, "hop") == "1 hop" and plural(2, "hop") == "2 hops"
+
+
+@pytest.mark.parametrize("flag", ["--html", "--dot", "--svg"])
+def test_render_never_creates_folders(tmp_path, flag):
+    from runs import write_rl_run
+
+    run = write_rl_run(str(tmp_path / "run"))
+    target = tmp_path / "nonexist" / "dir" / "o.html"
+    r = runner.invoke(app, ["render", run, flag, str(target)])
+    assert r.exit_code == 2
+    assert f"the folder {target.parent} does not exist" in r.output
+    assert not (tmp_path / "nonexist").exists()
+
+
+def test_an_output_under_a_file_is_one_clear_sentence(tmp_path):
+    from runs import write_rl_run
+
+    run = write_rl_run(str(tmp_path / "run"))
+    (tmp_path / "afile").write_text("x")
+    for args in (["render", run, "--html", str(tmp_path / "afile" / "o.html")],
+                 ["export", run, "--perfetto", str(tmp_path / "afile" / "t.json")]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 2
+        assert f"{tmp_path / 'afile'} is a file, not a folder" in r.output
+        assert "File exists" not in r.output and "Traceback" not in r.output
