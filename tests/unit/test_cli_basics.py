@@ -105,3 +105,20 @@ def test_an_output_under_a_file_is_one_clear_sentence(tmp_path):
         assert r.exit_code == 2
         assert f"{tmp_path / 'afile'} is a file, not a folder" in r.output
         assert "File exists" not in r.output and "Traceback" not in r.output
+
+
+def test_merging_a_run_with_itself_or_its_copy_is_refused(tmp_path):
+    import shutil
+
+    from runs import write_rl_run
+
+    run = write_rl_run(str(tmp_path / "run"))
+    shutil.copytree(run, tmp_path / "copy")
+    for args in ([run, run], [run, str(tmp_path / "copy")]):
+        out = tmp_path / f"merged{len(os.listdir(tmp_path))}"
+        r = runner.invoke(app, ["merge", "-o", str(out), *args])
+        assert r.exit_code == 2, r.output
+        assert "is the same recording as" in r.output and "give each run once" in r.output
+        assert not out.exists()
+    ok = runner.invoke(app, ["merge", "-o", str(tmp_path / "once"), run])
+    assert ok.exit_code == 0, ok.output
