@@ -132,8 +132,8 @@ def _run_program(script: str | None, module: str | None, args: list[str]) -> int
         return 0
     except SystemExit as exc:
         return _exit_status(exc.code)
-    except KeyboardInterrupt:
-        traceback.print_exc()
+    except KeyboardInterrupt as exc:  # Ctrl-C: the program's frames only, as Python prints them
+        _print_user_traceback(exc)
         return 130
     except BaseException as exc:
         _print_user_traceback(exc)
