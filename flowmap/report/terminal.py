@@ -56,7 +56,8 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
     lines = [(shorten(f"flowmap report  {view.path}", width), "bold")]
     facts = [plural(view.num_steps, "step"), plural(view.num_hops, "hop"),
              plural(len(view.seams), "seam"), plural(len(view.owners), "owner"),
-             f"{fmt_per_step(view.totals.bytes_per_step_mean)} moved",
+             f"{fmt_per_step(view.totals.bytes_per_step_mean)} payload",
+             f"{fmt_per_step(view.totals.moved_bytes_per_step_mean)} moved (no in-process refs)",
              f"{view.duration_s:.1f} s"]
     lines += [(ln, "") for ln in wrap(" · ".join(facts), width)]
     if view.projection:

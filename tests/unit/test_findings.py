@@ -208,3 +208,30 @@ def test_findings_json_matches_the_golden_file(found, golden):
     Regenerate with `pytest --update-golden` after an intended change, and read the diff.
     """
     golden.check(GOLDEN, json.dumps([f.as_dict() for f in found], indent=2, sort_keys=True) + "\n")
+
+
+def _chain(tmp_path, transport: str):
+    path = tmp_path / transport
+    os.makedirs(path)
+    w = ShardWriter(str(path / "h-1-0001.flowmap.jsonl"), 1)
+    for s in range(4):
+        w.hop(100 * s + 10, "rollout", "main", "batch", [tensor("x", (256,))], storages=(s + 1,),
+              step=s, transport=transport)
+        w.hop(100 * s + 20, "main", "trainer", "batch", [tensor("x", (256,))], storages=(s + 1,),
+              step=s, transport=transport)
+    w.close(1000)
+    return flowmap.load(str(path)).view
+
+
+def test_references_are_payload_not_bytes_moved(tmp_path):
+    ref, sent = _chain(tmp_path, "ref"), _chain(tmp_path, "pickle")
+    # the same payload size either way: 256 float32 = 1 KiB per hop, two hops a step
+    assert ref.totals.bytes_per_step_mean == sent.totals.bytes_per_step_mean == 2 * 1024
+    assert ref.totals.moved_bytes_per_step_mean == 0
+    assert sent.totals.moved_bytes_per_step_mean == 2 * 1024
+    doc = {s["name"]: s for s in report_document(ref)["seams"]}
+    assert doc["batch"]["bytes_per_step"] == 1024 and doc["batch"]["moved_bytes_per_step"] == 0
+    # Python handed `main` a reference: there is nothing to save by handing it a handle
+    assert not _of(ref.findings, "pass_through")
+    (f,) = _of(sent.findings, "pass_through")
+    assert f.bytes_per_step == 1024 and "hand main a handle instead of 1.00 KiB/step" in f.message
