@@ -9,7 +9,14 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from runs import RLRunSpec, ShardWriter, check_trace_rules, tensor, write_rl_run, write_two_owner_run
+from runs import (
+    RLRunSpec,
+    ShardWriter,
+    check_trace_rules,
+    tensor,
+    write_rl_run,
+    write_two_owner_run,
+)
 
 import flowmap
 from flowmap.export.perfetto import perfetto_trace, write_perfetto
