@@ -18,7 +18,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
 from flowmap.model.halves import join as join_halves
-from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_shard, shard_paths
+from flowmap.model.reader import (
+    MAX_HEADER,
+    CounterSample,
+    Drop,
+    Hop,
+    Mark,
+    Shard,
+    open_regular,
+    read_run_shards,
+)
+from flowmap.model.run_meta import read_run_meta
 from flowmap.model.types import (
     CounterStats,
     Health,
@@ -61,8 +71,11 @@ def _without_gc(fn: Callable[..., T]) -> Callable[..., T]:
 
 
 class Run:
-    def __init__(self, path: str, shards: list[Shard], meta: dict[str, Any]) -> None:
+    def __init__(
+        self, path: str, shards: list[Shard], meta: dict[str, Any], problems: list[str] | None = None
+    ) -> None:
         self.path = path
+        self.problems = problems if problems is not None else [p for s in shards for p in s.problems()]
         self.shards = shards
         self.meta = meta
         self.hops: list[Hop] = sorted(
@@ -91,6 +104,7 @@ class Run:
             error_messages=tuple(m for s in self.shards for m in s.errors),
             truncated_shards=tuple(os.path.basename(s.path) for s in self.shards if s.truncated),
             bad_lines=sum(s.bad_lines for s in self.shards),
+            problems=tuple(self.problems),
         )
 
     @cached_property
@@ -150,18 +164,12 @@ def load(path: str | os.PathLike[str]) -> Run:
     """Read the run directory (or single shard file) at `path`."""
     path = os.fspath(path)
     with paused_gc():
-        shards = [read_shard(p) for p in shard_paths(path)]
+        shards, problems = read_run_shards(path)
     meta: dict[str, Any] = {}
     if os.path.isdir(path):
-        try:
-            with open(os.path.join(path, tf.RUN_META), encoding="utf-8") as f:
-                loaded = json.load(f)
-            if isinstance(loaded, dict):
-                meta = loaded
-        except (OSError, ValueError):
-            pass
+        meta = read_run_meta(os.path.join(path, tf.RUN_META), problems)
     with paused_gc():
-        return Run(path, shards, meta)
+        return Run(path, shards, meta, problems)
 
 
 RUNS_DIR = "flowmap-runs"
@@ -198,22 +206,19 @@ def _started_ns(run_dir: str) -> int:
     Not a file's mtime: writing an HTML page or a merge into an older run
     must not make it the default for `report`, `baseline` and `check`.
     """
-    try:
-        with open(os.path.join(run_dir, tf.RUN_META), encoding="utf-8") as f:
-            started = json.load(f).get("started_wall_ns")
-        if isinstance(started, int):
-            return started
-    except (OSError, ValueError, AttributeError):
-        pass
+    started = read_run_meta(os.path.join(run_dir, tf.RUN_META)).get("started_wall_ns")
+    if type(started) is int:
+        return started
     starts = []
     for name in os.listdir(run_dir):
         if name.endswith(tf.SHARD_SUFFIX):
             try:
-                with open(os.path.join(run_dir, name), encoding="utf-8") as f:
-                    t0 = json.loads(f.readline()).get("t0_wall_ns")
-                if isinstance(t0, int):
+                with open_regular(os.path.join(run_dir, name)) as f:
+                    header = json.loads(f.readline(MAX_HEADER + 1))
+                t0 = header.get("t0_wall_ns") if isinstance(header, dict) else None
+                if type(t0) is int:
                     starts.append(t0)
-            except (OSError, ValueError, AttributeError):
+            except (OSError, ValueError, RecursionError):
                 pass
     return min(starts) if starts else int(os.path.getmtime(run_dir) * 1e9)
 

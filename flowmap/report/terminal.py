@@ -16,6 +16,7 @@ from rich.text import Text
 
 from flowmap.model.findings import Finding
 from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema
+from flowmap.model.reader import clean_text
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
 from flowmap.report.layout import Column, fit_table, shorten, shorten_parts, wrap
@@ -24,6 +25,7 @@ from flowmap.units import fmt_count, plural
 TOP_SEAMS = 15  # default rows of the seam table: what fits one screen next to the findings
 TOP_FINDINGS = 5
 WIDE = 120  # at this width and above, the owners table shows roles too
+MAX_PROBLEMS = 20  # capture problems listed under the health line
 
 
 def print_report(view: RunView, console: Console | None = None, *, top: int | None = TOP_SEAMS,
@@ -46,14 +48,15 @@ def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
     out += _owners(list(view.owners.values()), width)
     if view.counters:
         out += _counters(list(view.counters.values()), width)
-    hint = f"flowmap report {view.path} --all | --json · flowmap render {view.path} --html"
+    path = clean_text(view.path)
+    hint = f"flowmap report {path} --all | --json · flowmap render {path} --html"
     out.append(("", ""))
     out.append((shorten("more: " + hint, width), "dim"))
     return out
 
 
 def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
-    lines = [(shorten(f"flowmap report  {view.path}", width), "bold")]
+    lines = [(shorten(f"flowmap report  {clean_text(view.path)}", width), "bold")]
     facts = [plural(view.num_steps, "step"), plural(view.num_hops, "hop"),
              plural(len(view.seams), "seam"), plural(len(view.owners), "owner"),
              f"{fmt_per_step(view.totals.bytes_per_step_mean)} payload",
@@ -64,6 +67,8 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
         lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
     health, style = _health(view)
     lines += [(ln, style) for ln in wrap(health, width)]
+    for problem in view.health.problems[:MAX_PROBLEMS]:  # the JSON has them all, whole
+        lines += [(ln, "yellow") for ln in wrap(f"capture: {shorten(problem, 200)}", width)]
     lines += [(ln, "") for ln in wrap(_items(view), width)]
     return lines
 
@@ -82,7 +87,7 @@ def _health(view: RunView) -> tuple[str, str]:
         problems.append(f"{plural(h.bad_lines, 'unreadable line')}")
     if h.error_messages:
         problems.append(f"first tracer error: {h.error_messages[0]}")
-    if problems or h.tracer_errors:
+    if problems or h.tracer_errors or h.problems:
         return f"health: CHECK ({counts}): " + "; ".join(problems), "yellow"
     return f"health: ok ({counts})", "green"
 
