@@ -85,4 +85,6 @@ def _write_html(view: RunView, path: str | None) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("render")(render)
+    from flowmap.cli.usage import usage_line
+
+    app.command("render", cls=usage_line("[RUN]", "[HTML_PATH]"))(render)

@@ -236,4 +236,7 @@ PROGRAM_ARGS = {
 
 
 def register(app: typer.Typer) -> None:
-    app.command("trace", context_settings=PROGRAM_ARGS)(trace)
+    from flowmap.cli.usage import usage_line
+
+    app.command("trace", context_settings=PROGRAM_ARGS,
+                cls=usage_line("SCRIPT [ARGS]...  |  -m MODULE [ARGS]..."))(trace)

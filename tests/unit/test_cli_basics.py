@@ -122,3 +122,16 @@ def test_merging_a_run_with_itself_or_its_copy_is_refused(tmp_path):
         assert not out.exists()
     ok = runner.invoke(app, ["merge", "-o", str(tmp_path / "once"), run])
     assert ok.exit_code == 0, ok.output
+
+
+def test_usage_lines_read_as_typed():
+    trace = runner.invoke(app, ["trace", "--help"]).output
+    assert "Usage: flowmap trace [OPTIONS] SCRIPT [ARGS]..." in trace
+    render = runner.invoke(app, ["render", "--help"]).output
+    assert "Usage: flowmap render [OPTIONS] [RUN] [HTML_PATH]\n" in render
+    assert "]]..." not in render
+
+
+def test_report_help_lists_top_all_and_width():
+    out = runner.invoke(app, ["report", "--help"]).output
+    assert "--top" in out and "--all" in out and "--width" in out
