@@ -135,6 +135,10 @@
     return fullRange() ? s.hops : inRange(s.bin_hops);
   }
 
+  function seamBytes(s) {
+    return fullRange() ? s.total_bytes : inRange(s.bin_bytes);
+  }
+
   function scaleOf(values) {
     var logs = values.filter(function (v) { return v > 0; }).map(function (v) { return Math.log10(v); });
     var lo = Math.min.apply(null, logs.concat([Infinity]));
@@ -252,7 +256,7 @@
     tip(g, s.label);
     g.addEventListener("click", function (ev) { if (!ui.dragged) select("seam", s.id); ev.stopPropagation(); });
     g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") select("seam", s.id); });
-    ui.edges[s.id] = { g: g, line: line, text: text };
+    ui.edges[s.id] = { g: g, line: line, text: text, title: g.lastChild };
     return g;
   }
 
@@ -321,6 +325,11 @@
       e.line.setAttribute("stroke-width", t < 0 ? 1.2 : (1.6 + 5.4 * t).toFixed(2));
       e.line.setAttribute("marker-end", "url(#arrow-" + ci + ")");
       e.text.lastChild.textContent = fmtBytes(bps[s.id]) + "/step";
+      // the hover readout: bytes per step and per hop, as Perfetto's and TensorBoard's edges give
+      var n = seamHops(s);
+      e.title.textContent = s.label + "\n" + fmtBytes(bps[s.id]) + "/step · " +
+        (n ? fmtBytes(seamBytes(s) / n) : "0 B") + "/hop (mean) · p50 " + fmtBytes(s.p50_bytes) +
+        "/hop · " + hopsText(n) + (fullRange() ? "" : " in " + stepLabel().split(" of ")[0]);
       e.g.classList.toggle("idle", t < 0);
     });
     legend(D.seams.map(function (s) { return bps[s.id]; }));
@@ -337,11 +346,21 @@
       el("span", {}, " " + fmtBytes(Math.max.apply(null, pos))),
       el("span", { "class": "muted" }, "  ·  dashed: back edge closing the loop  ·  wheel: zoom, drag: pan, double-click: reset")
     ]);
+    var roles = [];
+    D.owners.forEach(function (o) { if (roles.indexOf(o.role) < 0) roles.push(o.role); });
+    var key = el("div", { "class": "roles" }, [el("span", { "class": "muted" }, "boxes, by role: ")]);
+    roles.forEach(function (r) {
+      var sw = el("i", { "class": "swatch" }), hue = roleHue(r);
+      sw.style.background = "hsl(" + hue + ",60%,93%)";
+      sw.style.borderColor = "hsl(" + hue + ",45%,42%)";
+      append(key, [el("span", { "class": "role", "data-role": r }, [sw, r])]);
+    });
+    ui.legend.appendChild(key);
   }
 
   // --- selection and details --------------------------------------------------------
 
-  function select(kind, id) {
+  function select(kind, id, fromHistory) {
     state.sel = kind ? { kind: kind, id: id } : null;
     Object.keys(ui.edges).forEach(function (k) {
       var s = seamById[k];
@@ -353,7 +372,10 @@
       var on = kind === "owner" ? k === id : kind === "seam" && (seamById[id].src === k || seamById[id].dst === k);
       ui.nodes[k].classList.toggle("sel", on);
     });
-    try { history.replaceState(null, "", kind ? "#" + kind + "=" + id : "#"); } catch (e) { /* file:// in some browsers */ }
+    var hash = kind ? "#" + kind + "=" + id : "";
+    if (!fromHistory && hash !== location.hash) {  // a selection is a step Back can undo
+      try { history.pushState(null, "", hash || location.pathname + location.search); } catch (e) { /* file:// in some browsers */ }
+    }
     details();
   }
 
@@ -432,9 +454,20 @@
         el("td", { "class": "num" }, fmtBytes(l.max_bytes))
       ]);
     });
+    var csv = [["path", "kind", "dtype", "shape", "bytes", "max_bytes", "hops"]].concat(s.leaves.map(function (l) {
+      return [l.path, l.kind, l.dtype, fmtShape(l.shape, l.dims), l.bytes, l.max_bytes, l.hops];
+    })).map(function (r) { return r.map(csvCell).join(","); }).join("\r\n") + "\r\n";
+    var link = el("a", { "class": "csv", download: "flowmap-" + s.name.replace(/[^\w.-]+/g, "_") + "-leaves.csv",
+      href: "data:text/csv;charset=utf-8," + encodeURIComponent(csv) }, "export CSV");
     var more = s.leaves_total > s.leaves.length ?
       el("p", { "class": "muted" }, (s.leaves_total - s.leaves.length) + " lighter leaves not shown") : null;
-    return el("div", { "class": "scroll" }, [el("table", { "class": "grid leaves" }, [head].concat(rows)), more]);
+    return el("div", { "class": "scroll" }, [el("table", { "class": "grid leaves" }, [head].concat(rows)), more, link]);
+  }
+
+  function csvCell(v) {
+    var t = v === null || v === undefined ? "" : String(v);
+    if (/^[=+\-@]/.test(t)) t = "'" + t;  // a spreadsheet must not read a leaf path as a formula
+    return /[",\r\n]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t;
   }
 
   function histogram(s) {
@@ -484,7 +517,7 @@
       el("h2", {}, [el("span", { "class": "kind" }, "owner"), o.name]),
       kv([
         ["role", o.role],
-        ["processes", o.pids.length ? o.pids.join(", ") : "–"],
+        [o.pids.length === 1 ? "pid" : "pids", o.pids.length ? o.pids.join(", ") : "–"],
         ["bytes in", fmtBytes(ranged ? sum(o.ins, bin) : o.bytes_in) + " · " + hopsText(ranged ? sum(o.ins, seamHops) : o.hops_in)],
         ["bytes out", fmtBytes(ranged ? sum(o.outs, bin) : o.bytes_out) + " · " + hopsText(ranged ? sum(o.outs, seamHops) : o.hops_out)],
         ranged ? ["range", stepLabel()] : null
@@ -519,6 +552,7 @@
       sec.appendChild(el("p", { "class": "muted" }, "No findings."));
       return sec;
     }
+    ui.findings = [];
     sec.appendChild(el("ol", {}, D.findings.map(function (f) {
       var links = f.seams.map(function (id) { return seamLink(seamById[id]); });
       var li = el("li", { "class": "finding", "data-kind": f.kind }, [
@@ -526,6 +560,7 @@
         el("div", { "class": "msg" }, f.message),
         links.length ? el("div", { "class": "links" }, links) : null
       ]);
+      ui.findings.push({ li: li, seams: f.seams.map(function (id) { return seamById[id]; }).filter(Boolean) });
       return li;
     })));
     return sec;
@@ -657,6 +692,15 @@
     });
     D.owners.forEach(function (o) { ui.nodes[o.id].classList.toggle("dim", !matches(o.name)); });
     ui.count.textContent = state.query ? shown + " of " + D.seams.length + " seams" : "";
+    updateFindings();
+  }
+
+  // A finding shows while one of its seams matches the search and has hops in the step range.
+  function updateFindings() {
+    (ui.findings || []).forEach(function (x) {
+      var on = !x.seams.length || x.seams.some(function (s) { return matches(s.label) && seamHops(s) > 0; });
+      x.li.classList.toggle("hidden", !on);
+    });
   }
 
   function update() {
@@ -664,12 +708,14 @@
     styleGraph();
     updateSeamList();
     updateCharts();
+    updateFindings();
     details();
   }
 
   function fromHash() {
     var m = /^#(seam|owner)=(\w+)$/.exec(location.hash);
-    if (m && (m[1] === "seam" ? seamById : ownerById)[m[2]]) select(m[1], m[2]);
+    if (m && (m[1] === "seam" ? seamById : ownerById)[m[2]]) select(m[1], m[2], true);
+    else select(null, null, true);
   }
 
   function main() {
@@ -681,6 +727,8 @@
     update();
     applyFilter();
     fromHash();
+    window.addEventListener("popstate", fromHash);
+    window.addEventListener("hashchange", fromHash);
     document.body.setAttribute("data-ready", "1");
   }
 
