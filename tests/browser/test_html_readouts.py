@@ -14,6 +14,7 @@ from browser.runs_html import write_rl_run
 import flowmap
 from flowmap.model.format import fmt_bytes
 from flowmap.render.html import write_html
+from flowmap.units import fmt_count
 
 pytestmark = pytest.mark.slow
 
@@ -119,3 +120,18 @@ def test_the_owner_panel_says_pid(browser, page_path):
     page = _open(browser, path, "#owner=o0")
     text = page.eval("document.getElementById('details').textContent")
     assert "processes" not in text and ("pid" in text)
+
+
+def test_a_chart_hover_reads_the_nearest_value(browser, page_path):
+    run, path = page_path
+    page = _open(browser, path)
+    at = page.eval("""(function () { var s = document.querySelector('#charts svg.chart');
+      s.scrollIntoView(); var r = s.getBoundingClientRect();
+      return [r.right - 6, r.top + r.height / 2]; })()""")
+    page.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": at[0], "y": at[1]})
+    text = page.eval("document.querySelector('#charts .chart-box .readout').textContent")
+    first = page.eval("Array.from(document.querySelector('#charts .chart-box').querySelectorAll('[data-counter]'))"
+                      ".map(k => k.dataset.counter)")
+    c = run.view.counters[first[0]]
+    # at the right edge: the last sample, as the chart's key prints it
+    assert text.startswith(f"{c.name} {fmt_count(c.last)} at "), text

@@ -643,7 +643,29 @@
     }));
     var handle = { band: band, x: x, x0: L, x1: W - 4 };
     if (detached) bandAt(handle); else ui.charts.push(handle);
-    return el("figure", { "class": "chart-box" }, [key, svg]);
+    // hover: each series' sample nearest the cursor, as "name value at time"
+    var cursor = sv("line", { "class": "cursor hidden", y1: 2, y2: H - B });
+    svg.appendChild(cursor);
+    var readout = el("div", { "class": "readout muted" }, "\u00a0");
+    svg.addEventListener("mousemove", function (ev) {
+      var r = svg.getBoundingClientRect(), px = (ev.clientX - r.left) * W / r.width;
+      var t = t0 + (t1 - t0) * (px - L) / (W - L - 4);
+      readout.textContent = chartReadout(cs, t);
+      cursor.setAttribute("x1", px); cursor.setAttribute("x2", px);
+      cursor.classList.remove("hidden");
+    });
+    svg.addEventListener("mouseleave", function () { cursor.classList.add("hidden"); readout.textContent = "\u00a0"; });
+    return el("figure", { "class": "chart-box" }, [key, svg, readout]);
+  }
+
+  function chartReadout(cs, t) {
+    return cs.map(function (c) {
+      var best = -1;
+      c.t.forEach(function (ti, j) {
+        if (c.v[j] !== null && (best < 0 || Math.abs(ti - t) < Math.abs(c.t[best] - t))) best = j;
+      });
+      return best < 0 ? c.name + " –" : c.name + " " + fmtNum(c.v[best]) + " at " + fmtSeconds(c.t[best]);
+    }).join(" · ");
   }
 
   // One time axis for every chart: from the first counter sample to the last, in run seconds.
