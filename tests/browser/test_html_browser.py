@@ -13,7 +13,7 @@ import os
 import threading
 
 import pytest
-from browser.chromium import Browser, find_chromium
+from browser.chromium import find_chromium
 from browser.runs_html import HOSTILE, HOSTILE_SCRIPT, write_rl_run
 
 import flowmap
@@ -41,12 +41,6 @@ CLICKABLE_POINT = """
   return [r.left + r.width / 2, r.top + r.height / 2];
 })(%s)
 """
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with Browser(CHROMIUM) as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

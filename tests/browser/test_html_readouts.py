@@ -8,7 +8,7 @@ import os
 import urllib.parse
 
 import pytest
-from browser.chromium import Browser, find_chromium
+from browser.chromium import find_chromium
 from browser.runs_html import write_rl_run
 
 import flowmap
@@ -21,12 +21,6 @@ pytestmark = pytest.mark.slow
 CHROMIUM = find_chromium()
 if CHROMIUM is None:
     pytest.skip("no Chromium on PATH (install `chromium`, or set FLOWMAP_CHROMIUM)", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with Browser(CHROMIUM) as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
