@@ -78,10 +78,11 @@ def _health(view: RunView) -> tuple[str, str]:
     counts = (f"{plural(h.shards, 'shard')}, {plural(h.events, 'event')}, "
               f"{plural(h.tracer_errors, 'tracer error')}")
     problems = []
-    if view.truncated:
+    reaped = view.truncated and view.exit_code == 0
+    if view.truncated and not reaped:
         problems.append("the run was cut short (a process was killed); showing everything "
                         "recorded before that")
-    if h.truncated_shards:
+    if h.truncated_shards and not reaped:
         problems.append(f"{plural(len(h.truncated_shards), 'truncated shard')}")
     if h.bad_lines:
         problems.append(f"{plural(h.bad_lines, 'unreadable line')}")
@@ -89,6 +90,11 @@ def _health(view: RunView) -> tuple[str, str]:
         problems.append(f"first tracer error: {h.error_messages[0]}")
     if problems or h.tracer_errors or h.problems:
         return f"health: CHECK ({counts}): " + "; ".join(problems), "yellow"
+    if reaped:  # Ray and pools kill their workers once the program is done: not a crash
+        n = len(h.truncated_shards)
+        return (f"health: ok ({counts}); {plural(n, 'worker')} ended without closing "
+                f"{'its shard' if n == 1 else 'their shards'} after the program exited 0 "
+                "(reaped, as Ray does): every event recorded is kept", "green")
     return f"health: ok ({counts})", "green"
 
 

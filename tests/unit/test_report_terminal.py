@@ -108,3 +108,29 @@ def test_cli_top_and_all(tmp_path):
     assert bad.exit_code == 2
     if len(flowmap.load(path).view.findings) > TOP_FINDINGS:
         assert "--all shows every one" in top.output
+
+
+def _run_with_a_killed_worker(tmp_path, exit_code):
+    import json
+    import os
+
+    from runs import ShardWriter, tensor
+
+    path = tmp_path / f"exit{exit_code}"
+    os.makedirs(path)
+    main = ShardWriter(str(path / "h-1-0001.flowmap.jsonl"), 1)
+    worker = ShardWriter(str(path / "h-2-0001.flowmap.jsonl"), 2)
+    main.hop(10, "driver", "worker", "task", [tensor("x", (64,))], step=0, transport="pickle")
+    worker.hop(20, "worker", "driver", "result", [tensor("y", (64,))], step=0, transport="pickle")
+    main.close(30)
+    worker.close(25, clean=False)  # SIGKILLed: no end event
+    (path / "run.json").write_text(json.dumps({"flowmap": "run", "schema": 1, "exit_code": exit_code}))
+    return flowmap.load(str(path)).view
+
+
+def test_a_worker_reaped_after_a_clean_exit_is_not_a_crash(tmp_path):
+    reaped = " ".join(_render(_run_with_a_killed_worker(tmp_path, 0), 100))
+    assert "cut short" not in reaped and "health: ok" in reaped
+    assert "1 worker ended without closing its shard after the program exited 0" in reaped
+    crashed = " ".join(_render(_run_with_a_killed_worker(tmp_path, 1), 100))
+    assert "health: CHECK" in crashed and "the run was cut short" in crashed
