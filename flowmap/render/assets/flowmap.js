@@ -159,7 +159,7 @@
       r.steps + " steps",
       D.seams.length + " seams",
       D.owners.length + " owners",
-      fmtBytes(r.total_bytes) + " moved",
+      fmtBytes(r.total_bytes) + " payload",
       "layout: " + r.layout.engine
     ];
     if (r.items.total) stats.push(r.items.total + " items, " + r.items.dropped + " dropped");
