@@ -21,7 +21,6 @@ import torch
 import torch.multiprocessing as mp
 
 import flowmap
-
 from flowmap.trainer.config import Config
 from flowmap.trainer.model import TinyLM
 from flowmap.trainer.train import shm_pool
