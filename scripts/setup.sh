@@ -21,7 +21,11 @@ want="$(cat pyproject.toml setup.py | sha256sum | cut -c1-16) $EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing flowmap[$EXTRAS] (torch is pinned to the CPU build 2.13.0)"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[$EXTRAS]"
+  # setuptools' build chatter goes to a log, shown only when the install fails
+  if ! .venv/bin/python -m pip install -q -e ".[$EXTRAS]" >.venv/pip-install.log 2>&1; then
+    cat .venv/pip-install.log >&2
+    exit 1
+  fi
   echo "$want" > "$stamp"
 fi
 
