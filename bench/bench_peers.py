@@ -7,6 +7,8 @@ own round: rounds are interleaved (plain, tool A, tool B, ...; the tool order
 rotates each round) so the shared VM's noise hits every variant alike.
 
 - wall: median over rounds of (tool wall time / plain wall time of that round);
+- CPU: the same ratio of user+sys CPU time of the whole process tree (steadier
+  than wall time on a shared VM);
 - peak: the same ratio of the largest process's peak RSS (a fresh measuring
   parent per run reads `RUSAGE_CHILDREN`, which is the largest descendant's);
 - trace: bytes the tool wrote (files under its output path), median over rounds.
@@ -44,8 +46,8 @@ MEASURE = (
     "t0 = time.perf_counter()\n"
     "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
     "wall = time.perf_counter() - t0\n"
-    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-    "print(rc, wall, peak)\n"
+    "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(rc, wall, ru.ru_maxrss, ru.ru_utime + ru.ru_stime)\n"
 )
 
 Command = Callable[[list[str], Path], list[str]]
@@ -58,6 +60,7 @@ class Tool:
     command: Command
     walls: list[float] = field(default_factory=list)
     peaks: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
     trace_bytes: list[int] = field(default_factory=list)
 
 
@@ -87,14 +90,15 @@ def _tools() -> list[Tool]:
     ]
 
 
-def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall s, peak RSS KiB of the largest process, CPU s user+sys of the whole tree)."""
     proc = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True,
                           text=True, env=env, cwd=ROOT)
     line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     parts = line.split()
-    if proc.returncode != 0 or len(parts) != 3 or parts[0] != "0":
+    if proc.returncode != 0 or len(parts) != 4 or parts[0] != "0":
         raise RuntimeError(f"{' '.join(cmd[:4])}... failed:\n{proc.stderr[-2000:]}")
-    return float(parts[1]), float(parts[2])
+    return float(parts[1]), float(parts[2]), float(parts[3])
 
 
 def _size(path: Path) -> int:
@@ -126,34 +130,42 @@ def main() -> int:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     plain_walls: list[float] = []
     plain_peaks: list[float] = []
+    plain_cpus: list[float] = []
     with tempfile.TemporaryDirectory(prefix="flowmap-peers-") as tmp:
         _run([sys.executable, *job], env)  # warm the page cache and torch's imports
         for r in range(args.rounds):
-            wall, peak = _run([sys.executable, *job], env)
+            wall, peak, cpu = _run([sys.executable, *job], env)
             plain_walls.append(wall)
             plain_peaks.append(peak)
+            plain_cpus.append(cpu)
             order = usable[r % len(usable):] + usable[:r % len(usable)] if usable else []
             for tool in order:
                 out = Path(tmp) / f"{tool.name.split()[0]}-{r}"
                 out.mkdir()
-                t_wall, t_peak = _run(tool.command(job, out), env)
+                t_wall, t_peak, t_cpu = _run(tool.command(job, out), env)
                 tool.walls.append(t_wall / wall)
                 tool.peaks.append(t_peak / peak)
+                tool.cpus.append(t_cpu / cpu)
                 tool.trace_bytes.append(_size(out))
                 shutil.rmtree(out, ignore_errors=True)
-            print(f"round {r + 1}/{args.rounds}: plain {wall:.2f} s", flush=True)
+            print(f"round {r + 1}/{args.rounds}: plain {wall:.2f} s, {cpu:.2f} CPU s; "
+                  + ", ".join(f"{t.name.split()[0]} {t.walls[-1]:.3f}× wall "
+                              f"{t.cpus[-1]:.3f}× CPU" for t in usable), flush=True)
     print(f"\nplain run: median {statistics.median(plain_walls):.2f} s, "
+          f"CPU {statistics.median(plain_cpus):.2f} s (user+sys, all processes), "
           f"peak {statistics.median(plain_peaks) / 1024:.0f} MB (largest process), "
           f"{args.rounds} rounds\n")
-    print("| tool | wall time | peak memory (largest process) | trace |")
-    print("|---|---:|---:|---:|")
+    print("| tool | wall time | CPU time (user+sys) | peak memory (largest process) | trace |")
+    print("|---|---:|---:|---:|---:|")
     rows = []
     for tool in usable:
         row = {"tool": tool.name, "wall_ratio": statistics.median(tool.walls),
+               "cpu_ratio": statistics.median(tool.cpus),
                "peak_ratio": statistics.median(tool.peaks),
                "trace_bytes": int(statistics.median(tool.trace_bytes))}
         rows.append(row)
-        print(f"| {tool.name} | {row['wall_ratio']:.3f}× | {row['peak_ratio']:.2f}× | "
+        print(f"| {tool.name} | {row['wall_ratio']:.3f}× | {row['cpu_ratio']:.3f}× | "
+              f"{row['peak_ratio']:.2f}× | "
               f"{row['trace_bytes'] / 1e6:.2f} MB |")
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(
