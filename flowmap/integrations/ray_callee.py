@@ -179,8 +179,8 @@ class _Call:
 
     __slots__ = ("owner", "name", "caller", "dispatched")
 
-    def __init__(self, fn: Any, owner: str, name: str, caller: Any, a: tuple,
-                 kw: dict) -> None:
+    def __init__(self, fn: Any, owner: str, name: str, caller: Any, a: tuple[Any, ...],
+                 kw: dict[str, Any]) -> None:
         self.owner = owner
         self.name = name
         self.dispatched: Dispatched | None = None
@@ -237,7 +237,7 @@ def _caller_info(caller: Any) -> tuple[str, dict[Any, str], Dispatched | None]:
 
 
 def _split_arguments(
-    fn: Any, a: tuple, kw: dict, ref_producers: dict[Any, str]
+    fn: Any, a: tuple[Any, ...], kw: dict[str, Any], ref_producers: dict[Any, str]
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Arguments by name: those passed inline, and those passed as refs, by producer."""
     bound = _arguments(fn, a, kw)
@@ -254,7 +254,7 @@ def _split_arguments(
     return inline, by_producer
 
 
-def _arguments(fn: Any, a: tuple, kw: dict) -> dict[str, Any]:
+def _arguments(fn: Any, a: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
     try:
         bound = dict(inspect.signature(fn).bind_partial(*a, **kw).arguments)
     except (TypeError, ValueError):

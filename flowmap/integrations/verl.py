@@ -41,6 +41,7 @@ from typing import Any
 from flowmap.capture import state
 from flowmap.capture.api import current_owner
 from flowmap.integrations import ray as ray_integration
+from flowmap.integrations.ray_callee import Dispatched
 
 # Set on a RayClassWithInitArgs made by create_colocated_worker_cls: role -> user class.
 ROLES_ATTR = "_flowmap_verl_roles"
@@ -173,7 +174,7 @@ def _wrap_execute(execute: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_execute
 
 
-def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: tuple, kwargs: dict
+def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
                  ) -> Any:
     """Record `driver -> role/rank` with what this rank is sent; mark the Ray submission."""
     role, name, cls = _call_role(wg, method_name)
@@ -184,10 +185,10 @@ def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: tuple, kw
         t.set_step(step)
     payload = _arguments(cls, name, args, kwargs)
     t.hop(current_owner(), owner, payload, name, (), None, None, "rpc", None)
-    return ray_integration.dispatched.set(ray_integration.Dispatched(owner, name, step))
+    return ray_integration.dispatched.set(Dispatched(owner, name, step))
 
 
-def _step_of(args: tuple, kwargs: dict) -> int | None:
+def _step_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
     for v in (*args, *kwargs.values()):
         meta = getattr(v, "meta_info", None)
         if isinstance(meta, dict) and isinstance(meta.get("global_steps"), int):
@@ -203,7 +204,7 @@ def _signature(cls: Any, name: str) -> inspect.Signature | None:
         return None
 
 
-def _arguments(cls: Any, name: str, args: tuple, kwargs: dict) -> dict[str, Any]:
+def _arguments(cls: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     """The call's arguments by the method's parameter names; object refs left to the worker."""
     import ray
 
