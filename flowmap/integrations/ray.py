@@ -307,7 +307,8 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
         t = state.tracer
         if t is not None:
             try:
-                t.hop(current_owner(), OBJECT_STORE, value, "put", (), None, None, "shm", None)
+                t.hop(src=current_owner(), dst=OBJECT_STORE, payload=value, name="put", items=(),
+                      step=None, version=None, transport="shm", dims=None)
             except Exception as exc:
                 t.error(exc)
         return ref

@@ -184,7 +184,8 @@ def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: tuple[Any
     if step is not None and step != t.step:
         t.set_step(step)
     payload = _arguments(cls, name, args, kwargs)
-    t.hop(current_owner(), owner, payload, name, (), None, None, "rpc", None)
+    t.hop(src=current_owner(), dst=owner, payload=payload, name=name, items=(), step=None,
+          version=None, transport="rpc", dims=None)
     return ray_integration.dispatched.set(Dispatched(owner, name, step))
 
 
