@@ -22,6 +22,7 @@ def merge(
         f"flowmap: merged {result.shards} shards from {len(result.hosts)} host(s) into {shown}"
         + (f"; {result.aligned} aligned to {result.reference_host}'s clock" if result.aligned else "")
         + f"\nflowmap: next: flowmap report {shown}\n"
+        + "".join(f"flowmap: left out: {why}\n" for why in result.skipped)
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
@@ -24,8 +23,9 @@ def report(
 
         r = project_run(r, project)
     if as_json:
-        json.dump(report_document(r.view), sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        from flowmap.strict_json import dumps
+
+        sys.stdout.write(dumps(report_document(r.view), indent=2, sort_keys=True) + "\n")
         return
     from flowmap.report.terminal import print_report
 

@@ -26,6 +26,12 @@ element is its kind:
                                                     receive half of a transport hop
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
+Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not
+UTF-8, e.g. `os.fsdecode(b"\\xff")`) is written as its JSON escape `\\udcff`,
+so the file stays valid UTF-8 and nothing is lost; readers show it as that
+text. A mapped shard that was not closed ends in zero bytes: its content
+ends at the first NUL. Every event is checked against `EVENTS` below.
+
 `src`, `dst`, `name`, `transport`, `reason`, `owner`, and the strings inside
 schemas are ids of interned strings; `storages` lists one storage id per
 tensor leaf (ids are per shard). `t_us` is microseconds since the shard's
@@ -59,3 +65,53 @@ ERROR = "e"
 SEND_HALF = "x"
 RECEIVE_HALF = "y"
 END = "end"
+
+# -- the event table -----------------------------------------------------------
+# Each event kind lists its fields after the kind, each with a field type that
+# the reader checks (`flowmap.model.validate`). To add a kind: add its letter
+# above, its row here, and a record builder in `flowmap.model.reader`. Fields
+# from `OPTIONAL` on may be missing (older writers); extra fields are ignored
+# (newer minor writers); kinds not in the table are skipped.
+ID = "id"  # a new interned id: 0 <= int < MAX_ID
+TIME = "time"  # microseconds since t0: |int| <= MAX_TIME_US
+STR_REF = "str"  # the id of a string interned earlier in the shard
+SCHEMA_REF = "schema"  # the id of a payload schema interned earlier
+COUNT = "count"  # 0 <= int <= MAX_INT
+OPT_INT = "int?"  # null or |int| <= MAX_INT
+NUMBER = "number"  # a finite int or float (no NaN, no infinity)
+TEXT = "text"  # a string of at most MAX_TEXT characters
+ITEMS = "items"  # null, or a list of at most MAX_ITEMS ints and strings
+INTS = "ints"  # a list of at most MAX_ITEMS ints
+LEAVES = "leaves"  # a schema's leaves: [[path, kind, shape, dtype, device, nbytes, count, dims]]
+STATS = "stats"  # an object {"events": n, "errors": n}
+
+EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
+    STRING: (("id", ID), ("text", TEXT)),
+    SCHEMA: (("id", ID), ("leaves", LEAVES)),
+    HOP: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+          ("schema", SCHEMA_REF), ("nbytes", COUNT), ("storages", INTS), ("step", OPT_INT),
+          ("version", OPT_INT), ("transport", STR_REF), ("items", ITEMS)),
+    COUNTER: (("t_us", TIME), ("name", STR_REF), ("value", NUMBER), ("owner", STR_REF)),
+    MARK: (("t_us", TIME), ("name", STR_REF), ("owner", STR_REF)),
+    DROP: (("t_us", TIME), ("owner", STR_REF), ("reason", STR_REF), ("items", ITEMS)),
+    STEP: (("t_us", TIME), ("step", OPT_INT)),
+    ERROR: (("t_us", TIME), ("message", TEXT)),
+    END: (("t_us", TIME), ("stats", STATS)),
+    SEND_HALF: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+                ("schema", SCHEMA_REF), ("nbytes", COUNT), ("storages", INTS), ("step", OPT_INT),
+                ("version", OPT_INT), ("transport", STR_REF), ("items", ITEMS),
+                ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
+    RECEIVE_HALF: (("t_us", TIME), ("owner", STR_REF), ("name", STR_REF), ("transport", STR_REF),
+                   ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
+}
+OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3}  # field index from which fields may be absent
+
+# Bounds a reader enforces; a line or value past them is a bad line.
+MAX_LINE = 8 << 20  # bytes in one line
+MAX_TEXT = 2 << 20  # characters in one string
+MAX_ITEMS = 65_536  # entries of an items or storages list
+MAX_LEAVES = 4096  # leaves of one schema
+MAX_ID = 1 << 31
+MAX_INT = (1 << 63) - 1
+MAX_TIME_US = 1 << 52  # ~140 years
+MAX_NUMBER = 1e300

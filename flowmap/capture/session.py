@@ -70,19 +70,20 @@ def stop() -> None:
 
 
 def _before_fork() -> None:
-    if state.tracer is not None:
-        state.tracer.flush()
+    pass  # nothing is buffered: every event is in the shard when it is recorded
 
 
 def _after_fork_child() -> None:
     parent = state.tracer
     if parent is None:
         return
-    # The inherited tracer shares the parent's file and lock state: abandon it
-    # without closing (the parent still writes there); our own shard opens at
-    # this child's first event.
+    # The inherited tracer maps the parent's shard: let go of it without
+    # writing (the parent still writes there); our own shard opens at this
+    # child's first event, and is durable from that event on.
+    abandon = getattr(type(parent), "abandon", None)
+    if abandon is not None:
+        abandon(parent)
     parent.closed = True
-    parent.fd = -1
     state.tracer = _PendingShard(parent.run_dir, parent.process)  # type: ignore[assignment]
 
 
@@ -109,6 +110,9 @@ class _PendingShard:
         pass
 
     def close(self) -> None:
+        self.closed = True
+
+    def abandon(self) -> None:
         self.closed = True
 
     def __getattr__(self, name: str) -> Any:
@@ -198,10 +202,9 @@ def restore_environ(saved: dict[str, str | None]) -> None:
 def write_run_meta(run_dir: str, **fields: Any) -> None:
     """Create or update `run.json`, the run's small description (command, times, exit code)."""
     path = os.path.join(run_dir, tf.RUN_META)
-    meta: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        with open(path, encoding="utf-8") as f:
-            meta = json.load(f)
+    from flowmap.model.run_meta import read_run_meta
+
+    meta = read_run_meta(path)
     meta.update({"flowmap": "run", "schema": tf.SCHEMA_VERSION}, **fields)
     meta.setdefault("started_wall_ns", time.time_ns())
     try:
@@ -217,8 +220,22 @@ def write_run_meta(run_dir: str, **fields: Any) -> None:
 def tracing(path: str, *, process: str | None = None, children: bool = True) -> Iterator[str]:
     """Trace the block into the run directory `path` (children too, unless `children=False`).
 
-    Yields the run path; `flowmap.load(path)` reads it afterwards.
+    Yields the run path; `flowmap.load(path)` reads it afterwards. Inside a
+    process that already traces (a program run by `flowmap trace`, or an
+    outer `tracing` block) the block joins that run: it yields the outer
+    run's path, says so once if `path` differs, and leaves the outer capture
+    running when it ends.
     """
+    outer = state.tracer
+    if outer is not None and not getattr(outer, "closed", False):
+        outer_dir = os.path.abspath(outer.run_dir)
+        if os.path.abspath(os.fspath(path)) != outer_dir:
+            sys.stderr.write(
+                f"flowmap: tracing({os.fspath(path)!r}) inside a traced run: its events go to "
+                f"the outer run {outer_dir}, which goes on after the block.\n"
+            )
+        yield outer_dir
+        return
     write_run_meta(path, command=list(sys.argv))
     if start(path, process) is not None:
         from flowmap.integrations import install_hooks

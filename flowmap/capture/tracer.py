@@ -1,14 +1,18 @@
-"""The per-process tracer: interns strings and payload schemas, streams a shard.
+"""The per-process tracer: interns strings and payload schemas, writes a shard.
 
-One `Tracer` lives in each traced process. Events are formatted under one lock
-(strings and schemas must reach the file before the events that use them) and
-appended to an in-memory buffer that is written with one `os.write` when it
-grows, when 50 ms have passed, or from a daemon thread every 100 ms — so a
-SIGKILL loses at most the last tenth of a second and a hop costs no syscall.
+One `Tracer` lives in each traced process. Every event is formatted under one
+lock (strings and schemas must reach the file before the events that use
+them) and copied straight into the shard's file mapping (`ShardFile`), so an
+event is on disk once the call that recorded it returns: a SIGKILL at any
+moment, even inside a long C call, loses nothing that was recorded. There is
+no buffer and no flusher thread.
 
 Failure policy: nothing here raises into the user's program. An internal error
-is counted (and its first messages kept in the trace); a write that fails (full
-disk, vanished directory) turns capture off with one warning on stderr.
+is counted (and its first messages kept in the trace). A full disk stops
+capture with one warning, and the shard keeps every event written before it
+plus a closing note. A shard deleted under us (its run directory removed) is
+noticed within `CHECK_EVERY` events, rewritten from the mapping with one
+warning, and capture goes on.
 """
 
 from __future__ import annotations
@@ -19,22 +23,39 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.capture.describe import describe
+from flowmap.capture.names import NOT_READ, items_list, name_text
+from flowmap.capture.shard_file import ShardFile, ShardFull
 
-FLUSH_LINES = 512
-FLUSH_INTERVAL_NS = 50_000_000
-BACKGROUND_FLUSH_S = 0.1
 MAX_ERROR_EVENTS = 20
+# Names longer than this are cut (with a note of how much): a line must stay
+# within what readers take (trace_format.MAX_LINE), even if every character
+# of the name needs a 6-byte escape.
+MAX_NAME = 256 * 1024
+CHECK_EVERY = 4096  # events between two checks that the shard file still exists
 # Storage ids are kept per shard so cross-hop identity can be analysed; the
 # table is cleared when it grows past this, trading a little identity
 # resolution for bounded memory in long runs.
 MAX_STORAGE_IDS = 100_000
 
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
+def _opaque(obj: Any) -> str:
+    return f"<{type(obj).__name__}>"  # never the object's own str(): that is user code
+
+
+_dumps = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_opaque
+).encode
+
+
+def encode(line: str) -> bytes:
+    """One event line as UTF-8. A lone surrogate (from `os.fsdecode` of bytes that are
+    not UTF-8) is written as its JSON escape `\\udcXX`, so the file stays valid UTF-8
+    and the reader gets back the very same string."""
+    return (line + "\n").encode("utf-8", "backslashreplace")
 
 
 class Tracer:
@@ -45,13 +66,14 @@ class Tracer:
         self.strings: dict[str, int] = {}
         self.schemas: dict[tuple, int] = {}
         self.storage_ids: dict[tuple[int, str], int] = {}
+        self.next_storage = 0
         self.seam_ids: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
-        self.buf: list[str] = []
         self.events = 0
         self.errors = 0
+        self.warned: set[str] = set()
         self.step: int | None = None
         self.closed = False
-        self.fd = -1
+        self.file: ShardFile | None = None
         self._open()
 
     # -- file -----------------------------------------------------------------
@@ -60,9 +82,8 @@ class Tracer:
         host = socket.gethostname().replace("-", "_") or "host"
         name = f"{host}-{os.getpid()}-{os.urandom(2).hex()}{tf.SHARD_SUFFIX}"
         self.path = os.path.join(self.run_dir, name)
-        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.file = ShardFile(self.path)
         self.t0_ns = time.monotonic_ns()
-        self.last_flush_ns = self.t0_ns
         header = {
             tf.HEADER: tf.MAGIC,
             "schema": tf.SCHEMA_VERSION,
@@ -74,66 +95,99 @@ class Tracer:
             "t0_mono_ns": self.t0_ns,
             "t0_wall_ns": time.time_ns(),
         }
-        self.buf.append(_dumps(header))
-        self._flush_locked()
-        self._start_flusher()
+        self.file.write(encode(_dumps(header)))
 
-    def _start_flusher(self) -> None:
-        t = threading.Thread(target=self._flush_loop, name="flowmap-flush", daemon=True)
-        t.start()
+    @property
+    def fd(self) -> int:
+        return self.file.fd if self.file is not None else -1
 
-    def _flush_loop(self) -> None:
-        while not self.closed:
-            time.sleep(BACKGROUND_FLUSH_S)
-            if self.buf:
-                with self.lock:
-                    self._flush_locked()
-
-    def _flush_locked(self) -> None:
-        if not self.buf or self.fd < 0:
+    def _write(self, line: str) -> None:
+        """Write one line (lock held); a full disk stops capture here."""
+        f = self.file
+        if f is None:
             return
-        data = ("\n".join(self.buf) + "\n").encode()
-        self.buf.clear()
-        self.last_flush_ns = time.monotonic_ns()
         try:
-            while data:
-                written = os.write(self.fd, data)
-                data = data[written:]
-        except OSError as exc:
-            self._disable(f"cannot write the trace ({exc.strerror or exc})")
+            f.write(encode(line))
+        except ShardFull as exc:
+            self._stop(f"the disk is full ({exc.strerror or exc})", f"capture stopped: {exc.strerror}")
+        except (OSError, ValueError) as exc:
+            self._stop(f"cannot write the trace ({exc})", f"capture stopped: {exc}")
 
-    def _disable(self, why: str) -> None:
+    def _check_file(self) -> None:
+        """Rewrite the shard if it was deleted; stop (one warning) if that fails."""
+        f = self.file
+        if f is None or not f.deleted():
+            return
+        data = f.contents()
+        try:
+            os.makedirs(self.run_dir, exist_ok=True)
+            fresh = ShardFile(self.path)
+            fresh.write(data)
+        except OSError as exc:
+            self._stop(f"the run directory {self.run_dir} vanished and cannot be made again "
+                       f"({exc.strerror or exc})", None)
+            return
+        f.abandon()
+        self.file = fresh
+        self._warn(f"the shard {self.path} was deleted while tracing; it was written again "
+                   f"({len(data)} bytes) and capture goes on")
+
+    def _stop(self, why: str, note: str | None) -> None:
+        """Turn capture off for good (lock held): close the shard with `note`, warn once."""
         from flowmap.capture import state
 
-        sys.stderr.write(f"flowmap: {why}; capture is off, the program goes on.\n")
+        f = self.file
+        if f is not None:
+            if note is not None:
+                f.write_reserved(encode(_dumps([tf.ERROR, self._now_us(), note])))
+                f.write_reserved(encode(self._end_line()))
+            f.close()
+        self.file = None
         self.closed = True
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
-        self.fd = -1
         if state.tracer is self:
             state.tracer = None
+        self._warn(f"{why}; capture is off, the program goes on (the run keeps what was written)")
+
+    def _warn(self, message: str) -> None:
+        if message in self.warned:
+            return
+        self.warned.add(message)
+        try:
+            sys.stderr.write(f"flowmap: {message}.\n")
+        except Exception:
+            pass
+
+    def warn_once(self, key: str, message: str) -> None:
+        """A warning on stderr the first time `key` comes up in this process."""
+        if key not in self.warned:
+            self.warned.add(key)
+            self._warn(message)
 
     def flush(self) -> None:
-        with self.lock:
-            self._flush_locked()
+        """Nothing to flush: every event is in the file when it is recorded."""
+
+    def _end_line(self) -> str:
+        return _dumps([tf.END, self._now_us(), {"events": self.events, "errors": self.errors}])
 
     def close(self) -> None:
         if self.closed:
             return
         with self.lock:
-            self.buf.append(
-                _dumps([tf.END, self._now_us(), {"events": self.events, "errors": self.errors}])
-            )
-            self._flush_locked()
+            if self.closed:
+                return
+            self._check_file()
+            self._write(self._end_line())
             self.closed = True
-            if self.fd >= 0:
-                try:
-                    os.close(self.fd)
-                except OSError:
-                    pass
-                self.fd = -1
+            if self.file is not None:
+                self.file.close()
+                self.file = None
+
+    def abandon(self) -> None:
+        """In a forked child: let go of the parent's shard without writing to it."""
+        self.closed = True
+        if self.file is not None:
+            self.file.abandon()
+            self.file = None
 
     # -- encoding helpers (call with the lock held) ----------------------------
     def _now_us(self) -> int:
@@ -144,7 +198,8 @@ class Tracer:
         if i is None:
             i = len(self.strings)
             self.strings[s] = i
-            self.buf.append(_dumps([tf.STRING, i, s]))
+            text = s if len(s) <= MAX_NAME else f"{s[:MAX_NAME]}…[{len(s) - MAX_NAME} more]"
+            self._write(_dumps([tf.STRING, i, text]))
         return i
 
     def _schema_id(self, leaves: list[tuple]) -> int:
@@ -158,10 +213,8 @@ class Tracer:
                  list(dims) if dims else None]
                 for (p, k, shape, dt, dev, nb, cnt, dims) in leaves
             ]
-            self.buf.append(_dumps([tf.SCHEMA, i, enc]))
+            self._write(_dumps([tf.SCHEMA, i, enc]))
         return i
-
-    _next_storage_id = 0
 
     def _storage_id(self, key: tuple[int, str]) -> int:
         i = self.storage_ids.get(key)
@@ -170,36 +223,81 @@ class Tracer:
                 self.storage_ids.clear()
             # a counter of storages, not of events: distinct storages of one
             # hop get distinct ids, unique within the shard even across clears
-            i = self._next_storage_id
-            self._next_storage_id = i + 1
+            i = self.next_storage
+            self.next_storage = i + 1
             self.storage_ids[key] = i
         return i
 
     def _emit(self, line: str) -> None:
-        self.buf.append(line)
+        # The hot path of `_write` and `ShardFile.write`, inlined: one copy into the map.
+        f = self.file
+        if f is not None:
+            try:
+                data = (line + "\n").encode()
+            except UnicodeEncodeError:
+                data = encode(line)
+            pos = f.pos
+            end = pos + len(data)
+            m = f.map
+            if m is not None and end <= f.limit:
+                m[pos:end] = data
+                f.pos = end
+            else:
+                self._write(line)
         self.events += 1
-        if (
-            len(self.buf) >= FLUSH_LINES
-            or time.monotonic_ns() - self.last_flush_ns > FLUSH_INTERVAL_NS
-        ):
-            self._flush_locked()
+        if not self.events % CHECK_EVERY:
+            self._check_file()
+
+    def _names(self, *names: Any) -> list[str] | None:
+        """Owners and names as strings; None (one warning) if one cannot be taken."""
+        out = []
+        for n in names:
+            s = name_text(n)
+            if s is None:
+                kind = type(n).__name__
+                self.warn_once(
+                    f"name:{kind}",
+                    f"an owner or name of type {kind} was given (strings and numbers are "
+                    "taken); events named so are not recorded",
+                )
+                self.errors += 1
+                return None
+            out.append(s)
+        return out
+
+    def _items(self, items: Any) -> list[Any] | None:
+        got = items_list(items)
+        if got is NOT_READ:
+            kind = type(items).__name__
+            self.warn_once(f"items:{kind}", f"items of type {kind} are not read (only a list, "
+                           "tuple, set or range is, so an iterator is never used up)")
+            return None
+        return got  # type: ignore[no-any-return]
 
     # -- events ---------------------------------------------------------------
     def hop(
         self,
-        src: str,
-        dst: str,
+        src: Any,
+        dst: Any,
         payload: Any,
-        name: str,
-        items: Iterable[Any],
+        name: Any,
+        items: Any,
         step: int | None,
         version: int | None,
-        transport: str,
+        transport: Any,
         dims: Mapping[str, tuple[str, ...]] | None,
     ) -> None:
         t = self._now_us()
+        if type(src) is not str or type(dst) is not str or type(name) is not str \
+                or type(transport) is not str:
+            names = self._names(src, dst, name, transport)
+            if names is None:
+                return
+            src, dst, name, transport = names
         d = describe(payload, dims)
-        item_list = _items(items)
+        item_list = None if type(items) is tuple and not items else items_list(items)
+        if item_list is NOT_READ:
+            item_list = self._items(items)
         with self.lock:
             if self.closed:
                 return
@@ -209,38 +307,53 @@ class Tracer:
             storages = ",".join([
                 str(ids[k] if k in ids else self._storage_id(k)) for k in d.storages
             ])
-            names = self.seam_ids.get((src, dst, name))
-            if names is None:
-                names = self.seam_ids[(src, dst, name)] = (
+            key = (src, dst, name)
+            seam = self.seam_ids.get(key)
+            if seam is None:
+                seam = self.seam_ids[key] = (
                     f"{self._sid(src)},{self._sid(dst)},{self._sid(name)}"
                 )
             step = self.step if step is None else step
             line = (
-                f'["h",{t},{names},{self._schema_id(d.leaves)},{d.nbytes},[{storages}],'
+                f'["h",{t},{seam},{self._schema_id(d.leaves)},{d.nbytes},[{storages}],'
                 f"{'null' if step is None else int(step)},"
                 f"{'null' if version is None else int(version)},{self._sid(transport)},"
                 f"{_items_json(item_list)}]"
             )
             self._emit(line)
 
-    def counter(self, owner: str, name: str, value: float) -> None:
+    def counter(self, owner: Any, name: Any, value: float) -> None:
         t = self._now_us()
+        names = self._names(owner, name)
+        if names is None:
+            return
+        if value != value or value in (float("inf"), float("-inf")):
+            self.warn_once("counter:nan", f"counter {names[1]} got {value}; such samples "
+                           "are not recorded (trace files hold finite numbers only)")
+            return
         with self.lock:
             if not self.closed:
-                self._emit(_dumps([tf.COUNTER, t, self._sid(name), value, self._sid(owner)]))
+                self._emit(_dumps([tf.COUNTER, t, self._sid(names[1]), value, self._sid(names[0])]))
 
-    def mark(self, owner: str, name: str) -> None:
+    def mark(self, owner: Any, name: Any) -> None:
         t = self._now_us()
+        names = self._names(owner, name)
+        if names is None:
+            return
         with self.lock:
             if not self.closed:
-                self._emit(_dumps([tf.MARK, t, self._sid(name), self._sid(owner)]))
+                self._emit(_dumps([tf.MARK, t, self._sid(names[1]), self._sid(names[0])]))
 
-    def drop(self, owner: str, items: Iterable[Any], reason: str) -> None:
+    def drop(self, owner: Any, items: Any, reason: Any) -> None:
         t = self._now_us()
-        item_list = _items(items)
+        names = self._names(owner, reason)
+        if names is None:
+            return
+        item_list = self._items(items)
         with self.lock:
             if not self.closed:
-                self._emit(_dumps([tf.DROP, t, self._sid(owner), self._sid(reason), item_list]))
+                self._emit(_dumps([tf.DROP, t, self._sid(names[0]), self._sid(names[1]),
+                                   item_list]))
 
     def set_step(self, step: int) -> None:
         t = self._now_us()
@@ -256,13 +369,13 @@ class Tracer:
                 self.errors += 1
                 if self.errors <= MAX_ERROR_EVENTS and not self.closed:
                     msg = f"{type(exc).__name__}: {exc}"[:500]
-                    self.buf.append(_dumps([tf.ERROR, self._now_us(), msg]))
+                    self._write(_dumps([tf.ERROR, self._now_us(), msg]))
         except Exception:
             pass
 
 
 def _items_json(items: list[Any] | None) -> str:
-    if items is None:
+    if not items:
         return "null"
     try:
         return "[" + ",".join(map(_int_str, items)) + "]"
@@ -274,12 +387,3 @@ def _int_str(x: Any) -> str:
     if type(x) is not int:
         raise TypeError
     return str(x)
-
-
-def _items(items: Iterable[Any]) -> list[Any] | None:
-    if items is None:
-        return None
-    if isinstance(items, (str, int)):
-        return [items]
-    out = [x if type(x) is str or type(x) is int else str(x) for x in items]
-    return out or None

@@ -16,6 +16,7 @@ from typing import Any
 from flowmap.check.snapshot import CounterShot, LeafShot, SeamShot, Snapshot
 from flowmap.errors import UsageError
 from flowmap.model.format import as_shape, parse_seam_label
+from flowmap.safe_read import load_json, read_text
 
 MARKER = "baseline"
 SCHEMA = 1
@@ -92,8 +93,7 @@ def write(path: str, snap: Snapshot) -> None:
 def read(path: str) -> Snapshot:
     """Read a baseline; missing, unreadable, corrupt or foreign files raise UsageError."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path, "baseline")
     except FileNotFoundError:
         raise UsageError(
             f"baseline {path} not found; record one with `flowmap baseline RUN -o {path}`"
@@ -102,7 +102,7 @@ def read(path: str) -> Snapshot:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise UsageError(f"cannot read the baseline {path}: {reason}") from None
     try:
-        doc = json.loads(text)
+        doc = load_json(text, path, "baseline")
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         where = f" (line {line})" if line else ""
@@ -132,7 +132,7 @@ def from_dict(doc: Any, path: str = "<baseline>") -> Snapshot:
         if "counters" in doc:
             counters = {n: CounterShot(**c) for n, c in _dict(doc, "counters").items()}
         steps = int(doc.get("steps", 1))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
         raise UsageError(f"{path} is a damaged flowmap baseline ({_why(exc)}); re-record it") from None
     return Snapshot(steps=steps, seams=seams, counters=counters, items=doc.get("items"), source=path)
 

@@ -25,6 +25,7 @@ that would have been valid.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ from flowmap.check.selectors import SeamSelector, parse_selector
 from flowmap.check.tolerance import parse_fraction
 from flowmap.check.yaml_lines import DuplicateKey, LineList, Lines, load_yaml
 from flowmap.errors import UsageError
+from flowmap.safe_read import check_yaml, read_text
 from flowmap.units import parse_bytes
 
 TOP_KEYS = ("counters", "items", "seams", "total", "version")
@@ -131,8 +133,7 @@ class _Reader:
 def read(path: str) -> Budget:
     """Load and validate the budget file at `path`; raises UsageError with file and line."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path, "budget file")
     except FileNotFoundError:
         raise UsageError(f"budget file {path} not found") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -142,6 +143,7 @@ def read(path: str) -> Budget:
 
 def parse(text: str, path: str = "<budget>") -> Budget:
     r = _Reader(path)
+    check_yaml(text, path, "budget file")
     try:
         doc = load_yaml(text)
     except DuplicateKey as exc:
@@ -152,6 +154,7 @@ def parse(text: str, path: str = "<budget>") -> Budget:
     budget = Budget(path)
     if doc is None:
         return budget
+    _finite(r, doc, 1)
     top = r.mapping(doc, 1, "the budget file")
     r.known(top, TOP_KEYS, "")
     if "version" in top and top["version"] != 1:
@@ -244,6 +247,22 @@ def _checked_stat(r: _Reader, name: str, stat: str, op: str, value: str, line: i
     except ValueError:
         raise r.fail(line, f"{value!r} is not a number (counter {name!r})") from None
     return CounterBound(name, stat, op, number, line)
+
+
+def _finite(r: _Reader, doc: Any, line: int) -> None:
+    """Refuse numbers no limit can be: NaN (every comparison false: a check that never
+    fails), infinities, and ints past any float (a 400-digit size)."""
+    stack = [(doc, line)]
+    while stack:
+        v, ln = stack.pop()
+        if isinstance(v, Lines):
+            stack.extend((x, v.lines.get(k, ln)) for k, x in v.items())
+        elif isinstance(v, LineList):
+            stack.extend(zip(v, v.lines, strict=False))
+        elif isinstance(v, float) and not math.isfinite(v) or (
+            isinstance(v, int) and not isinstance(v, bool) and abs(v) > 1 << 63
+        ):
+            raise r.fail(ln, f"{str(v)[:24]} is not a finite number in range")
 
 
 def _items(r: _Reader, m: Lines, budget: Budget) -> None:

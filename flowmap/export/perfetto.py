@@ -28,6 +28,7 @@ from flowmap.errors import FlowmapError, UsageError
 from flowmap.model.format import fmt_dims, seam_label
 from flowmap.model.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
 from flowmap.model.run import paused_gc
+from flowmap.strict_json import finite
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -113,7 +114,14 @@ def _trace(run: _Part) -> dict[str, Any]:
 def write_perfetto(view: RunView, path: str, *, steps: tuple[int, int] | None = None) -> str:
     """Write the trace to `path` (compact JSON, keys sorted); returns the path written."""
     trace = perfetto_trace(view, steps=steps)
-    dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+    encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+
+    def dumps(doc: Any) -> str:
+        try:
+            return encode(doc)
+        except ValueError:  # a NaN or infinity: null, as strict JSON wants
+            return encode(finite(doc))
+
     events = trace.pop("traceEvents")
     head = dumps(trace)[:-1]  # the other top-level keys sort before "traceEvents"
     try:

@@ -45,6 +45,7 @@ def report_document(view: RunView) -> dict[str, Any]:
             "error_messages": list(h.error_messages[:MAX_ERROR_MESSAGES]),
             "truncated_shards": list(h.truncated_shards),
             "bad_lines": h.bad_lines,
+            "problems": list(h.problems[:100]),
         },
     }
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from flowmap import trace_format as tf
 from flowmap.errors import UsageError
-from flowmap.model.reader import shard_paths
+from flowmap.model.reader import MAX_HEADER, clean_text, open_regular, shard_paths
+from flowmap.model.run_meta import read_run_meta
 
 
 @dataclass(slots=True)
@@ -30,6 +31,7 @@ class MergeResult:
     hosts: list[str] = field(default_factory=list)
     aligned: int = 0  # shards moved onto the reference host's clock
     reference_host: str = ""
+    skipped: list[str] = field(default_factory=list)  # shards left out, one sentence each
 
 
 def merge_runs(sources: list[str], out: str) -> MergeResult:
@@ -38,13 +40,29 @@ def merge_runs(sources: list[str], out: str) -> MergeResult:
         raise UsageError("give at least one run directory to merge")
     if os.path.isdir(out) and any(n.endswith(tf.SHARD_SUFFIX) for n in os.listdir(out)):
         raise UsageError(f"{out} already holds a run; merge into a new directory")
-    shards = [(p, _header(p)) for src in sources for p in shard_paths(src)]
+    try:
+        return _merge(sources, out)
+    except OSError as exc:
+        raise UsageError(f"cannot merge into {clean_text(out)}: {exc.strerror or exc}") from None
+
+
+def _merge(sources: list[str], out: str) -> MergeResult:
+    shards = []
+    skipped: list[str] = []
+    for src in sources:
+        for p in shard_paths(src):
+            try:
+                shards.append((p, _header(p)))
+            except UsageError as exc:  # an empty or foreign shard: reported, not fatal
+                skipped.append(str(exc))
+    if not shards:
+        raise UsageError(skipped[0] if skipped else "no shards to merge")
     first = min(shards, key=lambda s: s[1]["t0_wall_ns"])[1]
     offsets: dict[str, int] = {}
     for _, h in sorted(shards, key=lambda s: s[1]["t0_wall_ns"]):
         offsets.setdefault(h["host"], h["t0_wall_ns"] - h["t0_mono_ns"])
     reference = first["host"]
-    result = MergeResult(out, reference_host=reference, hosts=sorted(offsets))
+    result = MergeResult(out, reference_host=reference, hosts=sorted(offsets), skipped=skipped)
     os.makedirs(out, exist_ok=True)
     taken: set[str] = set()
     for i, (path, header) in enumerate(shards):
@@ -54,7 +72,8 @@ def merge_runs(sources: list[str], out: str) -> MergeResult:
         taken.add(name)
         dest = os.path.join(out, name)
         if header["host"] == reference:
-            shutil.copyfile(path, dest)
+            with open_regular(path) as fin, open(dest, "wb") as fout:
+                shutil.copyfileobj(fin, fout)
         else:
             _copy_aligned(path, dest, header, offsets[reference])
             result.aligned += 1
@@ -64,16 +83,18 @@ def merge_runs(sources: list[str], out: str) -> MergeResult:
 
 
 def _header(path: str) -> dict:
-    with open(path, "rb") as f:
-        try:
-            header = json.loads(f.readline())
-        except ValueError:
-            header = None
+    with open_regular(path) as f:
+        line = f.readline(MAX_HEADER + 1)
+    try:
+        header = json.loads(line) if len(line) <= MAX_HEADER else None
+    except (ValueError, RecursionError):
+        header = None
     if not isinstance(header, dict) or header.get(tf.HEADER) != tf.MAGIC:
-        raise UsageError(f"{path} is not a flowmap shard")
+        raise UsageError(f"{clean_text(path)} is not a flowmap shard")
     for key in ("t0_wall_ns", "t0_mono_ns"):
-        header[key] = int(header.get(key) or 0)
-    header["host"] = str(header.get("host", ""))
+        v = header.get(key)
+        header[key] = v if type(v) is int and abs(v) < (1 << 63) else 0
+    header["host"] = clean_text(str(header.get("host", ""))[:4096])
     return header
 
 
@@ -81,7 +102,7 @@ def _copy_aligned(src: str, dest: str, header: dict, reference_offset_ns: int) -
     aligned = dict(header)
     aligned["t0_mono_ns"] = header["t0_wall_ns"] - reference_offset_ns
     aligned["clock"] = {"source_t0_mono_ns": header["t0_mono_ns"], "aligned_by": "wall"}
-    with open(src, "rb") as fin, open(dest, "wb") as fout:
+    with open_regular(src) as fin, open(dest, "wb") as fout:
         fin.readline()
         fout.write(json.dumps(aligned, separators=(",", ":")).encode() + b"\n")
         shutil.copyfileobj(fin, fout)
@@ -92,11 +113,7 @@ def _write_meta(sources: list[str], out: str, result: MergeResult) -> None:
     for src in sources:
         path = os.path.join(src, tf.RUN_META)
         if os.path.isdir(src) and os.path.isfile(path):
-            try:
-                with open(path, encoding="utf-8") as f:
-                    meta = json.load(f)
-            except (OSError, ValueError):
-                meta = {}
+            meta = read_run_meta(path)
             break
     meta.update({
         "flowmap": "run",

@@ -1,22 +1,32 @@
 """Read shards: JSON lines in, plain records out. Never runs code from the file.
 
-A shard cut short by SIGKILL ends in a partial line or lacks its `end` event;
-the reader keeps every complete event and marks the shard truncated. Anything
-that is not a flowmap shard raises `NotATrace` with one sentence for the user.
+A shard cut short by SIGKILL ends in a partial line, zero bytes (the unused
+tail of its file mapping) or lacks its `end` event; the reader keeps every
+complete event and marks the shard truncated. The file is trusted in nothing:
+only regular files are opened (no FIFOs, devices, symlinks out of the run or
+loops), read in blocks with a cap on line length, and every event is checked
+against the format (`flowmap.model.validate`) — a bad one is skipped and
+counted with its line number. A single file that is not a flowmap shard
+raises `NotATrace` with one sentence; in a run directory such a shard is
+reported and the others are read.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
 from flowmap.model import halves
+from flowmap.model.validate import CHECKS
 
-CHUNK_LINES = 20_000
+BLOCK = 4 << 20  # bytes read at a time
+MAX_HEADER = 1 << 20
+MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
 
 
 @dataclass(slots=True)
@@ -104,44 +114,116 @@ class Shard:
     num_errors: int = 0
     truncated: bool = True  # until an `end` event is seen
     bad_lines: int = 0
+    bad_notes: list[tuple[int, str]] = field(default_factory=list)  # (line, why), first few
+    empty: bool = False
+
+    def problems(self) -> list[str]:
+        """What a reader should be told about this shard, one sentence each."""
+        name = os.path.basename(self.path)
+        out = []
+        if self.empty:
+            out.append(f"{name} is empty: its process wrote nothing (a full disk, or killed at start)")
+        if self.bad_lines:
+            line, why = self.bad_notes[0] if self.bad_notes else (0, "")
+            out.append(f"{name}: {self.bad_lines} bad line(s) skipped, first at line {line} ({why})")
+        return out
 
 
 def read_shard(path: str) -> Shard:
-    try:
-        f = open(path, "rb")
-    except OSError as exc:
-        raise NotATrace(f"cannot read {path}: {exc.strerror or exc}") from None
-    with f:
-        first = f.readline()
+    """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard."""
+    with open_regular(path) as f:
+        first = f.readline(MAX_HEADER + 1)
+        if not first:
+            return _empty_shard(path)
         header = _header(first, path)
         shard = Shard(
             path=path,
-            pid=int(header.get("pid", 0)),
-            ppid=int(header.get("ppid", 0)),
-            host=str(header.get("host", "")),
-            argv=list(header.get("argv") or []),
-            process=header.get("process"),
-            t0_mono_ns=int(header.get("t0_mono_ns", 0)),
-            t0_wall_ns=int(header.get("t0_wall_ns", 0)),
+            pid=_int(header.get("pid")),
+            ppid=_int(header.get("ppid")),
+            host=_text(header.get("host"), ""),
+            argv=[_text(a, "") for a in header.get("argv") or [] if type(a) is str][:1000]
+            if type(header.get("argv")) is list else [],
+            process=_text(header.get("process"), None),
+            t0_mono_ns=_int(header.get("t0_mono_ns")),
+            t0_wall_ns=_int(header.get("t0_wall_ns")),
         )
         _Decoder(shard).feed(f)
     return shard
 
 
+def _empty_shard(path: str) -> Shard:
+    return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
+                 t0_wall_ns=0, empty=True)
+
+
+def open_regular(path: str) -> Any:
+    """Open `path` for reading if it is a regular file; never blocks on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise NotATrace(f"cannot read {_show(path)}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise NotATrace(f"cannot read {_show(path)}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotATrace(f"{_show(path)} is not a regular file (a FIFO, device or directory)")
+    return os.fdopen(fd, "rb")
+
+
+def _show(path: str) -> str:
+    return clean_text(os.fspath(path))
+
+
+def _int(v: Any) -> int:
+    return v if type(v) is int and -(1 << 63) <= v < (1 << 63) else 0
+
+
+def _text(v: Any, default: Any) -> Any:
+    return clean_text(v[:4096]) if type(v) is str else default
+
+
+def clean_text(s: str) -> str:
+    """`s` safe to print and to write as UTF-8: a lone surrogate becomes the text `\\udcXX`."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _clean(v: Any, depth: int = 0) -> Any:
+    t = type(v)
+    if t is str:
+        return clean_text(v)
+    if t is list and depth < 6:
+        return [_clean(x, depth + 1) for x in v]
+    return v
+
+
 def _header(line: bytes, path: str) -> dict[str, Any]:
     try:
-        header = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+        header = json.loads(line) if len(line) <= MAX_HEADER else None
+    except (ValueError, UnicodeDecodeError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get(tf.HEADER) != tf.MAGIC:
-        raise NotATrace(f"{path} is not a flowmap trace")
+        raise NotATrace(f"{_show(path)} is not a flowmap trace")
     schema = header.get("schema")
-    if not isinstance(schema, int) or schema > tf.SCHEMA_VERSION:
+    if type(schema) is not int or schema > tf.SCHEMA_VERSION:
         raise NotATrace(
-            f"{path} uses trace schema {schema!r}; this flowmap reads up to "
-            f"{tf.SCHEMA_VERSION} — upgrade flowmap"
+            f"{_show(path)} uses trace schema {_text(str(schema), '')[:40]!r}; this flowmap "
+            f"reads up to {tf.SCHEMA_VERSION} — upgrade flowmap"
         )
     return header
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_loads = json.JSONDecoder(parse_constant=_no_constant).decode
 
 
 class _Decoder:
@@ -152,95 +234,262 @@ class _Decoder:
         self.strings: dict[int, str] = {}
         self.schemas: dict[int, tuple[Leaf, ...]] = {}
         self.t0 = shard.t0_mono_ns
+        self.line = 1  # number of the last line handled (the header is line 1)
+
+    def bad(self, line: int, why: str) -> None:
+        sh = self.shard
+        sh.bad_lines += 1
+        if len(sh.bad_notes) < MAX_NOTED:
+            sh.bad_notes.append((line, why))
 
     def feed(self, f: Any) -> None:
-        data = f.read()
-        end = data.rfind(b"\n")
-        # A partial last line means the writer was killed mid-write: drop it.
-        lines = data[: end + 1].splitlines() if end >= 0 else []
-        # One json.loads per chunk of lines is several times faster than one
-        # per line; a chunk with a bad line falls back to line by line.
-        for i in range(0, len(lines), CHUNK_LINES):
-            chunk = lines[i : i + CHUNK_LINES]
-            try:
-                events = json.loads(b"[" + b",".join(chunk) + b"]")
-            except ValueError:
-                events = None
-            if events is not None:
-                for ev in events:
-                    self._safe_event(ev)
-                continue
-            for raw in chunk:
-                try:
-                    ev = json.loads(raw)
-                except ValueError:
-                    self.shard.bad_lines += 1
-                    continue
-                self._safe_event(ev)
+        for lines in self._blocks(f):
+            self._batch(lines)
 
-    def _safe_event(self, ev: Any) -> None:
+    def _blocks(self, f: Any) -> Any:
+        """Lists of complete lines, a block at a time; over-long lines are skipped.
+
+        The content ends at the first NUL byte (the zeros after the last event
+        of a mapped shard that was never closed, or a write cut by a kill).
+        """
+        rest = b""
+        skipping = False  # inside an over-long line, until its newline
+        while True:
+            block = f.read(BLOCK)
+            if not block:
+                break
+            nul = block.find(b"\0")
+            if nul >= 0:
+                block = block[:nul]
+            data = rest + block if rest else block
+            end = data.rfind(b"\n")
+            if end < 0:
+                rest = b"" if skipping else data
+                if len(rest) > tf.MAX_LINE:
+                    skipping, rest = True, b""
+                    self.line += 1
+                    self.bad(self.line, f"a line over {tf.MAX_LINE} bytes")
+            else:
+                lines = data[:end].split(b"\n")
+                if skipping:
+                    lines = lines[1:]  # the tail of the long line
+                    skipping = False
+                rest = data[end + 1:]
+                yield lines
+                if len(rest) > tf.MAX_LINE:
+                    skipping, rest = True, b""
+                    self.line += 1
+                    self.bad(self.line, f"a line over {tf.MAX_LINE} bytes")
+            if nul >= 0:
+                break
+        # `rest` is a partial last line: the writer was killed mid-write; dropped.
+
+    def _batch(self, lines: list[bytes]) -> None:
+        base = self.line
+        self.line += len(lines)
+        long = {i for i, raw in enumerate(lines) if len(raw) > tf.MAX_LINE or not raw}
+        for i in sorted(long):
+            if lines[i]:
+                self.bad(base + i + 1, f"a line over {tf.MAX_LINE} bytes")
+            lines[i] = b"null"
+        joined = b"[" + b",".join(lines) + b"]"
+        dirty = b"\\ud" in joined or b"\\uD" in joined
         try:
-            self._event(ev)
-        except (ValueError, TypeError, IndexError, KeyError):
-            self.shard.bad_lines += 1
+            events = _loads(joined.decode("utf-8"))
+        except (ValueError, RecursionError):
+            events = None
+        if events is None or len(events) != len(lines):
+            events = []
+            for i, raw in enumerate(lines):
+                try:
+                    events.append(None if i in long else _loads(raw.decode("utf-8")))
+                except (ValueError, RecursionError):
+                    events.append(_BAD)
+        # Hops are most of a trace: checked and built here, without a call per event.
+        check_hop = CHECKS[tf.HOP]
+        strings, schemas, sh, t0 = self.strings, self.schemas, self.shard, self.t0
+        hops = sh.hops
+        for i, ev in enumerate(events):
+            if not dirty and type(ev) is list and ev and ev[0] == "h" and check_hop(
+                ev, strings, schemas
+            ):
+                hops.append(Hop(
+                    t0 + ev[1] * 1000, sh.pid, strings[ev[2]], strings[ev[3]], strings[ev[4]],
+                    ev[6], schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], strings[ev[10]],
+                    tuple(ev[11]) if ev[11] else (),
+                ))
+                sh.num_events += 1
+                continue
+            if ev is _BAD:
+                self.bad(base + i + 1, "not JSON")
+                continue
+            if ev is None and i in long:
+                continue
+            if dirty:
+                ev = _clean(ev)
+            self._event(ev, base + i + 1)
 
-    def _s(self, i: int) -> str:
-        return self.strings[i]
-
-    def _event(self, ev: list[Any]) -> None:
+    def _event(self, ev: Any, line: int) -> None:
+        if type(ev) is not list or not ev or type(ev[0]) is not str:
+            self.bad(line, "not an event array")
+            return
         kind = ev[0]
+        check = CHECKS.get(kind)
+        if check is None:
+            return  # a kind from a newer minor writer: skipped
+        if not check(ev, self.strings, self.schemas):
+            self.bad(line, f"a {kind!r} event whose fields do not match the format")
+            return
+        BUILDERS[kind](self, ev)
+
+    # -- record builders (fields already checked) --------------------------------
+    def _string(self, ev: list) -> None:
+        self.strings[ev[1]] = ev[2]
+
+    def _schema(self, ev: list) -> None:
+        s = self.strings
+        self.schemas[ev[1]] = tuple(
+            Leaf(s[p], k, tuple(tuple(d) if type(d) is list else d for d in shape),
+                 s[dt], s[dev], nb, cnt, tuple(dims) if dims else None)
+            for p, k, shape, dt, dev, nb, cnt, dims in ev[2]
+        )
+
+    def _hop(self, ev: list) -> None:
+        s = self.strings
         sh = self.shard
-        if kind == tf.STRING:
-            self.strings[ev[1]] = ev[2]
-            return
-        if kind == tf.SCHEMA:
-            self.schemas[ev[1]] = tuple(
-                Leaf(self._s(p), k, tuple(tuple(d) if isinstance(d, list) else d for d in shape),
-                     self._s(dt), self._s(dev), nb, cnt, tuple(dims) if dims else None)
-                for p, k, shape, dt, dev, nb, cnt, dims in ev[2]
-            )
-            return
-        t_ns = self.t0 + ev[1] * 1000
-        if kind == tf.HOP:
-            sh.hops.append(Hop(
-                t_ns, sh.pid, self._s(ev[2]), self._s(ev[3]), self._s(ev[4]), ev[6],
-                self.schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], self._s(ev[10]),
-                tuple(ev[11]) if ev[11] else (),
-            ))
-        elif kind == tf.COUNTER:
-            owner = self._s(ev[4]) if len(ev) > 4 else ""
-            sh.counters.append(CounterSample(t_ns, sh.pid, self._s(ev[2]), float(ev[3]), owner))
-        elif kind == tf.MARK:
-            owner = self._s(ev[3]) if len(ev) > 3 else ""
-            sh.marks.append(Mark(t_ns, sh.pid, self._s(ev[2]), owner))
-        elif kind == tf.DROP:
-            sh.drops.append(Drop(t_ns, sh.pid, self._s(ev[2]), self._s(ev[3]), tuple(ev[4] or ())))
-        elif kind == tf.SEND_HALF or kind == tf.RECEIVE_HALF:
-            sh.halves.append(halves.decode(ev, t_ns, sh.pid, self._s, self.schemas))
-        elif kind == tf.ERROR:
-            sh.errors.append(str(ev[2]))
-        elif kind == tf.END:
-            stats = ev[2] if len(ev) > 2 and isinstance(ev[2], dict) else {}
-            sh.num_events = int(stats.get("events", sh.num_events))
-            sh.num_errors = int(stats.get("errors", sh.num_errors))
-            sh.truncated = False
-            return
-        elif kind == tf.STEP:
-            return
-        else:
-            return  # unknown kinds from a newer minor writer are skipped
+        sh.hops.append(Hop(
+            self.t0 + ev[1] * 1000, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], ev[6],
+            self.schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], s[ev[10]],
+            tuple(ev[11]) if ev[11] else (),
+        ))
+        sh.num_events += 1  # (the same as the fast path in `_batch`)
+
+    def _counter(self, ev: list) -> None:
+        sh = self.shard
+        owner = self.strings[ev[4]] if len(ev) > 4 else ""
+        sh.counters.append(CounterSample(self.t0 + ev[1] * 1000, sh.pid, self.strings[ev[2]],
+                                         float(ev[3]), owner))
         sh.num_events += 1
+
+    def _half(self, ev: list) -> None:
+        sh = self.shard
+        sh.halves.append(halves.decode(ev, self.t0 + ev[1] * 1000, sh.pid, self.strings.__getitem__,
+                                       self.schemas))
+        sh.num_events += 1
+
+    def _mark(self, ev: list) -> None:
+        sh = self.shard
+        owner = self.strings[ev[3]] if len(ev) > 3 else ""
+        sh.marks.append(Mark(self.t0 + ev[1] * 1000, sh.pid, self.strings[ev[2]], owner))
+        sh.num_events += 1
+
+    def _drop(self, ev: list) -> None:
+        sh = self.shard
+        sh.drops.append(Drop(self.t0 + ev[1] * 1000, sh.pid, self.strings[ev[2]],
+                             self.strings[ev[3]], tuple(ev[4] or ())))
+        sh.num_events += 1
+
+    def _step(self, ev: list) -> None:
+        self.shard.num_events += 1
+
+    def _error(self, ev: list) -> None:
+        sh = self.shard
+        if len(sh.errors) < 1000:
+            sh.errors.append(ev[2][:2000])
+        sh.num_events += 1
+
+    def _end(self, ev: list) -> None:
+        sh = self.shard
+        stats = ev[2]
+        sh.num_events = _count(stats.get("events"), sh.num_events)
+        sh.num_errors = _count(stats.get("errors"), sh.num_errors)
+        sh.truncated = False
+
+
+_BAD = object()
+
+BUILDERS = {
+    tf.STRING: _Decoder._string, tf.SCHEMA: _Decoder._schema, tf.HOP: _Decoder._hop,
+    tf.COUNTER: _Decoder._counter, tf.MARK: _Decoder._mark, tf.DROP: _Decoder._drop,
+    tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
+    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half,
+}
+
+
+def _count(v: Any, default: int) -> int:
+    return v if type(v) is int and 0 <= v <= tf.MAX_INT else default
+
+
+def scan_run(run_path: str) -> tuple[list[str], list[str]]:
+    """(shard files, problems): the readable shard files of a run directory, sorted, and a
+    sentence for each entry skipped (not a regular file, a symlink out of the run, a loop)."""
+    problems: list[str] = []
+    try:
+        st = os.stat(run_path)
+    except OSError as exc:
+        if getattr(exc, "errno", None) == 40:  # ELOOP
+            raise NotATrace(f"{_show(run_path)} is a symlink loop") from None
+        raise NotATrace(f"{_show(run_path)} does not exist") from None
+    if stat.S_ISREG(st.st_mode):
+        return [run_path], problems
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotATrace(f"{_show(run_path)} is not a regular file or a run directory")
+    root = os.path.realpath(run_path)
+    paths = []
+    try:
+        names = sorted(os.listdir(run_path))
+    except OSError as exc:
+        raise NotATrace(f"cannot list {_show(run_path)}: {exc.strerror or exc}") from None
+    for name in names:
+        if not name.endswith(tf.SHARD_SUFFIX):
+            continue
+        p = os.path.join(run_path, name)
+        why = _not_a_shard_file(p, root)
+        if why:
+            problems.append(f"{_show(name)} {why}; skipped")
+        else:
+            paths.append(p)
+    if not paths and not problems:
+        raise NotATrace(f"{_show(run_path)} holds no flowmap shards (*{tf.SHARD_SUFFIX})")
+    return paths, problems
+
+
+def _not_a_shard_file(p: str, root: str) -> str | None:
+    if os.path.islink(p):
+        real = os.path.realpath(p)
+        if os.path.commonpath([root, real]) != root:
+            return "is a symlink out of the run directory"
+    try:
+        mode = os.stat(p).st_mode
+    except OSError as exc:
+        return "is a symlink loop" if exc.errno == 40 else f"cannot be read ({exc.strerror})"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file"
+    return None
 
 
 def shard_paths(run_path: str) -> list[str]:
     """The shard files of a run directory (or the one file given), sorted for determinism."""
-    if os.path.isfile(run_path):
-        return [run_path]
-    if not os.path.isdir(run_path):
-        raise NotATrace(f"{run_path} does not exist")
-    paths = sorted(
-        os.path.join(run_path, n) for n in os.listdir(run_path) if n.endswith(tf.SHARD_SUFFIX)
-    )
-    if not paths:
-        raise NotATrace(f"{run_path} holds no flowmap shards (*{tf.SHARD_SUFFIX})")
-    return paths
+    return scan_run(run_path)[0]
+
+
+def read_run_shards(run_path: str) -> tuple[list[Shard], list[str]]:
+    """Every readable shard of a run and a sentence per problem (empty, bad lines, skipped).
+
+    A run whose every shard is unreadable raises NotATrace with the first reason.
+    """
+    paths, problems = scan_run(run_path)
+    shards = []
+    for p in paths:
+        try:
+            shard = read_shard(p)
+        except NotATrace as exc:
+            if len(paths) == 1 and not problems and p == run_path:
+                raise
+            problems.append(str(exc) + "; skipped")
+            continue
+        problems.extend(shard.problems())
+        shards.append(shard)
+    if not shards:
+        raise NotATrace(problems[0] if problems else f"{_show(run_path)} holds no readable shards")
+    return shards, problems

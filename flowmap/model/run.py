@@ -8,7 +8,6 @@ computed once, lazily, in `flowmap.model.aggregate`.
 from __future__ import annotations
 
 import gc
-import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
 from flowmap.model.halves import join as join_halves
-from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_shard, shard_paths
+from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_run_shards
+from flowmap.model.run_meta import read_run_meta
 from flowmap.model.types import (
     CounterStats,
     Health,
@@ -61,8 +61,11 @@ def _without_gc(fn: Callable[..., T]) -> Callable[..., T]:
 
 
 class Run:
-    def __init__(self, path: str, shards: list[Shard], meta: dict[str, Any]) -> None:
+    def __init__(
+        self, path: str, shards: list[Shard], meta: dict[str, Any], problems: list[str] | None = None
+    ) -> None:
         self.path = path
+        self.problems = problems if problems is not None else [p for s in shards for p in s.problems()]
         self.shards = shards
         self.meta = meta
         self.hops: list[Hop] = sorted(
@@ -91,6 +94,7 @@ class Run:
             error_messages=tuple(m for s in self.shards for m in s.errors),
             truncated_shards=tuple(os.path.basename(s.path) for s in self.shards if s.truncated),
             bad_lines=sum(s.bad_lines for s in self.shards),
+            problems=tuple(self.problems),
         )
 
     @cached_property
@@ -150,18 +154,12 @@ def load(path: str | os.PathLike[str]) -> Run:
     """Read the run directory (or single shard file) at `path`."""
     path = os.fspath(path)
     with paused_gc():
-        shards = [read_shard(p) for p in shard_paths(path)]
+        shards, problems = read_run_shards(path)
     meta: dict[str, Any] = {}
     if os.path.isdir(path):
-        try:
-            with open(os.path.join(path, tf.RUN_META), encoding="utf-8") as f:
-                loaded = json.load(f)
-            if isinstance(loaded, dict):
-                meta = loaded
-        except (OSError, ValueError):
-            pass
+        meta = read_run_meta(os.path.join(path, tf.RUN_META), problems)
     with paused_gc():
-        return Run(path, shards, meta)
+        return Run(path, shards, meta, problems)
 
 
 RUNS_DIR = "flowmap-runs"

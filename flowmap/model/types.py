@@ -261,3 +261,4 @@ class Health:
     error_messages: tuple[str, ...]
     truncated_shards: tuple[str, ...]
     bad_lines: int
+    problems: tuple[str, ...] = ()  # one sentence each: empty shards, bad lines, files skipped

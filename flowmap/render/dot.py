@@ -9,7 +9,9 @@ folding the pipeline back on itself.
 
 Every name in the output came from user code: all of it goes through
 `quote`, which keeps it text (quotes, backslashes, newlines, and `<`, `>`,
-`&` as entities, so the DOT file itself holds no markup either).
+`&` as entities, so the DOT file itself holds no markup either), and is cut
+to a length Graphviz accepts: labels to `MAX_LABEL` characters, tooltips to
+`MAX_TOOLTIP` (the full names stay in the JSON and HTML outputs).
 """
 
 from __future__ import annotations
@@ -41,9 +43,22 @@ def _escape(text: str) -> str:
     return text.replace("\n", "\\n")
 
 
-def quote(text: str) -> str:
-    """`text` as a double-quoted DOT string that Graphviz shows verbatim."""
-    return f'"{_escape(text)}"'
+MAX_LABEL = 60  # characters of a name shown in a label; the full name is in the tooltip
+MAX_TOOLTIP = 2000  # characters of a tooltip
+MAX_QUOTED = 16000  # Graphviz refuses a quoted string over 16384 bytes
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit - 1` characters and an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quote(text: str, limit: int = MAX_TOOLTIP) -> str:
+    """`text` as a double-quoted DOT string that Graphviz shows verbatim (cut to `limit`)."""
+    inner = _escape(cut(text, limit))
+    if len(inner.encode("utf-8", "replace")) > MAX_QUOTED:  # entities and escapes grew it
+        inner = _escape(cut(text, MAX_QUOTED // 8))
+    return f'"{inner}"'
 
 
 def _lines(*parts: str) -> str:
@@ -53,7 +68,8 @@ def _lines(*parts: str) -> str:
 
 def _left_lines(*parts: str) -> str:
     """Left-justified lines set off from the edge they label (thick edges would cover them)."""
-    lines = [line for p in parts if p for line in p.replace("\r", "\n").split("\n")]
+    lines = [cut(line, MAX_LABEL) for p in parts if p
+             for line in p.replace("\r", "\n").split("\n")][:20]
     return '"' + "".join(f"  {_escape(line)}\\l" for line in lines) + '"'
 
 
@@ -87,13 +103,13 @@ def _node_label(n: Node) -> str:
         flows.append(f"in {fmt_per_step(n.bytes_in_per_step)}")
     if n.bytes_out:
         flows.append(f"out {fmt_per_step(n.bytes_out_per_step)}")
-    return _lines(n.label, " · ".join(flows))
+    return _lines(cut(n.label, MAX_LABEL), " · ".join(flows))
 
 
 def _edge_label(s: SeamStats) -> str:
     copied = [t for t in s.transports if t != "ref"]
     how = f" · {', '.join(copied)}" if copied else ""
-    return _left_lines(s.name, f"{fmt_per_step(s.bytes_per_step_mean)}{how}")
+    return _left_lines(cut(s.name, MAX_LABEL), f"{fmt_per_step(s.bytes_per_step_mean)}{how}")
 
 
 def _edge_tooltip(s: SeamStats) -> str:

@@ -95,7 +95,14 @@ def page(document: dict[str, Any], title: str) -> str:
 
 def embed_json(document: Any) -> str:
     """JSON that is safe between `<script>` tags: no string in it can end the element."""
-    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    try:
+        text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False)
+    except ValueError:  # a NaN or infinity somewhere: null, as strict JSON wants
+        from flowmap.strict_json import finite
+
+        text = json.dumps(finite(document), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False, allow_nan=False)
     for raw, escaped in _JSON_ESCAPES.items():
         text = text.replace(raw, escaped)
     return text

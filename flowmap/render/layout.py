@@ -98,8 +98,8 @@ def _dot(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout | None:
     lines += [f"n{i} [width={n.width / 72:.4f}, height={n.height / 72:.4f}];" for i, n in enumerate(nodes)]
     for i, e in enumerate(edges):
         # A placeholder of the label's length reserves its room; the real text stays out of dot.
-        line = "n" * max(1, round(e.label_width / 6.2))
-        label = "\\n".join([line] * e.label_lines) if e.label_width else ""
+        line = "n" * min(2000, max(1, round(e.label_width / 6.2)))  # dot takes <= 16 KB strings
+        label = "\\n".join([line] * min(e.label_lines, 7)) if e.label_width else ""
         lines.append(f'n{index[e.src]} -> n{index[e.dst]} [id="e{i}", label="{label}"];')
     lines.append("}")
     try:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.markup import escape as _escape
 from rich.table import Table
 
 from flowmap.model.findings import Finding
 from flowmap.model.format import fmt_bytes, fmt_schema
+from flowmap.model.reader import clean_text
 from flowmap.model.types import SeamStats
 from flowmap.model.view import RunView
 
@@ -19,7 +19,7 @@ MAX_FINDING_ROWS = 10
 
 def print_report(view: RunView, console: Console | None = None) -> None:
     console = console or Console()
-    console.print(f"[bold]flowmap report[/bold]  {view.path}  "
+    console.print(f"[bold]flowmap report[/bold]  {_escape(clean_text(view.path))}  "
                   f"({view.num_hops} hops, {len(view.seams)} seams, {view.num_steps} steps)",
                   highlight=False, markup=True)
     if view.projection:
@@ -116,4 +116,13 @@ def _health_line(view: RunView) -> str:
         line += f", {len(h.truncated_shards)} truncated shard(s)"
     if h.error_messages:
         line += f"; first error: {h.error_messages[0]}"
+    for problem in h.problems[:20]:
+        line += f"\ncapture: {_escape(problem, 1000)}"
     return line
+
+
+def _escape(text: str, limit: int = 200) -> str:
+    """`text` as literal rich text, cut to `limit` characters (the JSON has it whole)."""
+    from rich.markup import escape
+
+    return escape(text if len(text) <= limit else text[: limit - 1] + "…")

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from flowmap.errors import UsageError
+from flowmap.safe_read import check_yaml, read_text
 from flowmap.seams.spec import TRANSPORTS, ExtraHop, SeamMap, SeamSpec
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -52,15 +53,20 @@ class SeamMapError(UsageError):
 def load_seam_map(path: str) -> SeamMap:
     """Parse and validate the seam map at `path`."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_text(path, "seam map")
     except OSError as exc:
         raise SeamMapError(f"cannot read the seam map {path}: {exc.strerror or exc}") from None
+    except UsageError as exc:
+        raise SeamMapError(str(exc)) from None
     return parse_seam_map(text, os.path.abspath(path))
 
 
 def parse_seam_map(text: str, source: str = "<seam map>") -> SeamMap:
     """Parse seam-map YAML text; `source` names it in error messages."""
+    try:
+        check_yaml(text, source, "seam map")
+    except UsageError as exc:
+        raise SeamMapError(str(exc)) from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
@@ -69,6 +75,8 @@ def parse_seam_map(text: str, source: str = "<seam map>") -> SeamMap:
         raise SeamMapError(f"{source}:{line}: not valid YAML ({exc.problem or exc})") from None
     except yaml.YAMLError as exc:
         raise SeamMapError(f"{source}: not valid YAML ({exc})") from None
+    except RecursionError:
+        raise SeamMapError(f"{source}: nested too deep") from None
     return _Reader(source).read(root)
 
 

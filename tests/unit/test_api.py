@@ -129,24 +129,27 @@ def test_internal_errors_are_counted_not_raised(tmp_path, monkeypatch):
     assert "describe exploded" in run.health.error_messages[0]
 
 
-def test_a_write_failure_turns_capture_off_and_the_program_goes_on(tmp_path, monkeypatch, capfd):
-    real_write = os.write
+def test_a_full_disk_turns_capture_off_and_keeps_what_was_written(tmp_path, monkeypatch, capfd):
+    from flowmap.capture import shard_file
 
-    def full_disk(fd, data):
-        if fd == state.tracer.fd:
-            raise OSError(28, "No space left on device")
-        return real_write(fd, data)
-
+    real = os.posix_fallocate
+    monkeypatch.setattr(shard_file, "FIRST_CHUNK", 1 << 16)
     with flowmap.tracing(tmp_path / "run"):
-        monkeypatch.setattr(os, "write", full_disk)
-        for i in range(2000):  # enough to force a flush
-            flowmap.hop("a", "b", {"x": i})
+        monkeypatch.setattr(os, "posix_fallocate", lambda *a: (_ for _ in ()).throw(
+            OSError(28, "No space left on device")))
+        for i in range(5000):  # ~40 bytes a hop: past the first 64 KiB chunk
+            flowmap.hop("a", "b", {"x": i}, items=[i])
         assert not flowmap.is_tracing()
         flowmap.hop("a", "b", 1)  # still a harmless no-op
-    monkeypatch.undo()
+    monkeypatch.setattr(os, "posix_fallocate", real)
     err = capfd.readouterr().err
     assert err.count("capture is off") == 1
     assert "No space left" in err
+    run = flowmap.load(tmp_path / "run")
+    kept = [h.items[0] for h in run.hops]
+    assert 1000 < len(kept) < 5000 and kept == list(range(len(kept)))
+    assert not run.truncated  # closed in the reserve, with a note of why
+    assert "capture stopped: No space left on device" in run.health.error_messages
 
 
 def test_unwritable_run_directory_warns_once(tmp_path, capfd):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flowmap.check.diff import SeamDelta, to_dict
 from flowmap.check.result import STATUSES, CheckReport
+from flowmap.strict_json import dumps
 
 SCHEMA = 1
 
@@ -39,9 +39,9 @@ def render_check(report: CheckReport) -> str:
             for r in report.ordered()
         ],
     }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 def render_diff(deltas: list[SeamDelta], a: str, b: str) -> str:
     doc = {"flowmap": "diff", "schema": SCHEMA, "a": a, "b": b, "seams": [to_dict(d) for d in deltas]}
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return dumps(doc, indent=2, sort_keys=True) + "\n"
