@@ -125,7 +125,7 @@ def check_yaml(text: str, path: str, what: str) -> None:
                 sizes.append(0)
                 if depth > MAX_DEPTH:
                     raise UsageError(f"the {what} {path} is nested too deep "
-                                     f"(over {MAX_DEPTH} levels, line {ev.start_mark.line + 1})")
+                                     f"(over {MAX_DEPTH} levels, line {_line(ev)})")
             elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
                 inner = sizes.pop()
@@ -135,10 +135,16 @@ def check_yaml(text: str, path: str, what: str) -> None:
                 if ev.anchor:
                     anchors[ev.anchor] = sizes[-1]
             elif isinstance(ev, yaml.AliasEvent):
-                sizes[-1] += anchors.get(ev.anchor, 1)
+                sizes[-1] += anchors.get(ev.anchor or "", 1)
             nodes = sizes[0] + sum(sizes[1:])
             if nodes > MAX_YAML_NODES:
                 raise UsageError(f"the {what} {path} expands to over {MAX_YAML_NODES} values "
                                  "(aliases); that is not a real one")
     except yaml.YAMLError:
         return
+
+
+def _line(ev: Any) -> str:
+    """The 1-based line a YAML event starts on ("?" where the parser kept no mark)."""
+    mark = ev.start_mark
+    return "?" if mark is None else str(mark.line + 1)

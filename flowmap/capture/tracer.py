@@ -64,7 +64,7 @@ class Tracer:
         self.process = process
         self.lock = threading.Lock()
         self.strings: dict[str, int] = {}
-        self.schemas: dict[tuple, int] = {}
+        self.schemas: dict[tuple[Any, ...], int] = {}
         self.storage_ids: dict[tuple[int, str], int] = {}
         self.next_storage = 0
         self.seam_ids: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
@@ -202,7 +202,7 @@ class Tracer:
             self._write(_dumps([tf.STRING, i, text]))
         return i
 
-    def _schema_id(self, leaves: list[tuple]) -> int:
+    def _schema_id(self, leaves: list[tuple[Any, ...]]) -> int:
         key = tuple(leaves)
         i = self.schemas.get(key)
         if i is None:
