@@ -114,30 +114,30 @@ def check_yaml(text: str, path: str, what: str) -> None:
     """
     import yaml
 
-    depth = 0
-    nodes = 0
     anchors: dict[str, int] = {}
-    sizes = [0]
+    stack: list[list[Any]] = [[None, 0]]  # [anchor, values so far] per open collection
     try:
         for ev in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                depth += 1
-                sizes.append(0)
-                if depth > MAX_DEPTH:
+                stack.append([ev.anchor, 1])
+                if len(stack) - 1 > MAX_DEPTH:
                     raise UsageError(f"the {what} {path} is nested too deep "
                                      f"(over {MAX_DEPTH} levels, line {_line(ev)})")
-            elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                depth -= 1
-                inner = sizes.pop()
-                sizes[-1] += inner
-            if isinstance(ev, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                sizes[-1] += 1
+                continue
+            if isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                anchor, n = stack.pop()
+                if anchor:
+                    anchors[anchor] = n
+            elif isinstance(ev, yaml.ScalarEvent):
+                n = 1
                 if ev.anchor:
-                    anchors[ev.anchor] = sizes[-1]
+                    anchors[ev.anchor] = 1
             elif isinstance(ev, yaml.AliasEvent):
-                sizes[-1] += anchors.get(ev.anchor or "", 1)
-            nodes = sizes[0] + sum(sizes[1:])
-            if nodes > MAX_YAML_NODES:
+                n = anchors.get(ev.anchor or "", 1)
+            else:
+                continue
+            stack[-1][1] += n
+            if sum(v for _, v in stack) > MAX_YAML_NODES:
                 raise UsageError(f"the {what} {path} expands to over {MAX_YAML_NODES} values "
                                  "(aliases); that is not a real one")
     except yaml.YAMLError:

@@ -253,8 +253,13 @@ def _finite(r: _Reader, doc: Any, line: int) -> None:
     """Refuse numbers no limit can be: NaN (every comparison false: a check that never
     fails), infinities, and ints past any float (a 400-digit size)."""
     stack = [(doc, line)]
+    seen: set[int] = set()  # aliases share nodes: walk each once
     while stack:
         v, ln = stack.pop()
+        if isinstance(v, (Lines, LineList)):
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
         if isinstance(v, Lines):
             stack.extend((x, v.lines.get(k, ln)) for k, x in v.items())
         elif isinstance(v, LineList):

@@ -25,7 +25,7 @@ CHILD = textwrap.dedent("""
     import os, re, sys
     from flowmap.capture import session
     import flowmap
-    run_dir, ack_path = sys.argv[1], sys.argv[2]
+    run_dir, ack_path, c_calls = sys.argv[1], sys.argv[2], sys.argv[3] == "c"
     ack = os.open(ack_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     session.start(run_dir)
     i = 0
@@ -33,9 +33,9 @@ CHILD = textwrap.dedent("""
         flowmap.hop("rollout/0", "trainer/0", {"x": b"y" * 64}, name="batch", items=[i])
         os.write(ack, b"%d\\n" % i)
         i += 1
-        if i % 3000 == 0:   # a long C call that holds the GIL
+        if c_calls and i % 300 == 0:   # a long C call that holds the GIL
             os.write(ack, b"C\\n")
-            if (i // 3000) % 2:
+            if (i // 300) % 2:
                 re.match(r"(a+)+$", "a" * 22 + "b")   # catastrophic backtracking
             else:
                 bytes(bytearray(150_000_000))         # a big copy
@@ -59,7 +59,8 @@ def test_every_returned_hop_survives_sigkill_at_random_moments(tmp_path):
     total_acked = total_kept = in_c_call = 0
     for trial in range(10):
         run_dir, ack = tmp_path / f"run{trial}", tmp_path / f"ack{trial}"
-        proc = subprocess.Popen([sys.executable, str(script), str(run_dir), str(ack)])
+        mode = "c" if trial % 2 else "plain"  # half the kills while hops run, half in C calls
+        proc = subprocess.Popen([sys.executable, str(script), str(run_dir), str(ack), mode])
         time.sleep(0.3 + rng.random() * 1.5)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
@@ -74,7 +75,7 @@ def test_every_returned_hop_survives_sigkill_at_random_moments(tmp_path):
         in_c_call += in_c
     print(f"\n{total_kept} hops kept of {total_acked} returned over 10 SIGKILLs "
           f"({in_c_call} inside a long C call)")
-    assert total_acked > 1000 and 1 <= in_c_call < 10  # kills inside and outside C calls
+    assert total_acked > 1000 and in_c_call >= 2  # kills inside C calls (and 5 outside)
 
 
 def test_a_forked_child_that_leaves_by_os_exit_keeps_its_hop(tmp_path):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.multiprocessing as mp
 
+import flowmap
 from flowmap.trainer.config import Config
 from flowmap.trainer.model import TinyLM
 from flowmap.trainer.train import shm_pool
@@ -86,8 +87,9 @@ class TrainerGroup:
         dtype = getattr(torch, self.cfg.train.dtype)
         named = [(n, p.detach().to(dtype)) for n, p in model.named_parameters()]
         specs = shm_pool.write(self.weight_slots[0], named)
-        for q in self.jobs:
-            q.put(Job("init", weight_slot=0, weight_specs=specs))
+        with flowmap.owner("driver"):  # the queue's hop is captured by flowmap itself
+            for q in self.jobs:
+                q.put(Job("init", weight_slot=0, weight_specs=specs))
 
     def submit(self, batch_id: int, shards: RankShards, *, probe: bool = False) -> None:
         """Write each rank's micro-batches into a free slot and queue the job; returns at once."""
@@ -145,8 +147,9 @@ class TrainerGroup:
         if self.closed:
             return
         self.closed = True
-        for q in self.jobs:
-            q.put(Job("stop"))
+        with flowmap.owner("driver"):
+            for q in self.jobs:
+                q.put(Job("stop"))
         for p in self.context.processes:
             p.join(timeout=20)
             if p.is_alive():
