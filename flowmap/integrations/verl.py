@@ -43,6 +43,9 @@ from flowmap.capture.api import current_owner
 from flowmap.integrations import ray as ray_integration
 from flowmap.integrations.ray_callee import Dispatched
 
+Args = tuple[Any, ...]  # a recorded call's positional arguments
+Kwargs = dict[str, Any]  # and its keyword arguments
+
 # Set on a RayClassWithInitArgs made by create_colocated_worker_cls: role -> user class.
 ROLES_ATTR = "_flowmap_verl_roles"
 _installed = False
@@ -174,7 +177,7 @@ def _wrap_execute(execute: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_execute
 
 
-def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: Args, kwargs: Kwargs
                  ) -> Any:
     """Record `driver -> role/rank` with what this rank is sent; mark the Ray submission."""
     role, name, cls = _call_role(wg, method_name)
@@ -189,7 +192,7 @@ def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: tuple[Any
     return ray_integration.dispatched.set(Dispatched(owner, name, step))
 
 
-def _step_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
+def _step_of(args: Args, kwargs: Kwargs) -> int | None:
     for v in (*args, *kwargs.values()):
         meta = getattr(v, "meta_info", None)
         if isinstance(meta, dict) and isinstance(meta.get("global_steps"), int):
@@ -205,7 +208,7 @@ def _signature(cls: Any, name: str) -> inspect.Signature | None:
         return None
 
 
-def _arguments(cls: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _arguments(cls: Any, name: str, args: Args, kwargs: Kwargs) -> dict[str, Any]:
     """The call's arguments by the method's parameter names; object refs left to the worker."""
     import ray
 
