@@ -48,12 +48,19 @@ def main() -> None:
     ap.add_argument("--hops", type=int, default=1_000_000)
     ap.add_argument("--keep", default=None)
     args = ap.parse_args()
-    tmp = args.keep or tempfile.mkdtemp()
+    if args.keep:
+        run(args.keep, args.hops)
+        return
+    with tempfile.TemporaryDirectory(prefix="flowmap-bench-") as tmp:  # ~50 MB: never left behind
+        run(tmp, args.hops)
+
+
+def run(tmp: str, hops: int) -> None:
     run_dir = os.path.join(tmp, "run")
     if not os.path.isdir(run_dir):
-        print(f"tracing {args.hops} hops: {trace_synthetic(run_dir, args.hops):.1f} s")
+        print(f"tracing {hops} hops: {trace_synthetic(run_dir, hops):.1f} s")
     size = sum(os.path.getsize(os.path.join(run_dir, n)) for n in os.listdir(run_dir))
-    print(f"trace size {size / 1e6:.1f} MB ({size / args.hops:.1f} B/hop)")
+    print(f"trace size {size / 1e6:.1f} MB ({size / hops:.1f} B/hop)")
     t0 = time.perf_counter()
     run = flowmap.load(run_dir)
     t1 = time.perf_counter()

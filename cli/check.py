@@ -48,8 +48,9 @@ def check(
     failed = report.failed
     if update and baseline is not None:
         baseline_file.write(baseline, snap)
-        sys.stderr.write(f"flowmap: baseline {baseline} updated ({len(snap.seams)} seams)\n")
-        failed = any(r.failed and r.group == "budget" for r in report.results)
+        accepted = f"; {report.accepted} regression(s) accepted" if report.accepted else ""
+        sys.stderr.write(f"flowmap: baseline {baseline} updated from {opts.run} "
+                         f"({len(snap.seams)} seams{accepted})\n")
     if failed:
         raise typer.Exit(1)
 

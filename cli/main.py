@@ -8,7 +8,7 @@ mistake never ends in a traceback.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -40,11 +40,36 @@ app = typer.Typer(
     name="flowmap",
     help="See what flows through your RL training pipeline, seam by seam.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
 )
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"flowmap {version()}\n")
+        raise typer.Exit(0)
+
+
+def version() -> str:
+    """The installed distribution's version (`flowmap-rl`); the source tree's when not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("flowmap-rl")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+@app.callback()
+def _root(
+    show_version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                               help="Print flowmap's version and exit.")] = False,
+) -> None:
+    """See what flows through your RL training pipeline, seam by seam."""
+
 
 # One module per verb; each exposes `register(app)`.
 VERBS = ["trace", "discover", "report"]

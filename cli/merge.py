@@ -14,8 +14,12 @@ def merge(
     output: Annotated[str, typer.Option("-o", "--output", metavar="OUT", help="The merged run directory to write.")],
 ) -> None:
     """Merge runs from several hosts into one, aligning their clocks on one host's timeline."""
-    from flowmap.model.merge import merge_runs
+    from flowmap.errors import UsageError
+    from flowmap.model.merge import merge_runs, repeated_shard
 
+    repeated = repeated_shard(runs)
+    if repeated:
+        raise UsageError(repeated)
     result = merge_runs(runs, output)
     shown = os.path.relpath(result.out)
     sys.stderr.write(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from flowmap.errors import FlowmapError, UsageError
+from flowmap.errors import UsageError
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -62,15 +62,14 @@ def _split_words(words: list[str], html: bool) -> tuple[str | None, str | None]:
 def _write_graph(view: RunView, dot: str | None, svg: str | None, png: str | None,
                  instances: bool) -> None:
     from flowmap.render.dot import dot_source
+    from flowmap.render.output import check_output, write_output
 
+    for path in (dot, svg, png):  # every path checked before the first is written
+        if path:
+            check_output(path)
     source = dot_source(view, instances=instances)
     if dot:
-        try:
-            with open(dot, "w", encoding="utf-8") as f:
-                f.write(source)
-        except OSError as exc:
-            raise FlowmapError(f"cannot write {dot}: {exc.strerror or exc}") from None
-        typer.echo(dot)
+        typer.echo(write_output(dot, source))
     if svg or png:
         from flowmap.render.graphviz import write_image
 
@@ -86,4 +85,6 @@ def _write_html(view: RunView, path: str | None) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("render")(render)
+    from flowmap.cli.usage import usage_line
+
+    app.command("render", cls=usage_line("[RUN]", "[HTML_PATH]"))(render)

@@ -12,8 +12,11 @@ def report(
     run: Annotated[str | None, typer.Argument(help="Run directory or shard; default: the newest run here.")] = None,  # noqa: UP007
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON document (docs/report-json.md).")] = False,
     project: Annotated[str | None, typer.Option("--project", metavar="PRESET[@CONTEXT]", help="Scale leaves with named dims to a model preset, e.g. deepseek-v3.2@32k.")] = None,  # noqa: UP007
+    top: Annotated[int, typer.Option("--top", metavar="N", min=1, help="Show the N heaviest seams (default 15).")] = 15,
+    show_all: Annotated[bool, typer.Option("--all", help="Show every seam and every finding.")] = False,
+    width: Annotated[int | None, typer.Option("--width", metavar="COLUMNS", min=40, help="Lay the report out for this many columns (default: the terminal's, 80 when piped).")] = None,  # noqa: UP007
 ) -> None:
-    """Seams ranked by bytes, owners, counters, items and capture health."""
+    """What to fix first: the run, its health and top findings, then the heaviest seams."""
     from flowmap.model.document import report_document
     from flowmap.model.run import load, resolve
 
@@ -27,9 +30,12 @@ def report(
 
         sys.stdout.write(dumps(report_document(r.view), indent=2, sort_keys=True) + "\n")
         return
-    from flowmap.report.terminal import print_report
+    from rich.console import Console
 
-    print_report(r.view)
+    from flowmap.report.terminal import TOP_FINDINGS, print_report
+
+    print_report(r.view, Console(width=width) if width else None, top=None if show_all else top,
+                 findings=None if show_all else TOP_FINDINGS)
 
 
 def register(app: typer.Typer) -> None:

@@ -42,12 +42,23 @@ def trace(
     if module is None and not os.path.isfile(target or ""):
         raise UsageError(f"{target} is not a file; give the path of a Python script")
     stem = module.rsplit(".", 1)[-1] if module else os.path.splitext(os.path.basename(target or ""))[0]
-    run_dir = output or os.path.join("flowmap-runs", f"{stem}-{time.strftime('%Y%m%d-%H%M%S')}")
+    run_dir = output or os.path.join("flowmap-runs", run_name(stem))
     seam_files = _seam_files(seams or [], preset or [])
     if no_transport:
         _transports_off(no_transport)
     code = run_traced(run_dir, target, module, args, process, seams=seam_files)
     raise typer.Exit(code)
+
+
+def run_name(stem: str) -> str:
+    """`grpo_tiny-20261203-150830-123-4242`: to the millisecond, then the pid.
+
+    Two traces started in the same second (or millisecond) by two processes
+    still get two runs: a pid is unique among running processes.
+    """
+    now = time.time()
+    ms = int(now * 1000) % 1000
+    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}-{ms:03d}-{os.getpid()}"
 
 
 def _seam_files(seams: list[str], presets: list[str]) -> list[str]:
@@ -121,8 +132,8 @@ def _run_program(script: str | None, module: str | None, args: list[str]) -> int
         return 0
     except SystemExit as exc:
         return _exit_status(exc.code)
-    except KeyboardInterrupt:
-        traceback.print_exc()
+    except KeyboardInterrupt as exc:  # Ctrl-C: the program's frames only, as Python prints them
+        _print_user_traceback(exc)
         return 130
     except BaseException as exc:
         _print_user_traceback(exc)
@@ -225,4 +236,7 @@ PROGRAM_ARGS = {
 
 
 def register(app: typer.Typer) -> None:
-    app.command("trace", context_settings=PROGRAM_ARGS)(trace)
+    from flowmap.cli.usage import usage_line
+
+    app.command("trace", context_settings=PROGRAM_ARGS,
+                cls=usage_line("SCRIPT [ARGS]...  |  -m MODULE [ARGS]..."))(trace)

@@ -2,12 +2,14 @@
 
     python scripts/case_study.py                  # trace both transports (~30 s), then draw
     python scripts/case_study.py --runs DIR       # reuse DIR/payload and DIR/handle
+    python scripts/case_study.py --docs           # regenerate docs/images/ (tracked)
 
 Traces `examples/dsa_r3.py --transport payload` and `--transport handle` with
 the same seed (synchronous, so the runs differ only in the transport) into
 `flowmap-runs/dsa-r3/` (git-ignored), then reads them with the flowmap CLI
 (`report --json`, `diff -f json`, `render`), always projected to
-DeepSeek-V3.2 at 32K tokens, and writes into docs/images/:
+DeepSeek-V3.2 at 32K tokens, and writes into out/case-study/ (git-ignored;
+`--docs` writes docs/images/ instead, the tracked figures):
 
     dsa-r3-payload.{svg,png}   the payload run's dataflow graph (the naive seam)
     dsa-r3-handle.{svg,png}    the handle run's graph (the store beside the control path)
@@ -35,7 +37,8 @@ from collections import defaultdict
 from typing import Any
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IMAGES = os.path.join(REPO, "docs", "images")
+IMAGES = os.path.join(REPO, "docs", "images")  # where --docs writes: tracked
+OUT = os.path.join(REPO, "out", "case-study")  # the default: git-ignored
 EXAMPLE = os.path.join("examples", "dsa_r3.py")
 PRESET = "deepseek-v3.2@32k"
 TRANSPORTS = ("payload", "handle")
@@ -61,8 +64,10 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", help="directory holding payload/ and handle/ runs (default: trace now)")
-    p.add_argument("--out", default=IMAGES, help="where figures go (default: %(default)s)")
+    p.add_argument("--out", default=None, help="where figures go (default: out/case-study, git-ignored)")
+    p.add_argument("--docs", action="store_true", help="write into docs/images (the tracked figures)")
     args = p.parse_args(argv)
+    args.out = os.path.abspath(args.out or (IMAGES if args.docs else OUT))
     os.chdir(REPO)
     os.makedirs(args.out, exist_ok=True)
     runs, walls, stdout = _runs(args.runs)

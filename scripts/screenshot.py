@@ -3,6 +3,9 @@
     python scripts/screenshot.py                     # traces examples/grpo_tiny.py (~30 s) first
     python scripts/screenshot.py RUN                 # or any run you already have
     python scripts/screenshot.py RUN -o out.png --seam "batcher -> reward : rollout_batch"
+    python scripts/screenshot.py --docs              # rewrite docs/images/flowmap-html.png (tracked)
+
+The picture goes to `out/flowmap-html.png` (git-ignored) unless `-o` or `--docs` says otherwise.
 
 The page opens with one seam selected (`#seam=ID` in the URL) so the picture
 shows a leaf schema too: by default the seam with the richest schema (most
@@ -21,7 +24,8 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_OUT = os.path.join(REPO, "docs", "images", "flowmap-html.png")
+DOCS_OUT = os.path.join(REPO, "docs", "images", "flowmap-html.png")  # tracked: --docs
+DEFAULT_OUT = os.path.join(REPO, "out", "flowmap-html.png")  # git-ignored
 TRAINER = os.path.join(REPO, "examples", "grpo_tiny.py")
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -36,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         print("screenshot: no Chromium found; install it (apt-get install chromium) or set FLOWMAP_CHROMIUM",
               file=sys.stderr)
         return 1
-    out = os.path.abspath(args.out)
+    out = os.path.abspath(args.out or (DOCS_OUT if args.docs else DEFAULT_OUT))
     os.chdir(REPO)  # the page shows the run's path: keep it short and the same on every machine
     with tempfile.TemporaryDirectory(prefix="flowmap-shot-") as tmp:
         run_path = args.run or _trace_trainer()
@@ -49,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("run", nargs="?", help="run directory (default: trace examples/grpo_tiny.py now)")
-    p.add_argument("-o", "--out", default=DEFAULT_OUT, help="PNG to write (default: %(default)s)")
+    p.add_argument("-o", "--out", default=None, help="PNG to write (default: out/flowmap-html.png, git-ignored)")
+    p.add_argument("--docs", action="store_true", help="write docs/images/flowmap-html.png (tracked)")
     p.add_argument("--seam", help="label of the seam to select, e.g. 'batcher -> reward : rollout_batch'")
     p.add_argument("--layout", default="auto", choices=("auto", "dot", "layered"))
     p.add_argument("--width", type=int, default=1600)

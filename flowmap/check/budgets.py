@@ -18,6 +18,7 @@ from flowmap.check.budget_file import Budget, CounterBound, Limit, SeamBudget
 from flowmap.check.result import Result
 from flowmap.check.tolerance import fmt_percent
 from flowmap.model.format import fmt_bytes, fmt_named_schema, leaf_label
+from flowmap.units import plural
 
 if TYPE_CHECKING:
     from flowmap.model.types import SeamStats
@@ -26,17 +27,20 @@ if TYPE_CHECKING:
 _OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
 }
-_DECIMAL = ("kB", "MB", "GB", "TB")
+_DECIMAL = ("kb", "mb", "gb", "tb")
 
 
 def fmt_like(n: float, limit_text: str) -> str:
-    """Measured bytes in the unit family the limit was written in: '65.5 kB' next to '64 KB'."""
-    if any(u.lower() in limit_text.lower() for u in _DECIMAL) and "i" not in limit_text.lower():
-        for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-            if abs(n) >= size:
-                return f"{n / size:.3g} {unit}"
-        return f"{int(n)} B"
+    """Measured bytes in KiB/MiB, the one unit family every output uses."""
     return fmt_bytes(n)
+
+
+def limit_label(limit_text: str, value: float) -> str:
+    """`64 KB (62.50 KiB)`: a limit as written, with its binary figure when written in decimal units."""
+    low = limit_text.lower()
+    if any(u in low for u in _DECIMAL) and "i" not in low:
+        return f"{limit_text} ({fmt_bytes(value)})"
+    return limit_text
 
 
 def evaluate(run: RunView, budget: Budget) -> list[Result]:
@@ -80,16 +84,17 @@ def _seam_limit(s: SeamStats, key: str, limit: Limit) -> Result:
     else:
         n = s.hops_per_step_max
         ok = n <= limit.value
-        summary = f"made {n} hops in a step, within {limit.text}" if ok else (
+        summary = f"made {plural(n, 'hop')} in a step, within {limit.text}" if ok else (
             f"was limited to {limit.text} hops per step but made {n}")
         return Result(
             "budget", s.label, "ok" if ok else "fail", summary,
             measured=n, limit=limit.value, unit="hops/step", check=key,
         )
     ok = measured <= limit.value
-    summary = f"was limited to {limit.text} {what} but carried {fmt_like(measured, limit.text)}"
+    shown = limit_label(limit.text, limit.value)
+    summary = f"was limited to {shown} {what} but carried {fmt_bytes(measured)}"
     if ok:
-        summary = f"carried {fmt_like(measured, limit.text)} {what}, within {limit.text}"
+        summary = f"carried {fmt_bytes(measured)} {what}, within {shown}"
     return Result(
         "budget", s.label, "ok" if ok else "fail", summary,
         [] if ok else largest_leaves(s),

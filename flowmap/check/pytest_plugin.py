@@ -75,6 +75,7 @@ def _budget(markers: list[Any]) -> Any:
 
     budget = Budget(path=f"@pytest.mark.{MARKER}")
     for m in markers:
+        error: str | None = None
         try:
             if len(m.args) != 1:
                 raise UsageError("give exactly one seam address, e.g. 'rollout -> ready_buffer'")
@@ -89,7 +90,9 @@ def _budget(markers: list[Any]) -> Any:
             }
             budget.seams.append(SeamBudget(parse_selector(m.args[0]), limits, 0))
         except (UsageError, TypeError, ValueError) as exc:
-            pytest.fail(f"{MARKER}{m.args!r}: {exc}", pytrace=False)
+            error = f"{MARKER}{m.args!r}: {exc}"
+        if error is not None:  # outside the except: pytest would print the error twice, chained
+            pytest.fail(error, pytrace=False)
     return budget
 
 

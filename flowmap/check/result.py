@@ -46,10 +46,17 @@ class CheckReport:
     budget: str | None = None
     tolerance: float = 0.0
     min_bytes_per_step: int = 0
+    accepting: bool = False  # `--update`: baseline regressions are accepted into the new baseline
 
     @property
     def failed(self) -> bool:
-        return any(r.failed for r in self.results)
+        """A failure that exits 1: with `--update`, only a broken budget (a baseline change is accepted)."""
+        return any(r.failed and (not self.accepting or r.group == "budget") for r in self.results)
+
+    @property
+    def accepted(self) -> int:
+        """Baseline regressions that `--update` writes into the new baseline."""
+        return sum(1 for r in self.results if self.accepting and r.failed and r.group != "budget")
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -67,8 +74,13 @@ class CheckReport:
             ("improved", "improvement"), ("gone", "gone seam"), ("ok", "within limits"),
         ):
             n = self.count(status)
+            if status == "fail" and self.accepted:
+                n -= self.accepted
+                parts.append(f"{self.accepted} regression{'s' if self.accepted != 1 else ''} accepted")
             if n:
                 plural = "s" if n != 1 and status != "ok" else ""
                 parts.append(f"{n} {word}{plural}")
         verdict = "FAILED" if self.failed else "passed"
+        if self.accepting:
+            verdict += " (baseline updated)"
         return f"flowmap check {verdict}: " + (", ".join(parts) if parts else "nothing to check")

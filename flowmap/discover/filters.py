@@ -33,7 +33,12 @@ LIBRARIES = frozenset({
     "pytest", "_pytest", "pluggy", "ray", "grpc", "google", "msgpack", "zmq",
     "typing_extensions", "sympy", "networkx", "dill", "multiprocess", "xxhash",
     "setuptools", "pkg_resources", "importlib_metadata", "_distutils_hack",
+    "tensordict", "cloudpickle", "hydra", "omegaconf", "codetiming",
 })
+# Frameworks' own dispatch and containers: their hand-overs are recorded by
+# flowmap's integrations (verl's worker-group dispatch, DataProto), so they
+# would only repeat those hops as candidates.
+PLUMBING = ("verl.single_controller", "verl.protocol", "verl.utils.transferqueue_utils")
 _ALWAYS_IGNORED = frozenset({"torch", "functorch", "triton"})
 
 # Generator, coroutine and async-generator code: each resume is a new call
@@ -105,7 +110,7 @@ def decide(code: CodeType, module: str | None, filters: Filters) -> CodeInfo | N
     if filters.include:
         if not _matches(module, filters.include):
             return None
-    elif top in LIBRARIES or top in sys.stdlib_module_names:
+    elif top in LIBRARIES or top in sys.stdlib_module_names or _matches(module, PLUMBING):
         return None
     filename = code.co_filename
     if filename.startswith(_FLOWMAP_DIR) or module.startswith(_FLOWMAP_CLI_PREFIX):

@@ -100,7 +100,7 @@ def _trace(run: _Part) -> dict[str, Any]:
     for n, (h, src_ts, src_dur, dst_ts, dst_dur) in enumerate(_slices(run, tracks)):
         args = _hop_args(h, per_schema)
         timed += _hop_events(h, n, args, tracks, (src_ts, src_dur), (dst_ts, dst_dur))
-    timed += _counter_events(run)
+    timed += _counter_events(run, tracks)
     timed += _instant_events(run, tracks)
     timed.sort(key=lambda e: (e[0], e[1]))
     events += [e for _, _, e in timed]
@@ -113,6 +113,9 @@ def _trace(run: _Part) -> dict[str, Any]:
 
 def write_perfetto(view: RunView, path: str, *, steps: tuple[int, int] | None = None) -> str:
     """Write the trace to `path` (compact JSON, keys sorted); returns the path written."""
+    from flowmap.render.output import check_output
+
+    check_output(path)
     trace = perfetto_trace(view, steps=steps)
     encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
 
@@ -174,8 +177,8 @@ def _tracks(run: _Part) -> dict[str, Track]:
 
 
 def _metadata(run: _Part, tracks: dict[str, Track]) -> list[dict[str, Any]]:
-    names = {s.pid: s.process or (os.path.basename(s.argv[0]) if s.argv else "")
-             for s in run.shards}
+    names = {s.pid: s.process or _owners_label(tracks, s.pid) or _script(s.argv) for s in run.shards}
+    names.update({pid: _owners_label(tracks, pid) for pid, _ in tracks.values() if not names.get(pid)})
     pids = sorted({pid for pid, _ in tracks.values()} | set(names))
     out = []
     for i, pid in enumerate(pids):
@@ -186,6 +189,22 @@ def _metadata(run: _Part, tracks: dict[str, Track]) -> list[dict[str, Any]]:
         out.append(_meta("thread_name", pid, tid, {"name": owner}))
         out.append(_meta("thread_sort_index", pid, tid, {"sort_index": tid}))
     return out
+
+
+def _script(argv: Sequence[str]) -> str:
+    """`train.py` for a process with neither a name nor an owner; "" for `python -c` and the like."""
+    names = [os.path.basename(a) for a in argv if a.endswith(".py")]
+    return names[0] if names else ""
+
+
+def _owners_label(tracks: dict[str, Track], pid: int, most: int = 3) -> str:
+    """`rollout/0`, or `driver, batcher, env +4`: the owners whose tracks a process holds.
+
+    Not the script's name: every process of a run is `python` or `flowmap`.
+    """
+    owners = [o for o, (p, _) in sorted(tracks.items(), key=lambda kv: kv[1][1]) if p == pid]
+    more = f" +{len(owners) - most}" if len(owners) > most else ""
+    return ", ".join(owners[:most]) + more
 
 
 def _meta(name: str, pid: int, tid: int, args: dict[str, Any]) -> dict[str, Any]:
@@ -277,7 +296,7 @@ def _hop_args(h: Hop, per_schema: dict[int, dict[str, Any]]) -> dict[str, Any]:
 # -- counters, marks, drops -----------------------------------------------------
 
 
-def _counter_events(run: _Part) -> list[tuple[int, int, dict[str, Any]]]:
+def _counter_events(run: _Part, tracks: dict[str, Track]) -> list[tuple[int, int, dict[str, Any]]]:
     owners: dict[str, set[str]] = defaultdict(set)
     for c in run.counter_samples:
         owners[c.name].add(c.owner)
@@ -287,7 +306,8 @@ def _counter_events(run: _Part) -> list[tuple[int, int, dict[str, Any]]]:
             continue  # JSON has no NaN; a gap in the chart says the same
         name = c.name if len(owners[c.name]) == 1 else f"{c.name} [{c.owner or '?'}]"
         ts = _us(run, c.t_ns)
-        out.append((ts, 0, {"ph": "C", "name": name, "pid": c.pid, "ts": ts,
+        tid = tracks[c.owner][1] if c.owner in tracks and tracks[c.owner][0] == c.pid else 0
+        out.append((ts, 0, {"ph": "C", "name": name, "pid": c.pid, "tid": tid, "ts": ts,
                             "args": {"value": c.value}}))
     return out
 

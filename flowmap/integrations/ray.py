@@ -126,7 +126,7 @@ def install() -> None:
     missing = [f"{getattr(o, '__name__', o)}.{a}" for o, a in needed if not hasattr(o, a)]
     if missing:
         sys.stderr.write(f"flowmap: this Ray ({getattr(ray, '__version__', '?')}) lacks "
-                         f"{', '.join(missing)}; Ray calls are not traced (flowmap[ray] "
+                         f"{', '.join(missing)}; Ray calls are not traced (flowmap-rl[ray] "
                          "pins the version it supports).\n")
         return
     worker._make_remote = _wrap_make_remote(worker._make_remote)

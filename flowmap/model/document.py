@@ -75,6 +75,7 @@ def seam_dict(s: SeamStats) -> dict[str, Any]:
         "p50_bytes": s.p50_bytes,
         "p90_bytes": s.p90_bytes,
         "bytes_per_step": round(s.bytes_per_step_mean, 3),
+        "moved_bytes_per_step": round(s.moved_bytes_per_step, 3),
         "bytes_per_step_max": s.bytes_per_step_max,
         "hops_per_step": round(s.hops_per_step, 3),
         "transports": dict(s.transports),

@@ -125,3 +125,24 @@ def _write_meta(sources: list[str], out: str, result: MergeResult) -> None:
     with open(os.path.join(out, tf.RUN_META), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=2, sort_keys=True)
         f.write("\n")
+
+
+def repeated_shard(sources: list[str]) -> str | None:
+    """A sentence naming a shard given twice (same host, pid and start), or None.
+
+    Merging a run with itself (or with a copy of itself) would double every hop
+    silently; the shard header identifies a process's recording wherever it lies.
+    """
+    seen: dict[tuple[str, int, int, int], str] = {}
+    for src in sources:
+        for p in shard_paths(src):
+            try:
+                h = _header(p)
+            except UsageError:
+                continue  # not a shard: merge_runs says so
+            key = (h["host"], int(h.get("pid") or 0), h["t0_mono_ns"], h["t0_wall_ns"])
+            if key in seen:
+                return (f"{p} is the same recording as {seen[key]} (host {h['host']}, pid {key[1]}); "
+                        "give each run once")
+            seen[key] = p
+    return None

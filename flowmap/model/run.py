@@ -8,6 +8,7 @@ computed once, lazily, in `flowmap.model.aggregate`.
 from __future__ import annotations
 
 import gc
+import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,7 +18,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
 from flowmap.model.halves import join as join_halves
-from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard, read_run_shards
+from flowmap.model.reader import (
+    MAX_HEADER,
+    CounterSample,
+    Drop,
+    Hop,
+    Mark,
+    Shard,
+    open_regular,
+    read_run_shards,
+)
 from flowmap.model.run_meta import read_run_meta
 from flowmap.model.types import (
     CounterStats,
@@ -174,7 +184,7 @@ def is_run_dir(path: str) -> bool:
 
 
 def newest_run(cwd: str = ".") -> str:
-    """The most recently modified run in `cwd` or `cwd/flowmap-runs/`."""
+    """The run in `cwd` or `cwd/flowmap-runs/` that started last (not the last one written to)."""
     candidates: list[str] = []
     for base in (cwd, os.path.join(cwd, RUNS_DIR)):
         if not os.path.isdir(base):
@@ -187,18 +197,30 @@ def newest_run(cwd: str = ".") -> str:
         raise NoRunFound(
             "no run found here; trace one with `flowmap trace SCRIPT` or pass RUN explicitly"
         )
-    return max(candidates, key=lambda p: (_last_write(p), p))
+    return max(candidates, key=lambda p: (_started_ns(p), p))
 
 
-def _last_write(run_dir: str) -> float:
-    # Shards grow in place, which does not touch the directory's own mtime.
-    times = [os.path.getmtime(run_dir)]
+def _started_ns(run_dir: str) -> int:
+    """When the run started: run.json's `started_wall_ns`, else its earliest shard header.
+
+    Not a file's mtime: writing an HTML page or a merge into an older run
+    must not make it the default for `report`, `baseline` and `check`.
+    """
+    started = read_run_meta(os.path.join(run_dir, tf.RUN_META)).get("started_wall_ns")
+    if type(started) is int:
+        return started
+    starts = []
     for name in os.listdir(run_dir):
-        try:
-            times.append(os.path.getmtime(os.path.join(run_dir, name)))
-        except OSError:
-            pass
-    return max(times)
+        if name.endswith(tf.SHARD_SUFFIX):
+            try:
+                with open_regular(os.path.join(run_dir, name)) as f:
+                    header = json.loads(f.readline(MAX_HEADER + 1))
+                t0 = header.get("t0_wall_ns") if isinstance(header, dict) else None
+                if type(t0) is int:
+                    starts.append(t0)
+            except (OSError, ValueError, RecursionError):
+                pass
+    return min(starts) if starts else int(os.path.getmtime(run_dir) * 1e9)
 
 
 def resolve(run: str | None) -> str:

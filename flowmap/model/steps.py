@@ -79,4 +79,5 @@ def totals(run: Run) -> Totals:
         bytes_per_step_mean=sum(s.bytes_per_step_mean for s in seams),
         bytes_per_step_max=max(per_step.values(), default=0),
         max_hop_bytes=largest,
+        moved_bytes_per_step_mean=sum(s.moved_bytes_per_step for s in seams),
     )

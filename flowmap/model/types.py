@@ -92,6 +92,22 @@ class SeamStats:
         return (self.src, self.dst, self.name)
 
     @property
+    def moved_fraction(self) -> float:
+        """The share of its hops that copied or sent bytes: `ref` hops passed a Python reference.
+
+        Payload size (`total_bytes`) is what the receiver got; bytes moved
+        leave out in-process `ref` hops, where nothing was copied.
+        """
+        if not self.hops:
+            return 0.0
+        return (self.hops - self.transports.get("ref", 0)) / self.hops
+
+    @property
+    def moved_bytes_per_step(self) -> float:
+        """Bytes per step copied or sent (payload size of the non-`ref` hops, by their share)."""
+        return self.bytes_per_step_mean * self.moved_fraction
+
+    @property
     def label(self) -> str:
         from flowmap.model.format import seam_label
 
@@ -160,9 +176,10 @@ class Totals:
     """All seams together: what a run-wide budget and a page heading read."""
 
     total_bytes: int
-    bytes_per_step_mean: float
+    bytes_per_step_mean: float  # payload size: what the receivers got, `ref` hops included
     bytes_per_step_max: int  # the heaviest step, all seams
     max_hop_bytes: int  # the largest single hop
+    moved_bytes_per_step_mean: float = 0.0  # copied or sent: without in-process `ref` hops
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,7 @@ class RunView:
     health: Health
     events: Events = field(repr=False)
     _run: Run = field(repr=False, compare=False)
+    exit_code: int | None = None  # the traced program's, from run.json; None: not recorded
 
     @property
     def duration_s(self) -> float:
@@ -144,5 +145,6 @@ def _build(run: Run) -> RunView:
         totals=totals(run),
         health=run.health,
         events=Events(run.shards, run.hops, run.counter_samples, run.marks, run.drops),
+        exit_code=run.meta.get("exit_code") if type(run.meta.get("exit_code")) is int else None,
         _run=run,
     )

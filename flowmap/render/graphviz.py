@@ -7,7 +7,6 @@ says how to install it, never a traceback.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
@@ -52,10 +51,7 @@ def run_dot(source: str, fmt: str) -> bytes:
 
 def write_image(source: str, fmt: str, path: str) -> str:
     """Draw `source` into `path` (written only once `dot` succeeded); returns the path."""
-    data = run_dot(source, fmt)
-    try:
-        with open(path, "wb") as f:
-            f.write(data)
-    except OSError as exc:
-        raise FlowmapError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return os.fspath(path)
+    from flowmap.render.output import check_output, write_output
+
+    check_output(path)
+    return write_output(path, run_dot(source, fmt))

@@ -24,7 +24,6 @@ import os
 from importlib import resources
 from typing import Any
 
-from flowmap.errors import FlowmapError
 from flowmap.model.view import RunView
 from flowmap.render.html_data import html_document
 
@@ -48,15 +47,10 @@ def write_html(
     single-shard run). `layout` is "auto" (Graphviz `dot` when installed,
     else the built-in layered layout), "dot" or "layered".
     """
-    out = os.fspath(path) if path is not None else default_html_path(view)
-    text = render_html(view, layout=layout, title=title)
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        with open(out, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-    except OSError as exc:
-        raise FlowmapError(f"cannot write {out}: {exc.strerror or exc}") from None
-    return out
+    from flowmap.render.output import check_output, write_output
+
+    out = check_output(path if path is not None else default_html_path(view))
+    return write_output(out, render_html(view, layout=layout, title=title))
 
 
 def default_html_path(view: RunView) -> str:

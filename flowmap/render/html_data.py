@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowmap.model.document import leaf_dict
+from flowmap.model.format import fmt_per_step
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
 from flowmap.model.view import RunView
 from flowmap.render.layout import EdgeSpec, Layout, NodeSpec, layout_graph, text_width_px
@@ -242,6 +243,7 @@ def _findings(view: RunView, seam_by_label: dict[str, str]) -> list[dict[str, An
             "labels": list(f.seams),
             "seams": [seam_by_label[label] for label in f.seams if label in seam_by_label],
             "bytes_per_step": _num(f.bytes_per_step),
+            "bytes_per_step_text": fmt_per_step(f.bytes_per_step),  # as the message rounds it
             "message": f.message,
         }
         for f in view.findings[:MAX_FINDINGS]

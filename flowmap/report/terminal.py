@@ -1,128 +1,196 @@
-"""The terminal report: rich tables of seams, owners, counters, items and capture health."""
+"""The terminal report: what to fix first, then the seams heaviest first, sized to the terminal.
+
+Like `memray stats` and `py-spy top` it fits a screen: a short summary (the
+run, its health, the top findings with the bytes at stake per step), then the
+heaviest seams — truncated (`--top N`, `--all`) — then owners and counters.
+Lines are laid out by `flowmap.report.layout`, so at any width (80 in a
+piped CI log) a line never exceeds the width and a figure never wraps.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from flowmap.model.findings import Finding
-from flowmap.model.format import fmt_bytes, fmt_schema
+from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema
 from flowmap.model.reader import clean_text
-from flowmap.model.types import SeamStats
+from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
+from flowmap.report.layout import Column, fit_table, shorten, shorten_parts, wrap
+from flowmap.units import fmt_count, plural
 
-MAX_SEAM_ROWS = 40
-MAX_FINDING_ROWS = 10
+TOP_SEAMS = 15  # default rows of the seam table: what fits one screen next to the findings
+TOP_FINDINGS = 5
+WIDE = 120  # at this width and above, the owners table shows roles too
+MAX_PROBLEMS = 20  # capture problems listed under the health line
 
 
-def print_report(view: RunView, console: Console | None = None) -> None:
+def print_report(view: RunView, console: Console | None = None, *, top: int | None = TOP_SEAMS,
+                 findings: int | None = TOP_FINDINGS) -> None:
+    """Print the report at the console's width; `top`/`findings` None shows every row."""
     console = console or Console()
-    console.print(f"[bold]flowmap report[/bold]  {_escape(clean_text(view.path))}  "
-                  f"({view.num_hops} hops, {len(view.seams)} seams, {view.num_steps} steps)",
-                  highlight=False, markup=True)
-    if view.projection:
-        console.print(f"[bold magenta]PROJECTION[/bold magenta] {_escape(view.projection.note)}",
+    for line, style in report_lines(view, console.width, top=top, findings=findings):
+        console.print(Text(line, style=style), no_wrap=True, overflow="ignore", crop=False,
                       highlight=False)
-    if view.truncated:
-        console.print("[yellow]the run was cut short (a process was killed); "
-                      "showing everything recorded before that[/yellow]")
-    console.print(_seams_table(view))
-    found = view.findings
-    if found:
-        console.print(_findings_table(found))
-    console.print(_owners_table(view))
+
+
+def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
+                 findings: int | None = TOP_FINDINGS) -> list[tuple[str, str]]:
+    """The report as `(line, rich style)` pairs, every line at most `width` cells."""
+    width = max(width, 40)
+    out: list[tuple[str, str]] = []
+    out += _summary(view, width)
+    out += _findings(view.findings, width, findings)
+    out += _seams(view, width, top)
+    out += _owners(list(view.owners.values()), width)
     if view.counters:
-        console.print(_counters_table(view))
-    console.print(_items_line(view), highlight=False)
-    console.print(_health_line(view), highlight=False)
+        out += _counters(list(view.counters.values()), width)
+    path = clean_text(view.path)
+    hint = f"flowmap report {path} --all | --json · flowmap render {path} --html"
+    out.append(("", ""))
+    out.append((shorten("more: " + hint, width), "dim"))
+    return out
 
 
-def _shapes(s: SeamStats) -> str:
-    parts = []
-    for leaf in s.leaves[:4]:
-        parts.append(f"{leaf.path or '(value)'} {fmt_schema(leaf.dtype or leaf.kind, leaf.shape)}")
-    if len(s.leaves) > 4:
-        parts.append(f"+{len(s.leaves) - 4} more")
-    return "\n".join(parts)
+def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
+    lines = [(shorten(f"flowmap report  {clean_text(view.path)}", width), "bold")]
+    facts = [plural(view.num_steps, "step"), plural(view.num_hops, "hop"),
+             plural(len(view.seams), "seam"), plural(len(view.owners), "owner"),
+             f"{fmt_per_step(view.totals.bytes_per_step_mean)} payload",
+             f"{fmt_per_step(view.totals.moved_bytes_per_step_mean)} moved (no in-process refs)",
+             f"{view.duration_s:.1f} s"]
+    lines += [(ln, "") for ln in wrap(" · ".join(facts), width)]
+    if view.projection:
+        lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
+    health, style = _health(view)
+    lines += [(ln, style) for ln in wrap(health, width)]
+    for problem in view.health.problems[:MAX_PROBLEMS]:  # the JSON has them all, whole
+        lines += [(ln, "yellow") for ln in wrap(f"capture: {shorten(problem, 200)}", width)]
+    lines += [(ln, "") for ln in wrap(_items(view), width)]
+    return lines
 
 
-def _seams_table(view: RunView) -> Table:
-    t = Table(title="Seams, heaviest first", title_justify="left")
-    for col in ("seam", "hops", "total", "per step", "per hop p50", "max", "leaves (dtype[shape])",
-                "transport"):
-        t.add_column(col, justify="right" if col in ("hops", "total", "per step", "per hop p50",
-                                                        "max") else "left", overflow="fold")
-    for s in list(view.seams.values())[:MAX_SEAM_ROWS]:
-        t.add_row(
-            f"{_escape(s.src)} → {_escape(s.dst)}\n[dim]{_escape(s.name)}[/dim]",
-            str(s.hops),
-            fmt_bytes(s.total_bytes),
-            fmt_bytes(s.bytes_per_step_mean),
-            fmt_bytes(s.p50_bytes),
-            fmt_bytes(s.max_bytes),
-            _escape(_shapes(s)),
-            ", ".join(f"{k}×{v}" for k, v in s.transports.items()),
-        )
-    if len(view.seams) > MAX_SEAM_ROWS:
-        t.caption = f"{len(view.seams) - MAX_SEAM_ROWS} lighter seams not shown (see --json)"
-    return t
+def _health(view: RunView) -> tuple[str, str]:
+    h = view.health
+    counts = (f"{plural(h.shards, 'shard')}, {plural(h.events, 'event')}, "
+              f"{plural(h.tracer_errors, 'tracer error')}")
+    problems = []
+    reaped = view.truncated and view.exit_code == 0
+    if view.truncated and not reaped:
+        problems.append("the run was cut short (a process was killed); showing everything "
+                        "recorded before that")
+    if h.truncated_shards and not reaped:
+        problems.append(f"{plural(len(h.truncated_shards), 'truncated shard')}")
+    if h.bad_lines:
+        problems.append(f"{plural(h.bad_lines, 'unreadable line')}")
+    if h.error_messages:
+        problems.append(f"first tracer error: {h.error_messages[0]}")
+    if problems or h.tracer_errors or h.problems:
+        return f"health: CHECK ({counts}): " + "; ".join(problems), "yellow"
+    if reaped:  # Ray and pools kill their workers once the program is done: not a crash
+        n = len(h.truncated_shards)
+        return (f"health: ok ({counts}); {plural(n, 'worker')} ended without closing "
+                f"{'its shard' if n == 1 else 'their shards'} after the program exited 0 "
+                "(reaped, as Ray does): every event recorded is kept", "green")
+    return f"health: ok ({counts})", "green"
 
 
-def _findings_table(found: Sequence[Finding]) -> Table:
-    t = Table(title="Findings, most bytes at stake first", title_justify="left")
-    t.add_column("kind")
-    t.add_column("per step", justify="right")
-    t.add_column("suggestion", overflow="fold")
-    for f in found[:MAX_FINDING_ROWS]:
-        t.add_row(f.kind.replace("_", "-"), fmt_bytes(f.bytes_per_step), _escape(f.message))
-    if len(found) > MAX_FINDING_ROWS:
-        t.caption = f"{len(found) - MAX_FINDING_ROWS} more findings (see --json)"
-    return t
-
-
-def _owners_table(view: RunView) -> Table:
-    t = Table(title="Owners", title_justify="left")
-    for col in ("owner", "role", "bytes in", "bytes out", "hops in", "hops out"):
-        t.add_column(col, justify="left" if col in ("owner", "role") else "right")
-    for o in view.owners.values():
-        t.add_row(_escape(o.name), _escape(o.role), fmt_bytes(o.bytes_in), fmt_bytes(o.bytes_out),
-                  str(o.hops_in), str(o.hops_out))
-    return t
-
-
-def _counters_table(view: RunView) -> Table:
-    t = Table(title="Counters", title_justify="left")
-    for col in ("counter", "count", "min", "mean", "max", "last"):
-        t.add_column(col, justify="left" if col == "counter" else "right")
-    for c in view.counters.values():
-        t.add_row(_escape(c.name), str(c.count), f"{c.min:.4g}", f"{c.mean:.4g}", f"{c.max:.4g}",
-                  f"{c.last:.4g}")
-    return t
-
-
-def _items_line(view: RunView) -> str:
+def _items(view: RunView) -> str:
     i = view.items
-    reasons = ", ".join(f"{n} {r}" for r, n in i.dropped.items())
-    return (f"items: {i.total} total, {i.consumed} consumed, {i.dropped_total} dropped"
+    reasons = ", ".join(f"{n:,} {r}" for r, n in i.dropped.items())
+    return (f"items: {i.total:,} total, {i.consumed:,} consumed, {i.dropped_total:,} dropped"
             + (f" ({reasons})" if reasons else ""))
 
 
-def _health_line(view: RunView) -> str:
-    h = view.health
-    line = (f"capture: {h.shards} shard(s), {h.events} events, {h.tracer_errors} tracer errors")
-    if h.truncated_shards:
-        line += f", {len(h.truncated_shards)} truncated shard(s)"
-    if h.error_messages:
-        line += f"; first error: {h.error_messages[0]}"
-    for problem in h.problems[:20]:
-        line += f"\ncapture: {_escape(problem, 1000)}"
-    return line
+def _heading(title: str, shown: int, total: int, more: str, width: int) -> list[tuple[str, str]]:
+    note = f" ({shown} of {total}; {more})" if shown < total else ""
+    return [("", ""), (shorten(title + note, width), "bold")]
 
 
-def _escape(text: str, limit: int = 200) -> str:
-    """`text` as literal rich text, cut to `limit` characters (the JSON has it whole)."""
-    from rich.markup import escape
+def _findings(found: Sequence[Finding], width: int, limit: int | None) -> list[tuple[str, str]]:
+    if not found:
+        return [("", ""), ("Findings: none — no seam stands out", "bold")]
+    shown = list(found if limit is None else found[:limit])
+    out = _heading("Findings, most bytes at stake per step first", len(shown), len(found),
+                   "--all shows every one", width)
+    figures = [fmt_per_step(f.bytes_per_step) for f in shown]
+    fig_w = max(len(s) for s in figures)
+    indent = fig_w + 4
+    for f, fig in zip(shown, figures, strict=True):
+        kind = f.kind.replace("_", "-")
+        if indent + 20 > width:  # too narrow for a hanging indent: the message goes below
+            out.append((f"  {fig}  {kind}", "bold"))
+            out += [("    " + ln, "") for ln in wrap(f.message, width - 4)]
+            continue
+        body = wrap(f"[{kind}] {f.message}", width - indent)
+        out.append((f"  {fig:>{fig_w}}  {body[0]}", ""))
+        out += [(" " * indent + ln, "") for ln in body[1:]]
+    return out
 
-    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
+
+def _largest_leaf(s: SeamStats) -> str:
+    if not s.leaves:
+        return ""
+    leaf = s.leaves[0]
+    more = f" +{len(s.leaves) - 1}" if len(s.leaves) > 1 else ""
+    return f"{leaf.path or s.name} {fmt_schema(leaf.dtype or leaf.kind, leaf.shape)}{more}"
+
+
+def _transports(s: SeamStats) -> str:
+    return " ".join(f"{k}×{v}" for k, v in s.transports.items())
+
+
+_SEAM_COLUMNS = (
+    Column("seam", lambda s: f"{s.src} → {s.dst} : {s.name}", 0, right=False, flexible=True,
+           min_width=40, fit=lambda s, w: shorten_parts((s.src, s.dst, s.name), (" → ", " : "), w)),
+    Column("hops", lambda s: f"{s.hops:,}", 2),
+    Column("total", lambda s: fmt_bytes(s.total_bytes), 4),
+    Column("per step", lambda s: fmt_bytes(s.bytes_per_step_mean), 1),
+    Column("p50/hop", lambda s: fmt_bytes(s.p50_bytes), 5),
+    Column("max/hop", lambda s: fmt_bytes(s.max_bytes), 6),
+    Column("transport", _transports, 3, right=False),
+    Column("largest leaf", _largest_leaf, 7, right=False, flexible=True, min_width=24),
+)
+
+
+def _seams(view: RunView, width: int, top: int | None) -> list[tuple[str, str]]:
+    seams = list(view.seams.values())
+    if not seams:
+        return [("", ""), ("Seams: none recorded", "bold")]
+    shown = seams if top is None else seams[:top]
+    out = _heading("Seams, heaviest first", len(shown), len(seams), "--top N or --all for more",
+                   width)
+    table = fit_table(_SEAM_COLUMNS, shown, width)
+    out.append((table[0], "dim"))
+    out += [(ln, "") for ln in table[1:]]
+    return out
+
+
+def _owners(owners: Sequence[OwnerStats], width: int) -> list[tuple[str, str]]:
+    cols = [
+        Column("owner", lambda o: o.name, 0, right=False, flexible=True, min_width=12),
+        Column("bytes in", lambda o: fmt_bytes(o.bytes_in), 1),
+        Column("bytes out", lambda o: fmt_bytes(o.bytes_out), 1),
+        Column("hops in", lambda o: f"{o.hops_in:,}", 2),
+        Column("hops out", lambda o: f"{o.hops_out:,}", 2),
+    ]
+    if width >= WIDE:
+        cols.insert(1, Column("role", lambda o: o.role, 3, right=False))
+    table = fit_table(cols, owners, width)
+    return [("", ""), ("Owners", "bold"), (table[0], "dim")] + [(ln, "") for ln in table[1:]]
+
+
+def _counters(counters: Sequence[CounterStats], width: int) -> list[tuple[str, str]]:
+    cols = [
+        Column("counter", lambda c: c.name, 0, right=False, flexible=True, min_width=12),
+        Column("count", lambda c: f"{c.count:,}", 1),
+        Column("min", lambda c: fmt_count(c.min), 3),
+        Column("mean", lambda c: fmt_count(c.mean), 2),
+        Column("max", lambda c: fmt_count(c.max), 3),
+        Column("last", lambda c: fmt_count(c.last), 1),
+    ]
+    table = fit_table(cols, counters, width)
+    return [("", ""), ("Counters", "bold"), (table[0], "dim")] + [(ln, "") for ln in table[1:]]

@@ -12,6 +12,8 @@ arguments, and its own exceptions pass through untouched.
 
 from __future__ import annotations
 
+import inspect
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +65,7 @@ Entered = tuple[str, dict[str, Any] | None]  # (caller, the call's arguments by 
 def wrap(fn: Callable[..., Any], spec: SeamSpec) -> Callable[..., Any]:
     """A wrapper of `fn` that records the seam `spec` while a trace is active."""
     plan = _Plan(spec, fn)
+    _warn_unknown_args(plan)
 
     def enter(a: tuple[Any, ...], kw: dict[str, Any]) -> Entered:
         return _enter(plan, a, kw)
@@ -73,6 +76,31 @@ def wrap(fn: Callable[..., Any], spec: SeamSpec) -> Callable[..., Any]:
     wrapper = calls.wrap_call(fn, spec.owner, enter, leave, active=_tracing)
     setattr(wrapper, MARKER, spec.target)
     return wrapper
+
+
+def missing_args(plan: _Plan) -> list[str]:
+    """`args:` names the function has no parameter for (none when it takes `**kwargs`)."""
+    sig = plan.arguments.sig
+    if plan.spec.args is None or sig is None:
+        return []
+    params = sig.parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return []
+    names = {p.name for p in params}
+    return [a for a in plan.spec.args if a not in names]
+
+
+def _warn_unknown_args(plan: _Plan) -> None:
+    """One line at patch time: a mistyped `args:` name would record an empty (0 B) seam."""
+    missing = missing_args(plan)
+    if not missing:
+        return
+    sig = plan.arguments.sig
+    takes = ", ".join(p for p in (sig.parameters if sig else ()) if p not in calls.IMPLICIT)
+    sys.stderr.write(
+        f"flowmap: warning: seam-map target {plan.spec.target} has no argument "
+        f"{', '.join(repr(m) for m in missing)} (it takes: {takes or 'nothing'}); "
+        "those `args:` record nothing.\n")
 
 
 def _tracing() -> bool:
@@ -146,7 +174,9 @@ def _extra_hops(
 ) -> None:
     for h in hops:
         try:
-            t.hop(src=h.src, dst=h.dst, payload=paths.resolve(root, h.payload), name=h.name,
+            # named by the field it came from (`advantages`), not `(value)`; a path's last part
+            leaf = paths.split(h.payload)[1][-1:] or [paths.split(h.payload)[0]]
+            t.hop(src=h.src, dst=h.dst, payload={leaf[0]: paths.resolve(root, h.payload)}, name=h.name,
                   items=(), step=None, version=None, transport=transport, dims=None)
         except Exception as exc:
             t.error(exc)

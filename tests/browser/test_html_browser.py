@@ -13,7 +13,7 @@ import os
 import threading
 
 import pytest
-from browser.chromium import Browser, find_chromium
+from browser.chromium import find_chromium
 from browser.runs_html import HOSTILE, HOSTILE_SCRIPT, write_rl_run
 
 import flowmap
@@ -41,12 +41,6 @@ CLICKABLE_POINT = """
   return [r.left + r.width / 2, r.top + r.height / 2];
 })(%s)
 """
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with Browser(CHROMIUM) as b:
-        yield b
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +79,7 @@ def test_page_loads_without_console_errors_or_network_requests(browser, pages, e
 def test_every_seam_is_drawn_and_listed(browser, pages, engine):
     page, _ = open_page(browser, pages[engine])
     labels = sorted(s.label for s in pages["run"].seams.values())
-    drawn = page.eval("Array.from(document.querySelectorAll('#graph g.seam title')).map(t => t.textContent)")
+    drawn = page.eval("Array.from(document.querySelectorAll('#graph g.seam title')).map(t => t.textContent.split('\\n')[0])")
     listed = page.eval("Array.from(document.querySelectorAll('#seams tbody td.label')).map(t => t.textContent)")
     assert sorted(drawn) == labels and sorted(listed) == labels
     owners = page.eval("Array.from(document.querySelectorAll('#graph g.owner > text')).map(t => t.textContent)")

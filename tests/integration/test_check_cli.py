@@ -193,7 +193,7 @@ def test_budget_alone_gates(runs, tmp_path, capsys):
     code, out, _ = check(capsys, runs["doubled"], "--budget", str(budget))
     assert code == 1
     assert "rollout/0 -> ready_buffer : trajectory: max_bytes_per_hop" in out
-    assert "was limited to 1 KB per hop but carried 1.54 kB" in out
+    assert "was limited to 1 KB (1000 B) per hop but carried 1.50 KiB" in out
 
 
 def test_budget_tolerance_overrides_for_matched_seams(runs, baseline, tmp_path, capsys):
@@ -255,8 +255,12 @@ def test_update_rewrites_the_baseline(runs, tmp_path, capsys):
     path = str(tmp_path / "b.json")
     code, _, err = check(capsys, runs["base"], "--baseline", path, "--update")  # first recording
     assert code == 0 and "updated" in err
-    code, _, _ = check(capsys, runs["float64"], "--baseline", path, "--update")  # accept the change
+    code, out, err = check(capsys, runs["float64"], "--baseline", path, "--update")  # accept it
     assert code == 0
+    # the report says what was accepted, never "FAILED" beside an exit 0
+    assert "FAILED" not in out + err
+    assert "passed (baseline updated): 1 regression accepted" in out
+    assert f"baseline {path} updated from {runs['float64']}" in err and "1 regression(s) accepted" in err
     assert json.load(open(path))["seams"][BATCH]["leaves"]["advantages"]["dtype"] == "float64"
     code, _, _ = check(capsys, runs["float64"], "--baseline", path)
     assert code == 0

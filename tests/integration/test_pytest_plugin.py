@@ -108,11 +108,11 @@ def test_marker_scenarios(pytester, monkeypatch):
 
     # GIVEN a glob over two engines WHEN both exceed THEN both named, with limit, size, leaves
     assert failed["test_big"].strip().splitlines()[:8] == [
-        "Seam rollout/0 -> ready_buffer : trajectory was limited to 64 KB per hop but carried 98.3 kB",
+        "Seam rollout/0 -> ready_buffer : trajectory was limited to 64 KB (62.50 KiB) per hop but carried 96.00 KiB",
         "  largest leaves:",
         "    trajectory.ids int64 [8192]: 64.00 KiB/hop at most",
         "    trajectory.logprobs float32 [8192]: 32.00 KiB/hop at most",
-        "Seam rollout/1 -> ready_buffer : trajectory was limited to 64 KB per hop but carried 98.3 kB",
+        "Seam rollout/1 -> ready_buffer : trajectory was limited to 64 KB (62.50 KiB) per hop but carried 96.00 KiB",
         "  largest leaves:",
         "    trajectory.ids int64 [8192]: 64.00 KiB/hop at most",
         "    trajectory.logprobs float32 [8192]: 32.00 KiB/hop at most",
@@ -138,3 +138,19 @@ def test_marker_scenarios(pytester, monkeypatch):
     assert "unknown limit 'max_bytes'" in failed["test_bad_key"]
     assert "give at least one limit" in failed["test_no_limit"]
     assert "cannot read the seam 'rollout'" in failed["test_bad_address"]
+
+
+def test_a_marker_mistake_is_printed_once(pytester):
+    # a fresh interpreter, as a user runs pytest: there the error used to print chained, twice
+    pytester.makepyfile(test_m="""
+        import flowmap, pytest
+
+        @pytest.mark.flowmap_budget("a -> b", max_bytes=3)
+        def test_bad_key():
+            flowmap.hop("a", "b", b"xx", name="x")
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "During handling" not in out
+    assert out.count("unknown limit 'max_bytes'") == 1

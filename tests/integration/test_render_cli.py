@@ -119,13 +119,13 @@ def test_report_json_lists_findings_most_bytes_first(run_dir, capsys):
     assert code == 0 and found
     values = [f["bytes_per_step"] for f in found]
     assert values == sorted(values, reverse=True)
-    assert {"heaviest", "pass_through", "dropped", "padding", "duplicate",
+    assert {"pass_through", "dropped", "padding", "duplicate",
             "serialisation"} <= {f["kind"] for f in found}
 
 
 def test_report_shows_a_findings_table(run_dir, capsys):
     code, out, _ = flowmap_cli(["report", run_dir], capsys)
-    assert code == 0 and "Findings, most bytes at stake first" in out and "pass-through" in out
+    assert code == 0 and "Findings, most bytes at stake per step first" in out and "pass-through" in out
 
 
 def test_a_traced_program_renders_and_exports(tmp_path, run_cli):

@@ -79,7 +79,7 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     warnings = [line for line in (build.stdout + build.stderr).splitlines()
                 if any(w in line for w in PACKAGING_WARNINGS)]
     assert warnings == [], "\n".join(warnings)
-    (wheel,) = (tmp / "dist").glob("flowmap-*.whl")
+    (wheel,) = (tmp / "dist").glob("flowmap_rl-*.whl")
     env_dir = tmp / "venv"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)
     py = env_dir / "bin" / "python"

@@ -7,7 +7,7 @@ import pytest
 
 import flowmap
 from flowmap.check.budget_file import parse
-from flowmap.check.budgets import evaluate, fmt_like
+from flowmap.check.budgets import evaluate, fmt_like, limit_label
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_glob_applies_to_each_matching_seam(run):
         ("rollout/0 -> ready_buffer : trajectory", "fail"),
         ("rollout/1 -> ready_buffer : trajectory", "fail"),
     ]
-    assert rs[0].summary == "was limited to 20 KB per hop but carried 24.6 kB"
+    assert rs[0].summary == "was limited to 20 KB (19.53 KiB) per hop but carried 24.00 KiB"
     assert rs[0].details[0] == "trajectory.ids int64 [1024..2048]: 16.00 KiB/hop at most"
 
 
@@ -80,7 +80,8 @@ def test_total(run):
     assert r.status == "fail" and r.measured == 2 * 24576
 
 
-def test_fmt_like_follows_the_limit_units():
-    assert fmt_like(65536, "64 KB") == "65.5 kB"
+def test_sizes_read_in_one_unit_family_whatever_the_limit_says():
+    assert fmt_like(65536, "64 KB") == "64.00 KiB"
     assert fmt_like(65536, "64 KiB") == "64.00 KiB"
-    assert fmt_like(65536, "1024") == "64.00 KiB"
+    assert limit_label("64 KB", 64000) == "64 KB (62.50 KiB)"
+    assert limit_label("64 KiB", 65536) == "64 KiB"

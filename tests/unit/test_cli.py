@@ -48,7 +48,7 @@ def test_report_json_carries_the_figures_of_the_hops(run_dir):
 def test_the_terminal_report_names_each_seam(run_dir):
     code, out, err = flowmap("report", run_dir)
     assert (code, err) == (0, "")
-    assert "4 hops, 2 seams, 2 steps" in out and "400 B" in out and "120 B" in out
+    assert "2 steps · 4 hops · 2 seams" in out and "400 B" in out and "120 B" in out
 
 
 @pytest.mark.parametrize("args, exit_code, message", [

@@ -9,7 +9,7 @@ import pytest
 from runs import RLRunSpec, ShardWriter, tensor, write_rl_run, write_two_owner_run
 
 import flowmap
-from flowmap.model.findings import KINDS, Finding, findings
+from flowmap.model.findings import KINDS, Finding, findings, heaviest
 from flowmap.report.document import report_document
 
 
@@ -30,16 +30,35 @@ def _of(found, kind):
 def test_findings_are_ranked_by_bytes_per_step_and_cover_every_kind(found):
     assert [f.bytes_per_step for f in found] == sorted((f.bytes_per_step for f in found),
                                                        reverse=True)
-    assert {f.kind for f in found} == set(KINDS)
+    # every kind fires; `heaviest` only by its detector here, as the seams it names carry other
+    # findings too (see test_a_heaviest_finding_that_repeats_another_is_dropped)
+    assert {f.kind for f in found} | {"heaviest"} == set(KINDS)
     for f in found:
         assert f.bytes_per_step > 0 and f.seams == sorted(f.seams)
         assert f.message.count(". ") == 0 and f.message.endswith(".")  # one sentence
 
 
-def test_heaviest_are_the_top_three_seams(rl_run, found):
+def test_heaviest_are_the_top_three_seams(rl_run):
     top = [s.label for s in list(rl_run.seams.values())[:3]]
-    assert [f.seams[0] for f in _of(found, "heaviest")] == top
-    assert "routed_experts" in _of(found, "heaviest")[0].message
+    heavy = heaviest.detect(rl_run.view)
+    assert [f.seams[0] for f in heavy] == top
+    assert "routed_experts" in heavy[0].message
+
+
+def test_a_heaviest_finding_that_repeats_another_is_dropped(rl_run, found):
+    named = {seam for f in found if f.kind != "heaviest" for seam in f.seams}
+    for f in heaviest.detect(rl_run.view):
+        assert (f in found) == (not set(f.seams) <= named)
+    assert len({(f.kind, tuple(f.seams)) for f in found}) == len(found)
+
+
+def test_heaviest_names_a_whole_payload_leaf_by_the_payload(tmp_path):
+    os.makedirs(tmp_path / "run")
+    w = ShardWriter(str(tmp_path / "run" / "h-1-0001.flowmap.jsonl"), 1)
+    w.hop(10, "a", "b", "grads", [tensor("", (1024,))], step=1, transport="pickle")
+    w.close(20)
+    (f,) = heaviest.detect(flowmap.load(str(tmp_path / "run")).view)
+    assert "largest leaf `grads`" in f.message
 
 
 def test_pass_through_by_storage_at_the_ready_buffer(rl_run, found):
@@ -189,3 +208,30 @@ def test_findings_json_matches_the_golden_file(found, golden):
     Regenerate with `pytest --update-golden` after an intended change, and read the diff.
     """
     golden.check(GOLDEN, json.dumps([f.as_dict() for f in found], indent=2, sort_keys=True) + "\n")
+
+
+def _chain(tmp_path, transport: str):
+    path = tmp_path / transport
+    os.makedirs(path)
+    w = ShardWriter(str(path / "h-1-0001.flowmap.jsonl"), 1)
+    for s in range(4):
+        w.hop(100 * s + 10, "rollout", "main", "batch", [tensor("x", (256,))], storages=(s + 1,),
+              step=s, transport=transport)
+        w.hop(100 * s + 20, "main", "trainer", "batch", [tensor("x", (256,))], storages=(s + 1,),
+              step=s, transport=transport)
+    w.close(1000)
+    return flowmap.load(str(path)).view
+
+
+def test_references_are_payload_not_bytes_moved(tmp_path):
+    ref, sent = _chain(tmp_path, "ref"), _chain(tmp_path, "pickle")
+    # the same payload size either way: 256 float32 = 1 KiB per hop, two hops a step
+    assert ref.totals.bytes_per_step_mean == sent.totals.bytes_per_step_mean == 2 * 1024
+    assert ref.totals.moved_bytes_per_step_mean == 0
+    assert sent.totals.moved_bytes_per_step_mean == 2 * 1024
+    doc = {s["name"]: s for s in report_document(ref)["seams"]}
+    assert doc["batch"]["bytes_per_step"] == 1024 and doc["batch"]["moved_bytes_per_step"] == 0
+    # Python handed `main` a reference: there is nothing to save by handing it a handle
+    assert not _of(ref.findings, "pass_through")
+    (f,) = _of(sent.findings, "pass_through")
+    assert f.bytes_per_step == 1024 and "hand main a handle instead of 1.00 KiB/step" in f.message

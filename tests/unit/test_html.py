@@ -195,13 +195,16 @@ def test_non_finite_counter_values_become_gaps_not_invalid_json():
 
 def test_write_html_defaults_into_the_run_directory(rl_run, tmp_path):
     assert write_html(rl_run.view) == os.path.join(rl_run.path, "flowmap.html")
-    out = write_html(rl_run.view, tmp_path / "sub" / "page.html")
-    assert out == str(tmp_path / "sub" / "page.html") and os.path.getsize(out) > 10_000
+    out = write_html(rl_run.view, tmp_path / "page.html")
+    assert out == str(tmp_path / "page.html") and os.path.getsize(out) > 10_000
+    with pytest.raises(FlowmapError, match="does not exist"):  # no folder is created silently
+        write_html(rl_run.view, tmp_path / "sub" / "page.html")
+    assert not (tmp_path / "sub").exists()
 
 
 def test_unwritable_path_is_one_clear_error(rl_run, tmp_path):
     (tmp_path / "file").write_text("")
-    with pytest.raises(FlowmapError, match="cannot write"):
+    with pytest.raises(FlowmapError, match="is a file, not a folder"):
         write_html(rl_run.view, tmp_path / "file" / "page.html")
 
 

@@ -9,7 +9,14 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from runs import RLRunSpec, ShardWriter, check_trace_rules, tensor, write_rl_run
+from runs import (
+    RLRunSpec,
+    ShardWriter,
+    check_trace_rules,
+    tensor,
+    write_rl_run,
+    write_two_owner_run,
+)
 
 import flowmap
 from flowmap.export.perfetto import perfetto_trace, write_perfetto
@@ -40,7 +47,27 @@ def test_one_named_track_per_owner_in_its_own_process(rl_run, trace):
     assert len({tid for _, tid in threads.values()}) == len(threads)
     procs = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
              if e["ph"] == "M" and e["name"] == "process_name"}
-    assert procs[1000] == "driver (pid 1000)"
+    assert procs[1000] == "driver (pid 1000)"  # the process the program named
+
+
+def test_an_unnamed_process_is_named_by_its_owners(tmp_path):
+    path = write_two_owner_run(str(tmp_path / "run"), [(10, "rollout/0", "ready_buffer", "t", 64)])
+    trace = perfetto_trace(flowmap.load(path).view)
+    procs = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    assert procs == {1: "ready_buffer, rollout/0 (pid 1)"}  # not the script: `train.py (pid 1)`
+
+
+def test_counters_carry_their_owners_tid(rl_run, trace):
+    threads = {e["args"]["name"]: (e["pid"], e["tid"]) for e in trace["traceEvents"]
+               if e["ph"] == "M" and e["name"] == "thread_name"}
+    counters = [e for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert counters and all("tid" in e for e in counters)
+    by_owner = {c.owner: c for c in rl_run.view.events.counter_samples if c.owner in threads}
+    for owner, sample in by_owner.items():
+        if threads[owner][0] == sample.pid:
+            ev = next(e for e in counters if e["pid"] == sample.pid and e["name"].startswith(sample.name))
+            assert ev["tid"] in {tid for o, (p, tid) in threads.items() if p == sample.pid}
 
 
 def test_each_hop_is_two_slices_linked_by_a_flow(rl_run, trace):

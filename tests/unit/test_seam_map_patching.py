@@ -209,3 +209,32 @@ def test_patching_twice_wraps_once(module_name):
     first = mod.score
     patch(module_name, text)
     assert mod.score is first
+
+
+def test_an_also_hop_leaf_is_named_by_its_field(tmp_path, module_name):
+    patch(module_name, """
+        - target: MOD:Learner.step
+          owner: trainer
+          result: false
+          also: [{payload: result.loss, src: loss, dst: driver, name: loss}]
+    """)
+    mod = __import__(module_name)
+    with flowmap.tracing(str(tmp_path / "run")):
+        mod.Learner().step({"uid": ["a"]})
+    view = flowmap.load(str(tmp_path / "run")).view
+    assert [leaf.path for leaf in view.seams[("loss", "driver", "loss")].leaves] == ["loss"]
+
+
+def test_an_args_name_the_function_lacks_is_warned_at_patch_time(tmp_path, module_name, capsys):
+    patch(module_name, """
+        - target: MOD:Learner.step
+          owner: trainer
+          args: [batch, bacth]
+        - target: MOD:score
+          owner: reward
+          args: [texts]
+    """)
+    __import__(module_name)
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1
+    assert f"{module_name}:Learner.step has no argument 'bacth' (it takes: batch, lr)" in err

@@ -54,7 +54,17 @@ def findings(view: RunView) -> list[Finding]:
         for detect in DETECTORS:
             found = sorted(detect(view), key=_rank)
             out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > 0)
-    return sorted(out, key=_rank)
+    return sorted(_without_repeats(out), key=_rank)
+
+
+def _without_repeats(found: list[Finding]) -> list[Finding]:
+    """Drop a `heaviest` finding whose seams another finding already names with a fix.
+
+    "this seam is heavy" adds nothing next to "this seam is heavy because it
+    is pickled / passed through / padded": the to-do list says it once.
+    """
+    named = {seam for f in found if f.kind != HEAVIEST for seam in f.seams}
+    return [f for f in found if f.kind != HEAVIEST or not set(f.seams) <= named]
 
 
 def _rank(f: Finding) -> tuple[float, str, list[str]]:

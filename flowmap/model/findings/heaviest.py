@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from flowmap.model.findings.common import HEAVIEST, Finding, per_step
-from flowmap.model.format import fmt_schema
+from flowmap.model.format import fmt_schema, leaf_label
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -21,7 +21,7 @@ def detect(view: RunView) -> list[Finding]:
             continue
         share = 100 * s.total_bytes / total
         leaf = s.leaves[0] if s.leaves else None
-        where = (f"its largest leaf `{leaf.path}` ({fmt_schema(leaf.dtype or leaf.kind, leaf.shape)}) "
+        where = (f"its largest leaf `{leaf_label(s.name, leaf.path)}` ({fmt_schema(leaf.dtype or leaf.kind, leaf.shape)}) "
                  "is where a handle, a narrower dtype or sending only the rows the receiver reads "
                  "would pay most" if leaf else "check that the receiver needs all of it")
         out.append(Finding(

@@ -40,8 +40,10 @@ def detect(view: RunView) -> list[Finding]:
             middle = a[1]
             if b[0] != middle or a[0] == middle or b[1] == middle or a[0] == b[1]:
                 continue
+            # bytes at stake are bytes moved: a `ref` hop handed over a Python reference
             if matched.get((a, b)):
-                evidence, bps = "same storage", matched[(a, b)] / view.num_steps
+                evidence = "same storage"
+                bps = min(matched[(a, b)] / view.num_steps, _bps(in_seams) + _bps(out_seams))
             elif signature[a] and signature[a] == signature[b] and _fed_by(in_seams, out_seams):
                 evidence = "same leaf schema"
                 bps = min(_bps(in_seams), _bps(out_seams))
@@ -70,7 +72,8 @@ def _fed_by(in_seams: list[SeamStats], out_seams: list[SeamStats]) -> bool:
 
 
 def _bps(seams: list[SeamStats]) -> float:
-    return sum(s.bytes_per_step_mean for s in seams)
+    """Bytes moved per step (not payload size: `ref` hops copy nothing)."""
+    return sum(s.moved_bytes_per_step for s in seams)
 
 
 def _signature(seams: list[SeamStats]) -> frozenset[tuple[str, str, str]]:

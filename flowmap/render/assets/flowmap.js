@@ -62,20 +62,34 @@
 
   // --- formatting -------------------------------------------------------------------
 
+  // The same rule as flowmap.units.fmt_bytes: two decimals under 100, none above, and a
+  // figure that would round to 1024 moves to the next unit (never "1.02e+3 KiB").
   function fmtBytes(n) {
     if (n === null || n === undefined) return "–";
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    var i = 0;
-    while (Math.abs(n) >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-    if (i === 0) return Math.round(n) + " B";
-    return (Math.abs(n) >= 100 ? n.toFixed(0) : n.toPrecision(3)) + " " + units[i];
+    if (!isFinite(n)) return "n/a";
+    var units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    for (var i = 0; i < units.length; i++) {
+      var last = i === units.length - 1;
+      if (i === 0) {
+        if (Math.abs(Math.round(n)) < 1024 || last) return Math.round(n) + " B";
+      } else {
+        var text = Math.abs(Math.round(n * 100) / 100) >= 100 ? n.toFixed(0) : n.toFixed(2);
+        if (Math.abs(parseFloat(text)) < 1024 || last) return text + " " + units[i];
+      }
+      n /= 1024;
+    }
   }
 
+  function hopsText(n) { return n + (n === 1 ? " hop" : " hops"); }
+
+  // The same rule as flowmap.units.fmt_count: never e-notation.
   function fmtNum(v) {
     if (v === null || v === undefined) return "–";
-    if (Math.abs(v) >= 1e6 || (v !== 0 && Math.abs(v) < 1e-3)) return v.toExponential(2);
-    if (Number.isInteger(v)) return String(v);
-    return String(Number(v.toPrecision(4)));
+    if (!isFinite(v)) return "n/a";
+    if (Number.isInteger(v)) return v.toLocaleString("en-US");
+    var mag = Math.floor(Math.log10(Math.abs(v)));
+    var d = Math.min(6, Math.max(1, 3 - mag));
+    return v.toLocaleString("en-US", { minimumFractionDigits: d, maximumFractionDigits: d });
   }
 
   function fmtSeconds(s) {
@@ -121,6 +135,10 @@
     return fullRange() ? s.hops : inRange(s.bin_hops);
   }
 
+  function seamBytes(s) {
+    return fullRange() ? s.total_bytes : inRange(s.bin_bytes);
+  }
+
   function scaleOf(values) {
     var logs = values.filter(function (v) { return v > 0; }).map(function (v) { return Math.log10(v); });
     var lo = Math.min.apply(null, logs.concat([Infinity]));
@@ -137,11 +155,11 @@
   function header() {
     var r = D.run;
     var stats = [
-      r.hops + " hops",
+      hopsText(r.hops),
       r.steps + " steps",
       D.seams.length + " seams",
       D.owners.length + " owners",
-      fmtBytes(r.total_bytes) + " moved",
+      fmtBytes(r.total_bytes) + " payload",
       "layout: " + r.layout.engine
     ];
     if (r.items.total) stats.push(r.items.total + " items, " + r.items.dropped + " dropped");
@@ -238,7 +256,7 @@
     tip(g, s.label);
     g.addEventListener("click", function (ev) { if (!ui.dragged) select("seam", s.id); ev.stopPropagation(); });
     g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") select("seam", s.id); });
-    ui.edges[s.id] = { g: g, line: line, text: text };
+    ui.edges[s.id] = { g: g, line: line, text: text, title: g.lastChild };
     return g;
   }
 
@@ -307,6 +325,11 @@
       e.line.setAttribute("stroke-width", t < 0 ? 1.2 : (1.6 + 5.4 * t).toFixed(2));
       e.line.setAttribute("marker-end", "url(#arrow-" + ci + ")");
       e.text.lastChild.textContent = fmtBytes(bps[s.id]) + "/step";
+      // the hover readout: bytes per step and per hop, as Perfetto's and TensorBoard's edges give
+      var n = seamHops(s);
+      e.title.textContent = s.label + "\n" + fmtBytes(bps[s.id]) + "/step · " +
+        (n ? fmtBytes(seamBytes(s) / n) : "0 B") + "/hop (mean) · p50 " + fmtBytes(s.p50_bytes) +
+        "/hop · " + hopsText(n) + (fullRange() ? "" : " in " + stepLabel().split(" of ")[0]);
       e.g.classList.toggle("idle", t < 0);
     });
     legend(D.seams.map(function (s) { return bps[s.id]; }));
@@ -323,11 +346,21 @@
       el("span", {}, " " + fmtBytes(Math.max.apply(null, pos))),
       el("span", { "class": "muted" }, "  ·  dashed: back edge closing the loop  ·  wheel: zoom, drag: pan, double-click: reset")
     ]);
+    var roles = [];
+    D.owners.forEach(function (o) { if (roles.indexOf(o.role) < 0) roles.push(o.role); });
+    var key = el("div", { "class": "roles" }, [el("span", { "class": "muted" }, "boxes, by role: ")]);
+    roles.forEach(function (r) {
+      var sw = el("i", { "class": "swatch" }), hue = roleHue(r);
+      sw.style.background = "hsl(" + hue + ",60%,93%)";
+      sw.style.borderColor = "hsl(" + hue + ",45%,42%)";
+      append(key, [el("span", { "class": "role", "data-role": r }, [sw, r])]);
+    });
+    ui.legend.appendChild(key);
   }
 
   // --- selection and details --------------------------------------------------------
 
-  function select(kind, id) {
+  function select(kind, id, fromHistory) {
     state.sel = kind ? { kind: kind, id: id } : null;
     Object.keys(ui.edges).forEach(function (k) {
       var s = seamById[k];
@@ -339,7 +372,10 @@
       var on = kind === "owner" ? k === id : kind === "seam" && (seamById[id].src === k || seamById[id].dst === k);
       ui.nodes[k].classList.toggle("sel", on);
     });
-    try { history.replaceState(null, "", kind ? "#" + kind + "=" + id : "#"); } catch (e) { /* file:// in some browsers */ }
+    var hash = kind ? "#" + kind + "=" + id : "";
+    if (!fromHistory && hash !== location.hash) {  // a selection is a step Back can undo
+      try { history.pushState(null, "", hash || location.pathname + location.search); } catch (e) { /* file:// in some browsers */ }
+    }
     details();
   }
 
@@ -402,7 +438,7 @@
     return el("table", { "class": "bars" }, Object.keys(s.transports).map(function (k) {
       var n = s.transports[k], bar = el("i");
       bar.style.width = (100 * n / total).toFixed(1) + "%";
-      return el("tr", {}, [el("th", {}, k), el("td", { "class": "barcell" }, bar), el("td", {}, n + " hops")]);
+      return el("tr", {}, [el("th", {}, k), el("td", { "class": "barcell" }, bar), el("td", {}, hopsText(n))]);
     }));
   }
 
@@ -418,9 +454,20 @@
         el("td", { "class": "num" }, fmtBytes(l.max_bytes))
       ]);
     });
+    var csv = [["path", "kind", "dtype", "shape", "bytes", "max_bytes", "hops"]].concat(s.leaves.map(function (l) {
+      return [l.path, l.kind, l.dtype, fmtShape(l.shape, l.dims), l.bytes, l.max_bytes, l.hops];
+    })).map(function (r) { return r.map(csvCell).join(","); }).join("\r\n") + "\r\n";
+    var link = el("a", { "class": "csv", download: "flowmap-" + s.name.replace(/[^\w.-]+/g, "_") + "-leaves.csv",
+      href: "data:text/csv;charset=utf-8," + encodeURIComponent(csv) }, "export CSV");
     var more = s.leaves_total > s.leaves.length ?
       el("p", { "class": "muted" }, (s.leaves_total - s.leaves.length) + " lighter leaves not shown") : null;
-    return el("div", { "class": "scroll" }, [el("table", { "class": "grid leaves" }, [head].concat(rows)), more]);
+    return el("div", { "class": "scroll" }, [el("table", { "class": "grid leaves" }, [head].concat(rows)), more, link]);
+  }
+
+  function csvCell(v) {
+    var t = v === null || v === undefined ? "" : String(v);
+    if (/^[=+\-@]/.test(t)) t = "'" + t;  // a spreadsheet must not read a leaf path as a formula
+    return /[",\r\n]/.test(t) ? '"' + t.replace(/"/g, '""') + '"' : t;
   }
 
   function histogram(s) {
@@ -435,7 +482,7 @@
     bars.forEach(function (x, i) {
       var bh = x.n ? Math.max(1, (H - 4) * x.n / max) : 0;
       var r = sv("rect", { x: (i * bw + 1).toFixed(1), y: (H - bh).toFixed(1), width: Math.max(1, bw - 2).toFixed(1), height: bh.toFixed(1) });
-      tip(r, (x.b ? fmtBytes(x.a) + " – " + fmtBytes(x.b) : "0 B") + ": " + x.n + " hops");
+      tip(r, (x.b ? fmtBytes(x.a) + " – " + fmtBytes(x.b) : "0 B") + ": " + hopsText(x.n));
       svg.appendChild(r);
     });
     svg.appendChild(sv("text", { x: 0, y: H + 13, "class": "axis" }, bars[0].b ? fmtBytes(bars[0].a) : "0 B"));
@@ -470,9 +517,9 @@
       el("h2", {}, [el("span", { "class": "kind" }, "owner"), o.name]),
       kv([
         ["role", o.role],
-        ["processes", o.pids.length ? o.pids.join(", ") : "–"],
-        ["bytes in", fmtBytes(ranged ? sum(o.ins, bin) : o.bytes_in) + " · " + (ranged ? sum(o.ins, seamHops) : o.hops_in) + " hops"],
-        ["bytes out", fmtBytes(ranged ? sum(o.outs, bin) : o.bytes_out) + " · " + (ranged ? sum(o.outs, seamHops) : o.hops_out) + " hops"],
+        [o.pids.length === 1 ? "pid" : "pids", o.pids.length ? o.pids.join(", ") : "–"],
+        ["bytes in", fmtBytes(ranged ? sum(o.ins, bin) : o.bytes_in) + " · " + hopsText(ranged ? sum(o.ins, seamHops) : o.hops_in)],
+        ["bytes out", fmtBytes(ranged ? sum(o.outs, bin) : o.bytes_out) + " · " + hopsText(ranged ? sum(o.outs, seamHops) : o.hops_out)],
         ranged ? ["range", stepLabel()] : null
       ]),
       el("h3", {}, "Seams in"), seamTable(o.ins, "src"),
@@ -505,13 +552,15 @@
       sec.appendChild(el("p", { "class": "muted" }, "No findings."));
       return sec;
     }
+    ui.findings = [];
     sec.appendChild(el("ol", {}, D.findings.map(function (f) {
       var links = f.seams.map(function (id) { return seamLink(seamById[id]); });
       var li = el("li", { "class": "finding", "data-kind": f.kind }, [
-        el("div", {}, [el("span", { "class": "badge" }, f.kind), " ", el("b", {}, fmtBytes(f.bytes_per_step) + "/step")]),
+        el("div", {}, [el("span", { "class": "badge" }, f.kind), " ", el("b", {}, f.bytes_per_step_text)]),
         el("div", { "class": "msg" }, f.message),
         links.length ? el("div", { "class": "links" }, links) : null
       ]);
+      ui.findings.push({ li: li, seams: f.seams.map(function (id) { return seamById[id]; }).filter(Boolean) });
       return li;
     })));
     return sec;
@@ -594,7 +643,29 @@
     }));
     var handle = { band: band, x: x, x0: L, x1: W - 4 };
     if (detached) bandAt(handle); else ui.charts.push(handle);
-    return el("figure", { "class": "chart-box" }, [key, svg]);
+    // hover: each series' sample nearest the cursor, as "name value at time"
+    var cursor = sv("line", { "class": "cursor hidden", y1: 2, y2: H - B });
+    svg.appendChild(cursor);
+    var readout = el("div", { "class": "readout muted" }, "\u00a0");
+    svg.addEventListener("mousemove", function (ev) {
+      var r = svg.getBoundingClientRect(), px = (ev.clientX - r.left) * W / r.width;
+      var t = t0 + (t1 - t0) * (px - L) / (W - L - 4);
+      readout.textContent = chartReadout(cs, t);
+      cursor.setAttribute("x1", px); cursor.setAttribute("x2", px);
+      cursor.classList.remove("hidden");
+    });
+    svg.addEventListener("mouseleave", function () { cursor.classList.add("hidden"); readout.textContent = "\u00a0"; });
+    return el("figure", { "class": "chart-box" }, [key, svg, readout]);
+  }
+
+  function chartReadout(cs, t) {
+    return cs.map(function (c) {
+      var best = -1;
+      c.t.forEach(function (ti, j) {
+        if (c.v[j] !== null && (best < 0 || Math.abs(ti - t) < Math.abs(c.t[best] - t))) best = j;
+      });
+      return best < 0 ? c.name + " –" : c.name + " " + fmtNum(c.v[best]) + " at " + fmtSeconds(c.t[best]);
+    }).join(" · ");
   }
 
   // One time axis for every chart: from the first counter sample to the last, in run seconds.
@@ -643,6 +714,15 @@
     });
     D.owners.forEach(function (o) { ui.nodes[o.id].classList.toggle("dim", !matches(o.name)); });
     ui.count.textContent = state.query ? shown + " of " + D.seams.length + " seams" : "";
+    updateFindings();
+  }
+
+  // A finding shows while one of its seams matches the search and has hops in the step range.
+  function updateFindings() {
+    (ui.findings || []).forEach(function (x) {
+      var on = !x.seams.length || x.seams.some(function (s) { return matches(s.label) && seamHops(s) > 0; });
+      x.li.classList.toggle("hidden", !on);
+    });
   }
 
   function update() {
@@ -650,12 +730,14 @@
     styleGraph();
     updateSeamList();
     updateCharts();
+    updateFindings();
     details();
   }
 
   function fromHash() {
     var m = /^#(seam|owner)=(\w+)$/.exec(location.hash);
-    if (m && (m[1] === "seam" ? seamById : ownerById)[m[2]]) select(m[1], m[2]);
+    if (m && (m[1] === "seam" ? seamById : ownerById)[m[2]]) select(m[1], m[2], true);
+    else select(null, null, true);
   }
 
   function main() {
@@ -667,6 +749,8 @@
     update();
     applyFilter();
     fromHash();
+    window.addEventListener("popstate", fromHash);
+    window.addEventListener("hashchange", fromHash);
     document.body.setAttribute("data-ready", "1");
   }
 
