@@ -14,7 +14,8 @@ import shlex
 import shutil
 import sys
 import tempfile
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import Annotated, Optional, TypeVar
 
 import typer
 
@@ -62,14 +63,17 @@ def discover(
     raise typer.Exit(code)
 
 
-def _positive(text: str, flag: str, kind: type) -> float | int:
+N = TypeVar("N", int, float)  # the number a flag takes
+
+
+def _positive(text: str, flag: str, kind: Callable[[str], N]) -> N:
     try:
-        value = kind(text)
+        value: N | None = kind(text)
     except ValueError:
-        value = 0
-    if value <= 0:
+        value = None
+    if value is None or value <= 0:
         raise UsageError(f"{flag} takes a positive number, not {text!r}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _bytes(text: str) -> int:

@@ -62,11 +62,14 @@ def wrap_call(
     leave: Callable[[S, Any], None],
     *,
     active: Callable[[], bool] | None = None,
+    owner_of: Callable[[S], str | None] | None = None,
 ) -> Callable[..., Any]:
     """`fn` (sync or async) wrapped: `enter(args, kwargs)`, the body as `owner`, `leave(entered, result)`.
 
     `owner=None` keeps the caller's owner (a method of an actor that is
-    already its owner). `enter` may take keyword arguments out of `kwargs`
+    already its owner). `owner_of(entered)`, when given, names the owner per
+    call instead (a Ray call tells its callee which role it runs as; None
+    keeps the caller's). `enter` may take keyword arguments out of `kwargs`
     (a caller tag an integration added) before `fn` sees them. With `active`,
     a call made while it returns False runs `fn` untouched (no hook, no
     owner): a seam map costs nothing outside a trace. `leave` is not called
@@ -79,7 +82,8 @@ def wrap_call(
             if active is not None and not active():
                 return await fn(*a, **kw)
             entered = enter(a, kw)
-            token = state.current_owner.set(owner) if owner is not None else None
+            who = owner if owner_of is None else owner_of(entered)
+            token = state.current_owner.set(who) if who is not None else None
             try:
                 out = await fn(*a, **kw)
             finally:
@@ -95,7 +99,8 @@ def wrap_call(
         if active is not None and not active():
             return fn(*a, **kw)
         entered = enter(a, kw)
-        token = state.current_owner.set(owner) if owner is not None else None
+        who = owner if owner_of is None else owner_of(entered)
+        token = state.current_owner.set(who) if who is not None else None
         try:
             out = fn(*a, **kw)
         finally:

@@ -122,7 +122,7 @@ def check_yaml(text: str, path: str, what: str) -> None:
                 stack.append([ev.anchor, 1])
                 if len(stack) - 1 > MAX_DEPTH:
                     raise UsageError(f"the {what} {path} is nested too deep "
-                                     f"(over {MAX_DEPTH} levels, line {ev.start_mark.line + 1})")
+                                     f"(over {MAX_DEPTH} levels, line {_line(ev)})")
                 continue
             if isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 anchor, n = stack.pop()
@@ -133,7 +133,7 @@ def check_yaml(text: str, path: str, what: str) -> None:
                 if ev.anchor:
                     anchors[ev.anchor] = 1
             elif isinstance(ev, yaml.AliasEvent):
-                n = anchors.get(ev.anchor, 1)
+                n = anchors.get(ev.anchor or "", 1)
             else:
                 continue
             stack[-1][1] += n
@@ -142,3 +142,9 @@ def check_yaml(text: str, path: str, what: str) -> None:
                                  "(aliases); that is not a real one")
     except yaml.YAMLError:
         return
+
+
+def _line(ev: Any) -> str:
+    """The 1-based line a YAML event starts on ("?" where the parser kept no mark)."""
+    mark = ev.start_mark
+    return "?" if mark is None else str(mark.line + 1)

@@ -35,6 +35,7 @@ src="$( (cat pyproject.toml setup.py; find flowmap cli trainer -type f -not -nam
         -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 cat) | sha256sum | cut -c1-16)"
 if [ ! -f "$src_stamp" ] || [ "$(cat "$src_stamp")" != "$src" ]; then
   echo "setup-verl: installing flowmap (regular install) into $VENV"
+  "$VENV/bin/python" -m pip uninstall -y -q flowmap >/dev/null 2>&1 || true  # the old name
   "$VENV/bin/python" -m pip install -q --no-deps --force-reinstall . 2>&1 \
     | grep -v -e '^WARNING: Location' || true
   "$VENV/bin/python" -m pip install -q . 2>&1 | grep -v -e '^WARNING: Location' || true

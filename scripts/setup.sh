@@ -21,6 +21,9 @@ want="$(cat pyproject.toml setup.py | sha256sum | cut -c1-16) $EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing flowmap[$EXTRAS] (torch is pinned to the CPU build 2.13.0)"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  # The distribution was called `flowmap` before it became `flowmap-rl`: drop the
+  # old one so a venv made by an older checkout holds one flowmap, not two.
+  .venv/bin/python -m pip uninstall -y -q flowmap >/dev/null 2>&1 || true
   # setuptools' build chatter goes to a log, shown only when the install fails
   if ! .venv/bin/python -m pip install -q -e ".[$EXTRAS]" >.venv/pip-install.log 2>&1; then
     cat .venv/pip-install.log >&2

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (idempotent, with the integration extras: TRL, Ray) and run the whole
-# test suite: lint, type-check the library, then pytest. The verl tests run in
+# test suite: lint, type-check (the library strict, the trainer and the CLI as
+# installed: pyproject.toml), then pytest. The verl tests run in
 # their own venv (verl pins transformers<5.11), when scripts/setup-verl.sh made it
 # and no pytest args narrow the run.
 # Usage: bash scripts/test.sh [pytest args...]

@@ -18,14 +18,15 @@ aligned with `input_ids`; leaves that carry handles pass one handle per row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from flowmap.trainer.ready_buffer import GroupEntry
-from flowmap.trainer.replay import REPLAY_DIMS, ReplayHandle, batch_replay
-from flowmap.trainer.tree import LeafTrajectory, LeafWithHandle, LeafWithReplay
+from flowmap.trainer.replay import REPLAY_DIMS, Replay, ReplayHandle, batch_replay
+from flowmap.trainer.replay_field import ReplayField
+from flowmap.trainer.tree import LeafTrajectory
 
 # Dimension names of a batch's replay leaves: rows, then the per-sequence dims.
 BATCH_REPLAY_DIMS = {name: ("batch", *dims) for name, dims in REPLAY_DIMS.items()}
@@ -82,7 +83,7 @@ def plan_batch(
     )
 
 
-@dataclass  # not slotted, so that its subclasses describe with every field (see tree.py)
+@dataclass  # not slotted: see replay_field.py
 class RolloutBatch:
     """One row per leaf trajectory (batcher -> reward, and what the advantage is added to)."""
 
@@ -98,6 +99,9 @@ class RolloutBatch:
     leaf_ids: list[str]
     turn_outputs: list[list[list[int]]]  # per row, per model turn: generated tokens (verifier input)
     expected: list[list[str]]  # per row, per model turn: the ground truth
+    # Payload transport: the arrays collated like `input_ids` ((B, P + R, L, k) int32, -1
+    # where not recorded); handle transport: the store entry of each row's arrays, (B,).
+    replay: ReplayField[list[ReplayHandle | None]] = ReplayField("replay_handles")
 
     @property
     def batch_size(self) -> int:
@@ -106,21 +110,6 @@ class RolloutBatch:
     @property
     def response_length(self) -> int:
         return self.responses.shape[1]
-
-
-@dataclass
-class RolloutBatchWithReplay(RolloutBatch):
-    """Payload transport: the replay arrays collated like `input_ids` (-1 where not recorded)."""
-
-    routed_experts: Tensor | None = None  # (B, P + R, L, k) int32
-    indexer_topk: Tensor | None = None  # (B, P + R, L, K) int32
-
-
-@dataclass
-class RolloutBatchWithHandles(RolloutBatch):
-    """Handle transport: the store entry of each row's replay arrays."""
-
-    replay_handles: list[ReplayHandle | None] = field(default_factory=list)  # (B,)
 
 
 def collate(leaves: list[LeafTrajectory], pad_id: int) -> RolloutBatch:
@@ -163,15 +152,10 @@ def collate(leaves: list[LeafTrajectory], pad_id: int) -> RolloutBatch:
 
 def _with_replay(batch: RolloutBatch, leaves: list[LeafTrajectory]) -> RolloutBatch:
     """The batch with its leaves' replay arrays collated, or their handles, if they carry any."""
-    base = {f.name: getattr(batch, f.name) for f in fields(RolloutBatch)}
-    if any(isinstance(x, LeafWithReplay) for x in leaves):
-        replay = batch_replay(
-            [x.replay() if isinstance(x, LeafWithReplay) else None for x in leaves],
-            batch.attention_mask,
-        )
-        return RolloutBatchWithReplay(**base, routed_experts=replay.routed_experts,
-                                      indexer_topk=replay.indexer_topk)
-    if any(isinstance(x, LeafWithHandle) for x in leaves):
-        handles = [x.replay_handle if isinstance(x, LeafWithHandle) else None for x in leaves]
-        return RolloutBatchWithHandles(**base, replay_handles=handles)
+    replays = [x.replay for x in leaves]
+    if any(isinstance(r, Replay) for r in replays):
+        batch.replay = batch_replay([r if isinstance(r, Replay) else None for r in replays],
+                                    batch.attention_mask)
+    elif any(isinstance(r, ReplayHandle) for r in replays):
+        batch.replay = [r if isinstance(r, ReplayHandle) else None for r in replays]
     return batch

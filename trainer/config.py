@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -297,7 +297,8 @@ def build(values: dict[str, Any] | None = None) -> Config:
     try:
         for f in dataclasses.fields(Config):
             if f.name in sections:
-                top[f.name] = f.default_factory(**sections[f.name])  # type: ignore[misc]
+                section_type = cast(Callable[..., object], f.default_factory)
+                top[f.name] = section_type(**sections[f.name])
         return Config(**top)
     except TypeError as exc:
         raise ConfigError(f"bad configuration: {exc}") from None

@@ -34,7 +34,7 @@ import torch
 import flowmap
 from flowmap.trainer.advantage import AdvantageOutput, grpo_advantages
 from flowmap.trainer.assembly import Assembler
-from flowmap.trainer.batcher import BATCH_REPLAY_DIMS, BatchPlan, RolloutBatchWithReplay, collate
+from flowmap.trainer.batcher import BATCH_REPLAY_DIMS, BatchPlan, collate
 from flowmap.trainer.config import Config
 from flowmap.trainer.dispatch import StalenessBudget, TrajectorySource, Watermark
 from flowmap.trainer.engine.config import EngineConfig
@@ -45,6 +45,7 @@ from flowmap.trainer.model import ModelConfig, build_model
 from flowmap.trainer.progress import ProgressDisplay, StepFigures
 from flowmap.trainer.ready_buffer import ReadyBuffer
 from flowmap.trainer.ref import RefPolicy
+from flowmap.trainer.replay import Replay
 from flowmap.trainer.replay_transport import Dense, make_transport
 from flowmap.trainer.reward import compute_rewards, leaf_score, mask_truncated
 from flowmap.trainer.rollout import Finished, RolloutManager
@@ -230,7 +231,7 @@ class Loop:
         with flowmap.owner("batcher"):
             batch = collate(leaves, self.task.tokenizer.pad_id)
             flowmap.counter("staleness_max", plan.max_gap)
-            dims = BATCH_REPLAY_DIMS if isinstance(batch, RolloutBatchWithReplay) else None
+            dims = BATCH_REPLAY_DIMS if isinstance(batch.replay, Replay) else None
             flowmap.hop("batcher", "reward", batch, name="rollout_batch", items=items,
                         step=batch_id, dims=dims)
         with flowmap.owner("reward"):

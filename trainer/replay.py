@@ -223,7 +223,7 @@ class ReplayStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[object, ...]:
         raise TypeError(
             "a ReplayStore stays in the process that created it; send its ReplayHandles instead"
         )

@@ -23,10 +23,11 @@ changes nothing on any hop.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import flowmap
-from flowmap.trainer.replay import REPLAY_DIMS, Replay, ReplayStore
-from flowmap.trainer.tree import LeafTrajectory, LeafWithHandle, LeafWithReplay
+from flowmap.trainer.replay import REPLAY_DIMS, Replay, ReplayHandle, ReplayStore
+from flowmap.trainer.tree import LeafTrajectory
 
 STORE = "replay_store"  # the owner name of the store in the trace
 # Dimension names of the replay leaves of a trajectory hop (a list of leaves, folded as `[*]`).
@@ -65,7 +66,7 @@ class Payload(Dense):
 
     def attach(self, engine: int, leaves: list[LeafTrajectory],
                replays: Sequence[Replay | None]) -> list[LeafTrajectory]:
-        return [leaf if r is None else LeafWithReplay.of(leaf, r)
+        return [leaf if r is None else replace(leaf, replay=r)
                 for leaf, r in zip(leaves, replays, strict=True)]
 
 
@@ -76,7 +77,7 @@ class Handle(Dense):
 
     def __init__(self) -> None:
         self.store = ReplayStore()
-        self.training: dict[int, list[LeafWithHandle]] = {}  # batch id -> its leaves
+        self.training: dict[int, list[LeafTrajectory]] = {}  # batch id -> its leaves
 
     def attach(self, engine: int, leaves: list[LeafTrajectory],
                replays: Sequence[Replay | None]) -> list[LeafTrajectory]:
@@ -87,13 +88,13 @@ class Handle(Dense):
                 if r is None:
                     out.append(leaf)
                     continue
-                out.append(LeafWithHandle.of(leaf, self.store.put(leaf.leaf_id, r.arrays())))
+                out.append(replace(leaf, replay=self.store.put(leaf.leaf_id, r.arrays())))
                 stored.append(r)
             self._count()
         if stored:
             # A copy into shared memory in the engine's own process (no pickling, no socket).
             flowmap.hop(f"rollout/{engine}", STORE, stored, name="replay", transport="copy",
-                        items=[x.leaf_id for x in out if isinstance(x, LeafWithHandle)],
+                        items=[x.leaf_id for x in out if isinstance(x.replay, ReplayHandle)],
                         dims=LEAF_LIST_DIMS)
         return out
 
@@ -101,7 +102,7 @@ class Handle(Dense):
         self._free(leaves, reason)
 
     def submitted(self, batch_id: int, leaves: Sequence[LeafTrajectory]) -> None:
-        self.training[batch_id] = [x for x in leaves if isinstance(x, LeafWithHandle)]
+        self.training[batch_id] = [x for x in leaves if isinstance(x.replay, ReplayHandle)]
 
     def step_done(self, batch_id: int) -> None:
         self._free(self.training.pop(batch_id, []), None)
@@ -114,15 +115,14 @@ class Handle(Dense):
             flowmap.counter("replay_store_bytes", self.store.live_bytes)  # `put`/`free` count it
 
     def _free(self, leaves: Sequence[LeafTrajectory], reason: str | None) -> None:
-        held = [x for x in leaves if isinstance(x, LeafWithHandle) and x.replay_handle]
+        held = [(x, x.replay) for x in leaves if isinstance(x.replay, ReplayHandle)]
         if not held:
             return
         with flowmap.owner(STORE):
-            for leaf in held:
-                assert leaf.replay_handle is not None
-                self.store.free(leaf.replay_handle)
+            for _, handle in held:
+                self.store.free(handle)
             if reason is not None:
-                flowmap.drop([x.leaf_id for x in held], reason=reason)
+                flowmap.drop([x.leaf_id for x, _ in held], reason=reason)
             self._count()
 
     def _count(self) -> None:

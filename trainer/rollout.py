@@ -34,6 +34,7 @@ from flowmap.trainer.engine.sampling import SamplingParams
 from flowmap.trainer.engine.sequence import RequestOutput
 from flowmap.trainer.env import CountingEnv, TurnRequest
 from flowmap.trainer.replay import REPLAY_DIMS, Replay, concat_replay
+from flowmap.trainer.replay_field import ReplayField
 from flowmap.trainer.task import EnvGroup
 from flowmap.trainer.tree import LeafTrajectory, TrajectoryTree, flatten, leaf_replays
 
@@ -49,7 +50,7 @@ class GenerationRequest:
     temperature: float
 
 
-@dataclass  # not slotted, so that its subclass describes with every field (see tree.py)
+@dataclass  # not slotted: see replay_field.py
 class TurnOutput:
     """rollout/i -> env: one finished model turn."""
 
@@ -59,14 +60,9 @@ class TurnOutput:
     logprobs: list[float]
     finish_reason: str
     weight_version: int
-
-
-@dataclass
-class TurnOutputWithReplay(TurnOutput):
-    """A turn as a payload-transport engine returns it: with the rows of its whole context."""
-
-    routed_experts: Tensor | None = None  # (context + output - 1, L, k): prefix rows again
-    indexer_topk: Tensor | None = None  # (context + output - 1, L, K)
+    # As a payload-transport engine returns the turn: the rows of its whole context,
+    # (context + output - 1, L, k), prefix rows again. Never a handle.
+    replay: ReplayField[None] = ReplayField("")
 
 
 @dataclass(slots=True)
@@ -179,8 +175,7 @@ class RolloutManager:
         args = (out.request_id, turn.branch_id, tokens, logprobs, out.finish_reason,
                 out.weight_version)
         if self.turn_replay and recorded:
-            with_rows = TurnOutputWithReplay(
-                *args, routed_experts=replay.routed_experts, indexer_topk=replay.indexer_topk)
+            with_rows = TurnOutput(*args, replay=replay)
             flowmap.hop(src, "env", with_rows, name="turn", items=[turn.branch_id],
                         dims=REPLAY_DIMS)
         else:

@@ -15,11 +15,10 @@ trajectory is named like the trajectory itself and its lifetime continues it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-
-from torch import Tensor
+from dataclasses import dataclass, field
 
 from flowmap.trainer.replay import Replay, ReplayHandle, concat_replay
+from flowmap.trainer.replay_field import ReplayField
 
 
 @dataclass(slots=True)
@@ -41,9 +40,7 @@ class Node:
     replay: Replay | None = None
 
 
-# Not slotted: a slotted dataclass's subclass would describe (flowmap reads `__slots__` of the
-# instance's own class) without its base's fields; plain instances describe field by field.
-@dataclass
+@dataclass  # not slotted: see replay_field.py
 class LeafTrajectory:
     """One root-to-leaf path, ready to be a row of a training batch."""
 
@@ -58,40 +55,10 @@ class LeafTrajectory:
     expected: list[str]  # the right answer of each model turn (the verifier's ground truth)
     weight_versions: list[int]  # engine weight version that finished each turn
     version_tag: int = -1  # weight version when registered in the ready buffer
-
-
-@dataclass
-class LeafWithReplay(LeafTrajectory):
-    """`payload` transport: the leaf carries its replay arrays through every later hop.
-
-    Rows follow `replay.py`: row p = position p of prompt + response, len - 1 rows.
-    """
-
-    routed_experts: Tensor | None = None  # (tokens - 1, L, moe_top_k) int32
-    indexer_topk: Tensor | None = None  # (tokens - 1, L, dsa_index_topk) int32, -1 padded
-
-    @classmethod
-    def of(cls, leaf: LeafTrajectory, replay: Replay) -> LeafWithReplay:
-        return cls(**_fields(leaf), routed_experts=replay.routed_experts,
-                   indexer_topk=replay.indexer_topk)
-
-    def replay(self) -> Replay:
-        return Replay(self.routed_experts, self.indexer_topk)
-
-
-@dataclass
-class LeafWithHandle(LeafTrajectory):
-    """`handle` transport: the arrays stay in the replay store, the leaf names their entry."""
-
-    replay_handle: ReplayHandle | None = None
-
-    @classmethod
-    def of(cls, leaf: LeafTrajectory, handle: ReplayHandle) -> LeafWithHandle:
-        return cls(**_fields(leaf), replay_handle=handle)
-
-
-def _fields(leaf: LeafTrajectory) -> dict[str, object]:
-    return {f.name: getattr(leaf, f.name) for f in fields(LeafTrajectory)}
+    # Payload transport: the arrays ride with the leaf through every later hop, rows as in
+    # `replay.py` (row p = position p of prompt + response, len - 1 rows); handle transport:
+    # the arrays stay in the replay store and the leaf names their entry.
+    replay: ReplayField[ReplayHandle] = ReplayField("replay_handle")
 
 
 class TrajectoryTree:

@@ -28,7 +28,8 @@ def name_text(x: Any) -> str | None:
     """`x` as the text of an owner or name, or None when it cannot be taken safely."""
     t = type(x)
     if t is str:
-        return x
+        text: str = x
+        return text
     if isinstance(x, str):
         return str.__add__("", x)  # an exact copy, no hook of the subclass runs
     fmt = _NUMBERS.get(t)

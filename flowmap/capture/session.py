@@ -116,7 +116,8 @@ class _PendingShard:
         self.closed = True
 
     def __getattr__(self, name: str) -> Any:
-        if state.tracer is self:
+        installed: object = state.tracer  # this stand-in, typed as the Tracer it stands for
+        if installed is self:
             state.tracer = None
         real = start(self.run_dir, self.process) if not self.closed else None
         return getattr(real, name) if real is not None else _noop

@@ -63,13 +63,13 @@ class Tracer:
         self.process = process
         self.lock = threading.Lock()
         self.strings: dict[str, int] = {}
-        self.schemas: dict[tuple, int] = {}
+        self.schemas: dict[tuple[Any, ...], int] = {}
         self.storage_ids: dict[tuple[int, str], str] = {}  # -> its id as JSON text
         self.next_storage = 0
         self.seam_ids: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
         # Per seam, the last hop's (leaves, schema id): a seam mostly repeats its
         # schema, and comparing with the last one spares hashing every leaf.
-        self.last_schema: dict[str, tuple[list[tuple], int]] = {}
+        self.last_schema: dict[str, tuple[list[tuple[Any, ...]], int]] = {}
         self.events = 0
         self.errors = 0
         self.warned: set[str] = set()
@@ -207,7 +207,7 @@ class Tracer:
             self._write(_dumps([tf.STRING, i, text]))
         return i
 
-    def _schema_id(self, leaves: list[tuple]) -> int:
+    def _schema_id(self, leaves: list[tuple[Any, ...]]) -> int:
         key = tuple(leaves)
         i = self.schemas.get(key)
         if i is None:

@@ -125,7 +125,7 @@ class CodeStats:
     contexts: Counter[tuple[tuple[str, int], ...]] = field(default_factory=Counter)
     delegated_to: Counter[str] = field(default_factory=Counter)  # caller that returned our result
 
-    def add_leaves(self, prefix: str, leaves: list[tuple]) -> None:
+    def add_leaves(self, prefix: str, leaves: list[tuple[Any, ...]]) -> None:
         if len(self.leaves) > 256:
             return
         for leaf in leaves:

@@ -98,7 +98,7 @@ class Watcher:
             mon.free_tool_id(self._tool)
             self._tool = None
         else:
-            threading.setprofile(None)  # type: ignore[arg-type]
+            threading.setprofile(None)
             sys.setprofile(None)
         if self.on_stop is not None:
             self.on_stop()

@@ -68,7 +68,7 @@ _FLOWMAP_VARS = ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "FLOWMAP_SEAMS")
 
 _install_lock = threading.Lock()
 _installed = False
-_actor_counts: dict[str, itertools.count] = {}
+_actor_counts: dict[str, itertools.count[int]] = {}
 # Who produced each object ref this process handed out (ref hex -> owner),
 # and the owner name of each actor it created (actor id hex -> owner); bounded.
 MAX_REMEMBERED_REFS = 100_000
@@ -261,7 +261,7 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_method_call
 
 
-def _caller_payload(args: Any, kwargs: Any) -> tuple:
+def _caller_payload(args: Any, kwargs: Any) -> tuple[Any, ...]:
     """What the callee needs to attribute its arguments: our owner, each ref's producer,
     and the call's `Dispatched` fields when an integration recorded it already."""
     import ray
@@ -307,7 +307,8 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
         t = state.tracer
         if t is not None:
             try:
-                t.hop(current_owner(), OBJECT_STORE, value, "put", (), None, None, "shm", None)
+                t.hop(src=current_owner(), dst=OBJECT_STORE, payload=value, name="put", items=(),
+                      step=None, version=None, transport="shm", dims=None)
             except Exception as exc:
                 t.error(exc)
         return ref

@@ -10,12 +10,12 @@ itself. A call without it did not come through Ray and records nothing.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from flowmap import calls
 from flowmap.capture import state
 from flowmap.capture.api import current_owner, set_owner
 
@@ -34,37 +34,12 @@ class Dispatched(NamedTuple):
 
 def instrument_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A remote function's body that records its call and result; it runs as its own name."""
-    owner = fn.__name__
-    name = fn.__name__
+    arguments = calls.Arguments(fn)
 
-    if inspect.iscoroutinefunction(fn):
+    def enter(a: tuple[Any, ...], kw: dict[str, Any]) -> _Call:
+        return _Call(arguments, fn.__name__, fn.__name__, kw.pop(CALLER_KW, None), a, kw)
 
-        @functools.wraps(fn)
-        async def async_task(*a: Any, **kw: Any) -> Any:
-            call = _Call(fn, owner, name, kw.pop(CALLER_KW, None), a, kw)
-            token = state.current_owner.set(call.owner)
-            try:
-                out = await fn(*a, **kw)
-            finally:
-                state.current_owner.reset(token)
-            call.returned(out)
-            return out
-
-        task: Callable[..., Any] = async_task
-    else:
-
-        @functools.wraps(fn)
-        def sync_task(*a: Any, **kw: Any) -> Any:
-            call = _Call(fn, owner, name, kw.pop(CALLER_KW, None), a, kw)
-            token = state.current_owner.set(call.owner)
-            try:
-                out = fn(*a, **kw)
-            finally:
-                state.current_owner.reset(token)
-            call.returned(out)
-            return out
-
-        task = sync_task
+    task = calls.wrap_call(fn, None, enter, _Call.returned, owner_of=_Call.body_owner)
     _set_signature(task, inspect.signature(fn), CALLER_KW)
     setattr(task, FLAG, True)
     return task
@@ -95,6 +70,7 @@ def instrument_class(cls: type) -> type:
 def _instrument_init(cls: type) -> Callable[..., Any]:
     base_init = cls.__init__  # type: ignore[misc]
     own = base_init is not object.__init__
+    arguments = calls.Arguments(base_init)  # `object.__init__`: the receiver only
 
     def __init__(self: Any, *a: Any, **kw: Any) -> None:
         caller = kw.pop(CALLER_KW, None)
@@ -104,7 +80,7 @@ def _instrument_init(cls: type) -> Callable[..., Any]:
             return
         owner = owner or f"{cls.__name__}/0"
         set_owner(owner)  # one actor per worker process: its code runs as the actor
-        call = _Call(base_init if own else None, owner, "__init__", caller, (self, *a), kw)
+        call = _Call(arguments, owner, "__init__", caller, (self, *a), kw)
         base_init(self, *a, **kw)
         call.returned(None, record=False)
 
@@ -118,34 +94,13 @@ def _instrument_init(cls: type) -> Callable[..., Any]:
 
 
 def _instrument_method(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    if inspect.iscoroutinefunction(fn):
+    """An actor method that records its call (the receiver is bound, then left out)."""
+    arguments = calls.Arguments(fn)
 
-        @functools.wraps(fn)
-        async def async_method(self: Any, *a: Any, **kw: Any) -> Any:
-            call = _Call(fn, current_owner(), name, kw.pop(CALLER_KW, None), (self, *a), kw)
-            token = call.enter()
-            try:
-                out = await fn(self, *a, **kw)
-            finally:
-                call.leave(token)
-            call.returned(out)
-            return out
+    def enter(a: tuple[Any, ...], kw: dict[str, Any]) -> _Call:
+        return _Call(arguments, current_owner(), name, kw.pop(CALLER_KW, None), a, kw)
 
-        method: Callable[..., Any] = async_method
-    else:
-
-        @functools.wraps(fn)
-        def sync_method(self: Any, *a: Any, **kw: Any) -> Any:
-            call = _Call(fn, current_owner(), name, kw.pop(CALLER_KW, None), (self, *a), kw)
-            token = call.enter()
-            try:
-                out = fn(self, *a, **kw)
-            finally:
-                call.leave(token)
-            call.returned(out)
-            return out
-
-        method = sync_method
+    method = calls.wrap_call(fn, None, enter, _Call.returned, owner_of=_Call.dispatched_owner)
     _set_signature(method, inspect.signature(fn), CALLER_KW)
     return method
 
@@ -179,8 +134,8 @@ class _Call:
 
     __slots__ = ("owner", "name", "caller", "dispatched")
 
-    def __init__(self, fn: Any, owner: str, name: str, caller: Any, a: tuple,
-                 kw: dict) -> None:
+    def __init__(self, arguments: calls.Arguments, owner: str, name: str, caller: Any,
+                 a: tuple[Any, ...], kw: dict[str, Any]) -> None:
         self.owner = owner
         self.name = name
         self.dispatched: Dispatched | None = None
@@ -198,21 +153,26 @@ class _Call:
         if t is None:
             return
         try:
-            inline, by_producer = _split_arguments(fn, a, kw, ref_producers)
+            inline, by_producer = _split_arguments(arguments.bind(a, kw), ref_producers)
             for producer, payload in sorted(by_producer.items()):
-                t.hop(producer, self.owner, payload, self.name, (), None, None, "shm", None)
+                self._hop(t, producer, self.owner, payload, "shm")
             if done is None:  # a dispatched call's inline arguments were recorded by the submitter
-                t.hop(self.caller, self.owner, inline, self.name, (), None, None, "rpc", None)
+                self._hop(t, self.caller, self.owner, inline, "rpc")
         except Exception as exc:
             t.error(exc)
 
-    def enter(self) -> contextvars.Token[str | None] | None:
-        """Run a dispatched call's body as its owner (several roles may share one process)."""
-        return state.current_owner.set(self.owner) if self.dispatched is not None else None
+    def body_owner(self) -> str:
+        """A task's body runs as the task (or the role an integration dispatched it to)."""
+        return self.owner
 
-    def leave(self, token: contextvars.Token[str | None] | None) -> None:
-        if token is not None:
-            state.current_owner.reset(token)
+    def dispatched_owner(self) -> str | None:
+        """A method's body runs as its actor, or as the role it was dispatched to (several
+        roles may share one process)."""
+        return self.owner if self.dispatched is not None else None
+
+    def _hop(self, t: Any, src: str, dst: str, payload: Any, transport: str) -> None:
+        t.hop(src=src, dst=dst, payload=payload, name=self.name, items=(), step=None,
+              version=None, transport=transport, dims=None)
 
     def returned(self, out: Any, record: bool = True) -> None:
         t = state.tracer
@@ -220,7 +180,7 @@ class _Call:
             return
         try:
             if record:
-                t.hop(self.owner, self.caller, out, self.name, (), None, None, "rpc", None)
+                self._hop(t, self.owner, self.caller, out, "rpc")
             # Ray may end this worker with SIGKILL right after the driver's
             # ray.get: put the hops on disk before the result is handed back.
             t.flush()
@@ -237,14 +197,13 @@ def _caller_info(caller: Any) -> tuple[str, dict[Any, str], Dispatched | None]:
 
 
 def _split_arguments(
-    fn: Any, a: tuple, kw: dict, ref_producers: dict[Any, str]
+    bound: dict[str, Any], ref_producers: dict[Any, str]
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Arguments by name: those passed inline, and those passed as refs, by producer."""
-    bound = _arguments(fn, a, kw)
+    inline = calls.payload(bound)
     if not ref_producers:
-        return bound, {}
-    names = list(bound)
-    inline = dict(bound)
+        return inline, {}
+    names = list(inline)
     by_producer: dict[str, dict[str, Any]] = {}
     for key, producer in ref_producers.items():
         # Positions count the caller's arguments, which exclude `self`.
@@ -252,13 +211,3 @@ def _split_arguments(
         if name in inline:
             by_producer.setdefault(producer, {})[name] = inline.pop(name)
     return inline, by_producer
-
-
-def _arguments(fn: Any, a: tuple, kw: dict) -> dict[str, Any]:
-    try:
-        bound = dict(inspect.signature(fn).bind_partial(*a, **kw).arguments)
-    except (TypeError, ValueError):
-        bound = {f"arg{i}": v for i, v in enumerate(a)}
-        bound.update(kw)
-    bound.pop("self", None)
-    return bound

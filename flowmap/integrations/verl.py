@@ -41,6 +41,10 @@ from typing import Any
 from flowmap.capture import state
 from flowmap.capture.api import current_owner
 from flowmap.integrations import ray as ray_integration
+from flowmap.integrations.ray_callee import Dispatched
+
+Args = tuple[Any, ...]  # a recorded call's positional arguments
+Kwargs = dict[str, Any]  # and its keyword arguments
 
 # Set on a RayClassWithInitArgs made by create_colocated_worker_cls: role -> user class.
 ROLES_ATTR = "_flowmap_verl_roles"
@@ -173,7 +177,7 @@ def _wrap_execute(execute: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_execute
 
 
-def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: tuple, kwargs: dict
+def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: Args, kwargs: Kwargs
                  ) -> Any:
     """Record `driver -> role/rank` with what this rank is sent; mark the Ray submission."""
     role, name, cls = _call_role(wg, method_name)
@@ -183,11 +187,12 @@ def _record_call(t: Any, wg: Any, worker: Any, method_name: str, args: tuple, kw
     if step is not None and step != t.step:
         t.set_step(step)
     payload = _arguments(cls, name, args, kwargs)
-    t.hop(current_owner(), owner, payload, name, (), None, None, "rpc", None)
-    return ray_integration.dispatched.set(ray_integration.Dispatched(owner, name, step))
+    t.hop(src=current_owner(), dst=owner, payload=payload, name=name, items=(), step=None,
+          version=None, transport="rpc", dims=None)
+    return ray_integration.dispatched.set(Dispatched(owner, name, step))
 
 
-def _step_of(args: tuple, kwargs: dict) -> int | None:
+def _step_of(args: Args, kwargs: Kwargs) -> int | None:
     for v in (*args, *kwargs.values()):
         meta = getattr(v, "meta_info", None)
         if isinstance(meta, dict) and isinstance(meta.get("global_steps"), int):
@@ -203,7 +208,7 @@ def _signature(cls: Any, name: str) -> inspect.Signature | None:
         return None
 
 
-def _arguments(cls: Any, name: str, args: tuple, kwargs: dict) -> dict[str, Any]:
+def _arguments(cls: Any, name: str, args: Args, kwargs: Kwargs) -> dict[str, Any]:
     """The call's arguments by the method's parameter names; object refs left to the worker."""
     import ray
 

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
+from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import UsageError
@@ -82,7 +83,7 @@ def _merge(sources: list[str], out: str) -> MergeResult:
     return result
 
 
-def _header(path: str) -> dict:
+def _header(path: str) -> dict[str, Any]:
     with open_regular(path) as f:
         line = f.readline(MAX_HEADER + 1)
     try:
@@ -98,7 +99,7 @@ def _header(path: str) -> dict:
     return header
 
 
-def _copy_aligned(src: str, dest: str, header: dict, reference_offset_ns: int) -> None:
+def _copy_aligned(src: str, dest: str, header: dict[str, Any], reference_offset_ns: int) -> None:
     aligned = dict(header)
     aligned["t0_mono_ns"] = header["t0_wall_ns"] - reference_offset_ns
     aligned["clock"] = {"source_t0_mono_ns": header["t0_mono_ns"], "aligned_by": "wall"}
@@ -109,7 +110,7 @@ def _copy_aligned(src: str, dest: str, header: dict, reference_offset_ns: int) -
 
 
 def _write_meta(sources: list[str], out: str, result: MergeResult) -> None:
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     for src in sources:
         path = os.path.join(src, tf.RUN_META)
         if os.path.isdir(src) and os.path.isfile(path):

@@ -35,7 +35,7 @@ class Leaf:
 
     path: str
     kind: str
-    shape: tuple
+    shape: tuple[Any, ...]
     dtype: str
     device: str
     nbytes: int
@@ -343,10 +343,10 @@ class _Decoder:
         BUILDERS[kind](self, ev)
 
     # -- record builders (fields already checked) --------------------------------
-    def _string(self, ev: list) -> None:
+    def _string(self, ev: list[Any]) -> None:
         self.strings[ev[1]] = ev[2]
 
-    def _schema(self, ev: list) -> None:
+    def _schema(self, ev: list[Any]) -> None:
         s = self.strings
         self.schemas[ev[1]] = tuple(
             Leaf(s[p], k, tuple(tuple(d) if type(d) is list else d for d in shape),
@@ -354,7 +354,7 @@ class _Decoder:
             for p, k, shape, dt, dev, nb, cnt, dims in ev[2]
         )
 
-    def _hop(self, ev: list) -> None:
+    def _hop(self, ev: list[Any]) -> None:
         s = self.strings
         sh = self.shard
         sh.hops.append(Hop(
@@ -364,41 +364,41 @@ class _Decoder:
         ))
         sh.num_events += 1  # (the same as the fast path in `_batch`)
 
-    def _counter(self, ev: list) -> None:
+    def _counter(self, ev: list[Any]) -> None:
         sh = self.shard
         owner = self.strings[ev[4]] if len(ev) > 4 else ""
         sh.counters.append(CounterSample(self.t0 + ev[1] * 1000, sh.pid, self.strings[ev[2]],
                                          float(ev[3]), owner))
         sh.num_events += 1
 
-    def _half(self, ev: list) -> None:
+    def _half(self, ev: list[Any]) -> None:
         sh = self.shard
         sh.halves.append(halves.decode(ev, self.t0 + ev[1] * 1000, sh.pid, self.strings.__getitem__,
                                        self.schemas))
         sh.num_events += 1
 
-    def _mark(self, ev: list) -> None:
+    def _mark(self, ev: list[Any]) -> None:
         sh = self.shard
         owner = self.strings[ev[3]] if len(ev) > 3 else ""
         sh.marks.append(Mark(self.t0 + ev[1] * 1000, sh.pid, self.strings[ev[2]], owner))
         sh.num_events += 1
 
-    def _drop(self, ev: list) -> None:
+    def _drop(self, ev: list[Any]) -> None:
         sh = self.shard
         sh.drops.append(Drop(self.t0 + ev[1] * 1000, sh.pid, self.strings[ev[2]],
                              self.strings[ev[3]], tuple(ev[4] or ())))
         sh.num_events += 1
 
-    def _step(self, ev: list) -> None:
+    def _step(self, ev: list[Any]) -> None:
         self.shard.num_events += 1
 
-    def _error(self, ev: list) -> None:
+    def _error(self, ev: list[Any]) -> None:
         sh = self.shard
         if len(sh.errors) < 1000:
             sh.errors.append(ev[2][:2000])
         sh.num_events += 1
 
-    def _end(self, ev: list) -> None:
+    def _end(self, ev: list[Any]) -> None:
         sh = self.shard
         stats = ev[2]
         sh.num_events = _count(stats.get("events"), sh.num_events)

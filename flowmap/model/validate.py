@@ -18,7 +18,7 @@ from typing import Any
 
 from flowmap import trace_format as tf
 
-Check = Callable[[list, dict, dict], bool]
+Check = Callable[[list[Any], dict[int, str], dict[int, Any]], bool]
 
 _INT = "(type({v}) is int and {lo} <= {v} <= {hi})"
 _EXPR: dict[str, str] = {
@@ -42,7 +42,8 @@ _EXPR: dict[str, str] = {
 def number(v: Any) -> bool:
     t = type(v)
     if t is int:
-        return -tf.MAX_INT <= v <= tf.MAX_INT
+        n: int = v
+        return -tf.MAX_INT <= n <= tf.MAX_INT
     return t is float and -tf.MAX_NUMBER <= v <= tf.MAX_NUMBER  # False for NaN
 
 
@@ -75,7 +76,7 @@ def _dim(d: Any) -> bool:
             and 0 <= d[0] <= tf.MAX_INT and 0 <= d[1] <= tf.MAX_INT)
 
 
-def leaves(v: Any, strings: dict) -> bool:
+def leaves(v: Any, strings: dict[int, str]) -> bool:
     if type(v) is not list or len(v) > tf.MAX_LEAVES:
         return False
     for leaf in v:
@@ -106,7 +107,8 @@ def _compile(kind: str, fields: tuple[tuple[str, str], ...]) -> Check:
     source = "lambda ev, S, SC: " + " and ".join(parts)
     env = {"number": number, "items": items, "ints": ints, "leaves": leaves,
            "MAX_INT": tf.MAX_INT}
-    return eval(compile(source, f"<check {kind}>", "eval"), env)  # noqa: S307 - our own table
+    check: Check = eval(compile(source, f"<check {kind}>", "eval"), env)  # noqa: S307 - our table
+    return check
 
 
 CHECKS: dict[str, Check] = {kind: _compile(kind, f) for kind, f in tf.EVENTS.items()}

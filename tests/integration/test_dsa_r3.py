@@ -2,7 +2,8 @@
 
 GIVEN the trainer with MoE + DSA, run synchronously with the same seed under
 `flowmap trace`, once with `--transport payload` and once with `--transport handle`
-(3 steps, on-policy so that stale leaves are dropped too)
+(3 steps, with zero-variance groups filtered so that leaves are dropped too: the
+staleness budget leaves nothing to go stale)
 THEN
 - the two runs train identically: the same `loss` series, to the last bit;
 - projected to DeepSeek-V3.2 at 32K tokens, the payload run's hop into the
@@ -33,7 +34,9 @@ from flowmap.trainer.replay import SHM_DIR
 PRESET = "deepseek-v3.2@32k"
 INDEXER_BYTES_PER_SAMPLE = 32768 * 61 * 2048 * 4  # tokens x layers x index_topk x int32
 ARGS = ["--steps", "3", "--groups-per-batch", "2", "--n", "4", "--max-staleness", "0",
-        "--set", "warmup.clean_steps=10", "--set", "warmup.noisy_steps=0", "--no-progress"]
+        "--set", "warmup.clean_steps=10", "--set", "warmup.noisy_steps=0",
+        "--set", "rollout.filter_zero_variance=true", "--no-progress"]
+DROPPED = ("stale", "zero_variance")  # why the ready buffer lets leaves go
 CONTROL = ("env", "ready_buffer", "batcher", "reward", "advantage", "weight_sync")
 REPLAY_NAMES = ("routed_experts", "indexer_topk")
 
@@ -134,11 +137,12 @@ def test_each_rank_reads_only_its_own_rows_and_the_store_ends_empty(
             read[(h.dst, h.step)].update(h.items)
     assert read and read == fed
     stored = {i for h in run.hops if h.dst == "replay_store" for i in h.items}
-    stale = {i for d in run.drops if d.owner == "ready_buffer" for i in d.items}
-    freed_stale = {i for d in run.drops if d.owner == "replay_store" and d.reason == "stale"
-                   for i in d.items}
-    assert stale and freed_stale == stale
-    assert set().union(*read.values()).isdisjoint(freed_stale) and freed_stale <= stored
+    # stale groups leave from the ready buffer, filtered ones from batch assembly
+    dropped = {i for d in run.drops if d.owner in ("ready_buffer", "batcher") for i in d.items}
+    freed = {i for d in run.drops if d.owner == "replay_store" and d.reason in DROPPED
+             for i in d.items}
+    assert dropped and freed == dropped
+    assert set().union(*read.values()).isdisjoint(freed) and freed <= stored
     assert run.counters["replay_store_entries"].last == 0
     assert run.counters["replay_store_bytes"].last == 0
 

@@ -95,15 +95,29 @@ def leaf(hop, path):
 def test_owners_are_verl_roles_and_ranks(runs, mode, reward_ranks):
     run = runs[mode]
     expected = {"driver", "actor_rollout/0", "actor_rollout/1", "get_master_addr_port",
-                *(f"reward/{r}" for r in range(reward_ranks))}
+                "group[0,1]", *(f"reward/{r}" for r in range(reward_ranks))}
     if mode == "colocated":
         expected |= {"advantage", "loss", "score"}  # from --preset verl and score.yaml
     assert set(run.owners) == expected
     # no Ray-level names (prefixed methods, Worker.__init__'s own calls) reach the graph
     assert {h.name for h in run.hops} <= DISPATCHED | {
         "__init__", "get_master_addr_port", "scores", "advantages", "loss_mat", "loss",
-        "compute_score"}
+        "compute_score", "all_reduce"}
     assert run.health.tracer_errors == 0 and run.health.bad_lines == 0
+
+
+@pytest.mark.parametrize("mode", ["split", "colocated"])
+def test_the_gradient_all_reduce_shows_per_actor_rank(runs, example, mode):
+    # update_actor all-reduces each parameter's gradient over the actor group (gloo):
+    # flowmap's torch.distributed capture gives one hop per parameter per step,
+    # from the role and rank that runs it, carrying that gradient's bytes.
+    params = [p.nbytes for p in example.TinyPolicy().parameters()]
+    for rank in range(WORLD):
+        got = hops(runs[mode], f"actor_rollout/{rank}", "group[0,1]", "all_reduce")
+        assert len(got) == STEPS * len(params)
+        assert sum(h.nbytes for h in got) == STEPS * sum(params)
+        assert {h.transport for h in got} == {"collective"}
+        assert sorted({h.step for h in got}) == list(range(1, STEPS + 1))
 
 
 @pytest.mark.parametrize("mode", ["split", "colocated"])

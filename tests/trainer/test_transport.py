@@ -18,27 +18,17 @@ import torch
 
 import flowmap
 from flowmap.capture.describe import describe
-from flowmap.trainer.batcher import (
-    RolloutBatch,
-    RolloutBatchWithHandles,
-    RolloutBatchWithReplay,
-    collate,
-)
+from flowmap.trainer.batcher import collate
 from flowmap.trainer.config import ConfigError, build, parse_args
-from flowmap.trainer.replay import SHM_DIR, Replay, fetch_batch
+from flowmap.trainer.replay import SHM_DIR, Replay, ReplayHandle, fetch_batch
 from flowmap.trainer.replay_transport import Dense, Handle, Payload, make_transport
 from flowmap.trainer.train.split import (
     MICRO_BATCH_FIELDS,
-    HandleMicroBatch,
-    MicroBatch,
-    ReplayMicroBatch,
     micro_batch_from,
     split_batch,
 )
 from flowmap.trainer.tree import (
     LeafTrajectory,
-    LeafWithHandle,
-    LeafWithReplay,
     TrajectoryTree,
     flatten,
     leaf_replays,
@@ -104,8 +94,8 @@ def test_payload_and_handle_micro_batches_replay_the_same_tensors() -> None:
     handle_transport = Handle()
     try:
         handled = collate(handle_transport.attach(0, leaves, replays), pad_id=0)
-        assert isinstance(payload, RolloutBatchWithReplay)
-        assert isinstance(handled, RolloutBatchWithHandles) and len(handled.replay_handles) == 3
+        assert isinstance(payload.replay, Replay)
+        assert isinstance(handled.replay, list) and len(handled.replay) == 3
         advantages = torch.randn(3, payload.response_length)
         by_payload = split_batch(payload, advantages, dp=2, micro_batches=2)
         by_handle = split_batch(handled, advantages, dp=2, micro_batches=2)
@@ -114,14 +104,13 @@ def test_payload_and_handle_micro_batches_replay_the_same_tensors() -> None:
         for rank in range(2):
             for m, (a, b) in enumerate(zip(by_payload.micro_batches[rank],
                                            by_handle.micro_batches[rank], strict=True)):
-                assert isinstance(a, ReplayMicroBatch) and type(b) is MicroBatch
+                assert isinstance(a.replay, Replay) and b.replay is None
                 for f in MICRO_BATCH_FIELDS:
                     assert torch.equal(getattr(a, f), getattr(b, f))
                 handles = by_handle.replay_handles[rank][m]
                 assert len(handles) == a.input_ids.shape[0]  # padding rows have one too
                 fetched = fetch_batch(handles, b.attention_mask)
-                expected = a.replay()
-                assert expected is not None
+                expected = a.replay
                 assert torch.equal(fetched.routed_experts, expected.routed_experts)
                 assert torch.equal(fetched.indexer_topk, expected.indexer_topk)
                 checked += 1
@@ -138,11 +127,11 @@ def test_the_rank_rebuilds_each_kind_of_micro_batch_from_its_slot() -> None:
     views = {f"0.{k}": t for k, t in mb.tensors()}
     assert set(views) == {f"0.{f}" for f in (*MICRO_BATCH_FIELDS, "routed_experts",
                                             "indexer_topk")}
-    assert isinstance(micro_batch_from(views, 0), ReplayMicroBatch)
+    assert isinstance(micro_batch_from(views, 0).replay, Replay)
     base = {k: t for k, t in views.items() if k.removeprefix("0.") in MICRO_BATCH_FIELDS}
-    assert type(micro_batch_from(base, 0)) is MicroBatch
+    assert micro_batch_from(base, 0).replay is None
     with_handles = micro_batch_from(base, 0, [None] * 4)
-    assert isinstance(with_handles, HandleMicroBatch) and with_handles.replay() is None
+    assert with_handles.replay == [None] * 4
 
 
 def test_the_handle_path_carries_no_arrays_and_a_few_hundred_bytes_per_leaf() -> None:
@@ -150,7 +139,7 @@ def test_the_handle_path_carries_no_arrays_and_a_few_hundred_bytes_per_leaf() ->
     transport = Handle()
     try:
         handled = transport.attach(0, leaves, replays)
-        assert all(isinstance(x, LeafWithHandle) for x in handled)
+        assert all(isinstance(x.replay, ReplayHandle) for x in handled)
         for payload in (handled, collate(handled, pad_id=0)):
             d = describe(payload)
             assert not [leaf for leaf in d.leaves
@@ -167,9 +156,9 @@ def test_a_dense_model_travels_exactly_as_before() -> None:
     transport = make_transport("handle", has_replay=False)
     assert type(transport) is Dense and transport.attach(0, leaves, [None] * 3) is leaves
     batch = collate(leaves, pad_id=0)
-    assert type(batch) is RolloutBatch
+    assert batch.replay is None and "routed_experts" not in vars(batch)
     (mb,) = split_batch(batch, torch.zeros(3, batch.response_length), 1, 1).micro_batches[0]
-    assert type(mb) is MicroBatch and [k for k, _ in mb.tensors()] == list(MICRO_BATCH_FIELDS)
+    assert mb.replay is None and [k for k, _ in mb.tensors()] == list(MICRO_BATCH_FIELDS)
     assert [leaf[0] for leaf in describe(mb).leaves] == list(MICRO_BATCH_FIELDS)
     assert not any("replay" in leaf[0] for leaf in describe(leaves).leaves)
 
@@ -222,10 +211,10 @@ def test_the_transport_flag_and_its_one_sentence_error() -> None:
         build({"model.moe_experts": 2, "model.moe_top_k": 3})
 
 
-def test_leaf_subclasses_keep_every_base_field() -> None:
+def test_a_leaf_with_replay_describes_its_fields_then_the_arrays() -> None:
     leaves, replays = leaves_and_replays()
     wrapped = Payload().attach(0, leaves, replays)[0]
-    assert isinstance(wrapped, LeafWithReplay)
+    assert isinstance(wrapped.replay, Replay) and leaves[0].replay is None
     paths = [leaf[0] for leaf in describe(wrapped).leaves]
     assert paths[: len(paths) - 2] == [leaf[0] for leaf in describe(leaves[0]).leaves]
     assert paths[-2:] == ["routed_experts", "indexer_topk"]

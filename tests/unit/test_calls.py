@@ -89,3 +89,19 @@ def test_enter_may_take_a_tag_out_of_the_keywords_and_keep_the_callers_owner():
     wrapped = calls.wrap_call(body, None, lambda a, kw: kw.pop("_caller", None),
                               lambda caller, out: None)
     assert wrapped(1, _caller="driver", y=2) == (1, {"y": 2}, current_owner())
+
+
+def test_owner_of_names_each_calls_owner_from_what_enter_returned():
+    def body(role):
+        if role == "boom":
+            raise RuntimeError(role)
+        return current_owner()
+
+    wrapped = calls.wrap_call(body, "fixed", lambda a, k: a[0] or None, lambda e, out: None,
+                              owner_of=lambda entered: entered)
+    before = current_owner()
+    assert wrapped("actor_rollout/1") == "actor_rollout/1"  # owner_of overrides `owner`
+    assert wrapped("") == before  # None: the caller's owner is kept
+    with pytest.raises(RuntimeError):
+        wrapped("boom")
+    assert current_owner() == before  # reset even when the body raised

@@ -12,7 +12,7 @@ from flowmap.capture.describe import MAX_LEAVES, describe
 from flowmap.capture.describers import torch_
 
 
-def _general(payload: dict) -> tuple[list, int]:
+def _general(payload: dict[str, torch.Tensor]) -> tuple[list[tuple[object, ...]], int]:
     """Leaves and bytes of `payload` with every tensor read by `tensor_leaf` itself."""
     from flowmap.capture.describers.walk import Walk
 

@@ -100,6 +100,7 @@ class BlockManager:
             if block.ref_count == 0:
                 del self.free_block_ids[block_id]
             block.ref_count += 1
+            assert block.hash is not None  # a cached prefix block is found by its hash
             seq.block_table.append(block_id)
             seq.block_hashes.append(block.hash)
         num_hits = len(seq.block_table)

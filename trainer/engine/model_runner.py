@@ -16,11 +16,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from flowmap.trainer.attention import AttentionGroup, PagedBatch, PagedCache
 from flowmap.trainer.engine.config import EngineConfig
 from flowmap.trainer.engine.replay_cache import ReplayCache
 from flowmap.trainer.engine.sampling import sample
 from flowmap.trainer.engine.sequence import Sequence
-from flowmap.trainer.model import AttentionGroup, PagedBatch, PagedCache, TinyLM
+from flowmap.trainer.model import TinyLM
 
 
 class KVCacheReleasedError(RuntimeError):

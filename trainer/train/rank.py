@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import queue
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from flowmap.trainer.train import shm_pool
 from flowmap.trainer.train.loss import LossSettings
 from flowmap.trainer.train.optim import AdamW
 from flowmap.trainer.train.shm_pool import TensorSpec
-from flowmap.trainer.train.split import HandleMicroBatch, MicroBatch, micro_batch_from
+from flowmap.trainer.train.split import MicroBatch, micro_batch_from
 from flowmap.trainer.train.updates import (
     MicroLosses,
     earlier_update,
@@ -139,9 +140,9 @@ def _micro_batches(slot: torch.Tensor, job: Job) -> list[MicroBatch]:
 
 def _replay(mb: MicroBatch, me: str, ids: list[str], batch_id: int) -> Replay | None:
     """The selections to replay: from the micro-batch, or read from the store by handle."""
-    if not isinstance(mb, HandleMicroBatch) or mb.replay_handles is None:
-        return mb.replay()
-    replay = fetch_batch(mb.replay_handles, mb.attention_mask)  # (b, T', L, k): own rows only
+    if not isinstance(mb.replay, list):
+        return mb.replay
+    replay = fetch_batch(mb.replay, mb.attention_mask)  # (b, T', L, k): own rows only
     flowmap.hop("replay_store", me, replay, name="replay", transport="shm", items=ids,
                 step=batch_id, dims=BATCH_REPLAY_DIMS)
     return replay
@@ -156,7 +157,7 @@ def _train(
     mbs = _micro_batches(spec.slots[rank][job.slot], job)
     replays: list[Replay | None] = []
     for mb, ids in zip(mbs, job.leaf_ids, strict=True):
-        dims = BATCH_REPLAY_DIMS if mb.replay() is not None else None
+        dims = BATCH_REPLAY_DIMS if isinstance(mb.replay, Replay) else None
         flowmap.hop("batcher", me, mb, name="micro_batch", transport="shm", items=ids,
                     step=job.batch_id, dims=dims)
         replays.append(_replay(mb, me, ids, job.batch_id))
@@ -237,7 +238,7 @@ def _grad(p: torch.Tensor) -> torch.Tensor:
     return p.grad if p.grad is not None else torch.zeros_like(p)
 
 
-def _scatter(flat: torch.Tensor, params: list[torch.Tensor]) -> None:
+def _scatter(flat: torch.Tensor, params: Sequence[torch.Tensor]) -> None:
     offset = 0
     for p in params:
         n = p.numel()

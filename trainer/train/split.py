@@ -19,13 +19,14 @@ and the rank fetches the arrays itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
-from flowmap.trainer.batcher import RolloutBatch, RolloutBatchWithHandles, RolloutBatchWithReplay
+from flowmap.trainer.batcher import RolloutBatch
 from flowmap.trainer.replay import Replay, ReplayHandle
+from flowmap.trainer.replay_field import ARRAY_NAMES, ReplayField
 
 MICRO_BATCH_FIELDS = (
     "input_ids",
@@ -37,10 +38,7 @@ MICRO_BATCH_FIELDS = (
 )
 
 
-REPLAY_FIELDS = ("routed_experts", "indexer_topk")  # a ReplayMicroBatch's extra tensors
-
-
-@dataclass  # not slotted, so that its subclasses describe with every field (see tree.py)
+@dataclass  # not slotted: see replay_field.py
 class MicroBatch:
     """What one forward/backward pass of one rank consumes (batcher -> trainer/rank<k>)."""
 
@@ -51,35 +49,19 @@ class MicroBatch:
     rollout_log_probs: Tensor  # (b, R') float32
     advantages: Tensor  # (b, R') float32
 
+    # Payload transport: the arrays, cut like `input_ids` ((b, P' + R', L, k) int32); handle
+    # transport, as the rank sees it: the store entry of each row (padding rows repeat one).
+    replay: ReplayField[list[ReplayHandle | None]] = ReplayField("replay_handles")
+
     @property
     def response_length(self) -> int:
         return self.response_mask.shape[1]
 
     def tensors(self) -> list[tuple[str, Tensor]]:
-        """What goes into the rank's shared-memory slot (fields that are set)."""
-        return [(f.name, t) for f in fields(self) if isinstance(t := getattr(self, f.name), Tensor)]
-
-    def replay(self) -> Replay | None:
-        """The selections to replay in this micro-batch's forward (None: the model chooses)."""
-        return None
-
-
-@dataclass
-class ReplayMicroBatch(MicroBatch):
-    """Payload transport: the replay arrays ride in the micro-batch, cut like `input_ids`."""
-
-    routed_experts: Tensor | None = None  # (b, P' + R', L, k) int32
-    indexer_topk: Tensor | None = None  # (b, P' + R', L, K) int32
-
-    def replay(self) -> Replay | None:
-        return Replay(self.routed_experts, self.indexer_topk)
-
-
-@dataclass
-class HandleMicroBatch(MicroBatch):
-    """Handle transport, as the rank sees it: the tensors, and the store entry of each row."""
-
-    replay_handles: list[ReplayHandle | None] | None = None  # (b,) padding rows repeat a handle
+        """What goes into the rank's shared-memory slot: the tensors, then the replay arrays."""
+        out = [(f, getattr(self, f)) for f in MICRO_BATCH_FIELDS]
+        replay = self.replay
+        return out + list(replay.arrays().items()) if isinstance(replay, Replay) else out
 
 
 @dataclass(slots=True)
@@ -137,8 +119,9 @@ def split_batch(
         out.append([_micro_batch(batch, advantages, [source[r] for r in c], [is_pad[r] for r in c])
                     for c in chunks])
         ids.append([[batch.leaf_ids[source[r]] for r in c if not is_pad[r]] for c in chunks])
-        if isinstance(batch, RolloutBatchWithHandles):
-            handles.append([[batch.replay_handles[source[r]] for r in c] for c in chunks])
+        if isinstance(batch.replay, list):
+            row_handles = batch.replay
+            handles.append([[row_handles[source[r]] for r in c] for c in chunks])
     extras = [[{k: t[torch.tensor([source[r] for r in c])][:, : mb.response_length].contiguous()
                 for k, t in (per_row or {}).items()}
                for c, mb in zip(_chunks(rows, micro_batches), mbs, strict=True)]
@@ -148,7 +131,7 @@ def split_batch(
                            for mb in mbs[k * per_mini : (k + 1) * per_mini]))
                    for k in range(mini_batches)]
     return RankShards(out, ids, int(batch.response_mask.sum().item()),
-                      handles if isinstance(batch, RolloutBatchWithHandles) else None,
+                      handles if isinstance(batch.replay, list) else None,
                       extras, mini_tokens)
 
 
@@ -176,27 +159,22 @@ def _micro_batch(
         rollout_log_probs=batch.rollout_log_probs[idx][:, resp].contiguous(),
         advantages=(advantages[idx][:, resp] * keep).contiguous(),
     )
-    if not isinstance(batch, RolloutBatchWithReplay):
-        return mb
-
-    def cut(t: Tensor | None) -> Tensor | None:  # (B, P + R, L, k) -> (b, P' + R', L, k)
-        return None if t is None else t[idx][:, cols].contiguous()
-
-    return ReplayMicroBatch(**_fields(mb), routed_experts=cut(batch.routed_experts),
-                            indexer_topk=cut(batch.indexer_topk))
-
-
-def _fields(mb: MicroBatch) -> dict[str, Tensor]:
-    return {f: getattr(mb, f) for f in MICRO_BATCH_FIELDS}
+    replay = batch.replay
+    if isinstance(replay, Replay):
+        mb.replay = Replay(*(None if t is None else t[idx][:, cols].contiguous()
+                             for t in (replay.routed_experts, replay.indexer_topk)))
+    return mb
 
 
 def micro_batch_from(views: dict[str, Tensor], m: int,
                      handles: list[ReplayHandle | None] | None = None) -> MicroBatch:
     """Micro-batch m of a rank's slot (`{m}.{field}` views), as `split_batch` built it."""
-    base = {f: views[f"{m}.{f}"] for f in MICRO_BATCH_FIELDS}
+    at = {f: views[f"{m}.{f}"] for f in MICRO_BATCH_FIELDS}
+    mb = MicroBatch(at["input_ids"], at["attention_mask"], at["position_ids"],
+                    at["response_mask"], at["rollout_log_probs"], at["advantages"])
+    arrays = {f: views[f"{m}.{f}"] for f in ARRAY_NAMES if f"{m}.{f}" in views}
     if handles is not None:
-        return HandleMicroBatch(**base, replay_handles=handles)
-    replay = {f: views.get(f"{m}.{f}") for f in REPLAY_FIELDS}
-    if any(t is not None for t in replay.values()):
-        return ReplayMicroBatch(**base, **replay)
-    return MicroBatch(**base)
+        mb.replay = handles
+    elif arrays:
+        mb.replay = Replay(**arrays)
+    return mb

@@ -74,7 +74,7 @@ _MV_NBYTES = memoryview.__dict__["nbytes"]
 
 
 # -- mappings ----------------------------------------------------------------------
-def walk_dict(w: Walk, d: dict, path: str, depth: int) -> None:
+def walk_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     """The entries of a real dict (or dict subclass, through dict's own iteration)."""
     tensor_dict = FAST[0]
     if tensor_dict is not None:  # torch is loaded: its loop takes tensors without dispatch
@@ -88,7 +88,7 @@ def walk_dict(w: Walk, d: dict, path: str, depth: int) -> None:
         visit(w, v, p, depth + 1)
 
 
-def _dict(w: Walk, d: dict, path: str, depth: int) -> None:
+def _dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     if enter(w, d, path, depth):
         walk_dict(w, d, path, depth)
 
@@ -112,12 +112,12 @@ def _userdict(w: Walk, obj: Any, path: str, depth: int) -> None:
 
 
 # -- sequences -------------------------------------------------------------------
-def _list(w: Walk, seq: list, path: str, depth: int) -> None:
+def _list(w: Walk, seq: list[Any], path: str, depth: int) -> None:
     if enter(w, seq, path, depth):
         fold(w, list.__len__(seq), lambda i: list.__getitem__(seq, i), path, depth)
 
 
-def _tuple(w: Walk, tup: tuple, path: str, depth: int) -> None:
+def _tuple(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
     if not enter(w, tup, path, depth):
         return
     n = tuple.__len__(tup)
@@ -171,7 +171,7 @@ def _fields_handler(getter: Any, slots: list[tuple[str, Any]]) -> Callable[..., 
 
 
 def _namedtuple_handler(names: tuple[str, ...]) -> Callable[..., None]:
-    def handler(w: Walk, tup: tuple, path: str, depth: int) -> None:
+    def handler(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
         if enter(w, tup, path, depth):
             for i, name in enumerate(names[: tuple.__len__(tup)]):
                 if w.full:

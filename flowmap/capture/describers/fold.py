@@ -19,6 +19,7 @@ from flowmap.capture.describers.walk import (
     MAX_LEAVES,
     SOFT_NODES,
     Leaf,
+    Shape,
     Walk,
     space_total,
     visit,
@@ -116,7 +117,7 @@ def _merge_into(by_path: dict[str, Leaf], leaves: list[Leaf]) -> None:
         )
 
 
-def _merge_shape(a: tuple, b: tuple) -> tuple:
+def _merge_shape(a: Shape, b: Shape) -> Shape:
     if a == b:
         return a
     if len(a) != len(b):

@@ -100,7 +100,7 @@ def tensor_leaf(w: Walk, t: Any, path: str) -> None:
         w.storages.append((ptr, device))
 
 
-def tensor_dict(w: Walk, d: dict, path: str, depth: int) -> None:
+def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     """The entries of a dict, its exact CPU tensors read inline: the common hop's hot loop.
 
     Per tensor it reads what the leaf needs and nothing more (data_ptr, shape,

@@ -33,7 +33,10 @@ MAX_KEY_CHARS = 48
 MAX_NAME_CHARS = introspect.MAX_NAME_CHARS
 MAX_PLANS = 4096
 
-Leaf = tuple  # (path, kind, shape, dtype, device, nbytes, count, dims)
+# A shape's dims: ints, or a (min, max) pair where folded list elements differ.
+Shape = tuple[Any, ...]
+# (path, kind, shape, dtype, device, nbytes, count, dims)
+Leaf = tuple[str, str, Shape, str, str, int, int, tuple[str, ...] | None]
 Handler = Callable[["Walk", Any, str, int], None]
 Piece = tuple[int, int, int]  # (start, end, referenced bytes)
 
@@ -61,7 +64,7 @@ class Walk:
             return
         self.leaves.append(leaf)
 
-    def leaf(self, path: str, kind: str, shape: tuple, dtype: str, nbytes: int,
+    def leaf(self, path: str, kind: str, shape: Shape, dtype: str, nbytes: int,
              count: int = 1) -> None:
         """A leaf whose bytes have no address (strings, numbers)."""
         self.plain += nbytes
@@ -233,6 +236,7 @@ def short(name: str) -> str:
 def key_text(k: Any) -> str:
     """A mapping key or field name as path text, without calling its `__format__`/`__str__`."""
     t = type(k)
+    s: str
     if t is str:
         s = k
     elif t is int:

@@ -37,6 +37,9 @@ from flowmap.capture.api import current_owner, set_owner
 from flowmap.capture.describe import describe
 from flowmap.integrations.transports import record
 
+Args = tuple[Any, ...]  # a recorded call's positional arguments
+Kwargs = dict[str, Any]  # and its keyword arguments
+
 # op -> (sent: index, name of the argument this rank sends; group: index, name)
 COLLECTIVES: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {
     "all_reduce": ((0, "tensor"), (2, "group")),
@@ -103,7 +106,8 @@ def install(c10d: Any) -> None:
             setattr(package, name, fn)
 
 
-def _arg(args: tuple, kwargs: dict, where: tuple[int, str], default: Any = None) -> Any:
+def _arg(args: Args, kwargs: Kwargs, where: tuple[int, str],
+         default: Any = None) -> Any:
     i, name = where
     return args[i] if len(args) > i else kwargs.get(name, default)
 
@@ -129,7 +133,7 @@ def _recorded(fn: Callable[..., Any], recorder: Callable[..., None]) -> Callable
 def _collective(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
     sent_at, group_at = COLLECTIVES[op]
 
-    def record_collective(args: tuple, kwargs: dict, out: Any, pickled: list[int],
+    def record_collective(args: Args, kwargs: Kwargs, out: Any, pickled: list[int],
                           t_ns: int) -> None:
         group = _arg(args, kwargs, group_at)
         if _c10d._rank_not_in_group(group):
@@ -144,7 +148,7 @@ def _collective(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
 def _rooted(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
     sent_at, got_at, group_at, root_at = ROOTED[op]
 
-    def record_rooted(args: tuple, kwargs: dict, out: Any, pickled: list[int],
+    def record_rooted(args: Args, kwargs: Kwargs, out: Any, pickled: list[int],
                       t_ns: int) -> None:
         group = _arg(args, kwargs, group_at)
         if _c10d._rank_not_in_group(group):
@@ -166,7 +170,7 @@ def _rooted(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
     return _recorded(fn, record_rooted)
 
 
-def _inside(fn: Callable[..., Any], args: tuple, kwargs: dict) -> tuple[Any, list[int]]:
+def _inside(fn: Callable[..., Any], args: Args, kwargs: Kwargs) -> tuple[Any, list[int]]:
     """Run `fn` as the recorded call: nested calls are not recorded; pickled bytes are counted."""
     outer = getattr(_tl, "pickled", None)
     pickled = _tl.pickled = [0, 0]  # bytes pickled here, bytes unpickled here
@@ -201,13 +205,13 @@ def _count_pickled(fn: Callable[..., Any], *, sent: bool) -> Callable[..., Any]:
 def _p2p(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
     sending = op in ("send", "isend")
 
-    def record_p2p(args: tuple, kwargs: dict, out: Any, pickled: list[int], t_ns: int) -> None:
+    def record_p2p(args: Args, kwargs: Kwargs, out: Any, pickled: list[int], t_ns: int) -> None:
         _record_p2p(op, sending, args, kwargs, out, t_ns)
 
     return _recorded(fn, record_p2p)
 
 
-def _record_p2p(op: str, sending: bool, args: tuple, kwargs: dict, out: Any, t_ns: int) -> None:
+def _record_p2p(op: str, sending: bool, args: Args, kwargs: Kwargs, out: Any, t_ns: int) -> None:
     tensor = _arg(args, kwargs, (0, "tensor"))
     group = _arg(args, kwargs, (2, "group"))
     tag = _arg(args, kwargs, (3, "tag"), 0) or 0
