@@ -16,117 +16,22 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass, field
 from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
 from flowmap.model import halves
+from flowmap.model.events import CounterSample as CounterSample  # re-exported: readers' records
+from flowmap.model.events import Drop as Drop
+from flowmap.model.events import Hop as Hop
+from flowmap.model.events import Leaf as Leaf
+from flowmap.model.events import Mark as Mark
+from flowmap.model.events import Shard as Shard
 from flowmap.model.validate import CHECKS
 
 BLOCK = 4 << 20  # bytes read at a time
 MAX_HEADER = 1 << 20
 MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
-
-
-@dataclass(slots=True)
-class Leaf:
-    """One leaf of a payload. `shape` dims are ints, or [min, max] where a folded list varied."""
-
-    path: str
-    kind: str
-    shape: tuple[Any, ...]
-    dtype: str
-    device: str
-    nbytes: int
-    count: int
-    dims: tuple[str, ...] | None
-
-
-@dataclass(slots=True)
-class Hop:
-    """One crossing of a seam. `t_ns` is on the host's monotonic clock, shared by all shards."""
-
-    t_ns: int
-    pid: int
-    src: str
-    dst: str
-    name: str
-    nbytes: int
-    leaves: tuple[Leaf, ...]
-    storages: tuple[int, ...]
-    step: int | None
-    version: int | None
-    transport: str
-    items: tuple[Any, ...]
-    wire_bytes: int | None = None  # what crossed a transport's channel (pickled size), if known
-
-    @property
-    def seam(self) -> tuple[str, str, str]:
-        return (self.src, self.dst, self.name)
-
-
-@dataclass(slots=True)
-class CounterSample:
-    t_ns: int
-    pid: int
-    name: str
-    value: float
-    owner: str
-
-
-@dataclass(slots=True)
-class Mark:
-    t_ns: int
-    pid: int
-    name: str
-    owner: str
-
-
-@dataclass(slots=True)
-class Drop:
-    t_ns: int
-    pid: int
-    owner: str
-    reason: str
-    items: tuple[Any, ...]
-
-
-@dataclass(slots=True)
-class Shard:
-    """One process's events, as read."""
-
-    path: str
-    pid: int
-    ppid: int
-    host: str
-    argv: list[str]
-    process: str | None
-    t0_mono_ns: int
-    t0_wall_ns: int
-    hops: list[Hop] = field(default_factory=list)
-    counters: list[CounterSample] = field(default_factory=list)
-    marks: list[Mark] = field(default_factory=list)
-    drops: list[Drop] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    halves: list[Any] = field(default_factory=list)  # transport hop halves, joined by the run
-    num_events: int = 0
-    num_errors: int = 0
-    truncated: bool = True  # until an `end` event is seen
-    bad_lines: int = 0
-    bad_notes: list[tuple[int, str]] = field(default_factory=list)  # (line, why), first few
-    empty: bool = False
-
-    def problems(self) -> list[str]:
-        """What a reader should be told about this shard, one sentence each."""
-        name = os.path.basename(self.path)
-        out = []
-        if self.empty:
-            out.append(f"{name} is empty: its process wrote nothing (a full disk, or killed at start)")
-        if self.bad_lines:
-            line, why = self.bad_notes[0] if self.bad_notes else (0, "")
-            out.append(f"{name}: {self.bad_lines} bad line(s) skipped, first at line {line} ({why})")
-        return out
 
 
 def read_shard(path: str) -> Shard:

@@ -1,0 +1,112 @@
+"""The records a shard is read into: hops, counter samples, marks, drops, a shard.
+
+Plain slotted dataclasses with no behaviour beyond a shard's own summary of
+its problems, kept apart from `reader` (which turns untrusted bytes into
+them) so that every layer above can name them without the parsing code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class Leaf:
+    """One leaf of a payload. `shape` dims are ints, or [min, max] where a folded list varied."""
+
+    path: str
+    kind: str
+    shape: tuple[Any, ...]
+    dtype: str
+    device: str
+    nbytes: int
+    count: int
+    dims: tuple[str, ...] | None
+
+
+@dataclass(slots=True)
+class Hop:
+    """One crossing of a seam. `t_ns` is on the host's monotonic clock, shared by all shards."""
+
+    t_ns: int
+    pid: int
+    src: str
+    dst: str
+    name: str
+    nbytes: int
+    leaves: tuple[Leaf, ...]
+    storages: tuple[int, ...]
+    step: int | None
+    version: int | None
+    transport: str
+    items: tuple[Any, ...]
+    wire_bytes: int | None = None  # what crossed a transport's channel (pickled size), if known
+
+    @property
+    def seam(self) -> tuple[str, str, str]:
+        return (self.src, self.dst, self.name)
+
+
+@dataclass(slots=True)
+class CounterSample:
+    t_ns: int
+    pid: int
+    name: str
+    value: float
+    owner: str
+
+
+@dataclass(slots=True)
+class Mark:
+    t_ns: int
+    pid: int
+    name: str
+    owner: str
+
+
+@dataclass(slots=True)
+class Drop:
+    t_ns: int
+    pid: int
+    owner: str
+    reason: str
+    items: tuple[Any, ...]
+
+
+@dataclass(slots=True)
+class Shard:
+    """One process's events, as read."""
+
+    path: str
+    pid: int
+    ppid: int
+    host: str
+    argv: list[str]
+    process: str | None
+    t0_mono_ns: int
+    t0_wall_ns: int
+    hops: list[Hop] = field(default_factory=list)
+    counters: list[CounterSample] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    drops: list[Drop] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    halves: list[Any] = field(default_factory=list)  # transport hop halves, joined by the run
+    num_events: int = 0
+    num_errors: int = 0
+    truncated: bool = True  # until an `end` event is seen
+    bad_lines: int = 0
+    bad_notes: list[tuple[int, str]] = field(default_factory=list)  # (line, why), first few
+    empty: bool = False
+
+    def problems(self) -> list[str]:
+        """What a reader should be told about this shard, one sentence each."""
+        name = os.path.basename(self.path)
+        out = []
+        if self.empty:
+            out.append(f"{name} is empty: its process wrote nothing (a full disk, or killed at start)")
+        if self.bad_lines:
+            line, why = self.bad_notes[0] if self.bad_notes else (0, "")
+            out.append(f"{name}: {self.bad_lines} bad line(s) skipped, first at line {line} ({why})")
+        return out
