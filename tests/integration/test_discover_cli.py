@@ -124,9 +124,11 @@ if __name__ == "__main__":
                     "import torch, childlib; childlib.work(torch.ones(2, 8, dtype=torch.int64))"],
                    check=True)
     import torch, childlib
-    # forked pool workers, which the pool ends with SIGTERM
-    with mp.get_context("fork").Pool(2) as pool:
-        pool.map(childlib.work, [torch.ones(1, 8, dtype=torch.int64)] * 2)
+    # forked pool workers, closed and joined (they leave through os._exit)
+    pool = mp.get_context("fork").Pool(2)
+    pool.map(childlib.work, [torch.ones(1, 8, dtype=torch.int64)] * 2)
+    pool.close()
+    pool.join()
 """
 
 

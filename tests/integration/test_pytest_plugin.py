@@ -149,7 +149,8 @@ def test_a_marker_mistake_is_printed_once(pytester):
         def test_bad_key():
             flowmap.hop("a", "b", b"xx", name="x")
     """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    # -rN: no short summary, which repeats the message by design (in full under CI=true)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rN")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "During handling" not in out

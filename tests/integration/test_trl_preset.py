@@ -106,7 +106,7 @@ def test_reward_and_advantage_seams(trl_run):
     rewards = leaves(run, ("reward", "rollout", "rewards"))[""]
     assert (rewards.kind, rewards.shape, rewards.dtypes) == ("tensor", (4, 1), ("float32",))
     assert rewards.dims == ("samples", "reward_funcs")
-    adv = leaves(run, ("advantage", "ready_buffer", "advantages"))[""]
+    adv = leaves(run, ("advantage", "ready_buffer", "advantages"))["advantages"]  # named by its field
     assert (adv.kind, adv.shape) == ("tensor", (4,))
 
 
