@@ -31,13 +31,13 @@ verl's classes leaves them untouched and counts a tracer error.
 from __future__ import annotations
 
 import functools
-import inspect
 import re
 import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from flowmap import calls
 from flowmap.capture import state
 from flowmap.capture.api import current_owner
 from flowmap.integrations import ray as ray_integration
@@ -201,25 +201,22 @@ def _step_of(args: Args, kwargs: Kwargs) -> int | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _signature(cls: Any, name: str) -> inspect.Signature | None:
-    try:
-        return inspect.signature(getattr(cls, name))
-    except (AttributeError, TypeError, ValueError):
-        return None
+def _method_arguments(cls: Any, name: str) -> calls.Arguments | None:
+    method = getattr(cls, name, None)
+    return None if method is None else calls.Arguments(method)
 
 
 def _arguments(cls: Any, name: str, args: Args, kwargs: Kwargs) -> dict[str, Any]:
     """The call's arguments by the method's parameter names; object refs left to the worker."""
     import ray
 
-    sig = _signature(cls, name) if cls is not None else None
-    bound: dict[str, Any] | None = None
-    if sig is not None:
-        try:
-            bound = dict(sig.bind_partial(None, *args, **kwargs).arguments)
-            bound.pop(next(iter(sig.parameters)), None)  # self
-        except TypeError:
-            bound = None
+    arguments = _method_arguments(cls, name) if cls is not None else None
+    try:
+        # the worker group calls the unbound method's remote twin: `self` is the actor
+        bound = (calls.payload(arguments.bind((None, *args), kwargs))
+                 if arguments is not None and arguments.sig is not None else None)
+    except TypeError:
+        bound = None
     if bound is None:
         bound = {f"arg{i}": v for i, v in enumerate(args)}
         bound.update(kwargs)
