@@ -49,9 +49,10 @@ def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
     if view.counters:
         out += _counters(list(view.counters.values()), width)
     path = clean_text(view.path)
-    hint = f"flowmap report {path} --all | --json · flowmap render {path} --html"
     out.append(("", ""))
-    out.append((shorten("more: " + hint, width), "dim"))
+    # one command a line: a hint cut in the middle could not be pasted
+    out.append((shorten(f"more: flowmap report {path} --all | --json", width), "dim"))
+    out.append((shorten(f"      flowmap render {path} --html", width), "dim"))
     return out
 
 
