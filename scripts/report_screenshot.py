@@ -68,7 +68,9 @@ def _write_page(view: object, width: int, rows: int, page: str) -> int:
     from flowmap.report.terminal import report_lines
 
     lines = report_lines(view, width)[:rows]  # type: ignore[arg-type]
-    console = Console(record=True, width=width, file=io.StringIO(), force_terminal=True,
+    # one spare cell: rich folds a line that fills its console's width exactly, which
+    # `flowmap report --width N` (writing plain lines) never does
+    console = Console(record=True, width=width + 1, file=io.StringIO(), force_terminal=True,
                       color_system="truecolor")
 
     for line, style in lines:

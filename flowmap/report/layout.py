@@ -17,7 +17,7 @@ from rich.cells import cell_len
 
 ELLIPSIS = "…"
 # A figure and the unit after it wrap together: `416 KiB/step`, `1.08 KiB`, `60 hops`.
-_GLUE = re.compile(r"(\d[\d.,]*) (B|KiB|MiB|GiB|TiB|hops?|steps?|items?)\b")
+_GLUE = re.compile(r"(\d[\d.,]*) (B|KiB|MiB|GiB|TiB|hops?|steps?|items?|s|ms|µs)(?![\w])")
 _NBSP = "\u00a0"
 
 

@@ -85,6 +85,9 @@ def test_wrap_keeps_a_figure_with_its_unit():
     lines = wrap(text, 74)
     assert lines[1].startswith("416 KiB/step")
     assert all(cell_len(ln) <= 74 for ln in lines)
+    # a duration too: the run summary ends in one (`· 14.5 s`)
+    assert wrap("x" * 116 + " · 14.5 s", 120) == ["x" * 116 + " ·", "14.5 s"]
+    assert wrap("3 seams", 6) == ["3", "seams"]  # `s` glues as seconds only, not as a prefix
 
 
 def test_seam_labels_shorten_the_longest_part_first():
