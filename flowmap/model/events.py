@@ -76,6 +76,44 @@ class Drop:
 
 
 @dataclass(slots=True)
+class SeamStep:
+    """Every hop of one seam in one step, folded into one record.
+
+    Two producers, one shape: `flowmap trace --aggregate` writes these (event
+    `a`) once a process is past its detail window, so a long run's trace grows
+    with seams x steps rather than with hops; and a streaming read folds the
+    hops of a long full trace into the same records instead of holding each
+    one. Everything above the reader computes per-seam figures (hops, bytes per
+    step, largest hop) from `Hop`s and `SeamStep`s alike. `leaves` is the
+    step's merged schema: a dim that varied is `[min, max]`, `nbytes` the
+    largest a leaf was. Per-hop identity (storages, item ids) is not kept:
+    only the count of item ids.
+    """
+
+    t_ns: int  # the last folded hop, on the host's monotonic clock
+    t_first_ns: int  # the first folded hop
+    pid: int
+    src: str
+    dst: str
+    name: str
+    step: int | None
+    transport: str
+    hops: int
+    nbytes_sum: int
+    nbytes_min: int
+    nbytes_max: int
+    wire_bytes_sum: int | None
+    num_items: int
+    version_min: int | None
+    version_max: int | None
+    leaves: tuple[Leaf, ...]
+
+    @property
+    def seam(self) -> tuple[str, str, str]:
+        return (self.src, self.dst, self.name)
+
+
+@dataclass(slots=True)
 class Shard:
     """One process's events, as read."""
 
@@ -93,6 +131,7 @@ class Shard:
     drops: list[Drop] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     halves: list[Any] = field(default_factory=list)  # transport hop halves, joined by the run
+    seam_steps: list[SeamStep] = field(default_factory=list)  # folded hops (`trace --aggregate`)
     num_events: int = 0
     num_errors: int = 0
     truncated: bool = True  # until an `end` event is seen
