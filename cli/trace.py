@@ -32,6 +32,8 @@ def trace(
     seams: Annotated[Optional[list[str]], typer.Option("--seams", metavar="FILE", help="A seam map (YAML) naming functions to record as seams; repeatable.")] = None,  # noqa: UP007, UP045
     preset: Annotated[Optional[list[str]], typer.Option("--preset", metavar="NAME", help="A seam map shipped with flowmap (e.g. trl); repeatable.")] = None,  # noqa: UP007, UP045
     no_transport: Annotated[Optional[list[str]], typer.Option("--no-transport", metavar="NAMES", help="Do not capture these transports: dist, mp, zmq (comma list, or all); repeatable.")] = None,  # noqa: UP007, UP045
+    aggregate: Annotated[bool, typer.Option("--aggregate", help="For long runs: past each process's first steps, fold hops into per-seam, per-step aggregates.")] = False,
+    detail_steps: Annotated[int | None, typer.Option("--detail-steps", metavar="N", help="With --aggregate: the steps each process writes hop by hop (default 3).")] = None,  # noqa: UP007
 ) -> None:
     """Run a Python script (or -m module) unmodified, tracing every seam it records."""
     args = list(ctx.args)
@@ -44,10 +46,24 @@ def trace(
     stem = module.rsplit(".", 1)[-1] if module else os.path.splitext(os.path.basename(target or ""))[0]
     run_dir = output or os.path.join("flowmap-runs", run_name(stem))
     seam_files = _seam_files(seams or [], preset or [])
+    detail = _detail_window(aggregate, detail_steps)
     if no_transport:
         _transports_off(no_transport)
-    code = run_traced(run_dir, target, module, args, process, seams=seam_files)
+    code = run_traced(run_dir, target, module, args, process, seams=seam_files, aggregate=detail)
     raise typer.Exit(code)
+
+
+def _detail_window(aggregate: bool, detail_steps: int | None) -> int | None:
+    """The detail window in steps under --aggregate; None for a full trace."""
+    from flowmap.capture import fold
+
+    if detail_steps is not None and not aggregate:
+        raise UsageError("--detail-steps goes with --aggregate (a full trace writes every hop)")
+    if detail_steps is not None and detail_steps < 0:
+        raise UsageError(f"--detail-steps takes a count of steps (0 or more), not {detail_steps}")
+    if not aggregate:
+        return None
+    return fold.DETAIL_STEPS if detail_steps is None else detail_steps
 
 
 def run_name(stem: str) -> str:
@@ -90,21 +106,28 @@ def run_traced(
     process: str | None,
     *,
     seams: list[str] | None = None,
+    aggregate: int | None = None,
 ) -> int:
     """Run the program under tracing; returns its exit status.
 
     `seams` are seam-map files patched into this process and, through the
-    environment, into every traced child.
+    environment, into every traced child; `aggregate` is the detail window
+    (in steps) of `--aggregate`, carried to children the same way.
     """
-    from flowmap.capture import session
+    from flowmap.capture import fold, session
     from flowmap.integrations import install_hooks
 
     run_dir = os.path.abspath(run_dir)
     if os.path.isdir(run_dir) and any(n.endswith(".flowmap.jsonl") for n in os.listdir(run_dir)):
         raise UsageError(f"{run_dir} already holds a run; choose another -o or remove it")
     command = ["-m", module, *args] if module else [script or "", *args]
-    session.write_run_meta(run_dir, command=command, started_wall_ns=time.time_ns())
+    session.write_run_meta(run_dir, command=command, started_wall_ns=time.time_ns(),
+                           **session.aggregate_meta(aggregate))
     os.environ.update(session.child_environment(run_dir))
+    if aggregate is None:
+        os.environ.pop(fold.ENV, None)
+    else:
+        os.environ[fold.ENV] = str(aggregate)
     session.start(run_dir, process)
     atexit.register(_finish, run_dir)  # runs before session.stop (atexit is LIFO)
     if seams:
@@ -178,7 +201,9 @@ def _finish(run_dir: str) -> None:
     sys.stderr.flush()
 
 
-_HOP_LINE = b'\n["h",'  # how a hop event starts in a shard (flowmap/trace_format.py)
+# How a hop event, and hops folded by --aggregate, start in a shard (flowmap/trace_format.py).
+_HOP_LINES = (b'\n["h",', b'\n["a",')
+_SPAN = len(_HOP_LINES[0])
 
 
 def _recorded_hops(run_dir: str) -> bool | None:
@@ -205,9 +230,10 @@ def _has_hop_line(path: str, chunk: int = 1 << 20) -> bool:
     tail = b""
     with open(path, "rb") as f:
         while block := f.read(chunk):
-            if _HOP_LINE in tail + block[: len(_HOP_LINE)] or _HOP_LINE in block:
+            edge = tail + block[:_SPAN]
+            if any(line in block or line in edge for line in _HOP_LINES):
                 return True
-            tail = block[-len(_HOP_LINE):]
+            tail = block[-_SPAN:]
     return False
 
 

@@ -24,6 +24,9 @@ element is its kind:
      transport, items, channel, key, wire_bytes]    send half of a transport hop
     ["y", t_us, owner, name, transport, channel, key, wire_bytes]
                                                     receive half of a transport hop
+    ["a", t_us, src, dst, name, schema, step, transport, hops, nbytes_sum,
+     nbytes_min, nbytes_max, wire_bytes_sum, num_items, version_min,
+     version_max, t_first_us]                       hops of one seam and step, folded
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
 Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not
@@ -44,6 +47,14 @@ half to the receive half with the same `channel` (interned) and `key` (a
 string: digest of the bytes that crossed, or a sequence number) into one hop
 `src -> owner`; a send half nobody received is a hop to its `dst`.
 `wire_bytes` is what crossed the channel (the pickled size), or null.
+
+An `a` event stands for every hop of one seam, step and transport that a
+process folded in memory (`flowmap trace --aggregate`, past its detail
+window; flowmap/capture/fold.py) instead of writing them: their count, the
+sum, least and largest of their bytes, how many item ids they carried, their
+weight versions' range, and the times of the first and last (`t_us`). Its
+`schema` is the seam's leaves merged over the hops folded so far (a dim that
+varied is [min, max]).
 """
 
 from __future__ import annotations
@@ -64,6 +75,7 @@ STEP = "p"
 ERROR = "e"
 SEND_HALF = "x"
 RECEIVE_HALF = "y"
+AGGREGATE = "a"
 END = "end"
 
 # -- the event table -----------------------------------------------------------
@@ -103,6 +115,11 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
     RECEIVE_HALF: (("t_us", TIME), ("owner", STR_REF), ("name", STR_REF), ("transport", STR_REF),
                    ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
+    AGGREGATE: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+                ("schema", SCHEMA_REF), ("step", OPT_INT), ("transport", STR_REF),
+                ("hops", COUNT), ("nbytes_sum", COUNT), ("nbytes_min", COUNT),
+                ("nbytes_max", COUNT), ("wire_bytes_sum", OPT_INT), ("num_items", COUNT),
+                ("version_min", OPT_INT), ("version_max", OPT_INT), ("t_first_us", TIME)),
 }
 OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3}  # field index from which fields may be absent
 

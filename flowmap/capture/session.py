@@ -4,6 +4,8 @@ A run is a directory; every traced process writes its own shard there.
 Children find the run through two environment variables:
 
 - `FLOWMAP_RUN_DIR` — the run directory;
+- `FLOWMAP_AGGREGATE` — under `--aggregate`, the detail window in steps
+  (`flowmap.capture.fold`);
 - `PYTHONPATH` gains `flowmap/capture/_boot`, whose `sitecustomize` starts a
   tracer in any Python child (multiprocessing spawn and forkserver, plain
   `subprocess` children, `torch.multiprocessing.spawn` ranks, torchrun).
@@ -28,7 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from flowmap import trace_format as tf
-from flowmap.capture import state
+from flowmap.capture import fold, state
 from flowmap.capture.tracer import Tracer
 
 ENV_RUN_DIR = "FLOWMAP_RUN_DIR"
@@ -38,8 +40,12 @@ BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
 _hooks_installed = False
 
 
-def start(run_dir: str, process: str | None = None) -> Tracer | None:
-    """Begin tracing this process into `run_dir`; returns None (with a warning) if it cannot."""
+def start(run_dir: str, process: str | None = None, aggregate: int | None = None) -> Tracer | None:
+    """Begin tracing this process into `run_dir`; returns None (with a warning) if it cannot.
+
+    `aggregate`: fold hops past a detail window of that many steps (default: as
+    FLOWMAP_AGGREGATE says; unset, every hop is written).
+    """
     global _hooks_installed
     if state.tracer is not None:
         return state.tracer
@@ -51,6 +57,9 @@ def start(run_dir: str, process: str | None = None) -> Tracer | None:
             "capture is off, the program goes on.\n"
         )
         return None
+    detail = fold.detail_from_environment() if aggregate is None else aggregate
+    if detail is not None:
+        tracer.fold = fold.Folder(tracer, detail)
     state.tracer = tracer
     if not _hooks_installed:
         _hooks_installed = True
@@ -181,10 +190,13 @@ def boot_environment(env: dict[str, str] | None = None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def propagate(run_dir: str) -> Iterator[None]:
+def propagate(run_dir: str, aggregate: int | None = None) -> Iterator[None]:
     """Within the block, Python children started by this process are traced too."""
-    saved = {k: os.environ.get(k) for k in (ENV_RUN_DIR, ENV_IMPORT_ROOT, "PYTHONPATH")}
+    saved = {k: os.environ.get(k)
+             for k in (ENV_RUN_DIR, ENV_IMPORT_ROOT, "PYTHONPATH", fold.ENV)}
     os.environ.update(child_environment(run_dir))
+    if aggregate is not None:
+        os.environ[fold.ENV] = str(aggregate)
     try:
         yield
     finally:
@@ -217,9 +229,22 @@ def write_run_meta(run_dir: str, **fields: Any) -> None:
         pass
 
 
+def aggregate_meta(detail_steps: int | None) -> dict[str, Any]:
+    """What run.json says of an aggregated run (nothing for a full trace): `aggregate`
+    true, the `detail_steps` window, and when a process without steps writes."""
+    if detail_steps is None:
+        return {}
+    return {"aggregate": True, "detail_steps": detail_steps,
+            "flush_hops": fold.FLUSH_HOPS, "flush_seconds": fold.FLUSH_US / 1e6}
+
+
 @contextlib.contextmanager
-def tracing(path: str, *, process: str | None = None, children: bool = True) -> Iterator[str]:
+def tracing(path: str, *, process: str | None = None, children: bool = True,
+            aggregate: int | None = None) -> Iterator[str]:
     """Trace the block into the run directory `path` (children too, unless `children=False`).
+
+    `aggregate=N` folds hops past each process's first N steps into per-seam,
+    per-step aggregates, as `flowmap trace --aggregate --detail-steps N` does.
 
     Yields the run path; `flowmap.load(path)` reads it afterwards. Inside a
     process that already traces (a program run by `flowmap trace`, or an
@@ -237,12 +262,14 @@ def tracing(path: str, *, process: str | None = None, children: bool = True) -> 
             )
         yield outer_dir
         return
-    write_run_meta(path, command=list(sys.argv))
-    if start(path, process) is not None:
+    if aggregate is not None and (type(aggregate) is not int or aggregate < 0):
+        raise ValueError(f"aggregate must be a count of steps (0 or more), not {aggregate!r}")
+    write_run_meta(path, command=list(sys.argv), **aggregate_meta(aggregate))
+    if start(path, process, aggregate) is not None:
         from flowmap.integrations import install_hooks
 
         install_hooks()  # transports and Ray, as under `flowmap trace`
-    ctx = propagate(path) if children else contextlib.nullcontext()
+    ctx = propagate(path, aggregate) if children else contextlib.nullcontext()
     try:
         with ctx:
             yield path

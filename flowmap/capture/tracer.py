@@ -1,18 +1,15 @@
 """The per-process tracer: interns strings and payload schemas, writes a shard.
 
-One `Tracer` lives in each traced process. Every event is formatted under one
-lock (strings and schemas must reach the file before the events that use
-them) and copied straight into the shard's file mapping (`ShardFile`), so an
-event is on disk once the call that recorded it returns: a SIGKILL at any
-moment, even inside a long C call, loses nothing that was recorded. There is
-no buffer and no flusher thread.
+One `Tracer` lives in each traced process. Every event is formatted under one lock (strings
+and schemas must reach the file before the events that use them) and copied straight into the
+shard's file mapping (`ShardFile`): it is on disk once the call that recorded it returns, so a
+SIGKILL at any moment, even inside a long C call, loses nothing recorded. There is no buffer
+and no flusher thread; `--aggregate` folds hops instead of writing them (`fold.Folder`).
 
-Failure policy: nothing here raises into the user's program. An internal error
-is counted (and its first messages kept in the trace). A full disk stops
-capture with one warning, and the shard keeps every event written before it
-plus a closing note. A shard deleted under us (its run directory removed) is
-noticed within `CHECK_EVERY` events, rewritten from the mapping with one
-warning, and capture goes on.
+Failure policy: nothing here raises into the user's program. An internal error is counted (and
+its first messages kept in the trace). A full disk stops capture with one warning; the shard
+keeps every event written before it plus a closing note. A shard deleted under us is noticed
+within `CHECK_EVERY` events, rewritten from the mapping with one warning, and capture goes on.
 """
 
 from __future__ import annotations
@@ -31,14 +28,12 @@ from flowmap.capture.names import NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 
 MAX_ERROR_EVENTS = 20
-# Names longer than this are cut (with a note of how much): a line must stay
-# within what readers take (trace_format.MAX_LINE), even if every character
-# of the name needs a 6-byte escape.
+# Names longer than this are cut (with a note of how much): a line must stay within
+# what readers take (trace_format.MAX_LINE), even if a character needs a 6-byte escape.
 MAX_NAME = 256 * 1024
 CHECK_EVERY = 4096  # events between two checks that the shard file still exists
-# Storage ids are kept per shard so cross-hop identity can be analysed; the
-# table is cleared when it grows past this, trading a little identity
-# resolution for bounded memory in long runs.
+# Storage ids are kept per shard so cross-hop identity can be analysed; the table is
+# cleared past this many, trading a little identity resolution for bounded memory.
 MAX_STORAGE_IDS = 100_000
 
 def _opaque(obj: Any) -> str:
@@ -51,9 +46,8 @@ _dumps = json.JSONEncoder(
 
 
 def encode(line: str) -> bytes:
-    """One event line as UTF-8. A lone surrogate (from `os.fsdecode` of bytes that are
-    not UTF-8) is written as its JSON escape `\\udcXX`, so the file stays valid UTF-8
-    and the reader gets back the very same string."""
+    """One event line as UTF-8; a lone surrogate (`os.fsdecode` of bytes that are not UTF-8)
+    is written as its JSON escape `\\udcXX`: the file stays valid UTF-8 and reads back the same."""
     return (line + "\n").encode("utf-8", "backslashreplace")
 
 
@@ -75,6 +69,7 @@ class Tracer:
         self.warned: set[str] = set()
         self.step: int | None = None
         self.closed = False
+        self.fold: Any = None  # a `fold.Folder` under `flowmap trace --aggregate`
         self.file: ShardFile | None = None
         self._open()
 
@@ -181,6 +176,8 @@ class Tracer:
             if self.closed:
                 return
             self._check_file()
+            if self.fold is not None:
+                self.fold.write()  # the aggregates of the step under way
             self._write(self._end_line())
             self.closed = True
             if self.file is not None:
@@ -300,6 +297,8 @@ class Tracer:
                 return
             src, dst, name, transport = names
         d = describe(payload, dims)
+        if self.fold is not None and self.fold.hop(src, dst, name, d, items, step, version, transport, t):
+            return
         item_list = None if type(items) is tuple and not items else items_list(items)
         if item_list is NOT_READ:
             item_list = self._items(items)
@@ -368,6 +367,8 @@ class Tracer:
     def set_step(self, step: int) -> None:
         t = self._now_us()
         with self.lock:
+            if self.fold is not None:
+                self.fold.step_moved(step)
             self.step = step
             if not self.closed:
                 self._emit(_dumps([tf.STEP, t, step]))

@@ -20,7 +20,7 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
-from flowmap.model import halves
+from flowmap.model import folded, halves
 from flowmap.model.events import CounterSample as CounterSample  # re-exported: readers' records
 from flowmap.model.events import Drop as Drop
 from flowmap.model.events import Hop as Hop
@@ -317,7 +317,7 @@ BUILDERS = {
     tf.STRING: _Decoder._string, tf.SCHEMA: _Decoder._schema, tf.HOP: _Decoder._hop,
     tf.COUNTER: _Decoder._counter, tf.MARK: _Decoder._mark, tf.DROP: _Decoder._drop,
     tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
-    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half,
+    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half, tf.AGGREGATE: folded.build,
 }
 
 

@@ -24,6 +24,7 @@ GOOD = {
     tf.END: ["end", 10, {"events": 3, "errors": 0}],
     tf.SEND_HALF: ["x", 10, 0, 1, 0, 0, 96, [], 3, None, 2, None, 1, "digest", 120],
     tf.RECEIVE_HALF: ["y", 10, 1, 0, 2, 1, "digest", None],
+    tf.AGGREGATE: ["a", 10, 0, 1, 0, 0, 3, 2, 5, 480, 64, 128, None, 9, None, 2, 4],
 }
 HOSTILE = ["x" * (tf.MAX_TEXT + 1), 10**400, -(10**400), float("nan"), float("inf"), 2**70,
            [], {}, None, True, 1.5, 999, "\ud800", [[[[]]]]]

@@ -115,6 +115,11 @@ def _write(line: Callable[[Tracer], str]) -> None:
 def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: str,
         t_ns: int) -> None:
     """A hop whose both ends are known, carrying `nbytes` (what the transport moved)."""
+    t = tracer()
+    if t is not None and t.fold is not None and t.fold.hop(
+        src, dst, name, d, (), None, None, transport, _t_us(t, t_ns), nbytes
+    ):
+        return  # folded (`trace --aggregate`, past the detail window)
     _write(lambda t: f'["{tf.HOP}",{_t_us(t, t_ns)},'
                      f'{_hop_fields(t, src, dst, name, d, nbytes, transport)}]')
 

@@ -1,0 +1,149 @@
+"""`flowmap trace --aggregate` end to end: two traced processes folded equal to a full
+trace of the same run, the options' usage errors, and SIGKILL durability of the
+aggregates up to the last step boundary."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from seam_figures import detail_hops, seam_figures, seam_steps
+
+from flowmap import trace_format as tf
+from flowmap.model.reader import read_run_shards
+
+DRIVER = textwrap.dedent("""
+    import os, subprocess, sys
+    import numpy as np
+    import flowmap
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    workers = [subprocess.Popen([sys.executable, os.path.join(here, "worker.py"), mode])
+               for mode in ("steps", "engine")]
+    for s in range(9):
+        flowmap.step(s)
+        for i in range(5):
+            n = 3 + (s * 5 + i * 2) % 11
+            batch = {"obs": np.ones((n, 8), np.float32), "ids": [f"t{s}.{i}.{k}" for k in range(n)]}
+            flowmap.hop("driver", "rollout/0", batch, name="batch", items=batch["ids"])
+        flowmap.hop("trainer/0", "rollout/0", {"w": np.zeros(100, np.float16)}, name="weights",
+                    version=s, transport="copy")
+    for w in workers:
+        assert w.wait() == 0
+""")
+
+WORKER = textwrap.dedent("""
+    import sys
+    import flowmap
+
+    flowmap.set_owner("worker/0")
+    if sys.argv[1] == "steps":
+        for s in range(9):
+            flowmap.step(s)
+            for i in range(4 + s % 3):
+                flowmap.hop("worker/0", "driver", {"grads": b"g" * (100 + 17 * i + s)},
+                            name="grads", items=[i])
+    else:  # an engine: never sees a step
+        for i in range(1400):
+            flowmap.hop("engine", "worker/0", [b"t" * (i % 9 + 1)] * (1 + i % 4), name="tokens")
+""")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("agg")
+    (d / "driver.py").write_text(DRIVER)
+    (d / "worker.py").write_text(WORKER)
+    from flowmap_cli import run_cli
+
+    out = {}
+    for name, extra in (("full", []), ("agg", ["--aggregate", "--detail-steps", "1"])):
+        p = run_cli(["trace", "-o", str(d / name), *extra, str(d / "driver.py")], cwd=str(d))
+        assert p.returncode == 0, p.stderr
+        out[name] = str(d / name)
+    return out
+
+
+def test_two_processes_folded_equal_the_full_trace(runs):
+    full, agg = seam_figures(runs["full"]), seam_figures(runs["agg"])
+    assert set(full) == set(agg) and len(full) == 4
+    for seam in full:
+        assert agg[seam] == full[seam], seam
+    folded = seam_steps(runs["agg"])
+    assert {s.name for s in folded} == {"batch", "weights", "grads", "tokens"}
+    assert {h.step for h in detail_hops(runs["agg"])} == {0, None}  # step 0; the engine's first
+    engine = [s for s in folded if s.name == "tokens"]
+    assert [s.step for s in engine] == [None] and engine[0].hops == 1400 - 1000
+
+
+def test_run_json_says_the_run_was_aggregated(runs):
+    meta = json.load(open(os.path.join(runs["agg"], tf.RUN_META)))
+    assert meta["aggregate"] is True and meta["detail_steps"] == 1
+    assert "aggregate" not in json.load(open(os.path.join(runs["full"], tf.RUN_META)))
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--detail-steps", "2"], "--detail-steps goes with --aggregate"),
+    (["--aggregate", "--detail-steps", "-1"], "a count of steps"),
+])
+def test_bad_options_are_one_sentence(tmp_path, run_cli, args, says):
+    (tmp_path / "s.py").write_text("pass\n")
+    p = run_cli(["trace", "-o", str(tmp_path / "run"), *args, str(tmp_path / "s.py")])
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr
+
+
+CHILD = textwrap.dedent("""
+    import os, sys
+    from flowmap.capture import session
+    import flowmap
+    run_dir, ack_path = sys.argv[1], sys.argv[2]
+    ack = os.open(ack_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    session.start(run_dir, aggregate=1)
+    s = 0
+    while True:
+        flowmap.step(s)  # the boundary: step s - 1's aggregates are written
+        if s:
+            os.write(ack, b"%d\\n" % (s - 1))
+        for i in range(50 + s % 7):
+            flowmap.hop("rollout/0", "trainer/0", b"x" * (10 + (s + i) % 17), name="batch",
+                        items=[i, i + 1])
+        s += 1
+""")
+
+
+def _expected(s: int) -> tuple[int, int, int, int, int]:
+    sizes = [10 + (s + i) % 17 for i in range(50 + s % 7)]
+    return len(sizes), sum(sizes), min(sizes), max(sizes), 2 * len(sizes)
+
+
+def test_every_completed_step_survives_sigkill(tmp_path):
+    rng = random.Random(5)
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    checked = 0
+    for trial in range(4):
+        run_dir, ack = tmp_path / f"run{trial}", tmp_path / f"ack{trial}"
+        proc = subprocess.Popen([sys.executable, str(script), str(run_dir), str(ack)])
+        time.sleep(0.5 + rng.random())
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        acked = [int(x) for x in open(ack, "rb").read().split(b"\n") if x.isdigit()]
+        assert len(acked) > 3, "the child did not get past its detail window"
+        (shard,), _ = read_run_shards(str(run_dir))
+        assert shard.truncated and shard.bad_lines == 0
+        got = {s.step: (s.hops, s.nbytes_sum, s.nbytes_min, s.nbytes_max, s.num_items)
+               for s in shard.seam_steps}
+        assert len(got) == len(shard.seam_steps)  # one record per step
+        assert [h.step for h in shard.hops] == [0] * 50  # the detail window, hop by hop
+        for s in acked[1:]:
+            assert got.get(s) == _expected(s), f"trial {trial}: step {s}"
+        assert max(got) <= acked[-1] + 1  # at most the step that began at the kill
+        checked += len(acked) - 1
+    assert checked > 20
