@@ -40,10 +40,11 @@ class Mutant:
     shard: bytes
 
 
-def make_run(path: str, hops: int = 40) -> str:
-    """A small real run: several seams, hostile names, counters, marks, drops, steps."""
+def make_run(path: str, hops: int = 40, aggregate: int | None = None) -> str:
+    """A small real run: several seams, hostile names, counters, marks, drops, steps
+    (with `aggregate`, hops past that many steps folded as `trace --aggregate` does)."""
     names = ["rollout/0", "trainer/0", f"weird{SURROGATE}", '<"quoted">\n', "n" * 5000]
-    with flowmap.tracing(path, children=False):
+    with flowmap.tracing(path, children=False, aggregate=aggregate):
         for i in range(hops):
             flowmap.step(i // 10)
             src, dst = names[i % len(names)], names[(i + 1) % len(names)]

@@ -93,7 +93,11 @@ def _after_fork_child() -> None:
     if abandon is not None:
         abandon(parent)
     parent.closed = True
-    state.tracer = _PendingShard(parent.run_dir, parent.process)  # type: ignore[assignment]
+    # the parent's detail window, read without opening a pending parent's shard
+    own = vars(parent)
+    fold_ = own.get("fold")
+    detail = own.get("aggregate") if fold_ is None else fold_.detail_steps
+    state.tracer = _PendingShard(parent.run_dir, parent.process, detail)  # type: ignore[assignment]
 
 
 def _noop(*args: Any, **kwargs: Any) -> None:
@@ -109,9 +113,10 @@ class _PendingShard:
     exec in the run. The first use of any tracer method opens the real shard.
     """
 
-    def __init__(self, run_dir: str, process: str | None) -> None:
+    def __init__(self, run_dir: str, process: str | None, aggregate: int | None = None) -> None:
         self.run_dir = run_dir
         self.process = process
+        self.aggregate = aggregate  # the parent's `--aggregate` detail window
         self.closed = False
         self.fd = -1
 
@@ -128,7 +133,7 @@ class _PendingShard:
         installed: object = state.tracer  # this stand-in, typed as the Tracer it stands for
         if installed is self:
             state.tracer = None
-        real = start(self.run_dir, self.process) if not self.closed else None
+        real = start(self.run_dir, self.process, self.aggregate) if not self.closed else None
         return getattr(real, name) if real is not None else _noop
 
 

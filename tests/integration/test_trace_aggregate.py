@@ -147,3 +147,12 @@ def test_every_completed_step_survives_sigkill(tmp_path):
         assert max(got) <= acked[-1] + 1  # at most the step that began at the kill
         checked += len(acked) - 1
     assert checked > 20
+
+
+def test_a_run_folded_from_its_first_hop_is_not_called_empty(tmp_path, run_cli):
+    (tmp_path / "s.py").write_text("import flowmap\nfor i in range(5):\n"
+                                   "    flowmap.hop('a', 'b', b'xy', name='n')\n")
+    p = run_cli(["trace", "-o", str(tmp_path / "run"), "--aggregate", "--detail-steps", "0",
+                 str(tmp_path / "s.py")])
+    assert p.returncode == 0 and "no hops were recorded" not in p.stderr, p.stderr
+    assert [(s.hops, s.nbytes_sum) for s in seam_steps(tmp_path / "run")] == [(5, 10)]

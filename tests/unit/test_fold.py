@@ -5,15 +5,34 @@ from __future__ import annotations
 
 import json
 import os
+import random
 
 import numpy as np
 import pytest
+from fuzz_shards import make_run, mutate, run_verbs, shard_of
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from seam_figures import detail_hops, seam_figures, seam_steps
 
 import flowmap
 from flowmap import trace_format as tf
 from flowmap.capture import fold
 from flowmap.model.reader import read_run_shards
+
+FUZZ = settings(max_examples=15, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@pytest.fixture(scope="module")
+def aggregated(tmp_path_factory):
+    """(shard bytes, baseline path) of a real run with `a` events and hostile names."""
+    d = tmp_path_factory.mktemp("aggregated")
+    run = make_run(str(d / "run"), hops=80, aggregate=1)
+    assert b'\n["a",' in open(shard_of(run), "rb").read()
+    from flowmap.cli.main import main
+
+    assert main(["baseline", run, "-o", str(d / "base.json")]) == 0
+    return open(shard_of(run), "rb").read(), str(d / "base.json")
 
 
 def workload(steps: int, per_step: int = 8) -> None:
@@ -164,3 +183,54 @@ def test_a_bad_aggregate_line_is_skipped_and_counted(tmp_path):
     shards, problems = read_run_shards(run)
     assert len(seam_steps(run)) == before - 4
     assert shards[0].bad_lines == 4 and "4 bad line(s) skipped" in problems[0]
+
+
+def test_collective_hops_fold_with_the_bytes_the_transport_moved(tmp_path):
+    from flowmap.capture.describe import describe
+    from flowmap.integrations.transports import record
+
+    with flowmap.tracing(str(tmp_path / "run"), children=False, aggregate=0):
+        flowmap.step(0)
+        for i in range(5):
+            record.hop("rank0", "group:world", "all_reduce", describe(np.zeros(4)), 100 + i,
+                       "collective", record.now_ns())
+    assert not detail_hops(tmp_path / "run")
+    got = [(s.seam, s.step, s.hops, s.nbytes_sum, s.nbytes_max, s.transport)
+           for s in seam_steps(tmp_path / "run")]
+    assert got == [(("rank0", "group:world", "all_reduce"), 0, 5, 510, 104, "collective")]
+
+
+@FUZZ
+@given(seed=st.integers(0, 2**32 - 1))
+def test_no_corrupt_aggregated_shard_makes_a_verb_raise(seed, aggregated, tmp_path_factory):
+    data, baseline = aggregated
+    mutant = mutate(data, random.Random(seed))
+    d = tmp_path_factory.mktemp("m")
+    run = d / "run"
+    run.mkdir()
+    (run / "host-1-abcd.flowmap.jsonl").write_bytes(mutant.shard)
+    for o in run_verbs(str(run), str(d), baseline):
+        assert o.traceback is None, f"{mutant.how}: {o.verb}\n{o.traceback}"
+        assert o.code in (0, 1, 2), f"{mutant.how}: {o.verb} exited {o.code}"
+
+
+def test_a_forked_child_folds_with_its_parents_window(tmp_path):
+    from flowmap.capture import session
+
+    with flowmap.tracing(str(tmp_path / "run"), children=False, aggregate=1):
+        pid = os.fork()
+        if pid == 0:  # the child: its own shard, its own detail window of one step
+            try:
+                for s in range(4):
+                    flowmap.step(s)
+                    for i in range(3):
+                        flowmap.hop("worker", "driver", b"x" * (i + 1), name="n")
+                session.stop()
+            finally:
+                os._exit(0)
+        assert os.waitpid(pid, 0)[1] == 0
+    shards, _ = read_run_shards(str(tmp_path / "run"))
+    (child,) = [sh for sh in shards if sh.pid == pid]
+    assert [h.step for h in child.hops] == [0, 0, 0]
+    assert [(s.step, s.hops, s.nbytes_sum) for s in child.seam_steps] == [(1, 3, 6), (2, 3, 6),
+                                                                          (3, 3, 6)]
