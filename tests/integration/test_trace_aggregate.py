@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from seam_figures import detail_hops, seam_figures, seam_steps
@@ -156,3 +157,22 @@ def test_a_run_folded_from_its_first_hop_is_not_called_empty(tmp_path, run_cli):
                  str(tmp_path / "s.py")])
     assert p.returncode == 0 and "no hops were recorded" not in p.stderr, p.stderr
     assert [(s.hops, s.nbytes_sum) for s in seam_steps(tmp_path / "run")] == [(5, 10)]
+
+
+TRAINER = Path(__file__).resolve().parents[2] / "examples" / "grpo_tiny.py"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TRAINER.exists(), reason="needs examples/grpo_tiny.py")
+def test_the_shipped_trainer_folded_equals_its_full_trace(tmp_path, run_cli):
+    """Synchronous, so both runs do the same work: every seam's figures and shapes agree."""
+    for name, extra in (("full", []), ("agg", ["--aggregate", "--detail-steps", "2"])):
+        p = run_cli(["trace", "-o", str(tmp_path / name), *extra, str(TRAINER), "--steps", "6",
+                     "--seed", "0", "--no-progress", "--set", "train.synchronous=true"],
+                    timeout=300)
+        assert p.returncode == 0, p.stderr
+    full, agg = seam_figures(tmp_path / "full"), seam_figures(tmp_path / "agg")
+    assert len(full) > 15 and set(agg) == set(full)
+    for seam in full:
+        assert agg[seam] == full[seam], seam
+    assert {s.step for s in seam_steps(tmp_path / "agg")} >= set(range(2, 6))
