@@ -97,7 +97,8 @@ def runtime_env(run_dir: str | None = None, base: dict[str, Any] | None = None) 
         raise RuntimeError("no flowmap run to trace into: pass run_dir or run under flowmap trace")
     env = session.child_environment(run_dir, {"PYTHONPATH": _pythonpath_without_boot()})
     vars_ = {k: env[k] for k in ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "PYTHONPATH")}
-    for name in ("FLOWMAP_SEAMS", "FLOWMAP_TRANSPORTS"):  # workers obey the driver's switches
+    # workers obey the driver's switches, and fold as it does (`trace --aggregate`)
+    for name in ("FLOWMAP_SEAMS", "FLOWMAP_TRANSPORTS", "FLOWMAP_AGGREGATE"):
         if os.environ.get(name):
             vars_[name] = os.environ[name]
     out = dict(base or {})

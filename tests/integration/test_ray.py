@@ -146,10 +146,11 @@ def test_runtime_env_carries_tracing_and_keeps_the_users_settings(tmp_path, monk
     from flowmap.integrations.ray import runtime_env
 
     monkeypatch.setenv("FLOWMAP_SEAMS", "/maps/a.yaml")
+    monkeypatch.setenv("FLOWMAP_AGGREGATE", "2")
     env = runtime_env(str(tmp_path), {"pip": ["x"], "env_vars": {"A": "1", "PYTHONPATH": "/u"}})
     assert env["pip"] == ["x"]
     v = env["env_vars"]
     assert v["A"] == "1" and v["FLOWMAP_RUN_DIR"] == str(tmp_path)
-    assert v["FLOWMAP_SEAMS"] == "/maps/a.yaml"
+    assert v["FLOWMAP_SEAMS"] == "/maps/a.yaml" and v["FLOWMAP_AGGREGATE"] == "2"
     assert v["PYTHONPATH"].split(os.pathsep)[0] == BOOT_DIR
     assert v["PYTHONPATH"].split(os.pathsep)[-1] == "/u"
