@@ -137,6 +137,7 @@ class Folder:
         n_items = _count(tr, items)
         if nbytes is None:
             nbytes = d.nbytes
+        v = None if version is None else int(version)  # before any change: may raise
         with tr.lock:
             if tr.closed:
                 return True
@@ -148,7 +149,6 @@ class Folder:
             key = (src, dst, name, step, transport)
             agg = self.open.get(key)
             if agg is None:
-                v = None if version is None else int(version)
                 self.open[key] = [1, nbytes, nbytes, nbytes, n_items, v, v, t_us, t_us]
             else:
                 agg[HOPS] += 1
@@ -158,8 +158,7 @@ class Folder:
                 if nbytes > agg[MAX]:
                     agg[MAX] = nbytes
                 agg[ITEMS] += n_items
-                if version is not None:
-                    v = int(version)
+                if v is not None:
                     if agg[VMIN] is None or v < agg[VMIN]:
                         agg[VMIN] = v
                     if agg[VMAX] is None or v > agg[VMAX]:
