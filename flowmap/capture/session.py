@@ -1,7 +1,7 @@
 """Start and stop tracing in a process, and carry it into child processes.
 
 A run is a directory; every traced process writes its own shard there.
-Children find the run through two environment variables:
+Children find the run through environment variables:
 
 - `FLOWMAP_RUN_DIR` — the run directory;
 - `FLOWMAP_AGGREGATE` — under `--aggregate`, the detail window in steps
@@ -40,11 +40,12 @@ BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
 _hooks_installed = False
 
 
-def start(run_dir: str, process: str | None = None, aggregate: int | None = None) -> Tracer | None:
+def start(run_dir: str, process: str | None = None, aggregate: int | None = None, *,
+          environment: bool = True) -> Tracer | None:
     """Begin tracing this process into `run_dir`; returns None (with a warning) if it cannot.
 
-    `aggregate`: fold hops past a detail window of that many steps (default: as
-    FLOWMAP_AGGREGATE says; unset, every hop is written).
+    `aggregate`: fold hops past a detail window of that many steps; None: as
+    FLOWMAP_AGGREGATE says (unless `environment=False`), else every hop is written.
     """
     global _hooks_installed
     if state.tracer is not None:
@@ -57,7 +58,7 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
             "capture is off, the program goes on.\n"
         )
         return None
-    detail = fold.detail_from_environment() if aggregate is None else aggregate
+    detail = fold.detail_from_environment() if aggregate is None and environment else aggregate
     if detail is not None:
         tracer.fold = fold.Folder(tracer, detail)
     state.tracer = tracer
@@ -202,6 +203,8 @@ def propagate(run_dir: str, aggregate: int | None = None) -> Iterator[None]:
     os.environ.update(child_environment(run_dir))
     if aggregate is not None:
         os.environ[fold.ENV] = str(aggregate)
+    else:
+        os.environ.pop(fold.ENV, None)
     try:
         yield
     finally:
@@ -270,7 +273,7 @@ def tracing(path: str, *, process: str | None = None, children: bool = True,
     if aggregate is not None and (type(aggregate) is not int or aggregate < 0):
         raise ValueError(f"aggregate must be a count of steps (0 or more), not {aggregate!r}")
     write_run_meta(path, command=list(sys.argv), **aggregate_meta(aggregate))
-    if start(path, process, aggregate) is not None:
+    if start(path, process, aggregate, environment=False) is not None:
         from flowmap.integrations import install_hooks
 
         install_hooks()  # transports and Ray, as under `flowmap trace`

@@ -234,3 +234,12 @@ def test_a_forked_child_folds_with_its_parents_window(tmp_path):
     assert [h.step for h in child.hops] == [0, 0, 0]
     assert [(s.step, s.hops, s.nbytes_sum) for s in child.seam_steps] == [(1, 3, 6), (2, 3, 6),
                                                                           (3, 3, 6)]
+
+
+def test_tracing_without_aggregate_writes_every_hop_whatever_the_environment(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setenv(fold.ENV, "0")  # left by an aggregated `flowmap trace` in this process
+    with flowmap.tracing(str(tmp_path / "run"), children=False):
+        flowmap.step(0)
+        flowmap.hop("a", "b", b"xy", name="n")
+    assert len(detail_hops(tmp_path / "run")) == 1 and not seam_steps(tmp_path / "run")
