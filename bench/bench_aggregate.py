@@ -1,7 +1,7 @@
 """`trace --aggregate`: the cost of a folded hop next to a written one, and trace bytes
 per seam-step.
 
-Run: python bench/bench_aggregate.py  (prints a table; figures go to docs/performance.md)
+Run: python bench/bench_aggregate.py  (prints a table)
 
 A folded hop skips the line formatting and the write but still describes its
 payload, so it should cost no more than a written one; rounds of the two
