@@ -132,11 +132,16 @@ def test_every_completed_step_survives_sigkill(tmp_path):
     for trial in range(4):
         run_dir, ack = tmp_path / f"run{trial}", tmp_path / f"ack{trial}"
         proc = subprocess.Popen([sys.executable, str(script), str(run_dir), str(ack)])
-        time.sleep(0.5 + rng.random())
+        deadline = time.monotonic() + 60  # past its detail window, however loaded the machine
+        while time.monotonic() < deadline and (
+            not ack.exists() or ack.read_bytes().count(b"\n") < 5
+        ):
+            time.sleep(0.02)
+        time.sleep(rng.random() * 0.5)  # then a moment anywhere in a step
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         acked = [int(x) for x in open(ack, "rb").read().split(b"\n") if x.isdigit()]
-        assert len(acked) > 3, "the child did not get past its detail window"
+        assert len(acked) >= 5, "the child did not get past its detail window"
         (shard,), _ = read_run_shards(str(run_dir))
         assert shard.truncated and shard.bad_lines == 0
         got = {s.step: (s.hops, s.nbytes_sum, s.nbytes_min, s.nbytes_max, s.num_items)
@@ -147,7 +152,7 @@ def test_every_completed_step_survives_sigkill(tmp_path):
             assert got.get(s) == _expected(s), f"trial {trial}: step {s}"
         assert max(got) <= acked[-1] + 1  # at most the step that began at the kill
         checked += len(acked) - 1
-    assert checked > 20
+    assert checked >= 16  # at least four folded steps checked per kill
 
 
 def test_a_run_folded_from_its_first_hop_is_not_called_empty(tmp_path, run_cli):
