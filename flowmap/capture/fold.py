@@ -10,10 +10,11 @@ trace grows with seams x steps:
 
 - the process's step moves on: `flowmap.step(n)` to another step, or a hop
   whose step is newer than any seen; every open aggregate is written;
-- a process that has seen no step (an engine, a worker) folds by step None
-  and writes every `FLUSH_HOPS` folded hops or `FLUSH_US` after its last
-  write, checked when a hop comes (there is no flusher thread); its detail
-  window is its first `DETAIL_HOPS` x `detail_steps` hops;
+- hops before any step (an engine, a worker that never sees one, a warm-up):
+  the first `DETAIL_HOPS` x `detail_steps` are written in full, later ones
+  fold by step None and are written every `FLUSH_HOPS` of them, or once the
+  oldest has waited `FLUSH_US`, checked when a hop comes (there is no
+  flusher thread); the first steps, when they come, are still in detail;
 - close (exit, SIGTERM, multiprocessing finalizers): what is left.
 
 Lines reach the shard's mapping at once, as every event does, so a SIGKILL
@@ -105,14 +106,15 @@ class Folder:
     def __init__(self, tracer: Tracer, detail_steps: int = DETAIL_STEPS) -> None:
         self.tracer = tracer
         self.detail_steps = detail_steps
-        self.detail = True  # still in the detail window: hops are written in full
+        self.detail_hops = DETAIL_HOPS * detail_steps  # the window before any step
         self.top: int | None = None  # the newest step seen
+        self.current: int | None = None  # the step of the last boundary
         self.entered = 0  # steps begun (new newest steps)
-        self.stepless = 0  # hops seen in the detail window before any step
+        self.stepless = 0  # hops written in full before any step
         self.open: dict[tuple[str, str, str, int | None, str], list[Any]] = {}
         self.merged: dict[tuple[str, str, str], _Merged] = {}
         self.pending = 0  # hops folded since the last write
-        self.written_us = 0
+        self.oldest_us = 0  # when the oldest of them came
 
     def hop(self, src: str, dst: str, name: str, d: Description, items: Any, step: Any,
             version: Any, transport: str, t_us: int, nbytes: int | None = None) -> bool:
@@ -121,19 +123,18 @@ class Folder:
         tr = self.tracer
         if step is not None:
             step = int(step)
-        if self.detail:
-            eff = tr.step if step is None else step
-            if eff is None:
+        else:
+            step = tr.step
+        if step is None:
+            if self.stepless < self.detail_hops:
                 self.stepless += 1
-            elif self.top is None or eff > self.top:
-                self.top = eff
-                self.entered += 1
-            if self.entered <= self.detail_steps and (
-                self.top is not None or self.stepless <= DETAIL_HOPS * self.detail_steps
-            ):
                 return False
-            self.detail = False
-            self.written_us = t_us
+        else:
+            if self.top is None or step > self.top:
+                with tr.lock:  # a hop of a newer step: the step moved on
+                    self.begin(step)
+            if self.entered <= self.detail_steps:
+                return False
         n_items = _count(tr, items)
         if nbytes is None:
             nbytes = d.nbytes
@@ -141,14 +142,11 @@ class Folder:
         with tr.lock:
             if tr.closed:
                 return True
-            if step is None:
-                step = tr.step
-            elif self.top is None or step > self.top:
-                self.write()  # a hop of a newer step: the step moved on
-                self.top = step
             key = (src, dst, name, step, transport)
             agg = self.open.get(key)
             if agg is None:
+                if not self.open:
+                    self.oldest_us = t_us
                 self.open[key] = [1, nbytes, nbytes, nbytes, n_items, v, v, t_us, t_us]
             else:
                 agg[HOPS] += 1
@@ -170,20 +168,24 @@ class Folder:
             merged.add(d.leaves)
             self.pending += 1
             if self.top is None and (self.pending >= FLUSH_HOPS
-                                     or t_us - self.written_us >= FLUSH_US):
+                                     or t_us - self.oldest_us >= FLUSH_US):
                 self.write()
         return True
 
     def step_moved(self, step: int) -> None:
         """`flowmap.step(step)` (lock held): a boundary when the step changes."""
-        if step == self.tracer.step:
-            return
+        if step != self.current:
+            self.begin(step)
+
+    def begin(self, step: int) -> None:
+        """The process's step moves to `step` (lock held): write what was folded."""
+        if step == self.current:
+            return  # another thread's hop of the same new step came first
+        self.current = step
         self.write()
         if self.top is None or step > self.top:
             self.top = step
             self.entered += 1
-            if self.entered > self.detail_steps:
-                self.detail = False
 
     def write(self) -> None:
         """Write every open aggregate as an `a` event (lock held)."""
@@ -205,7 +207,6 @@ class Folder:
                 )
         self.open.clear()
         self.pending = 0
-        self.written_us = tr._now_us()
 
 
 def _count(tr: Tracer, items: Any) -> int:

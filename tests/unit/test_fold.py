@@ -243,3 +243,18 @@ def test_tracing_without_aggregate_writes_every_hop_whatever_the_environment(tmp
         flowmap.step(0)
         flowmap.hop("a", "b", b"xy", name="n")
     assert len(detail_hops(tmp_path / "run")) == 1 and not seam_steps(tmp_path / "run")
+
+
+def test_a_long_stepless_prefix_still_leaves_the_first_steps_in_detail(tmp_path, monkeypatch):
+    monkeypatch.setattr(fold, "DETAIL_HOPS", 10)
+    with flowmap.tracing(str(tmp_path / "run"), children=False, aggregate=1):
+        for _ in range(30):  # warm-up before any step: 10 in full, 20 folded
+            flowmap.hop("loader", "driver", b"x" * 4, name="warmup")
+        for s in range(3):
+            flowmap.hop("driver", "trainer", b"x" * 8, name="batch", step=s)  # ahead of step()
+            flowmap.step(s)
+            flowmap.hop("driver", "trainer", b"x" * 8, name="batch")
+    hops = [(h.name, h.step) for h in detail_hops(tmp_path / "run")]
+    assert hops == [("warmup", None)] * 10 + [("batch", 0)] * 2
+    got = sorted((s.name, s.step, s.hops) for s in seam_steps(tmp_path / "run"))
+    assert got == [("batch", 1, 2), ("batch", 2, 2), ("warmup", None, 20)]  # one per seam-step
