@@ -68,6 +68,8 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
         lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
     health, style = _health(view)
     lines += [(ln, style) for ln in wrap(health, width)]
+    if view.detail.folded:
+        lines += [(ln, "yellow") for ln in wrap(view.detail.note, width)]
     for problem in view.health.problems[:MAX_PROBLEMS]:  # the JSON has them all, whole
         lines += [(ln, "yellow") for ln in wrap(f"capture: {shorten(problem, 200)}", width)]
     lines += [(ln, "") for ln in wrap(_items(view), width)]
