@@ -17,7 +17,7 @@ from typing import Any
 from flowmap.model.events import SeamStep
 from flowmap.model.format import seam_label
 
-MIN_SLICE_US = 1
+MIN_SLICE_US = 2  # as wide as a kept hop's slice at its narrowest
 
 Timed = tuple[int, int, dict[str, Any]]
 

@@ -23,8 +23,8 @@ from flowmap.model.events import Hop, Leaf, SeamStep
 
 # Hops kept one by one, for the whole run (shared among its shards); past it,
 # hops are folded. The built-in trainer's ~7,000 hops stay far inside it.
-DETAIL_HOPS = 200_000
-MIN_SHARD_DETAIL = 20_000  # each shard's share is at least this
+DETAIL_HOPS = 100_000
+MIN_SHARD_DETAIL = 10_000  # each shard's share is at least this
 # A shard whose window has ended still keeps the hops of the steps inside it
 # (a step began before the budget ran out), up to this multiple of its share.
 FINISH_STEP_FACTOR = 2
@@ -102,6 +102,11 @@ class Folder:
             c[_WIRE] = wire + (c[_WIRE] or 0)
         if c[_SCHEMAS][-1] is not schema and schema not in c[_SCHEMAS]:
             c[_SCHEMAS].append(schema)
+
+    def add_event(self, ev: list[Any], t_ns: int) -> None:
+        """`add` of a checked hop event, by its fields' places in the trace format."""
+        self.add(ev[2], ev[3], ev[4], ev[8], ev[10], ev[5], ev[6], t_ns,
+                 len(ev[11]) if ev[11] else 0, ev[9], None)
 
     def add_hop(self, h: Hop) -> None:
         self.add(h.src, h.dst, h.name, h.step, h.transport, h.leaves, h.nbytes, h.t_ns,

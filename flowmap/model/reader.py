@@ -174,12 +174,13 @@ class _Decoder:
         if cut is None or folder is None:
             self.cut, self.folder = Cut(ev[8], t_ns), Folder(self.shard.pid)
             return False
-        if not cut.past(ev[8], t_ns):
+        step = ev[8]
+        past = step > cut.step if step is not None and cut.step is not None else t_ns > cut.t_ns
+        if not past:
             if len(self.shard.hops) < FINISH_STEP_FACTOR * (self.keep or 0):
                 return False
             cut.step = None  # the rest folds; the run folds kept hops past `cut.t_ns`
-        folder.add(ev[2], ev[3], ev[4], ev[8], ev[10], ev[5], ev[6], t_ns,
-                   len(ev[11]) if ev[11] else 0, ev[9], None)
+        folder.add_event(ev, t_ns)
         return True
 
     def _blocks(self, f: Any) -> Any:
