@@ -151,3 +151,17 @@ def test_a_run_of_seam_steps_alone_has_the_full_figures(long_run: str, full: Run
     assert report_document(view)["detail"]["folded_hops"] == len(full.hops)
     assert any("detail window" in line for line, _ in report_lines(view, 100))
     runs.check_trace_rules(perfetto_trace(view))
+
+
+def test_a_batch_with_escaped_surrogates_folds_the_same(tmp_path: str) -> None:
+    """Such a batch is read event by event (the slow path): it must fold like the fast one."""
+    w = runs.ShardWriter(os.path.join(tmp_path, "h-1-0001.flowmap.jsonl"), 1, "odd")
+    for i in range(600):
+        if i % 20 == 0:
+            w.step(i * 10, i // 20)
+        w.hop(i * 10, "a\udc80", "b", "x", [runs.tensor("t", (i % 5 + 1,))], step=i // 20,
+              items=[i])
+    w.close(6000)
+    whole, folded = load(str(tmp_path), detail_hops=None), load(str(tmp_path), detail_hops=50)
+    assert len(folded.hops) < 100 and folded.seam_steps
+    assert_same_seam_figures(whole, folded)
