@@ -75,9 +75,19 @@ class Folder:
 
     def add(self, src: Any, dst: Any, name: Any, step: int | None, transport: Any, schema: Any,
             nbytes: int, t_ns: int, items: int, version: int | None, wire: int | None) -> None:
+        # Hop fields in the places a hop event has them (`flowmap.trace_format`).
+        self.add_event(["h", None, src, dst, name, schema, nbytes, None, step, version, transport,
+                        None], t_ns, items, wire)
+
+    def add_event(self, ev: list[Any], t_ns: int, items: int = -1, wire: int | None = None
+                  ) -> None:
+        """Add a checked hop event (`items` -1: count its item ids). Runs once per folded hop."""
         self.hops += 1
-        key = (src, dst, name, step, transport)
+        if items < 0:
+            items = len(ev[11]) if ev[11] else 0
+        key = (ev[2], ev[3], ev[4], ev[8], ev[10])
         c = self.cells.get(key)
+        nbytes, version, schema = ev[6], ev[9], ev[5]
         if c is None:
             self.cells[key] = [1, nbytes, nbytes, nbytes, t_ns, t_ns, items, version, version,
                                wire, [schema]]
@@ -100,13 +110,9 @@ class Folder:
                 c[_VMAX] = version
         if wire is not None:
             c[_WIRE] = wire + (c[_WIRE] or 0)
-        if c[_SCHEMAS][-1] is not schema and schema not in c[_SCHEMAS]:
-            c[_SCHEMAS].append(schema)
-
-    def add_event(self, ev: list[Any], t_ns: int) -> None:
-        """`add` of a checked hop event, by its fields' places in the trace format."""
-        self.add(ev[2], ev[3], ev[4], ev[8], ev[10], ev[5], ev[6], t_ns,
-                 len(ev[11]) if ev[11] else 0, ev[9], None)
+        seen = c[_SCHEMAS]
+        if seen[-1] is not schema and schema not in seen:
+            seen.append(schema)
 
     def add_hop(self, h: Hop) -> None:
         self.add(h.src, h.dst, h.name, h.step, h.transport, h.leaves, h.nbytes, h.t_ns,
