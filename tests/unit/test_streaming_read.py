@@ -151,6 +151,16 @@ def test_a_run_of_seam_steps_alone_has_the_full_figures(long_run: str, full: Run
     assert report_document(view)["detail"]["folded_hops"] == len(full.hops)
     assert any("detail window" in line for line, _ in report_lines(view, 100))
     runs.check_trace_rules(perfetto_trace(view))
+    html = os.path.join(long_run, "folded-only.html")
+    try:
+        write_html(view, html)
+        assert os.path.getsize(html) > 0
+    finally:
+        os.remove(html)
+    snap, base = from_run(view), from_run(full.view)
+    assert {k: (s.bytes_per_step, s.max_bytes_per_hop) for k, s in snap.seams.items()} == {
+        k: (s.bytes_per_step, s.max_bytes_per_hop) for k, s in base.seams.items()}
+    assert all(d.delta_bytes_per_step == 0 for d in diff_snapshots(base, snap))
 
 
 def test_a_batch_with_escaped_surrogates_folds_the_same(tmp_path: str) -> None:
