@@ -104,8 +104,9 @@ def _health(view: RunView) -> tuple[str, str]:
 def _items(view: RunView) -> str:
     i = view.items
     reasons = ", ".join(f"{n:,} {r}" for r, n in i.dropped.items())
-    return (f"items: {i.total:,} total, {i.consumed:,} consumed, {i.dropped_total:,} dropped"
-            + (f" ({reasons})" if reasons else ""))
+    where = " in the detail window" if view.detail.folded else ""
+    return (f"items{where}: {i.total:,} total, {i.consumed:,} consumed, "
+            f"{i.dropped_total:,} dropped" + (f" ({reasons})" if reasons else ""))
 
 
 def _heading(title: str, shown: int, total: int, more: str, width: int) -> list[tuple[str, str]]:
