@@ -221,7 +221,7 @@ def _recorded_hops(run_dir: str) -> bool | None:
                 return True
         import flowmap
 
-        return bool(flowmap.load(run_dir).hops)
+        return bool(flowmap.load(run_dir).num_hops)
     except Exception:
         return None
 

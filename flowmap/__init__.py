@@ -26,6 +26,7 @@ from flowmap.capture.api import (
     step,
 )
 from flowmap.capture.session import tracing
+from flowmap.model.fold import DETAIL_HOPS
 
 if TYPE_CHECKING:
     from flowmap.model.run import Run
@@ -55,10 +56,14 @@ def is_tracing() -> bool:
     return state.tracer is not None
 
 
-def load(path: str) -> Run:
-    """Read a run (a run directory or one shard file): hops, seams, owners, counters, items."""
+def load(path: str, detail_hops: int | None = DETAIL_HOPS) -> Run:
+    """Read a run (a run directory or one shard file): hops, seams, owners, counters, items.
+
+    Past `detail_hops` hops (None: never) the rest are folded per seam and
+    step; per-seam figures still count every hop (docs/architecture.md).
+    """
     from flowmap.model.run import load as _load
 
-    return _load(path)
+    return _load(path, detail_hops)
 
 

@@ -49,7 +49,7 @@ def check(opts: Options) -> tuple[CheckReport, Snapshot]:
     report = CheckReport(
         results, run=opts.run, baseline=opts.baseline, budget=opts.budget,
         tolerance=opts.tolerance, min_bytes_per_step=opts.min_bytes_per_step,
-        accepting=opts.update,
+        accepting=opts.update, detail=run.detail.note,
     )
     return report, snap
 

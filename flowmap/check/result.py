@@ -47,6 +47,7 @@ class CheckReport:
     tolerance: float = 0.0
     min_bytes_per_step: int = 0
     accepting: bool = False  # `--update`: baseline regressions are accepted into the new baseline
+    detail: str = ""  # the run's detail-window line (`Detail.note`), "" when every hop was kept
 
     @property
     def failed(self) -> bool:

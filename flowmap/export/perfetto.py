@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap.errors import FlowmapError, UsageError
+from flowmap.export.perfetto_folded import folded_events
+from flowmap.model.events import SeamStep
 from flowmap.model.format import fmt_dims, seam_label
 from flowmap.model.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
 from flowmap.model.run import paused_gc
@@ -68,28 +70,31 @@ class _Part:
     counter_samples: Sequence[CounterSample]
     marks: Sequence[Mark]
     drops: Sequence[Drop]
+    seam_steps: Sequence[SeamStep] = ()  # past the detail window: one slice each
 
     @classmethod
     def whole(cls, view: RunView) -> _Part:
         ev = view.events
         return cls(view.path, view.t0_ns, view.num_steps, ev.shards, ev.hops, ev.counter_samples,
-                   ev.marks, ev.drops)
+                   ev.marks, ev.drops, ev.seam_steps)
 
 
 def _select(view: RunView, steps: tuple[int, int]) -> _Part:
     first, last = steps
     ev = view.events
     hops = [h for h in ev.hops if h.step is not None and first <= h.step <= last]
-    if not hops:
+    folded = [st for st in ev.seam_steps if st.step is not None and first <= st.step <= last]
+    if not hops and not folded:
         span = f"{view.steps[0]}..{view.steps[-1]}" if view.steps else "-..-"
         raise UsageError(f"no hops in steps {first}..{last}; this run has steps {span}")
-    lo, hi = hops[0].t_ns, hops[-1].t_ns
+    lo = min([h.t_ns for h in hops[:1]] + [st.t_first_ns for st in folded])
+    hi = max([h.t_ns for h in hops[-1:]] + [st.t_ns for st in folded])
 
     def within(events: Sequence[_Timed]) -> list[_Timed]:
         return [e for e in events if lo <= e.t_ns <= hi]
 
     return _Part(view.path, view.t0_ns, last - first + 1, ev.shards, hops,
-                 within(ev.counter_samples), within(ev.marks), within(ev.drops))
+                 within(ev.counter_samples), within(ev.marks), within(ev.drops), folded)
 
 
 def _trace(run: _Part) -> dict[str, Any]:
@@ -101,6 +106,11 @@ def _trace(run: _Part) -> dict[str, Any]:
         args = _hop_args(h, per_schema)
         timed += _hop_events(h, n, args, tracks, (src_ts, src_dur), (dst_ts, dst_dur))
     timed += _counter_events(run, tracks)
+    if run.seam_steps:
+        meta, slices = folded_events(run.seam_steps, run.t0_ns,
+                                     max((tid for _, tid in tracks.values()), default=0) + 1)
+        events += meta
+        timed += slices
     timed += _instant_events(run, tracks)
     timed.sort(key=lambda e: (e[0], e[1]))
     events += [e for _, _, e in timed]

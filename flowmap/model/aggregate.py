@@ -3,6 +3,13 @@
 This is the one aggregation layer: the terminal report, the graph, the HTML,
 `check`, `baseline` and `diff` all read these records, so a figure means the
 same thing everywhere. Every output is sorted deterministically.
+
+A seam's hops may be kept one by one (`Hop`) or folded per step
+(`SeamStep`, past a long run's detail window): hops, total, smallest and
+largest bytes and every per-step figure are exact either way. Percentiles
+count each folded hop at its step's mean size (exact where a seam's size is
+steady within a step); residency, like every figure that follows one item,
+reads the kept hops only.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from flowmap.model.events import SeamStep
 from flowmap.model.reader import Drop, Hop, Leaf
 from flowmap.model.types import (
     CounterStats,
@@ -41,6 +49,8 @@ class HopSource(Protocol):
 
     @property
     def hops(self) -> Sequence[Hop]: ...
+    @property
+    def seam_steps(self) -> Sequence[SeamStep]: ...
     @property
     def drops(self) -> Sequence[Drop]: ...
     @property
@@ -73,22 +83,41 @@ def percentile(sorted_values: Sequence[int], q: float) -> int:
     return sorted_values[rank]
 
 
+def weighted_percentile(sorted_pairs: Sequence[tuple[int, int]], q: float) -> int:
+    """Nearest-rank percentile of ascending (value, count) pairs: `percentile` of them expanded."""
+    total = sum(n for _, n in sorted_pairs)
+    if not total:
+        return 0
+    rank = max(0, math.ceil(q * total) - 1)
+    seen = 0
+    for value, n in sorted_pairs:
+        seen += n
+        if seen > rank:
+            return value
+    return sorted_pairs[-1][0]
+
+
 def seam_stats(run: HopSource) -> dict[SeamKey, SeamStats]:
     """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism)."""
     by_seam: dict[SeamKey, list[Hop]] = defaultdict(list)
     for h in run.hops:
         by_seam[(h.src, h.dst, h.name)].append(h)
+    folded: dict[SeamKey, list[SeamStep]] = defaultdict(list)
+    for st in run.seam_steps:
+        folded[(st.src, st.dst, st.name)].append(st)
     residency = _residency(run)
-    out = [_one_seam(key, hops, run.num_steps, residency.get(key)) for key, hops in by_seam.items()]
+    keys = list(by_seam) + [k for k in folded if k not in by_seam]
+    out = [_one_seam(key, by_seam.get(key, []), folded.get(key, []), run.num_steps,
+                     residency.get(key)) for key in keys]
     out.sort(key=lambda s: (-s.total_bytes, s.key))
     return {s.key: s for s in out}
 
 
 def _one_seam(
-    key: SeamKey, hops: list[Hop], num_steps: int, residency: list[float] | None
+    key: SeamKey, hops: list[Hop], folded: list[SeamStep], num_steps: int,
+    residency: list[float] | None,
 ) -> SeamStats:
     hop_bytes = [h.nbytes for h in hops]
-    sizes = sorted(hop_bytes)
     per_step: dict[int | None, int] = {}
     hops_in_step: dict[int | None, int] = {}
     transports: dict[str, int] = {}
@@ -98,34 +127,48 @@ def _one_seam(
         hops_in_step[h.step] = hops_in_step.get(h.step, 0) + 1
         transports[h.transport] = transports.get(h.transport, 0) + 1
         items += len(h.items)
-    total = sum(sizes)
+    for st in folded:
+        per_step[st.step] = per_step.get(st.step, 0) + st.nbytes_sum
+        hops_in_step[st.step] = hops_in_step.get(st.step, 0) + st.hops
+        transports[st.transport] = transports.get(st.transport, 0) + st.hops
+        items += st.num_items
+    means = [(st.nbytes_sum // st.hops, st.hops) for st in folded if st.hops]
+    counts = Counter(hop_bytes)
+    for mean, k in means:
+        counts[mean] += k
+    sizes = sorted(counts.items())
+    n = len(hops) + sum(st.hops for st in folded)
+    total = sum(hop_bytes) + sum(st.nbytes_sum for st in folded)
+    times = [h.t_ns for h in hops[:1] + hops[-1:]] + [t for st in folded
+                                                       for t in (st.t_first_ns, st.t_ns)]
     return SeamStats(
         src=key[0],
         dst=key[1],
         name=key[2],
-        hops=len(hops),
+        hops=n,
         total_bytes=total,
-        min_bytes=sizes[0],
-        max_bytes=sizes[-1],
-        p50_bytes=percentile(sizes, 0.5),
-        p90_bytes=percentile(sizes, 0.9),
-        p99_bytes=percentile(sizes, 0.99),
+        min_bytes=min([st.nbytes_min for st in folded] + ([min(hop_bytes)] if hops else [])),
+        max_bytes=max([st.nbytes_max for st in folded] + ([max(hop_bytes)] if hops else [])),
+        p50_bytes=weighted_percentile(sizes, 0.5),
+        p90_bytes=weighted_percentile(sizes, 0.9),
+        p99_bytes=weighted_percentile(sizes, 0.99),
         bytes_per_step_mean=total / num_steps,
         bytes_per_step_max=max(per_step.values()),
-        hops_per_step=len(hops) / num_steps,
+        hops_per_step=n / num_steps,
         hops_per_step_max=max(hops_in_step.values()),
         transports=dict(sorted(transports.items())),
-        leaves=_leaf_stats(hops),
-        first_t_ns=hops[0].t_ns,
-        last_t_ns=hops[-1].t_ns,
+        leaves=_leaf_stats(hops, folded),
+        first_t_ns=min(times),
+        last_t_ns=max(times),
         residency_mean_s=sum(residency) / len(residency) if residency else None,
         residency_max_s=max(residency) if residency else None,
         items=items,
         hop_bytes=tuple(hop_bytes),
+        folded_bytes=tuple(means),
     )
 
 
-def _leaf_stats(hops: list[Hop]) -> tuple[LeafStats, ...]:
+def _leaf_stats(hops: list[Hop], folded: Sequence[SeamStep] = ()) -> tuple[LeafStats, ...]:
     acc: dict[str, _LeafAcc] = {}
     # Hops share their schema tuples (interned in the trace): merge each once,
     # weighted by how many hops carried it.
@@ -134,13 +177,23 @@ def _leaf_stats(hops: list[Hop]) -> tuple[LeafStats, ...]:
     for sid, n in uses.items():  # first-seen order: deterministic for a given trace
         for leaf in schemas[sid]:
             _merge_leaf(acc, leaf, n)
+    for st in folded:
+        # A folded step's schema holds each leaf's largest size: its bytes are
+        # shared among the leaves in that proportion, so leaf totals add up to
+        # the seam's (exact where sizes were steady within the step).
+        largest = sum(leaf.nbytes for leaf in st.leaves)
+        for leaf in st.leaves:
+            share = round(st.nbytes_sum * leaf.nbytes / largest) if largest else 0
+            _merge_leaf(acc, leaf, st.hops, share)
     ranked = sorted(acc.values(), key=lambda ls: (-ls.total_bytes, ls.path))
     return tuple(a.freeze() for a in ranked)
 
 
-def _merge_leaf(acc: dict[str, _LeafAcc], leaf: Leaf, n: int) -> None:
+def _merge_leaf(acc: dict[str, _LeafAcc], leaf: Leaf, n: int, total: int | None = None) -> None:
+    """Add `n` hops of `leaf` (`total` bytes in all; default `n` times its size)."""
     cur = acc.get(leaf.path)
     shape: Shape = tuple(leaf.shape)
+    total = leaf.nbytes * n if total is None else total
     if cur is None:
         acc[leaf.path] = _LeafAcc(
             path=leaf.path,
@@ -148,12 +201,12 @@ def _merge_leaf(acc: dict[str, _LeafAcc], leaf: Leaf, n: int) -> None:
             dtypes=[leaf.dtype] if leaf.dtype else [],
             shape=shape,
             dims=tuple(leaf.dims) if leaf.dims else None,
-            total_bytes=leaf.nbytes * n,
+            total_bytes=total,
             max_bytes=leaf.nbytes,
             hops=n,
         )
         return
-    cur.total_bytes += leaf.nbytes * n
+    cur.total_bytes += total
     cur.max_bytes = max(cur.max_bytes, leaf.nbytes)
     cur.hops += n
     if leaf.dtype and leaf.dtype not in cur.dtypes:
@@ -224,6 +277,8 @@ def owner_stats(run: Run) -> dict[str, OwnerStats]:
         dst.hops_in += s.hops
     for h in run.hops:
         pids[h.src].add(h.pid)
+    for st in run.seam_steps:
+        pids[st.src].add(st.pid)
     for c in run.counter_samples:
         if c.owner:
             flows.setdefault(c.owner, _Flow())

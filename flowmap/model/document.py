@@ -38,6 +38,7 @@ def report_document(view: RunView) -> dict[str, Any]:
             "dropped_by_reason": dict(items.dropped),
         },
         "findings": [f.as_dict() for f in view.findings],
+        **({"detail": _detail(view)} if view.detail.folded else {}),
         "health": {
             "shards": h.shards,
             "events": h.events,
@@ -48,6 +49,13 @@ def report_document(view: RunView) -> dict[str, Any]:
             "problems": list(h.problems[:100]),
         },
     }
+
+
+def _detail(view: RunView) -> dict[str, Any]:
+    d = view.detail
+    return {"hops": d.hops, "folded_hops": d.folded_hops, "steps": len(d.steps),
+            "first_step": d.steps[0] if d.steps else None,
+            "last_step": d.steps[-1] if d.steps else None, "note": d.note}
 
 
 def leaf_dict(leaf: LeafStats) -> dict[str, Any]:

@@ -132,6 +132,7 @@ class Shard:
     errors: list[str] = field(default_factory=list)
     halves: list[Any] = field(default_factory=list)  # transport hop halves, joined by the run
     seam_steps: list[SeamStep] = field(default_factory=list)  # folded hops (`trace --aggregate`)
+    fold_cut: tuple[int | None, int] | None = None  # (step, t_ns) where a read began to fold
     num_events: int = 0
     num_errors: int = 0
     truncated: bool = True  # until an `end` event is seen

@@ -21,8 +21,9 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import UsageError
-from flowmap.model.reader import MAX_HEADER, clean_text, open_regular, shard_paths
+from flowmap.model.reader import MAX_HEADER, clean_text, open_regular
 from flowmap.model.run_meta import read_run_meta
+from flowmap.model.shards import shard_paths
 
 
 @dataclass(slots=True)

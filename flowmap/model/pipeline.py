@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from flowmap.model.aggregate import seam_stats
+from flowmap.model.events import SeamStep
 from flowmap.model.format import seam_label
 from flowmap.model.reader import Drop, Hop
 from flowmap.model.run import paused_gc
@@ -35,6 +36,7 @@ class _RoleHops:
     """The run's hops and drops with every owner replaced by its role (a `HopSource`)."""
 
     hops: list[Hop]
+    seam_steps: list[SeamStep]
     drops: list[Drop]
     num_steps: int
 
@@ -50,8 +52,9 @@ class _RoleHops:
 
         # `replace` keeps every field a hop has, whatever the reader adds later.
         hops = [replace(h, src=role(h.src), dst=role(h.dst)) for h in run.hops]
+        folded = [replace(st, src=role(st.src), dst=role(st.dst)) for st in run.seam_steps]
         drops = [replace(d, owner=role(d.owner)) for d in run.drops]
-        return cls(hops, drops, run.num_steps)
+        return cls(hops, folded, drops, run.num_steps)
 
 
 def _same(owner: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from flowmap.errors import UsageError
+from flowmap.model.events import SeamStep
 from flowmap.model.reader import Hop, Leaf
 from flowmap.model.run import Run
 from flowmap.model.types import Dim, Projection
@@ -112,7 +113,8 @@ def project(run: Run, spec: str) -> Run:
     shards = []
     for shard in run.shards:
         hops = [_project_hop(h, sizes, cache) for h in shard.hops]
-        shards.append(dataclasses.replace(shard, hops=hops))
+        folded = [_project_seam_step(st, sizes, cache) for st in shard.seam_steps]
+        shards.append(dataclasses.replace(shard, hops=hops, seam_steps=folded))
     projected = Run(run.path, shards, run.meta)
     projected.projection = Projection(
         preset=preset.name,
@@ -136,6 +138,20 @@ def _project_hop(h: Hop, sizes: dict[str, int],
     if delta == 0 and leaves is h.leaves:
         return h
     return dataclasses.replace(h, leaves=leaves, nbytes=h.nbytes + delta)
+
+
+def _project_seam_step(st: SeamStep, sizes: dict[str, int],
+                       cache: dict[int, tuple[tuple[Leaf, ...], int]]) -> SeamStep:
+    """As `_project_hop`, each folded hop changed by its merged schema's delta."""
+    key = id(st.leaves)
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = _project_leaves(st.leaves, sizes)
+    leaves, delta = hit
+    if delta == 0 and leaves is st.leaves:
+        return st
+    return dataclasses.replace(st, leaves=leaves, nbytes_sum=st.nbytes_sum + delta * st.hops,
+                               nbytes_min=st.nbytes_min + delta, nbytes_max=st.nbytes_max + delta)
 
 
 def _project_leaves(leaves: tuple[Leaf, ...], sizes: dict[str, int]) -> tuple[tuple[Leaf, ...], int]:

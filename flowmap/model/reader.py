@@ -27,6 +27,7 @@ from flowmap.model.events import Hop as Hop
 from flowmap.model.events import Leaf as Leaf
 from flowmap.model.events import Mark as Mark
 from flowmap.model.events import Shard as Shard
+from flowmap.model.fold import FINISH_STEP_FACTOR, Cut, Folder
 from flowmap.model.validate import CHECKS
 
 BLOCK = 4 << 20  # bytes read at a time
@@ -34,8 +35,11 @@ MAX_HEADER = 1 << 20
 MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
 
 
-def read_shard(path: str) -> Shard:
-    """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard."""
+def read_shard(path: str, detail_hops: int | None = None) -> Shard:
+    """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard.
+
+    Past `detail_hops` hops (None: never) the rest are folded into `seam_steps`.
+    """
     with open_regular(path) as f:
         first = f.readline(MAX_HEADER + 1)
         if not first:
@@ -52,7 +56,7 @@ def read_shard(path: str) -> Shard:
             t0_mono_ns=_int(header.get("t0_mono_ns")),
             t0_wall_ns=_int(header.get("t0_wall_ns")),
         )
-        _Decoder(shard).feed(f)
+        _Decoder(shard, detail_hops).feed(f)
     return shard
 
 
@@ -134,8 +138,11 @@ _loads = json.JSONDecoder(parse_constant=_no_constant).decode
 class _Decoder:
     """Turns event lines into records, resolving interned strings and schemas."""
 
-    def __init__(self, shard: Shard) -> None:
+    def __init__(self, shard: Shard, detail_hops: int | None = None) -> None:
         self.shard = shard
+        self.keep = detail_hops  # hops built one by one before `_folded` is asked
+        self.cut: Cut | None = None
+        self.folder: Folder | None = None
         self.strings: dict[int, str] = {}
         self.schemas: dict[int, tuple[Leaf, ...]] = {}
         self.t0 = shard.t0_mono_ns
@@ -150,6 +157,31 @@ class _Decoder:
     def feed(self, f: Any) -> None:
         for lines in self._blocks(f):
             self._batch(lines)
+        if self.folder is not None and self.cut is not None:
+            self.shard.seam_steps += self.folder.seam_steps(self.strings.__getitem__,
+                                                            self.schemas.__getitem__)
+            self.shard.fold_cut = (self.cut.step, self.cut.t_ns)
+
+    def _folded(self, ev: list[Any]) -> bool:
+        """Whether the (checked) hop event `ev` is past this shard's detail window; if so, fold it.
+
+        The window ends at the budget's last step (hops of steps up to it are
+        still kept, to at most FINISH_STEP_FACTOR times the budget; past that,
+        it ends at the budget's time). See `flowmap.model.fold`.
+        """
+        t_ns = self.t0 + ev[1] * 1000
+        cut, folder = self.cut, self.folder
+        if cut is None or folder is None:
+            self.cut, self.folder = Cut(ev[8], t_ns), Folder(self.shard.pid)
+            return False
+        step = ev[8]
+        past = step > cut.step if step is not None and cut.step is not None else t_ns > cut.t_ns
+        if not past:
+            if len(self.shard.hops) < FINISH_STEP_FACTOR * (self.keep or 0):
+                return False
+            cut.step = None  # the rest folds; the run folds kept hops past `cut.t_ns`
+        folder.add_event(ev, t_ns)
+        return True
 
     def _blocks(self, f: Any) -> Any:
         """Lists of complete lines, a block at a time; over-long lines are skipped.
@@ -213,11 +245,14 @@ class _Decoder:
         # Hops are most of a trace: checked and built here, without a call per event.
         check_hop = CHECKS[tf.HOP]
         strings, schemas, sh, t0 = self.strings, self.schemas, self.shard, self.t0
-        hops = sh.hops
+        hops, keep = sh.hops, self.keep
         for i, ev in enumerate(events):
             if not dirty and type(ev) is list and ev and ev[0] == "h" and check_hop(
                 ev, strings, schemas
             ):
+                if keep is not None and len(hops) >= keep and self._folded(ev):
+                    sh.num_events += 1
+                    continue
                 hops.append(Hop(
                     t0 + ev[1] * 1000, sh.pid, strings[ev[2]], strings[ev[3]], strings[ev[4]],
                     ev[6], schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], strings[ev[10]],
@@ -262,12 +297,14 @@ class _Decoder:
     def _hop(self, ev: list[Any]) -> None:
         s = self.strings
         sh = self.shard
+        sh.num_events += 1
+        if self.keep is not None and len(sh.hops) >= self.keep and self._folded(ev):
+            return
         sh.hops.append(Hop(
             self.t0 + ev[1] * 1000, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], ev[6],
             self.schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], s[ev[10]],
             tuple(ev[11]) if ev[11] else (),
-        ))
-        sh.num_events += 1  # (the same as the fast path in `_batch`)
+        ))  # (the same as the fast path in `_batch`)
 
     def _counter(self, ev: list[Any]) -> None:
         sh = self.shard
@@ -323,78 +360,3 @@ BUILDERS = {
 
 def _count(v: Any, default: int) -> int:
     return v if type(v) is int and 0 <= v <= tf.MAX_INT else default
-
-
-def scan_run(run_path: str) -> tuple[list[str], list[str]]:
-    """(shard files, problems): the readable shard files of a run directory, sorted, and a
-    sentence for each entry skipped (not a regular file, a symlink out of the run, a loop)."""
-    problems: list[str] = []
-    try:
-        st = os.stat(run_path)
-    except OSError as exc:
-        if getattr(exc, "errno", None) == 40:  # ELOOP
-            raise NotATrace(f"{_show(run_path)} is a symlink loop") from None
-        raise NotATrace(f"{_show(run_path)} does not exist") from None
-    if stat.S_ISREG(st.st_mode):
-        return [run_path], problems
-    if not stat.S_ISDIR(st.st_mode):
-        raise NotATrace(f"{_show(run_path)} is not a regular file or a run directory")
-    root = os.path.realpath(run_path)
-    paths = []
-    try:
-        names = sorted(os.listdir(run_path))
-    except OSError as exc:
-        raise NotATrace(f"cannot list {_show(run_path)}: {exc.strerror or exc}") from None
-    for name in names:
-        if not name.endswith(tf.SHARD_SUFFIX):
-            continue
-        p = os.path.join(run_path, name)
-        why = _not_a_shard_file(p, root)
-        if why:
-            problems.append(f"{_show(name)} {why}; skipped")
-        else:
-            paths.append(p)
-    if not paths and not problems:
-        raise NotATrace(f"{_show(run_path)} holds no flowmap shards (*{tf.SHARD_SUFFIX})")
-    return paths, problems
-
-
-def _not_a_shard_file(p: str, root: str) -> str | None:
-    if os.path.islink(p):
-        real = os.path.realpath(p)
-        if os.path.commonpath([root, real]) != root:
-            return "is a symlink out of the run directory"
-    try:
-        mode = os.stat(p).st_mode
-    except OSError as exc:
-        return "is a symlink loop" if exc.errno == 40 else f"cannot be read ({exc.strerror})"
-    if not stat.S_ISREG(mode):
-        return "is not a regular file"
-    return None
-
-
-def shard_paths(run_path: str) -> list[str]:
-    """The shard files of a run directory (or the one file given), sorted for determinism."""
-    return scan_run(run_path)[0]
-
-
-def read_run_shards(run_path: str) -> tuple[list[Shard], list[str]]:
-    """Every readable shard of a run and a sentence per problem (empty, bad lines, skipped).
-
-    A run whose every shard is unreadable raises NotATrace with the first reason.
-    """
-    paths, problems = scan_run(run_path)
-    shards = []
-    for p in paths:
-        try:
-            shard = read_shard(p)
-        except NotATrace as exc:
-            if len(paths) == 1 and not problems and p == run_path:
-                raise
-            problems.append(str(exc) + "; skipped")
-            continue
-        problems.extend(shard.problems())
-        shards.append(shard)
-    if not shards:
-        raise NotATrace(problems[0] if problems else f"{_show(run_path)} holds no readable shards")
-    return shards, problems

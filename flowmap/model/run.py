@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
+from flowmap.model.events import SeamStep
+from flowmap.model.fold import DETAIL_HOPS, Cut, fold_hops
 from flowmap.model.halves import join as join_halves
 from flowmap.model.reader import (
     MAX_HEADER,
@@ -26,9 +28,9 @@ from flowmap.model.reader import (
     Mark,
     Shard,
     open_regular,
-    read_run_shards,
 )
 from flowmap.model.run_meta import read_run_meta
+from flowmap.model.shards import read_run_shards
 from flowmap.model.types import (
     CounterStats,
     Health,
@@ -78,9 +80,16 @@ class Run:
         self.problems = problems if problems is not None else [p for s in shards for p in s.problems()]
         self.shards = shards
         self.meta = meta
-        self.hops: list[Hop] = sorted(
-            [h for s in shards for h in s.hops] + join_halves(shards), key=lambda h: h.t_ns
-        )
+        hops = [h for s in shards for h in s.hops] + join_halves(shards)
+        folded = [st for s in shards for st in s.seam_steps]
+        cut = _detail_cut(shards)
+        if cut is not None:  # one detail window for the whole run: fold what lies past it
+            past = [cut.past(h.step, h.t_ns) for h in hops]
+            folded += fold_hops(h for h, p in zip(hops, past) if p)
+            hops = [h for h, p in zip(hops, past) if not p]
+        self.hops: list[Hop] = sorted(hops, key=lambda h: h.t_ns)
+        # Hops folded per seam and step (`flowmap.model.fold`), past the detail window.
+        self.seam_steps: list[SeamStep] = sorted(folded, key=lambda st: st.t_ns)
         self.counter_samples: list[CounterSample] = sorted(
             (c for s in shards for c in s.counters), key=lambda c: c.t_ns
         )
@@ -109,8 +118,14 @@ class Run:
 
     @cached_property
     def steps(self) -> list[int]:
-        """The training steps seen on hops, sorted; empty when the program set none."""
-        return sorted({h.step for h in self.hops if h.step is not None})
+        """The training steps seen on hops (kept or folded), sorted; empty when none was set."""
+        seen = {h.step for h in self.hops if h.step is not None}
+        return sorted(seen.union(st.step for st in self.seam_steps if st.step is not None))
+
+    @property
+    def num_hops(self) -> int:
+        """Every hop of the run, kept one by one or folded."""
+        return len(self.hops) + sum(st.hops for st in self.seam_steps)
 
     @property
     def num_steps(self) -> int:
@@ -157,14 +172,27 @@ class Run:
         return build_view(self)
 
     def __repr__(self) -> str:
-        return f"Run({self.path!r}, hops={len(self.hops)}, seams={len(self.seams)})"
+        return f"Run({self.path!r}, hops={self.num_hops}, seams={len(self.seams)})"
 
 
-def load(path: str | os.PathLike[str]) -> Run:
-    """Read the run directory (or single shard file) at `path`."""
+def _detail_cut(shards: list[Shard]) -> Cut | None:
+    """The earliest end of any shard's detail window: where the run's window ends."""
+    cut: Cut | None = None
+    for s in shards:
+        if s.fold_cut is not None:
+            cut = Cut(*s.fold_cut).earlier(cut)
+    return cut
+
+
+def load(path: str | os.PathLike[str], detail_hops: int | None = DETAIL_HOPS) -> Run:
+    """Read the run directory (or single shard file) at `path`.
+
+    Past `detail_hops` hops (shared among the shards; None: no limit) the
+    reader folds hops into per-seam, per-step records (`Run.seam_steps`).
+    """
     path = os.fspath(path)
     with paused_gc():
-        shards, problems = read_run_shards(path)
+        shards, problems = read_run_shards(path, detail_hops)
     meta: dict[str, Any] = {}
     if os.path.isdir(path):
         meta = read_run_meta(os.path.join(path, tf.RUN_META), problems)

@@ -4,14 +4,18 @@ A chart of a 10,000-step run cannot show every step, so steps are grouped
 into at most `max_bins` bins of consecutive steps; the caller picks the bound
 (the HTML page keeps seams x bins under a budget), the model does the
 counting. A hop without a step belongs to the last step seen before it (in
-time), or to the first bin when none was.
+time), or to the first bin when none was. A folded step (`SeamStep`) counts
+in its step's bin, or, without a step, where its last hop was.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from flowmap.model.events import Hop, SeamStep
 from flowmap.model.types import SeamKey, StepBin, StepBins, Totals
 
 if TYPE_CHECKING:
@@ -36,14 +40,20 @@ def _bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
     t_lo = [math.inf] * nbins
     t_hi = [-math.inf] * nbins
     cur = 0
-    for h in run.hops:
+    for h in _in_time_order(run):
         if h.step is not None:
             cur = bin_of[h.step]
         n = index[(h.src, h.dst, h.name)]
-        byte_rows[n][cur] += h.nbytes
-        hop_rows[n][cur] += 1
-        if h.t_ns < t_lo[cur]:
-            t_lo[cur] = h.t_ns
+        if isinstance(h, SeamStep):
+            byte_rows[n][cur] += h.nbytes_sum
+            hop_rows[n][cur] += h.hops
+            t_first = h.t_first_ns
+        else:
+            byte_rows[n][cur] += h.nbytes
+            hop_rows[n][cur] += 1
+            t_first = h.t_ns
+        if t_first < t_lo[cur]:
+            t_lo[cur] = t_first
         if h.t_ns > t_hi[cur]:
             t_hi[cur] = h.t_ns
     members_of: list[list[int]] = [[] for _ in range(nbins)]
@@ -65,6 +75,12 @@ def _bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
     )
 
 
+def _in_time_order(run: Run) -> Iterator[Hop | SeamStep]:
+    if not run.seam_steps:
+        return iter(run.hops)
+    return heapq.merge(run.hops, run.seam_steps, key=lambda e: e.t_ns)
+
+
 def totals(run: Run) -> Totals:
     """All seams together; the heaviest step groups hops by their step (no step: one group)."""
     per_step: dict[int | None, int] = {}
@@ -73,6 +89,9 @@ def totals(run: Run) -> Totals:
         per_step[h.step] = per_step.get(h.step, 0) + h.nbytes
         if h.nbytes > largest:
             largest = h.nbytes
+    for st in run.seam_steps:
+        per_step[st.step] = per_step.get(st.step, 0) + st.nbytes_sum
+        largest = max(largest, st.nbytes_max)
     seams = run.seams.values()
     return Totals(
         total_bytes=sum(s.total_bytes for s in seams),

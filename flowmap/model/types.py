@@ -85,7 +85,9 @@ class SeamStats:
     residency_mean_s: float | None  # how long items sat at dst before leaving it; None: no items
     residency_max_s: float | None
     items: int  # item ids carried, summed over hops
-    hop_bytes: tuple[int, ...]  # every hop's bytes, in time order (for histograms)
+    hop_bytes: tuple[int, ...]  # each kept hop's bytes, in time order (for histograms)
+    # (mean bytes per hop, hops) of each folded step (`flowmap.model.fold`), in time order
+    folded_bytes: tuple[tuple[int, int], ...] = ()
 
     @property
     def key(self) -> SeamKey:
@@ -169,6 +171,32 @@ class ItemStats:
     @property
     def dropped_total(self) -> int:
         return sum(self.dropped.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Detail:
+    """The part of a run kept hop by hop; past it, hops were folded per seam and step.
+
+    Per-seam figures count every hop either way. What follows one payload or
+    item across hops (pass-through, duplicates, drops, item lifetimes,
+    residency) can only read the kept hops: the detail window.
+    """
+
+    folded: bool  # some hops were folded (a long run read past its window, or `--aggregate`)
+    hops: int  # kept one by one
+    folded_hops: int
+    steps: tuple[int, ...]  # steps every hop of which was kept
+    num_steps: int  # the "per step" denominator of figures read from kept hops: at least 1
+
+    @property
+    def note(self) -> str:
+        """One line for outputs to show where it applies; "" when every hop was kept."""
+        if not self.folded:
+            return ""
+        span = f", steps {self.steps[0]}..{self.steps[-1]}" if self.steps else ""
+        return (f"detail window: {self.hops:,} of {self.hops + self.folded_hops:,} hops kept"
+                f"{span}; findings that follow one payload or item read only these, "
+                f"per-seam figures count every hop")
 
 
 @dataclass(frozen=True, slots=True)

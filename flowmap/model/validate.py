@@ -33,7 +33,8 @@ _EXPR: dict[str, str] = {
     tf.TEXT: f"(type({{v}}) is str and len({{v}}) <= {tf.MAX_TEXT})",
     tf.ITEMS: "({v} is None or ({v}.__class__ is list and len({v}) == 1 and "
               "{v}[0].__class__ is int and -MAX_INT <= {v}[0] <= MAX_INT) or items({v}))",
-    tf.INTS: "({v} == [] or ints({v}))",
+    tf.INTS: "({v} == [] or ({v}.__class__ is list and len({v}) == 1 and "
+             "{v}[0].__class__ is int and 0 <= {v}[0] <= MAX_INT) or ints({v}))",
     tf.LEAVES: "(leaves({v}, S))",
     tf.STATS: "(type({v}) is dict)",
 }

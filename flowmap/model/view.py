@@ -12,7 +12,9 @@ view for those who want one.
 
 `events` is the run's time-ordered records, for the outputs that draw events
 rather than figures (the Perfetto timeline) and for the findings detectors
-that follow storages and items hop by hop.
+that follow storages and items hop by hop. Past a long run's detail window
+hops are folded per seam and step (`events.seam_steps`); `detail` says which
+part was kept one by one, the part those detectors read.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from flowmap.model.events import SeamStep
 from flowmap.model.pipeline import build_pipeline
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard
 from flowmap.model.run import paused_gc
 from flowmap.model.steps import step_bins, totals
 from flowmap.model.types import (
     CounterStats,
+    Detail,
     Health,
     ItemStats,
     OwnerStats,
@@ -53,6 +57,7 @@ class Events:
     counter_samples: Sequence[CounterSample]
     marks: Sequence[Mark]
     drops: Sequence[Drop]
+    seam_steps: Sequence[SeamStep] = ()  # hops folded per seam and step, past the detail window
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ class RunView:
     projection: Projection | None  # set when the figures were scaled to a model preset
     steps: tuple[int, ...]  # training steps seen on hops, sorted
     num_steps: int  # the "per step" denominator: at least 1
-    num_hops: int
+    num_hops: int  # kept and folded
     t0_ns: int  # run start, host monotonic clock
     t_end_ns: int  # the last hop (t0_ns for a run without hops)
     seams: Mapping[SeamKey, SeamStats]  # heaviest first, ties by key
@@ -73,6 +78,7 @@ class RunView:
     items: ItemStats
     totals: Totals
     health: Health
+    detail: Detail
     events: Events = field(repr=False)
     _run: Run = field(repr=False, compare=False)
     exit_code: int | None = None  # the traced program's, from run.json; None: not recorded
@@ -135,16 +141,28 @@ def _build(run: Run) -> RunView:
         projection=run.projection,
         steps=tuple(run.steps),
         num_steps=run.num_steps,
-        num_hops=len(run.hops),
+        num_hops=run.num_hops,
         t0_ns=run.t0_ns,
-        t_end_ns=max((h.t_ns for h in run.hops), default=run.t0_ns),
+        t_end_ns=max([h.t_ns for h in run.hops[-1:]] + [st.t_ns for st in run.seam_steps[-1:]],
+                     default=run.t0_ns),
         seams=run.seams,
         owners=run.owners,
         counters=run.counters,
         items=run.items,
         totals=totals(run),
         health=run.health,
-        events=Events(run.shards, run.hops, run.counter_samples, run.marks, run.drops),
+        detail=_detail(run),
+        events=Events(run.shards, run.hops, run.counter_samples, run.marks, run.drops,
+                      run.seam_steps),
         exit_code=run.meta.get("exit_code") if type(run.meta.get("exit_code")) is int else None,
         _run=run,
     )
+
+
+def _detail(run: Run) -> Detail:
+    folded_hops = sum(st.hops for st in run.seam_steps)
+    if not run.seam_steps:
+        return Detail(False, len(run.hops), 0, tuple(run.steps), run.num_steps)
+    kept = {h.step for h in run.hops if h.step is not None}
+    steps = tuple(sorted(kept.difference(st.step for st in run.seam_steps)))
+    return Detail(True, len(run.hops), folded_hops, steps, max(1, len(steps)))

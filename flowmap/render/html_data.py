@@ -71,6 +71,7 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
         "duration_s": _num(view.duration_s),
         "truncated": view.truncated,
         "projection": view.projection.note if view.projection else None,
+        **({"detail": view.detail.note} if view.detail.folded else {}),
         "total_bytes": view.totals.total_bytes,
         "items": {
             "total": items.total,
@@ -155,7 +156,7 @@ def _seam(s: SeamStats, sid: str, owner_id: dict[str, str], placed: Layout,
         "residency_max_s": _num(s.residency_max_s),
         "leaves": [_leaf(leaf) for leaf in s.leaves[:MAX_LEAVES]],
         "leaves_total": len(s.leaves),
-        "hist": size_histogram(s.hop_bytes),
+        "hist": size_histogram(s.hop_bytes, s.folded_bytes),
         "bin_bytes": list(binned.bytes[s.key]),
         "bin_hops": list(binned.hops[s.key]),
         "path": [c for p in route.points for c in p],
@@ -169,9 +170,15 @@ def _leaf(leaf: LeafStats) -> dict[str, Any]:
                               "hops")}
 
 
-def size_histogram(hop_bytes: Sequence[int]) -> dict[str, Any]:
-    """Hop sizes in power-of-two buckets: `counts[i]` hops of [2**(lo+i), 2**(lo+i+1)) bytes."""
+def size_histogram(hop_bytes: Sequence[int],
+                   folded: Sequence[tuple[int, int]] = ()) -> dict[str, Any]:
+    """Hop sizes in power-of-two buckets: `counts[i]` hops of [2**(lo+i), 2**(lo+i+1)) bytes.
+
+    Folded hops (`folded`: (mean bytes, hops) per seam and step) count at their step's mean.
+    """
     by_length = Counter(map(int.bit_length, hop_bytes))  # n.bit_length() - 1 == floor(log2 n)
+    for mean, n in folded:
+        by_length[mean.bit_length()] += n
     zero = by_length.pop(0, 0)
     if not by_length:
         return {"lo": 0, "counts": [], "zero": zero}

@@ -68,6 +68,8 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
         lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
     health, style = _health(view)
     lines += [(ln, style) for ln in wrap(health, width)]
+    if view.detail.folded:
+        lines += [(ln, "yellow") for ln in wrap(view.detail.note, width)]
     for problem in view.health.problems[:MAX_PROBLEMS]:  # the JSON has them all, whole
         lines += [(ln, "yellow") for ln in wrap(f"capture: {shorten(problem, 200)}", width)]
     lines += [(ln, "") for ln in wrap(_items(view), width)]
@@ -102,8 +104,9 @@ def _health(view: RunView) -> tuple[str, str]:
 def _items(view: RunView) -> str:
     i = view.items
     reasons = ", ".join(f"{n:,} {r}" for r, n in i.dropped.items())
-    return (f"items: {i.total:,} total, {i.consumed:,} consumed, {i.dropped_total:,} dropped"
-            + (f" ({reasons})" if reasons else ""))
+    where = " in the detail window" if view.detail.folded else ""
+    return (f"items{where}: {i.total:,} total, {i.consumed:,} consumed, "
+            f"{i.dropped_total:,} dropped" + (f" ({reasons})" if reasons else ""))
 
 
 def _heading(title: str, shown: int, total: int, more: str, width: int) -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ def render_check(report: CheckReport) -> str:
         "budget": report.budget,
         "tolerance": report.tolerance,
         "min_bytes_per_step": report.min_bytes_per_step,
+        **({"detail": report.detail} if report.detail else {}),
         "counts": {s: report.count(s) for s in STATUSES},
         "results": [
             {

@@ -24,6 +24,8 @@ def esc(text: str) -> str:
 def render_check(report: CheckReport) -> str:
     icon = "❌" if report.failed else "✅"
     lines = [f"### {icon} {report.headline()}", ""]
+    if report.detail:
+        lines += [f"_{esc(report.detail)}_", ""]
     baseline = [r for r in report.ordered() if r.group == "baseline"]
     budget = [r for r in report.ordered() if r.group == "budget"]
     if baseline:

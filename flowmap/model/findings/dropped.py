@@ -39,7 +39,7 @@ def detect(view: RunView) -> list[Finding]:
         items[(reason, owner)] += 1
     out = []
     for (reason, owner), n in sorted(items.items()):
-        bps = spent.get((reason, owner), 0.0) / view.num_steps
+        bps = spent.get((reason, owner), 0.0) / view.detail.num_steps
         share = 100 * n / max(1, view.items.total)
         out.append(Finding(
             DROPPED, sorted(seam_label(k) for k in seams.get((reason, owner), ())), bps,

@@ -46,7 +46,7 @@ def detect(view: RunView) -> list[Finding]:
         dests[rk].update(h.dst for h in group)
     out = []
     for rk, nbytes in extra.items():
-        bps = nbytes / view.num_steps
+        bps = nbytes / view.detail.num_steps
         to = ", ".join(sorted(dests[rk]))
         out.append(Finding(
             DUPLICATE, sorted(labels[rk]), bps,

@@ -43,7 +43,7 @@ def detect(view: RunView) -> list[Finding]:
             # bytes at stake are bytes moved: a `ref` hop handed over a Python reference
             if matched.get((a, b)):
                 evidence = "same storage"
-                bps = min(matched[(a, b)] / view.num_steps, _bps(in_seams) + _bps(out_seams))
+                bps = min(matched[(a, b)] / view.detail.num_steps, _bps(in_seams) + _bps(out_seams))
             elif signature[a] and signature[a] == signature[b] and _fed_by(in_seams, out_seams):
                 evidence = "same leaf schema"
                 bps = min(_bps(in_seams), _bps(out_seams))

@@ -27,7 +27,7 @@ def detect(view: RunView) -> list[Finding]:
         labels[(role_key(key), transport)].add(seam_label(key))
     out = []
     for (rk, transport), nbytes in by_role.items():
-        bps = nbytes / view.num_steps
+        bps = nbytes / view.detail.num_steps
         out.append(Finding(SERIALISATION, sorted(labels[(rk, transport)]), bps,
                            _message(rk, transport, bps)))
     return out

@@ -164,9 +164,10 @@
     ];
     if (r.items.total) stats.push(r.items.total + " items, " + r.items.dropped + " dropped");
     var warn = null;
-    if (r.truncated || r.health.tracer_errors || r.projection) {
+    if (r.truncated || r.health.tracer_errors || r.projection || r.detail) {
       warn = el("span", { "class": "warn", id: "run-warning" },
         (r.projection ? "PROJECTION — " + r.projection + " " : "") +
+        (r.detail ? r.detail + " " : "") +
         (r.truncated ? "trace cut short " : "") + (r.health.tracer_errors ? r.health.tracer_errors + " tracer errors" : ""));
     }
     ui.from = el("input", { type: "range", id: "step-from", min: 0, max: D.bins.length - 1, value: 0, "aria-label": "first step" });
