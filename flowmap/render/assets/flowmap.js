@@ -14,6 +14,10 @@
   var ownerById = {};
   var state = { sel: null, from: 0, to: Math.max(0, D.bins.length - 1), query: "" };
   var view = { k: 1, x: 0, y: 0 };
+  // Labels are never drawn below this many CSS px: the graph opens at no less than 1:1
+  // (the layout's label fonts are >= 11 px) and is panned, not shrunk to fit; zoomed out
+  // past it, edge labels hide and owner names keep their size.
+  var LEGIBLE_PX = 11, EDGE_FONT = 11, NODE_FONT = 12, MAX_OPEN_K = 1.5;
   var ui = {};
 
   D.seams.forEach(function (s) { seamById[s.id] = s; });
@@ -210,10 +214,8 @@
 
   function graphPanel() {
     var L = D.run.layout;
-    var svg = sv("svg", {
-      id: "graph", viewBox: "0 0 " + Math.max(L.width, 100) + " " + Math.max(L.height, 60),
-      role: "img", "aria-label": "dataflow graph"
-    });
+    var svg = sv("svg", { id: "graph", role: "img", "aria-label": "dataflow graph" });
+    ui.graph = svg;
     var defs = sv("defs");
     RAMP.concat(["#bbbbbb", "#111111"]).forEach(function (c, i) {
       defs.appendChild(sv("marker", {
@@ -235,7 +237,7 @@
     panZoom(svg);
     ui.legend = el("div", { "class": "legend" });
     var empty = D.seams.length ? null : el("p", { "class": "empty" }, "This run recorded no hops.");
-    return el("section", { id: "graph-panel" }, [svg, empty, ui.legend]);
+    return el("section", { id: "graph-panel" }, [svg, empty, zoomButtons(), ui.legend]);
   }
 
   function seamShape(s) {
@@ -247,7 +249,7 @@
     var line = sv("path", { d: d, "class": "line" });
     var hit = sv("path", { d: d, "class": "hit" });
     var text = sv("text", { x: s.label_at[0], y: s.label_at[1], "class": "elabel", "text-anchor": "middle" }, [
-      sv("tspan", { x: s.label_at[0], dy: "-0.3em" }, s.name),
+      sv("tspan", { x: s.label_at[0], dy: "-0.3em" }, s.short),
       sv("tspan", { x: s.label_at[0], dy: "1.25em", "class": "bps" })
     ]);
     g.appendChild(hit);
@@ -256,6 +258,7 @@
     tip(g, s.label);
     g.addEventListener("click", function (ev) { if (!ui.dragged) select("seam", s.id); ev.stopPropagation(); });
     g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") select("seam", s.id); });
+    g.addEventListener("focus", function () { if (g.matches(":focus-visible")) reveal(s.label_at[0], s.label_at[1]); });
     ui.edges[s.id] = { g: g, line: line, text: text, title: g.lastChild };
     return g;
   }
@@ -267,10 +270,11 @@
       x: -o.w / 2, y: -o.h / 2, width: o.w, height: o.h, rx: 6,
       fill: "hsl(" + hue + ",60%,93%)", stroke: "hsl(" + hue + ",45%,42%)"
     }));
-    g.appendChild(sv("text", { "text-anchor": "middle", dy: "0.35em" }, o.name));
+    g.appendChild(sv("text", { "text-anchor": "middle", dy: "0.35em" }, o.short));
     tip(g, o.name + "\nin " + fmtBytes(o.bytes_in) + " · out " + fmtBytes(o.bytes_out));
     g.addEventListener("click", function (ev) { if (!ui.dragged) select("owner", o.id); ev.stopPropagation(); });
     g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") select("owner", o.id); });
+    g.addEventListener("focus", function () { if (g.matches(":focus-visible")) reveal(o.x, o.y); });
     ui.nodes[o.id] = g;
     return g;
   }
@@ -283,22 +287,13 @@
 
   function panZoom(svg) {
     var start = null;
-    function apply() { ui.viewport.setAttribute("transform", "translate(" + view.x + "," + view.y + ") scale(" + view.k + ")"); }
     function toUser(ev) {
-      var m = svg.getScreenCTM();
-      var pt = svg.createSVGPoint();
-      pt.x = ev.clientX; pt.y = ev.clientY;
-      return m ? pt.matrixTransform(m.inverse()) : pt;
+      var r = svg.getBoundingClientRect();
+      return { x: ev.clientX - r.left, y: ev.clientY - r.top };
     }
     svg.addEventListener("wheel", function (ev) {
       ev.preventDefault();
-      var p = toUser(ev), f = Math.exp(-ev.deltaY * 0.0015);
-      var k = Math.min(8, Math.max(0.2, view.k * f));
-      f = k / view.k;
-      view.x = p.x - (p.x - view.x) * f;
-      view.y = p.y - (p.y - view.y) * f;
-      view.k = k;
-      apply();
+      zoomAt(toUser(ev), Math.exp(-ev.deltaY * 0.0015));
     }, { passive: false });
     svg.addEventListener("mousedown", function (ev) { start = { p: toUser(ev), x: view.x, y: view.y }; ui.dragged = false; });
     window.addEventListener("mousemove", function (ev) {
@@ -306,11 +301,78 @@
       var p = toUser(ev);
       var dx = p.x - start.p.x, dy = p.y - start.p.y;
       if (Math.abs(dx) + Math.abs(dy) > 3) ui.dragged = true;
-      if (ui.dragged) { view.x = start.x + dx; view.y = start.y + dy; apply(); start.p = toUser(ev); start.x = view.x; start.y = view.y; }
+      if (ui.dragged) { view.x = start.x + dx; view.y = start.y + dy; ui.moved = true; applyView(); }
     });
     window.addEventListener("mouseup", function () { start = null; setTimeout(function () { ui.dragged = false; }, 0); });
-    svg.addEventListener("dblclick", function () { view = { k: 1, x: 0, y: 0 }; apply(); });
+    svg.addEventListener("dblclick", function () { openView(); });
     svg.addEventListener("click", function () { if (!ui.dragged) select(null, null); });
+    window.addEventListener("resize", function () { if (!ui.moved) openView(); });
+  }
+
+  function zoomButtons() {
+    function button(text, title, action) {
+      var b = el("button", { type: "button", title: title, "data-zoom": text }, text);
+      b.addEventListener("click", function (ev) { action(); ev.stopPropagation(); });
+      return b;
+    }
+    return el("div", { "class": "zoom" }, [
+      button("+", "zoom in", function () { zoomAt(centre(), 1.25); }),
+      button("−", "zoom out", function () { zoomAt(centre(), 0.8); }),
+      button("fit", "the whole graph (edge labels hide when too small to read)", function () { fitView(); }),
+      button("1:1", "readable size (double-click the graph does the same)", function () { openView(); }),
+      el("span", { "class": "muted" }, "drag: pan · wheel: zoom · double-click: readable size")
+    ]);
+    function centre() { var box = graphBox(); return { x: box.width / 2, y: box.height / 2 }; }
+  }
+
+  function graphBox() {
+    var r = ui.graph.getBoundingClientRect();
+    return { width: Math.max(1, r.width), height: Math.max(1, r.height) };
+  }
+
+  function zoomAt(p, f) {
+    var k = Math.min(8, Math.max(0.1, view.k * f));
+    f = k / view.k;
+    view.x = p.x - (p.x - view.x) * f;
+    view.y = p.y - (p.y - view.y) * f;
+    view.k = k;
+    ui.moved = true;
+    applyView();
+  }
+
+  function applyView() {
+    ui.viewport.setAttribute("transform", "translate(" + view.x + "," + view.y + ") scale(" + view.k + ")");
+    // below 1:1 edge labels would be unreadable: hide them; owner names keep >= LEGIBLE_PX
+    ui.graph.classList.toggle("overview", view.k * EDGE_FONT < LEGIBLE_PX);
+    var font = Math.max(NODE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100);
+    ui.graph.style.setProperty("--node-font", font + "px");
+  }
+
+  // The opening view: as large as fits, never below 1:1, centred; a graph wider or
+  // taller than the panel opens at its top and is panned (drag, or the zoom buttons).
+  function openView() {
+    var L = D.run.layout, box = graphBox();
+    var k = Math.min(MAX_OPEN_K, Math.max(1, Math.min(box.width / L.width, box.height / L.height)));
+    view = { k: k, x: (box.width - L.width * k) / 2, y: Math.max(0, (box.height - L.height * k) / 2) };
+    ui.moved = false;
+    applyView();
+  }
+
+  function fitView() {
+    var L = D.run.layout, box = graphBox();
+    var k = Math.min(MAX_OPEN_K, box.width / L.width, box.height / L.height);
+    view = { k: k, x: (box.width - L.width * k) / 2, y: (box.height - L.height * k) / 2 };
+    ui.moved = true;
+    applyView();
+  }
+
+  // Bring a selected owner or seam into the panel when it is outside (selected from a list).
+  function reveal(x, y) {
+    var box = graphBox(), sx = view.x + x * view.k, sy = view.y + y * view.k, m = 40;
+    if (sx >= m && sx <= box.width - m && sy >= m && sy <= box.height - m) return;
+    view.x = box.width / 2 - x * view.k;
+    view.y = box.height / 2 - y * view.k;
+    applyView();
   }
 
   function styleGraph() {
@@ -344,7 +406,7 @@
     append(ui.legend, [
       el("span", {}, "bytes/step (log) " + fmtBytes(Math.min.apply(null, pos)) + " "), bar,
       el("span", {}, " " + fmtBytes(Math.max.apply(null, pos))),
-      el("span", { "class": "muted" }, "  ·  dashed: back edge closing the loop  ·  wheel: zoom, drag: pan, double-click: reset")
+      el("span", { "class": "muted" }, "  ·  dashed: back edge closing the loop")
     ]);
     var roles = [];
     D.owners.forEach(function (o) { if (roles.indexOf(o.role) < 0) roles.push(o.role); });
@@ -372,6 +434,8 @@
       var on = kind === "owner" ? k === id : kind === "seam" && (seamById[id].src === k || seamById[id].dst === k);
       ui.nodes[k].classList.toggle("sel", on);
     });
+    if (kind === "seam") reveal(seamById[id].label_at[0], seamById[id].label_at[1]);
+    else if (kind === "owner") reveal(ownerById[id].x, ownerById[id].y);
     var hash = kind ? "#" + kind + "=" + id : "";
     if (!fromHistory && hash !== location.hash) {  // a selection is a step Back can undo
       try { history.pushState(null, "", hash || location.pathname + location.search); } catch (e) { /* file:// in some browsers */ }
@@ -746,6 +810,7 @@
     var body = el("main", { id: "app" }, [graphPanel(), side, chartsPanel()]);
     document.body.appendChild(header());
     document.body.appendChild(body);
+    openView();
     update();
     applyFilter();
     fromHash();
