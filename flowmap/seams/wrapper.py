@@ -44,7 +44,7 @@ class _Plan:
         self.result_dims: dict[str, tuple[str, ...]] = {}
         for path, dims in spec.dims.items():
             # both sides' leaves are named as the paths are: `batch.tokens`, `result.tokens`
-            side = self.result_dims if paths.split(path)[0] == "result" else self.call_dims
+            side = self.result_dims if paths.root(path) == "result" else self.call_dims
             side[path] = dims
         on_result = spec.items is not None and paths.split(spec.items)[0] == "result"
         self.call_items = None if on_result else spec.items

@@ -98,6 +98,9 @@ def test_call_and_return_leaves_are_named_as_dims_keys_them(tmp_path, module_nam
 
         def score(tokens):
             return torch.ones(tokens.shape[0])
+
+        def pair(tokens):
+            return tokens, tokens.float()
     """))
     name = f"{module_name}_t"
     patch(name, """
@@ -107,12 +110,17 @@ def test_call_and_return_leaves_are_named_as_dims_keys_them(tmp_path, module_nam
         - target: MOD:score
           owner: reward
           dims: {tokens: [batch, tokens], result: [batch]}
+        - target: MOD:pair
+          owner: advantage
+          args: []
+          dims: {"result[0]": [batch, tokens]}
     """)
     try:
         mod = __import__(name)
         with flowmap.tracing(str(tmp_path / "run")):
             out = mod.generate({"prompt": torch.zeros(2, 3, dtype=torch.int64)})
             mod.score(out["tokens"])
+            mod.pair(out["tokens"])
     finally:
         sys.modules.pop(name, None)
     # THEN every leaf carries the path its dims key names, on both sides
@@ -123,6 +131,8 @@ def test_call_and_return_leaves_are_named_as_dims_keys_them(tmp_path, module_nam
         ("generate", "main", "result.tokens"): ("batch", "tokens"),
         ("score", "reward", "tokens"): ("batch", "tokens"),
         ("score", "main", "result"): ("batch",),
+        ("pair", "main", "result[0]"): ("batch", "tokens"),  # a tuple's items, as reported
+        ("pair", "main", "result[1]"): None,
     }
 
 
