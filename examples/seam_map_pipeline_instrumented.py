@@ -58,8 +58,8 @@ class PromptDataset:
         flowmap.hop(caller, "dataset", {"batch_size": batch_size}, name="prompt_request")
         with flowmap.owner("dataset"):
             out = self._sample(batch_size)
-        flowmap.hop("dataset", caller, out, name="prompts", items=out.uid,
-                    dims={"prompt_ids": ("prompts", "prompt_tokens")})
+        flowmap.hop("dataset", caller, {"result": out}, name="prompts", items=out.uid,
+                    dims={"result.prompt_ids": ("prompts", "prompt_tokens")})
         return out
 
     def _sample(self, batch_size: int) -> Prompts:
@@ -81,10 +81,10 @@ class RolloutWorker:
                     dims={"prompts.prompt_ids": ("prompts", "prompt_tokens")})
         with flowmap.owner("rollout"):
             out = self._generate(prompts)
-        flowmap.hop("rollout", caller, out, name="trajectories", dims={
-            "tokens": ("samples", "tokens"),
-            "logprobs": ("samples", "completion_tokens"),
-            "completion_mask": ("samples", "completion_tokens"),
+        flowmap.hop("rollout", caller, {"result": out}, name="trajectories", dims={
+            "result.tokens": ("samples", "tokens"),
+            "result.logprobs": ("samples", "completion_tokens"),
+            "result.completion_mask": ("samples", "completion_tokens"),
         })
         return out
 
@@ -114,7 +114,7 @@ def score(trajectories: Trajectories) -> torch.Tensor:
                 items=trajectories.uid)
     with flowmap.owner("reward"):
         out = _score(trajectories)
-    flowmap.hop("reward", caller, out, name="rewards", dims={"": ("samples",)})
+    flowmap.hop("reward", caller, {"result": out}, name="rewards", dims={"result": ("samples",)})
     return out
 
 
@@ -150,7 +150,7 @@ class Learner:
         })
         with flowmap.owner("trainer"):
             out = self._train_step(batch)
-        flowmap.hop("trainer", caller, out, name="metrics")
+        flowmap.hop("trainer", caller, {"result": out}, name="metrics")
         return out
 
     def _train_step(self, batch: TrainBatch) -> dict[str, float]:

@@ -23,6 +23,7 @@ from flowmap.capture import state
 
 S = TypeVar("S")
 IMPLICIT = ("self", "cls")  # the receiver is not part of what a call sends
+RESULT = "result"  # the root of a reply's leaf paths
 
 
 class Arguments:
@@ -53,6 +54,17 @@ def payload(bound: Mapping[str, Any], selected: Collection[str] | None = None) -
     if selected is not None:
         return {k: bound[k] for k in selected if k in bound}
     return {k: v for k, v in bound.items() if k not in IMPLICIT}
+
+
+def reply(out: Any) -> dict[str, Any]:
+    """What a call returns, as its reply hop's payload: `{"result": out}`.
+
+    The call's leaves are named by argument (`batch.tokens`) and the reply's
+    by `result` (`result.tokens`, `result` for a returned tensor), the same
+    paths a seam map's `dims`, `items` and `also` use: one name per leaf on
+    both sides, whichever way the seam was declared.
+    """
+    return {RESULT: out}
 
 
 def wrap_call(

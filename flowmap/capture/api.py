@@ -182,7 +182,7 @@ def seam(
             t = state.tracer
             if t is not None and result:
                 try:
-                    t.hop(src=owner, dst=caller, payload=out, name=label, items=(), step=None,
+                    t.hop(src=owner, dst=caller, payload=calls.reply(out), name=label, items=(), step=None,
                           version=None, transport="ref", dims=None)
                 except Exception as exc:
                     t.error(exc)

@@ -14,7 +14,11 @@ What is recorded, once per crossing, on the side that has the real values:
   the task or actor whose call returned the ref (`object_store` for `ray.put`
   refs and refs of unknown origin) — so a ref handed from one actor to another
   through the driver shows up as the direct edge it is;
-- its return value is a hop `<callee> -> <caller>` (transport `rpc`);
+- its return value is a hop `<callee> -> <caller>`, recorded where the caller
+  resolves the ref (`ray.get`, transport `rpc`, leaves under `result`), or,
+  when the caller passes the ref on unresolved, a `ref` hop of the handle
+  alone (`flowmap.integrations.ray_refs`); an ObjectRef inside any payload is
+  counted as its id's bytes, never as the object it points to;
 - owners: a task is named by its function (`score`), an actor by its class
   and creation index in the creating process (`Learner/0`), or by its Ray
   name when it has one; code in an actor runs as that owner;
@@ -27,7 +31,8 @@ A framework integration that records its calls where it dispatches them
 (verl's worker groups, `flowmap.integrations.verl`) names the actor it creates
 through `actor_owner` and marks each submission through `dispatched`: the
 callee then runs the method as that owner, at that step, records only the
-result, and no second call hop.
+result (where it is real, whether or not the driver fetches it), and no second
+call hop.
 
 The callee learns its caller, and the producers of its ref arguments, through
 one extra keyword argument (`_flowmap_caller`) that the submitting side adds
@@ -54,6 +59,7 @@ from typing import Any
 from flowmap.capture import state
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.capture.session import restore_environ
+from flowmap.integrations import ray_refs
 from flowmap.integrations.ray_callee import (
     CALLER_KW,
     FLAG,
@@ -63,16 +69,13 @@ from flowmap.integrations.ray_callee import (
     instrument_function,
 )
 
-OBJECT_STORE = "object_store"
+OBJECT_STORE = ray_refs.OBJECT_STORE
 _FLOWMAP_VARS = ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "FLOWMAP_SEAMS")
 
 _install_lock = threading.Lock()
 _installed = False
 _actor_counts: dict[str, itertools.count[int]] = {}
-# Who produced each object ref this process handed out (ref hex -> owner),
-# and the owner name of each actor it created (actor id hex -> owner); bounded.
-MAX_REMEMBERED_REFS = 100_000
-_producers: dict[str, str] = {}
+# The owner name of each actor this process created (actor id hex -> owner); bounded.
 _actor_owners: dict[str, str] = {}
 
 
@@ -121,7 +124,8 @@ def install() -> None:
     import ray.actor as actor
     import ray.remote_function as remote_function
 
-    needed = [(worker, "_make_remote"), (ray, "init"), (ray, "put"), (ray, "ObjectRef"),
+    needed = [(worker, "_make_remote"), (ray, "init"), (ray, "put"), (ray, "get"),
+              (ray, "ObjectRef"),
               (remote_function.RemoteFunction, "_remote"), (actor.ActorClass, "_remote"),
               (actor.ActorHandle, "_actor_method_call")]
     missing = [f"{getattr(o, '__name__', o)}.{a}" for o, a in needed if not hasattr(o, a)]
@@ -133,6 +137,8 @@ def install() -> None:
     worker._make_remote = _wrap_make_remote(worker._make_remote)
     ray.init = _wrap_init(ray.init)
     ray.put = _wrap_put(ray.put)
+    ray.get = ray_refs.wrap_get(ray.get)
+    ray_refs.describe_refs_as_handles(ray.ObjectRef)
     # Patching Ray's classes at run time is the point of this module.
     remote_function.RemoteFunction._remote = _wrap_submit(  # type: ignore[method-assign]
         remote_function.RemoteFunction._remote, _function_is_ours
@@ -210,7 +216,8 @@ def _wrap_submit(submit: Callable[..., Any], is_ours: Callable[[Any], bool]) -> 
             kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(args, kwargs)}
         out = submit(self, args, kwargs, **options)
         if ours:
-            _remember(out, self._function.__name__)
+            name = self._function.__name__
+            ray_refs.remember(out, name, (current_owner(), name))
         return out
 
     return flowmap_remote
@@ -232,7 +239,7 @@ def _wrap_create(create: Callable[..., Any]) -> Callable[..., Any]:
         handle = create(self, args, kwargs, **options)
         if name is not None:
             with contextlib.suppress(Exception):
-                _bounded_set(_actor_owners, handle._ray_actor_id.hex(), name)
+                ray_refs.bounded_set(_actor_owners, handle._ray_actor_id.hex(), name)
         return handle
 
     return flowmap_create
@@ -243,6 +250,7 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
     def flowmap_method_call(self: Any, method_name: str, args: Any = None, kwargs: Any = None,
                             **options: Any) -> Any:
         owner = None
+        reply = None
         try:
             params = self._ray_method_signatures.get(method_name) or ()
             if state.tracer is not None and any(p.name == CALLER_KW for p in params):
@@ -252,11 +260,12 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
                     self._ray_actor_id.hex()) or (
                     self._ray_actor_creation_function_descriptor.class_name.rsplit(".", 1)[-1]
                 )
+                reply = None if done is not None else (current_owner(), method_name)
         except Exception as exc:
             _error(exc)
         out = call(self, method_name, args, kwargs, **options)
         if owner is not None:
-            _remember(out, owner)
+            ray_refs.remember(out, owner, reply)
         return out
 
     return flowmap_method_call
@@ -264,35 +273,25 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
 
 def _caller_payload(args: Any, kwargs: Any) -> tuple[Any, ...]:
     """What the callee needs to attribute its arguments: our owner, each ref's producer,
-    and the call's `Dispatched` fields when an integration recorded it already."""
+    and the call's `Dispatched` fields when an integration recorded it already.
+
+    A ref this process got back from a call and passes on unresolved is a
+    `ref` hop of the handle from its producer to us (`ray_refs.passed_on`).
+    """
     import ray
 
     refs: dict[Any, str] = {}
-    for i, v in enumerate(args or ()):
+    for key, v in (*enumerate(args or ()), *(kwargs or {}).items()):
         if isinstance(v, ray.ObjectRef):
-            refs[i] = _producers.get(v.hex(), OBJECT_STORE)
-    for k, v in (kwargs or {}).items():
-        if isinstance(v, ray.ObjectRef):
-            refs[k] = _producers.get(v.hex(), OBJECT_STORE)
+            refs[key] = ray_refs.producer_of(v)
+            try:
+                ray_refs.passed_on(v)
+            except Exception as exc:
+                _error(exc)
     done = dispatched.get()
     if done is not None:
         return current_owner(), refs, tuple(done)
     return current_owner(), refs
-
-
-def _remember(out: Any, producer: str) -> None:
-    import ray
-
-    refs = out if isinstance(out, (list, tuple)) else [out]
-    for ref in refs:
-        if isinstance(ref, ray.ObjectRef):
-            _bounded_set(_producers, ref.hex(), producer)
-
-
-def _bounded_set(table: dict[str, str], key: str, value: str) -> None:
-    if len(table) >= MAX_REMEMBERED_REFS:
-        table.clear()
-    table[key] = value
 
 
 def _next_actor_name(class_name: str) -> str:

@@ -175,12 +175,19 @@ class _Call:
               version=None, transport=transport, dims=None)
 
     def returned(self, out: Any, record: bool = True) -> None:
+        """Flush this worker's hops; record the result only for a dispatched call.
+
+        A plain Ray call's result is recorded where its ref is resolved (the
+        submitter's `ray.get`, `flowmap.integrations.ray`): the caller may
+        never fetch it, only hand the ref on. An integration that dispatched
+        the call (verl) had it recorded here, where the result is real.
+        """
         t = state.tracer
         if t is None or self.caller is None:
             return
         try:
-            if record:
-                self._hop(t, self.owner, self.caller, out, "rpc")
+            if record and self.dispatched is not None:
+                self._hop(t, self.owner, self.caller, calls.reply(out), "rpc")
             # Ray may end this worker with SIGKILL right after the driver's
             # ray.get: put the hops on disk before the result is handed back.
             t.flush()

@@ -21,6 +21,7 @@ import hashlib
 import html
 import json
 import os
+import re
 from importlib import resources
 from typing import Any
 
@@ -65,7 +66,7 @@ def render_html(view: RunView, *, layout: str = "auto", title: str | None = None
 
 
 def page(document: dict[str, Any], title: str) -> str:
-    script = _asset("flowmap.js")
+    script = _script()
     style = _asset("flowmap.css")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     csp = (
@@ -100,6 +101,14 @@ def embed_json(document: Any) -> str:
     for raw, escaped in _JSON_ESCAPES.items():
         text = text.replace(raw, escaped)
     return text
+
+
+_INCLUDE = re.compile(r"^ *\/\* @include ([a-z_]+\.js) \*\/$", re.MULTILINE)
+
+
+def _script() -> str:
+    """flowmap.js with its parts (`/* @include graph.js */`) put in place: one closure, one hash."""
+    return _INCLUDE.sub(lambda m: _asset(m.group(1)).rstrip("\n"), _asset("flowmap.js"))
 
 
 def _asset(name: str) -> str:

@@ -33,8 +33,14 @@ MAX_LEAVES = 100
 MAX_SERIES_POINTS = 800
 SERIES_POINTS_BUDGET = 60_000
 MAX_FINDINGS = 50
+#: Label sizes in layout pixels. The page opens at no less than 1:1 (`flowmap.js`,
+#: LEGIBLE_PX), so at any window size every label it shows is at least 11 CSS px.
 NODE_FONT_PX = 12
-EDGE_FONT_PX = 10
+EDGE_FONT_PX = 11
+#: Longer names are cut on the graph (the full text is the hover title and the side panel):
+#: one 60-character payload name would otherwise widen every layer it crosses.
+MAX_NODE_LABEL_CHARS = 24
+MAX_EDGE_LABEL_CHARS = 18
 NODE_HEIGHT_PX = 30
 
 
@@ -104,13 +110,19 @@ def _upwards(points: list[tuple[float, float]]) -> bool:
     return points[-1][1] < points[0][1] - 1.0
 
 
+def short_label(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, the cut marked by an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _node_width(name: str) -> float:
-    return max(64.0, text_width_px(name, NODE_FONT_PX) + 24.0)
+    return max(64.0, text_width_px(short_label(name, MAX_NODE_LABEL_CHARS), NODE_FONT_PX) + 24.0)
 
 
 def _label_width(name: str) -> float:
     # The page draws two lines, the payload name over "123 KiB/step"; room for the widest figure.
-    return text_width_px(max(name, "999 KiB/step", key=len), EDGE_FONT_PX)
+    shown = short_label(name, MAX_EDGE_LABEL_CHARS)
+    return text_width_px(max(shown, "999 KiB/step", key=len), EDGE_FONT_PX)
 
 
 def _owner(n: Node, oid: str, placed: Layout) -> dict[str, Any]:
@@ -118,6 +130,7 @@ def _owner(n: Node, oid: str, placed: Layout) -> dict[str, Any]:
     return {
         "id": oid,
         "name": n.name,
+        "short": short_label(n.name, MAX_NODE_LABEL_CHARS),
         "role": n.role,
         "bytes_in": n.bytes_in,
         "bytes_out": n.bytes_out,
@@ -141,6 +154,7 @@ def _seam(s: SeamStats, sid: str, owner_id: dict[str, str], placed: Layout,
         "src": owner_id[s.src],
         "dst": owner_id[s.dst],
         "name": s.name,
+        "short": short_label(s.name, MAX_EDGE_LABEL_CHARS),
         "label": s.label,
         "back": _upwards(route.points),
         "hops": s.hops,

@@ -23,6 +23,8 @@ _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _TARGET = re.compile(rf"^({_IDENT}(?:\.{_IDENT})*):({_IDENT}(?:\.{_IDENT})*)$")
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _PATH = re.compile(rf"^{_IDENT}(?:\.(?:{_IDENT}|[0-9]+|\*))*$")
+# A `dims` key is a leaf path as flowmap reports it: tuple items and folded lists in brackets.
+_LEAF_PATH = re.compile(rf"^{_IDENT}(?:\.(?:{_IDENT}|[0-9]+)|\[(?:[0-9]+|\*)\])*$")
 
 SEAM_KEYS = {
     "target", "owner", "args", "call", "result", "name", "result_name", "caller",
@@ -128,6 +130,13 @@ class _Reader:
             raise self.fail(node, f"{what} `{value}` is not a dotted path such as batch.uid")
         return value
 
+    def leaf_path(self, node: yaml.Node) -> str:
+        value = self.string(node, "a dims path")
+        if not _LEAF_PATH.match(value):
+            raise self.fail(node, f"a dims path `{value}` is not a leaf path such as "
+                                  "batch.input_ids, result or result[0]")
+        return value
+
     def string_list(self, node: yaml.Node, what: str) -> tuple[str, ...]:
         if not isinstance(node, yaml.SequenceNode):
             raise self.fail(node, f"{what} must be a list, e.g. [batch, tokens]")
@@ -205,7 +214,7 @@ class _Reader:
                                   "e.g. {batch.input_ids: [batch, tokens]}")
         out: dict[str, tuple[str, ...]] = {}
         for k, v in node.value:
-            key = self.path(k, "a dims path")
+            key = self.leaf_path(k)
             if key in out:
                 raise self.fail(k, f"dims path `{key}` is given twice")
             out[key] = self.string_list(v, f"dims of {key}")

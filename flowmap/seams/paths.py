@@ -23,6 +23,11 @@ def split(path: str) -> tuple[str, list[str]]:
     return head, rest
 
 
+def root(path: str) -> str:
+    """The argument (or `result`) a path or leaf path starts at: `result[0].x` -> `result`."""
+    return path.split(".", 1)[0].split("[", 1)[0]
+
+
 def resolve(root: Mapping[str, Any], path: str) -> Any:
     """The value at `path`; a list when the path fanned out over a list. Raises LookupError."""
     head, rest = split(path)

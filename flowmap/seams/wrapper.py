@@ -43,11 +43,9 @@ class _Plan:
         self.call_dims: dict[str, tuple[str, ...]] = {}
         self.result_dims: dict[str, tuple[str, ...]] = {}
         for path, dims in spec.dims.items():
-            head, rest = paths.split(path)
-            if head == "result":
-                self.result_dims[".".join(rest)] = dims
-            else:
-                self.call_dims[path] = dims
+            # both sides' leaves are named as the paths are: `batch.tokens`, `result.tokens`
+            side = self.result_dims if paths.root(path) == "result" else self.call_dims
+            side[path] = dims
         on_result = spec.items is not None and paths.split(spec.items)[0] == "result"
         self.call_items = None if on_result else spec.items
         self.result_items = spec.items if on_result else None
@@ -142,8 +140,8 @@ def _leave(plan: _Plan, caller: str, bound: dict[str, Any] | None, out: Any) -> 
     if spec.result:
         items = _items(t, root, plan.result_items)
         try:
-            t.hop(src=spec.owner, dst=caller, payload=out, name=spec.result_name, items=items,
-                  step=None, version=None, transport=spec.transport,
+            t.hop(src=spec.owner, dst=caller, payload=calls.reply(out), name=spec.result_name,
+                  items=items, step=None, version=None, transport=spec.transport,
                   dims=plan.result_dims or None)
         except Exception as exc:
             t.error(exc)

@@ -82,6 +82,16 @@ def test_findings_follow_the_search_and_the_step_range(browser, page_path):
     assert page.eval(visible) == 0
 
 
+def test_a_findings_badge_reads_the_figure_its_message_gives(browser, page_path):
+    run, path = page_path
+    page = _open(browser, path)
+    shown = page.eval("Array.from(document.querySelectorAll('#findings li.finding')).map("
+                      "li => [li.querySelector('b').textContent, li.querySelector('.msg').textContent])")
+    assert len(shown) == len(run.view.findings) > 1
+    for figure, message in shown:
+        assert figure.endswith("/step") and figure in message, (figure, message)
+
+
 def test_the_leaf_table_exports_as_csv(browser, page_path):
     run, path = page_path
     page = _open(browser, path, "#seam=s0")

@@ -56,6 +56,9 @@ class Learner:
     def train(self, batch_a, batch_b, lr=0.1):
         return ray_lib.score(batch_a["tokens"]) + ray_lib.score(batch_b["tokens"])
 
+    def count(self, refs):
+        return len(refs)  # refs inside a list reach the actor as refs, unresolved
+
 
 prompts = make_prompts.remote(8)
 rollouts = [Rollout.remote(seed) for seed in range(2)]
@@ -64,6 +67,7 @@ weights = ray.put(np.ones(1000, dtype=np.float32))
 for step in range(2):
     a, b = [r.generate.remote(prompts) for r in rollouts]
     print("loss", ray.get(learner.train.remote(a, b, lr=0.5)))
+assert ray.get(learner.count.remote([a, b])) == 2
 ray.shutdown()
 '''
 
@@ -129,9 +133,47 @@ def test_object_refs_between_actors_are_direct_hops_with_sizes(ray_run):
     # one task's ref fanned out to both rollouts
     assert run.seams[("make_prompts", "Rollout/0", "generate")].total_bytes == 2 * 8 * 16 * 8
     assert run.seams[("make_prompts", "Rollout/1", "generate")].hops == 2
-    # returns travel back to the caller; ray.put goes to the object store
-    assert run.seams[("Learner/0", "driver", "train")].hops == 2
+    # ray.put goes to the object store
     assert run.seams[("driver", "object_store", "put")].total_bytes == 4000
+
+
+def test_a_reply_the_driver_fetches_is_an_rpc_of_the_result(ray_run):
+    _, run = ray_run
+    # `ray.get(learner.train.remote(...))`: the float reached the driver, recorded there
+    back = run.seams[("Learner/0", "driver", "train")]
+    assert back.hops == 2 and back.transports == {"rpc": 2}
+    assert [(leaf.path, leaf.kind, leaf.total_bytes) for leaf in back.leaves] == [
+        ("result", "float", 2 * 8)]
+    driver_pid = pids_of(run, ("driver", "object_store", "put"))  # ray.put runs in the driver
+    assert pids_of(run, ("Learner/0", "driver", "train")) == driver_pid != pids_of(
+        run, ("Rollout/0", "Learner/0", "train"))
+
+
+def test_a_ref_the_driver_only_passes_on_is_a_handle_not_the_payload(ray_run):
+    _, run = ray_run
+    # the rollouts' results (8x64 int64 tokens + uids, ~4.5 KiB) never reached the
+    # driver: it held two refs per step and handed them to the learner
+    for rollout in ("Rollout/0", "Rollout/1"):
+        held = run.seams[(rollout, "driver", "generate")]
+        assert held.hops == 2 and held.transports == {"ref": 2}
+        [leaf] = held.leaves
+        assert (leaf.path, leaf.dtypes) == ("result", ("ObjectRef",))
+        assert held.total_bytes == 2 * 28 and held.moved_bytes_per_step == 0
+    # one prompts ref, fanned out to both rollouts over two steps: one handle hop
+    assert run.seams[("make_prompts", "driver", "make_prompts")].transports == {"ref": 1}
+    # refs passed inside an argument are handles too, not the objects they point to
+    sent = run.seams[("driver", "Learner/0", "count")]
+    assert [leaf.dtypes for leaf in sent.leaves] == [("ObjectRef",)]
+    assert sent.hops == 1 and sent.total_bytes == 2 * 28
+
+
+def test_ray_workers_reaped_after_the_job_are_no_crash(ray_run, tmp_path):
+    from flowmap_cli import run_cli
+
+    _, run = ray_run
+    r = run_cli(["report", run.path])
+    assert r.returncode == 0, r.stderr
+    assert "cut short" not in r.stdout and "health: ok" in r.stdout
 
 
 def test_seam_maps_reach_the_workers(ray_run):

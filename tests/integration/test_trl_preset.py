@@ -92,18 +92,18 @@ def test_generation_and_scoring_carry_the_rollout_tensors(trl_run):
     scored = leaves(run, ("rollout", "ready_buffer", "scored_batch"))
     assert run.seams[("ready_buffer", "rollout", "prompts")].hops == 2
     for path in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask", "advantages"):
-        assert scored[path].kind == "tensor", path
-    # per_device_train_batch_size 4, max_completion_length 8
-    assert scored["completion_ids"].shape[0] == 4
-    assert scored["completion_ids"].dims == ("samples", "completion_tokens")
-    assert scored["completion_ids"].dtypes == ("int64",)
+        assert scored[f"result.{path}"].kind == "tensor", path
+    # per_device_train_batch_size 4, max_completion_length 8; leaves named as `dims` keys them
+    assert scored["result.completion_ids"].shape[0] == 4
+    assert scored["result.completion_ids"].dims == ("samples", "completion_tokens")
+    assert scored["result.completion_ids"].dtypes == ("int64",)
     assert ("rollout", "engine", "prompt_ids") in run.seams
 
 
 def test_reward_and_advantage_seams(trl_run):
     _, run = trl_run
     assert ("rollout", "reward", "completions") in run.seams
-    rewards = leaves(run, ("reward", "rollout", "rewards"))[""]
+    rewards = leaves(run, ("reward", "rollout", "rewards"))["result"]
     assert (rewards.kind, rewards.shape, rewards.dtypes) == ("tensor", (4, 1), ("float32",))
     assert rewards.dims == ("samples", "reward_funcs")
     adv = leaves(run, ("advantage", "ready_buffer", "advantages"))["advantages"]  # named by its field
@@ -115,7 +115,7 @@ def test_loss_seams_carry_the_micro_batch(trl_run):
     batch = leaves(run, ("trainer", "loss", "micro_batch"))
     assert batch["inputs.completion_ids"].kind == "tensor"
     assert batch["inputs.advantages"].dims == ("batch",)
-    loss = leaves(run, ("loss", "trainer", "loss"))[""]
+    loss = leaves(run, ("loss", "trainer", "loss"))["result"]
     assert (loss.kind, loss.shape) == ("tensor", ())
     assert run.seams[("loss", "policy", "sequences")].hops == 2
     assert run.seams[("dataset", "trainer", "prompts")].hops == 2

@@ -159,7 +159,7 @@ def test_one_to_all_sends_the_whole_batch_to_every_rank(runs, example, mode):
         assert hop.step == STEPS
         # evaluate is non-blocking: the driver never holds the results, the ranks record them
         [back] = hops(runs[mode], f"actor_rollout/{rank}", "driver", "evaluate")
-        assert back.step == STEPS and [(x.path, x.kind) for x in back.leaves] == [("", "float")]
+        assert back.step == STEPS and [(x.path, x.kind) for x in back.leaves] == [("result", "float")]
 
 
 @pytest.mark.parametrize("mode, reward_ranks", [("split", 1), ("colocated", 2)])
@@ -198,14 +198,14 @@ def test_results_travel_back_from_each_rank_at_its_step(runs, example, mode):
         back = hops(run, f"actor_rollout/{rank}", "driver", "generate_sequences")
         assert sorted(h.step for h in back) == [1, 2, 3]
         for h in back:  # recorded in the worker, where the result is real
-            assert tuple(leaf(h, "batch.responses").shape) == (8, example.RESPONSE_LEN)
-            assert tuple(leaf(h, "batch.input_ids").shape) == (8, example.PROMPT_LEN
-                                                           + example.RESPONSE_LEN)
+            assert tuple(leaf(h, "result.batch.responses").shape) == (8, example.RESPONSE_LEN)
+            assert tuple(leaf(h, "result.batch.input_ids").shape) == (
+                8, example.PROMPT_LEN + example.RESPONSE_LEN)
         assert {h.pid for h in back} != {run.hops[0].pid}  # not the driver
         pids[rank] = {h.pid for h in back}
         metrics = hops(run, f"actor_rollout/{rank}", "driver", "update_actor")
         assert [h.step for h in metrics] == [1, 2, 3]
-        assert [x.path for x in metrics[0].leaves] == ["loss"]
+        assert [x.path for x in metrics[0].leaves] == ["result.loss"]
     assert pids[0] != pids[1]
     reward = hops(run, "reward/0", "driver", "compute_reward")
     assert len(reward) == STEPS

@@ -99,6 +99,7 @@ def test_seam_records_arguments_in_and_result_out(tmp_path):
     assert [(h.src, h.dst, h.name) for h in hops] == [
         ("driver", "learner", "train_step"), ("learner", "driver", "train_step")]
     assert [leaf.path for leaf in hops[0].leaves] == ["batch.input_ids"]
+    assert [leaf.path for leaf in hops[1].leaves] == ["result.loss"]  # as a seam map's dims key it
     assert hops[0].nbytes == 128
     assert hops[1].nbytes == 4
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 
 import pytest
+from rich.console import Console
 from runs import RLRunSpec, ShardWriter, tensor, write_rl_run, write_two_owner_run
 
 import flowmap
 from flowmap.model.findings import KINDS, Finding, findings, heaviest
 from flowmap.report.document import report_document
+from flowmap.report.terminal import print_report
 
 
 @pytest.fixture(scope="module")
@@ -235,3 +238,8 @@ def test_references_are_payload_not_bytes_moved(tmp_path):
     assert not _of(ref.findings, "pass_through")
     (f,) = _of(sent.findings, "pass_through")
     assert f.bytes_per_step == 1024 and "hand main a handle instead of 1.00 KiB/step" in f.message
+    # the terminal report keeps the two apart as well
+    for view, moved in ((ref, "0 B/step moved"), (sent, "2.00 KiB/step moved")):
+        buf = io.StringIO()
+        print_report(view, Console(file=buf, width=120, force_terminal=False, color_system=None))
+        assert "2.00 KiB/step payload" in buf.getvalue() and moved in buf.getvalue()

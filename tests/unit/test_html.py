@@ -70,8 +70,14 @@ def test_embed_json_escapes_every_character_that_matters_in_a_script_element():
 
 
 def test_script_writes_text_never_markup():
-    with open(os.path.join(ASSETS, "flowmap.js"), encoding="utf-8") as f:
-        js = f.read()
+    from flowmap.render.html import _script
+
+    js = _script()  # flowmap.js with its parts (graph.js, details.js, charts.js) included
+    parts = [n for n in os.listdir(ASSETS) if n.endswith(".js") and n != "flowmap.js"]
+    assert parts and "/* @include" not in js
+    for name in parts:
+        with open(os.path.join(ASSETS, name), encoding="utf-8") as f:
+            assert f.read().rstrip("\n") in js, name
     for banned in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
                    "new Function", "fetch(", "XMLHttpRequest", "import("):
         assert banned not in js, banned

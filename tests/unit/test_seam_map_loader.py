@@ -69,6 +69,16 @@ def test_owner_names_expand_environment_variables(monkeypatch):
     assert (s.owner, s.caller) == ("trainer/rank1", "driver")
 
 
+def test_dims_keys_are_leaf_paths_as_reported():
+    (s,) = parse_seam_map(textwrap.dedent("""
+        seams:
+          - target: m:f
+            owner: x
+            dims: {batch.ids: [b, t], result: [b], "result[0]": [b], "batch.uid[*]": [b]}
+    """), "seams.yaml").seams
+    assert list(s.dims) == ["batch.ids", "result", "result[0]", "batch.uid[*]"]
+
+
 @pytest.mark.parametrize("text, line, words", [
     ("seams:\n  - target: m:f\n    owner: x\n    argz: [a]\n", 4, "unknown key `argz`"),
     ("seams:\n  - target: m:f\n", 2, "needs `owner`"),
@@ -79,6 +89,7 @@ def test_owner_names_expand_environment_variables(monkeypatch):
     ("seams:\n  - target: m:f\n    owner: x\n    dims: [a, b]\n", 4, "dims must map"),
     ("seams:\n  - target: m:f\n    owner: x\n    args: [1x]\n", 4, "not a Python identifier"),
     ("seams:\n  - target: m:f\n    owner: x\n    items: 'a..b'\n", 4, "dotted path"),
+    ("seams:\n  - target: m:f\n    owner: x\n    dims: {'result[': [a]}\n", 4, "not a leaf path"),
     ("seams:\n  - {target: 'm:f', owner: x}\n  - {target: 'm:f', owner: y}\n", 3, "mapped twice"),
     ("seams:\n  - target: m:f\n    owner: x\n    also: [{payload: result}]\n", 4, "needs `dst`"),
     ("seams: {target: m:f}\n", 1, "must be a list"),

@@ -84,6 +84,56 @@ def test_a_module_imported_after_start_up_is_patched_on_import(tmp_path, module_
     assert (call.src, call.dst, call.name, call.items) == ("driver", "trainer", "step", ("a", "b"))
     assert {leaf.path for leaf in call.leaves} == {"batch.uid[*]", "batch.ids[*]"}
     assert (back.src, back.dst, back.name) == ("trainer", "driver", "metrics")
+    assert {leaf.path for leaf in back.leaves} == {"result.loss", "result.n"}
+
+
+def test_call_and_return_leaves_are_named_as_dims_keys_them(tmp_path, module_name):
+    # GIVEN a map whose dims name a call leaf, a returned field and a returned tensor
+    torch = pytest.importorskip("torch")
+    (tmp_path / f"{module_name}_t.py").write_text(textwrap.dedent("""
+        import torch
+
+        def generate(batch):
+            return {"tokens": torch.zeros(2, 5, dtype=torch.int64)}
+
+        def score(tokens):
+            return torch.ones(tokens.shape[0])
+
+        def pair(tokens):
+            return tokens, tokens.float()
+    """))
+    name = f"{module_name}_t"
+    patch(name, """
+        - target: MOD:generate
+          owner: rollout
+          dims: {batch.prompt: [batch, prompt_tokens], result.tokens: [batch, tokens]}
+        - target: MOD:score
+          owner: reward
+          dims: {tokens: [batch, tokens], result: [batch]}
+        - target: MOD:pair
+          owner: advantage
+          args: []
+          dims: {"result[0]": [batch, tokens]}
+    """)
+    try:
+        mod = __import__(name)
+        with flowmap.tracing(str(tmp_path / "run")):
+            out = mod.generate({"prompt": torch.zeros(2, 3, dtype=torch.int64)})
+            mod.score(out["tokens"])
+            mod.pair(out["tokens"])
+    finally:
+        sys.modules.pop(name, None)
+    # THEN every leaf carries the path its dims key names, on both sides
+    dims = {(h.name, h.dst, leaf.path): leaf.dims
+            for h in flowmap.load(str(tmp_path / "run")).hops for leaf in h.leaves}
+    assert dims == {
+        ("generate", "rollout", "batch.prompt"): ("batch", "prompt_tokens"),
+        ("generate", "main", "result.tokens"): ("batch", "tokens"),
+        ("score", "reward", "tokens"): ("batch", "tokens"),
+        ("score", "main", "result"): ("batch",),
+        ("pair", "main", "result[0]"): ("batch", "tokens"),  # a tuple's items, as reported
+        ("pair", "main", "result[1]"): None,
+    }
 
 
 def test_a_module_already_imported_is_patched_at_once(tmp_path, module_name):

@@ -1,0 +1,124 @@
+"""The HTML graph stays readable in a 1280x800 window: labels are never shrunk below 11 px.
+
+A graph wider than the panel used to be scaled to fit it, so the labels of the
+built-in trainer's 13 owners and 32 seams rendered at 5 px. The page now opens
+at no less than 1:1 and pans; zoomed out past that, edge labels hide and owner
+names keep their size. Measured in real headless Chromium, from the DOM.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from browser.chromium import find_chromium
+
+import flowmap
+from flowmap.render.html import write_html
+
+pytestmark = pytest.mark.slow
+
+if find_chromium() is None:
+    pytest.skip("no Chromium on PATH (install `chromium`, or set FLOWMAP_CHROMIUM)", allow_module_level=True)
+
+WORKERS = 14
+LONG = "rollout_worker_with_a_long_descriptive_name"
+
+# Every visible <text> in the graph: its label and the CSS px its glyphs are drawn at.
+RENDERED_LABELS = """Array.from(document.querySelectorAll('#graph text')).filter(function (t) {
+  return getComputedStyle(t).display !== 'none' && getComputedStyle(t.parentNode).display !== 'none';
+}).map(function (t) {
+  return [t.textContent, parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a];
+})"""
+
+
+def _wide_run(path: str) -> str:
+    """A driver fanning out to many workers: wider than any 1280-px panel at 1:1."""
+    with flowmap.tracing(path, children=False):
+        for step in range(2):
+            flowmap.step(step)
+            for w in range(WORKERS):
+                worker = f"{LONG}/{w}" if w == 0 else f"rollout/{w}"
+                flowmap.hop("driver", worker, {"prompts": bytes(64)}, name="prompts_for_generation_round")
+                flowmap.hop(worker, "learner", {"tokens": bytes(4096)}, name="trajectories")
+    return path
+
+
+@pytest.fixture(scope="module")
+def page_path(tmp_path_factory):
+    root = tmp_path_factory.mktemp("legible")
+    run = flowmap.load(_wide_run(str(root / "wide")))
+    return run, write_html(run.view, root / "wide.html", layout="layered")
+
+
+def _open(browser, path, fragment=""):
+    page = browser.new_page(1280, 800)
+    page.goto("file://" + os.path.abspath(path) + fragment)
+    assert page.eval("document.body.getAttribute('data-ready')") == "1", page.errors()
+    return page
+
+
+def test_every_visible_label_is_at_least_11_css_px_at_1280x800(browser, page_path):
+    run, path = page_path
+    page = _open(browser, path)
+    layout_w = page.eval("JSON.parse(document.getElementById('flowmap-data').textContent).run.layout.width")
+    panel_w = page.eval("document.getElementById('graph').getBoundingClientRect().width")
+    assert layout_w > panel_w  # the graph does not fit: fitting it would shrink the labels
+    labels = page.eval(RENDERED_LABELS)
+    assert len(labels) == WORKERS + 2 + len(run.view.seams)  # every owner, every seam
+    small = [(text, round(px, 2)) for text, px in labels if px < 11]
+    assert small == []
+    assert page.errors() == []
+
+
+def test_long_names_are_cut_on_the_graph_and_whole_on_hover(browser, page_path):
+    _, path = page_path
+    page = _open(browser, path)
+    owners = page.eval("Array.from(document.querySelectorAll('#graph g.owner')).map("
+                       "g => [g.querySelector('text').textContent, g.querySelector('title').textContent])")
+    [(shown, title)] = [o for o in owners if o[1].startswith(LONG)]
+    assert shown.endswith("…") and len(shown) < len(LONG) and title.startswith(f"{LONG}/0\n")
+    edges = page.eval("Array.from(document.querySelectorAll('#graph g.seam')).map("
+                      "g => [g.querySelector('tspan').textContent, g.querySelector('title').textContent])")
+    cut = [e for e in edges if e[1].split("\n")[0].endswith(": prompts_for_generation_round")]
+    assert len(cut) == WORKERS and all(e[0].endswith("…") for e in cut)
+
+
+def test_fit_shows_the_whole_graph_without_unreadable_labels(browser, page_path):
+    _, path = page_path
+    page = _open(browser, path)
+    page.eval("document.querySelector('.zoom [data-zoom=\"fit\"]').click()")
+    inside = page.eval("""(function () {
+      var box = document.getElementById('graph').getBoundingClientRect();
+      return Array.from(document.querySelectorAll('#graph g.owner rect')).every(function (r) {
+        var b = r.getBoundingClientRect();
+        return b.left >= box.left - 1 && b.right <= box.right + 1 && b.top >= box.top - 1 && b.bottom <= box.bottom + 1;
+      });
+    })()""")
+    assert inside
+    labels = page.eval(RENDERED_LABELS)
+    assert [t for t, _ in labels if t.endswith("/step")] == []  # edge labels hide when too small
+    assert labels and min(px for _, px in labels) >= 11  # owner names keep their size
+    page.eval("document.querySelector('.zoom [data-zoom=\"1:1\"]').click()")
+    assert min(px for _, px in page.eval(RENDERED_LABELS)) >= 11
+    assert len(page.eval(RENDERED_LABELS)) > len(labels)
+
+
+def test_a_seam_selected_off_screen_is_panned_into_view(browser, page_path):
+    _, path = page_path
+    page = _open(browser, path)
+    offscreen = page.eval("""(function () {
+      var box = document.getElementById('graph').getBoundingClientRect();
+      return Array.from(document.querySelectorAll('#graph g.seam')).filter(function (g) {
+        var r = g.querySelector('text').getBoundingClientRect();
+        return r.right < box.left || r.left > box.right || r.bottom < box.top || r.top > box.bottom;
+      }).map(g => g.dataset.seam);
+    })()""")
+    assert offscreen  # at 1:1 part of this graph is outside the panel
+    page.eval(f"document.querySelector('#seams tr[data-seam=\"{offscreen[0]}\"]').click()")
+    visible = page.eval(f"""(function () {{
+      var box = document.getElementById('graph').getBoundingClientRect();
+      var r = document.querySelector('#graph g.seam[data-seam="{offscreen[0]}"] text').getBoundingClientRect();
+      return r.left >= box.left && r.right <= box.right && r.top >= box.top && r.bottom <= box.bottom;
+    }})()""")
+    assert visible
