@@ -181,3 +181,33 @@ def test_the_shipped_trainer_folded_equals_its_full_trace(tmp_path, run_cli):
     for seam in full:
         assert agg[seam] == full[seam], seam
     assert {s.step for s in seam_steps(tmp_path / "agg")} >= set(range(2, 6))
+
+
+def _per_seam(path: str) -> dict[tuple[str, str, str], tuple[int, int, int, float, int]]:
+    import flowmap
+
+    view = flowmap.load(path).view
+    return {k: (s.hops, s.total_bytes, s.max_bytes, round(s.bytes_per_step_mean, 6),
+                s.bytes_per_step_max) for k, s in view.seams.items()}
+
+
+def test_the_model_reads_folded_figures_equal_to_the_full_trace(runs):
+    """What `report`, `render`, `check` and `diff` read: hops, bytes, largest hop, per step."""
+    full, agg = _per_seam(runs["full"]), _per_seam(runs["agg"])
+    assert len(full) == 4 and agg == full
+
+
+def test_every_verb_reads_an_aggregated_run(runs, tmp_path, run_cli):
+    agg, full = runs["agg"], runs["full"]
+    report = run_cli(["report", agg, "--width", "100"])
+    assert report.returncode == 0, report.stderr
+    assert "detail window" in report.stdout
+    doc = json.loads(run_cli(["report", agg, "--json"]).stdout)
+    assert doc["detail"]["folded_hops"] > 0
+    assert run_cli(["render", agg, "--html", str(tmp_path / "a.html")]).returncode == 0
+    assert run_cli(["export", agg, "--perfetto", str(tmp_path / "a.json")]).returncode == 0
+    assert run_cli(["baseline", full, "-o", str(tmp_path / "base.json")]).returncode == 0
+    check = run_cli(["check", agg, "--baseline", str(tmp_path / "base.json")])
+    assert check.returncode == 0, check.stdout + check.stderr
+    diff = run_cli(["diff", full, agg, "--format", "json"])
+    assert diff.returncode == 0, diff.stderr
