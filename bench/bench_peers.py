@@ -109,7 +109,8 @@ def _context(job: list[str], args: argparse.Namespace, plains: list[Measure],
     except importlib.metadata.PackageNotFoundError:
         torch = "not installed"
     return (
-        f"{args.rounds} rounds of `{shlex.join(job)}`, the whole process tree; each figure is the "
+        f"{args.rounds} round{'s' if args.rounds > 1 else ''} of `{shlex.join(job)}`, the whole "
+        "process tree; each figure is the "
         "median over rounds of the tool's run divided by the untraced run of the same round "
         "(rounds interleaved, tool order rotated). Untraced run: median "
         f"{statistics.median(m.wall_s for m in plains):.2f} s wall, "

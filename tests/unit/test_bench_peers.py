@@ -136,3 +136,41 @@ def test_boot_env_puts_the_peer_hook_first_only_for_tools_that_need_it(tmp_path)
     assert env["PYTHONPATH"].split(":") == [str(pt.PEER_BOOT), "elsewhere"]
     assert (env["FLOWMAP_BENCH_PEER"], env["FLOWMAP_BENCH_OUT"]) == ("memray", str(tmp_path))
     assert pt.boot_env(tools["flowmap"], tmp_path, {"PYTHONPATH": "x"}) == {"PYTHONPATH": "x"}
+
+
+MEASURE = Path(__file__).resolve().parents[2] / "bench" / "_measure.py"
+
+# The command returns at once and leaves a child behind that holds 64 MiB and
+# burns 0.3 s of CPU (by its own clock, so the figure does not depend on load).
+ORPHAN = """
+import subprocess, sys
+subprocess.Popen([sys.executable, "-c", '''
+import time
+block = bytearray(64 << 20)
+for i in range(0, len(block), 4096):
+    block[i] = 1
+while time.process_time() < 0.3:
+    pass
+'''])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaping is Linux's")
+def test_measure_counts_a_process_that_outlives_the_command():
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-S", str(MEASURE), sys.executable, "-c", ORPHAN],
+                         capture_output=True, text=True, check=True).stdout
+    m = ps.parse_measure(out)
+    assert m.unreaped == 0
+    assert m.peak_kib >= 64 * 1024  # the orphan's RSS, not the short-lived command's
+    assert m.cpu_s >= 0.3
+
+
+def test_measure_reports_the_command_status():
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-S", str(MEASURE), sys.executable, "-c",
+                          "raise SystemExit(3)"], capture_output=True, text=True).stdout
+    with pytest.raises(ps.MeasureError, match="status 3"):
+        ps.parse_measure(out)
