@@ -179,6 +179,9 @@ def main() -> int:
                         shutil.rmtree(out, ignore_errors=True)
                         continue
                     samples[tool.key].add(run, plain, trace_bytes(out), tool.processes(out))
+                    warning = tool.warning(out)
+                    if warning and f"{tool.label}: {warning}" not in notes:
+                        notes.append(f"{tool.label}: {warning}")
                     if run.unreaped:
                         notes.append(f"{tool.label}: {run.unreaped} process(es) outlived "
                                      f"the run by a minute in round {r + 1}")

@@ -36,6 +36,7 @@ class Tool:
     command: Callable[[list[str], Path], list[str]]
     processes: Callable[[Path], int]  # processes the output in this directory covers
     boot: str | None = None  # FLOWMAP_BENCH_PEER for _peer_boot, when children need it
+    warning: Callable[[Path], str | None] = lambda out: None  # a caveat its output shows
 
     def missing(self) -> str | None:
         """Why the tool cannot run here, or None."""
@@ -56,11 +57,19 @@ def trace_bytes(directory: Path) -> int:
 
 
 _PID = re.compile(rb'"pid":\s*(\d+)')
+_OVERFLOW = re.compile(rb'"overflow":\s*true')
 
 
-def distinct_pids(path: Path, chunk: int = 1 << 24) -> int:
+@dataclass(frozen=True)
+class ChromeTrace:
+    processes: int
+    overflow: bool  # viztracer's circular buffer filled: the file holds each process's end
+
+
+def scan_chrome_trace(path: Path, chunk: int = 1 << 24) -> ChromeTrace:
     """Processes in a Chrome trace, read in chunks (viztracer's can be half a gigabyte)."""
     pids: set[bytes] = set()
+    overflow = False
     tail = b""
     with path.open("rb") as f:
         while True:
@@ -69,13 +78,22 @@ def distinct_pids(path: Path, chunk: int = 1 << 24) -> int:
             # A number that runs to the end of the data may go on in the next block.
             pids.update(m.group(1) for m in _PID.finditer(data)
                         if not block or m.end() < len(data))
+            overflow = overflow or _OVERFLOW.search(data) is not None
             if not block:
-                return len(pids)
+                return ChromeTrace(len(pids), overflow)
             tail = data[-32:]  # a match cut at the boundary is found whole next time
 
 
 def _viztracer_processes(directory: Path) -> int:
-    return sum(distinct_pids(p) for p in directory.glob("*.json"))
+    return sum(scan_chrome_trace(p).processes for p in directory.glob("*.json"))
+
+
+def _viztracer_warning(directory: Path) -> str | None:
+    if any(scan_chrome_trace(p).overflow for p in directory.glob("*.json")):
+        return ("its circular buffer (`--tracer_entries`, 1,000,000 a process by default) "
+                "filled, so the trace keeps the end of each process's run: its size is the "
+                "buffer's, not the run's")
+    return None
 
 
 def all_tools() -> list[Tool]:
@@ -94,7 +112,7 @@ def all_tools() -> list[Tool]:
         Tool("viztracer", "viztracer", "viztracer",
              lambda job, out: [py, "-m", "viztracer", "--quiet",
                                "-o", str(out / "viztracer.json"), "--", *job],
-             _viztracer_processes),
+             _viztracer_processes, warning=_viztracer_warning),
     ]
 
 

@@ -113,13 +113,23 @@ def test_trace_bytes_counts_every_file_under_the_output(tmp_path):
     assert pt.count_files(tmp_path, "*.json") == 1
 
 
-def test_distinct_pids_finds_pids_cut_at_a_chunk_boundary(tmp_path):
+def test_scan_finds_pids_cut_at_a_chunk_boundary(tmp_path):
     trace = tmp_path / "t.json"
     events = ",".join(f'{{"pid": {pid}, "tid": 1, "ph": "X"}}' for pid in (11, 2222, 11, 333))
     trace.write_text(f'{{"traceEvents": [{events}]}}')
-    assert pt.distinct_pids(trace) == 3
+    assert pt.scan_chrome_trace(trace) == pt.ChromeTrace(3, False)
     for chunk in range(7, 40):  # every cut through a `"pid": N` is found again
-        assert pt.distinct_pids(trace, chunk=chunk) == 3
+        assert pt.scan_chrome_trace(trace, chunk=chunk).processes == 3
+
+
+def test_a_filled_viztracer_buffer_is_a_warning(tmp_path):
+    (tmp_path / "v.json").write_text(
+        '{"traceEvents": [{"pid": 1}], "viztracer_metadata": {"overflow": true}}')
+    viz = {t.key: t for t in pt.all_tools()}["viztracer"]
+    assert pt.scan_chrome_trace(tmp_path / "v.json") == pt.ChromeTrace(1, True)
+    assert "buffer" in (viz.warning(tmp_path) or "")
+    (tmp_path / "v.json").write_text('{"traceEvents": [], "viztracer_metadata": {}}')
+    assert viz.warning(tmp_path) is None
 
 
 def test_each_tool_writes_under_its_output_directory(tmp_path):
