@@ -1,13 +1,13 @@
 """flowmap beside its peers on the built-in trainer, the whole process tree, as a user runs it.
 
 Each tool runs the same job (`examples/grpo_tiny.py --steps 20 --seed 0 --set
-train.synchronous=true`, which repeats step for step), and the untraced run is
-repeated in every round, so each tool's figure is a ratio to the plain run of its
-own round: rounds are interleaved (plain, tool A, tool B, ...; the tool order
-rotates each round) so the shared VM's noise hits every variant alike.
+train.synchronous=true`, which repeats step for step), each run paired with an
+untraced run just before it: a round is plain, tool A, plain, tool B, ...; the
+tool order rotates each round. The shared VM's load moves within seconds, so a
+ratio to a plain run minutes away measures the load more than the tool.
 
 - wall and CPU (user+sys of every process of the tree): median over rounds of
-  (tool / plain run of that round); CPU time is the steadier on a shared VM;
+  (tool / its paired plain run); CPU time is the less noisy on a shared VM;
 - peak: the same ratio of the largest process's peak RSS (a fresh measuring
   parent per run, bench/_measure.py, reads `RUSAGE_CHILDREN`);
 - trace: bytes of every file the tool left in its output directory (median);
@@ -111,8 +111,8 @@ def _context(job: list[str], args: argparse.Namespace, plains: list[Measure],
     return (
         f"{args.rounds} round{'s' if args.rounds > 1 else ''} of `{shlex.join(job)}`, the whole "
         "process tree; each figure is the "
-        "median over rounds of the tool's run divided by the untraced run of the same round "
-        "(rounds interleaved, tool order rotated). Untraced run: median "
+        "median over rounds of the tool's run divided by the untraced run just before it "
+        "(rounds interleaved, tool order rotated). Untraced runs: median "
         f"{statistics.median(m.wall_s for m in plains):.2f} s wall, "
         f"{statistics.median(m.cpu_s for m in plains):.2f} CPU s, peak "
         f"{statistics.median(m.peak_kib for m in plains) / 1024:.0f} MB (largest process). "
@@ -164,9 +164,10 @@ def main() -> int:
         try:
             _measure(plain_cmd, env)  # warm the page cache and torch's imports
             for r in range(args.rounds):
-                plain = _measure(plain_cmd, env)
-                plains.append(plain)
+                round_plains: list[Measure] = []
                 for tool in rotated(list(active), r):
+                    plain = _measure(plain_cmd, env)
+                    round_plains.append(plain)
                     out = Path(tmp) / f"{tool.key}-{r}"
                     out.mkdir()
                     try:
@@ -188,7 +189,10 @@ def main() -> int:
                     shutil.rmtree(out, ignore_errors=True)
                 ratios = [(t.key, samples[t.key].wall[-1], samples[t.key].cpu[-1])
                           for t in active]
-                round_lines.append(round_line(r, args.rounds, plain, ratios))
+                if not round_plains:
+                    break
+                plains += round_plains
+                round_lines.append(round_line(r, args.rounds, round_plains, ratios))
                 print(round_lines[-1], file=sys.stderr, flush=True)
         except RunFailed as exc:
             print(f"bench_peers: the untraced run failed, so nothing compares: {exc}",

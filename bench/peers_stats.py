@@ -102,11 +102,17 @@ def format_bytes(n: int) -> str:
     return f"{mb:.2f} MB"
 
 
-def round_line(index: int, rounds: int, plain: Measure,
+def _span(values: Sequence[float], fmt: str) -> str:
+    lo, hi = format(min(values), fmt), format(max(values), fmt)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def round_line(index: int, rounds: int, plains: Sequence[Measure],
                ratios: Sequence[tuple[str, float, float]]) -> str:
-    """One round as it finishes: the plain run, then each tool's wall and CPU ratio."""
-    head = (f"round {index + 1}/{rounds}: plain {plain.wall_s:.2f} s, "
-            f"{plain.cpu_s:.2f} CPU s, {plain.peak_kib / 1024:.0f} MB")
+    """One round as it finishes: its plain runs' span, then each tool's wall and CPU ratio."""
+    head = (f"round {index + 1}/{rounds}: plain {_span([p.wall_s for p in plains], '.2f')} s, "
+            f"{_span([p.cpu_s for p in plains], '.2f')} CPU s, "
+            f"{_span([p.peak_kib / 1024 for p in plains], '.0f')} MB")
     return "; ".join([head, *(f"{name} {w:.3f}× wall {c:.3f}× CPU" for name, w, c in ratios)])
 
 

@@ -53,6 +53,13 @@ def test_each_ratio_is_to_the_plain_run_of_its_own_round():
     assert row.rounds == 2
 
 
+def test_round_line_shows_the_span_of_the_round_plain_runs():
+    plains = [ps.Measure(9.5, 300 * 1024, 8.0), ps.Measure(12.25, 300 * 1024, 10.0)]
+    line = ps.round_line(1, 5, plains, [("flowmap", 1.05, 1.025), ("memray", 1.2, 1.4)])
+    assert line == ("round 2/5: plain 9.50–12.25 s, 8.00–10.00 CPU s, 300 MB; "
+                    "flowmap 1.050× wall 1.025× CPU; memray 1.200× wall 1.400× CPU")
+
+
 def test_median_of_an_odd_count_is_the_middle_round():
     s = ps.Samples()
     plain = ps.Measure(10.0, 100.0, 10.0)
