@@ -2,8 +2,9 @@
 
 bench_peers.py uses this: torch.profiler has no command-line runner, so this
 wraps `runpy.run_path` in `profile(record_shapes=True, profile_memory=True)`
-and writes the Chrome trace. Spawned ranks re-import the script as
-`__mp_main__`, never this wrapper, so only the driver process is profiled.
+and writes the driver's Chrome trace. Spawned ranks re-import the script as
+`__mp_main__`, never this wrapper: bench/_peer_boot wraps each of them the
+same way, so the whole tree is profiled, as for the other tools.
 
 Usage: python bench/_torch_profile_run.py OUT.json SCRIPT [ARGS...]
 """

@@ -1,175 +1,217 @@
-"""flowmap beside its peers on the built-in trainer, the whole process, as a user runs it.
+"""flowmap beside its peers on the built-in trainer, the whole process tree, as a user runs it.
 
 Each tool runs the same job (`examples/grpo_tiny.py --steps 20 --seed 0 --set
-train.synchronous=true`, which repeats step for step), and the untraced run is
-repeated in every round, so each tool's figure is a ratio to the plain run of its
-own round: rounds are interleaved (plain, tool A, tool B, ...; the tool order
-rotates each round) so the shared VM's noise hits every variant alike.
+train.synchronous=true`, which repeats step for step), each run paired with an
+untraced run just before it: a round is plain, tool A, plain, tool B, ...; the
+tool order rotates each round. The shared VM's load moves within seconds, so a
+ratio to a plain run minutes away measures the load more than the tool.
 
-- wall: median over rounds of (tool wall time / plain wall time of that round);
-- CPU: the same ratio of user+sys CPU time of the whole process tree (steadier
-  than wall time on a shared VM);
+- wall and CPU (user+sys of every process of the tree): median over rounds of
+  (tool / its paired plain run); CPU time is the less noisy on a shared VM;
 - peak: the same ratio of the largest process's peak RSS (a fresh measuring
-  parent per run reads `RUSAGE_CHILDREN`, which is the largest descendant's);
-- trace: bytes the tool wrote (files under its output path), median over rounds.
+  parent per run, bench/_measure.py, reads `RUSAGE_CHILDREN`);
+- trace: bytes of every file the tool left in its output directory (median);
+- processes traced: how many processes that output covers (the fewest over
+  rounds), so a tool that missed a child shows it.
 
-A tool that is not installed is skipped with a line. memray, viztracer and
-py-spy come from PyPI (`pip install memray viztracer`); torch.profiler comes with
-torch and profiles the driver process (the only one it can see without code).
+How each tool follows the tree is in bench/peers_tools.py. A tool that is not
+installed, or that fails, gets one line and the others go on; the exit status
+is 0 unless no tool ran. memray, viztracer and py-spy: `pip install -e .[bench]`.
 
-Run: python bench/bench_peers.py [--rounds 5] [--steps 20] [--tools flowmap,memray,...]
+The progress goes to stderr; stdout is the markdown block docs/performance.md
+shows. `--markdown docs/performance.md` also replaces that block in the file
+(between its `bench_peers` markers).
+
+Run: python bench/bench_peers.py [--rounds 5] [--steps 20] [--tools flowmap,memray,torch,viztracer]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib.metadata
 import json
 import os
+import platform
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-TRAINER = ROOT / "examples" / "grpo_tiny.py"
-TORCH_PROFILE = Path(__file__).resolve().parent / "_torch_profile_run.py"
-
-# One measuring parent per run: it runs the command, then prints its children's
-# peak RSS (the largest descendant's, in KiB on Linux) and the wall time.
-MEASURE = (
-    "import resource, subprocess, sys, time\n"
-    "t0 = time.perf_counter()\n"
-    "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
-    "wall = time.perf_counter() - t0\n"
-    "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
-    "print(rc, wall, ru.ru_maxrss, ru.ru_utime + ru.ru_stime)\n"
+from peers_stats import (
+    BEGIN_MARK,
+    Measure,
+    MeasureError,
+    Row,
+    Samples,
+    doc_block,
+    parse_measure,
+    rotated,
+    round_line,
+    splice,
+    summarize,
 )
+from peers_tools import Tool, all_tools, boot_env, trace_bytes
 
-Command = Callable[[list[str], Path], list[str]]
-
-
-@dataclass
-class Tool:
-    name: str
-    available: Callable[[], str | None]  # None when usable, else why not
-    command: Command
-    walls: list[float] = field(default_factory=list)
-    peaks: list[float] = field(default_factory=list)
-    cpus: list[float] = field(default_factory=list)
-    trace_bytes: list[int] = field(default_factory=list)
+ROOT = Path(__file__).resolve().parent.parent
+MEASURE = Path(__file__).resolve().parent / "_measure.py"
+TRAINER = "examples/grpo_tiny.py"
 
 
-def _module(name: str) -> Callable[[], str | None]:
-    def check() -> str | None:
-        return None if importlib.util.find_spec(name) else f"{name} is not installed"
-    return check
+class RunFailed(Exception):
+    """One run did not finish; the message is one line."""
 
 
-def _always() -> str | None:
-    return None
-
-
-def _tools() -> list[Tool]:
-    py = sys.executable
-    return [
-        Tool("flowmap", _always,
-             lambda job, out: [py, "-m", "flowmap", "trace", "-o", str(out), *job]),
-        Tool("memray --follow-fork", _module("memray"),
-             lambda job, out: [py, "-m", "memray", "run", "--follow-fork", "-q",
-                               "-o", str(out / "memray.bin"), *job]),
-        Tool("torch.profiler (record_shapes, profile_memory)", _module("torch"),
-             lambda job, out: [py, str(TORCH_PROFILE), str(out / "torch-trace.json"), *job]),
-        Tool("viztracer", _module("viztracer"),
-             lambda job, out: [py, "-m", "viztracer", "--quiet",
-                               "-o", str(out / "viztracer.json"), "--", *job]),
-    ]
-
-
-def _run(cmd: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """(wall s, peak RSS KiB of the largest process, CPU s user+sys of the whole tree)."""
-    proc = subprocess.run([sys.executable, "-c", MEASURE, *cmd], capture_output=True,
+def _measure(cmd: list[str], env: dict[str, str]) -> Measure:
+    # -S: no site, so a tool's start-up hook (bench/_peer_boot) never wraps the measurer.
+    proc = subprocess.run([sys.executable, "-S", str(MEASURE), *cmd], capture_output=True,
                           text=True, env=env, cwd=ROOT)
-    line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
-    parts = line.split()
-    if proc.returncode != 0 or len(parts) != 4 or parts[0] != "0":
-        raise RuntimeError(f"{' '.join(cmd[:4])}... failed:\n{proc.stderr[-2000:]}")
-    return float(parts[1]), float(parts[2]), float(parts[3])
+    try:
+        return parse_measure(proc.stdout)
+    except (MeasureError, ValueError) as exc:
+        last = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        raise RunFailed(f"{exc}; last error line: {last[-1] if last else '(none)'}") from None
 
 
-def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+def _args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--tools", default="", help="comma-separated subset of "
+                    + ",".join(t.key for t in all_tools()) + " (default: all)")
+    ap.add_argument("--markdown", type=Path, help="replace the bench_peers block of this file")
+    ap.add_argument("--json", dest="json_path", type=Path, help="also write the figures here")
+    return ap.parse_args()
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command as the docs show it: what shapes the figures, and no machine paths."""
+    cmd = ["python", "bench/bench_peers.py", "--rounds", str(args.rounds)]
+    if args.steps != 20:
+        cmd += ["--steps", str(args.steps)]
+    if args.tools:
+        cmd += ["--tools", args.tools]
+    if args.markdown:
+        try:
+            cmd += ["--markdown", str(args.markdown.resolve().relative_to(ROOT))]
+        except ValueError:
+            pass
+    return shlex.join(cmd)
+
+
+def _context(job: list[str], args: argparse.Namespace, plains: list[Measure],
+             load_start: float) -> str:
+    l1, l5, l15 = os.getloadavg()
+    try:
+        torch = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch = "not installed"
+    return (
+        f"{args.rounds} round{'s' if args.rounds > 1 else ''} of `{shlex.join(job)}`, the whole "
+        "process tree; each figure is the "
+        "median over rounds of the tool's run divided by the untraced run just before it "
+        "(rounds interleaved, tool order rotated). Untraced runs: median "
+        f"{statistics.median(m.wall_s for m in plains):.2f} s wall, "
+        f"{statistics.median(m.cpu_s for m in plains):.2f} CPU s, peak "
+        f"{statistics.median(m.peak_kib for m in plains) / 1024:.0f} MB (largest process). "
+        f"Load average {load_start:.2f} at the start, {l1:.2f} / {l5:.2f} / {l15:.2f} "
+        f"(1 / 5 / 15 min) at the end, on {os.cpu_count()} CPUs; Python "
+        f"{platform.python_version()}, torch {torch}."
+    )
+
+
+def _select(args: argparse.Namespace) -> tuple[list[Tool], list[str]] | str:
+    tools = all_tools()
+    if args.tools:
+        wanted = [t.strip() for t in args.tools.split(",") if t.strip()]
+        unknown = sorted(set(wanted) - {t.key for t in tools})
+        if unknown:
+            return f"unknown tool {', '.join(unknown)}; choose from {', '.join(t.key for t in tools)}"
+        tools = [t for t in tools if t.key in wanted]
+    notes = [f"{t.label}: skipped, {why}" for t in tools if (why := t.missing())]
+    return [t for t in tools if not t.missing()], notes
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--tools", default="", help="comma-separated subset (default: all)")
-    ap.add_argument("--json", dest="json_path", help="also write the figures as JSON here")
-    args = ap.parse_args()
-    job = [str(TRAINER), "--steps", str(args.steps), "--seed", "0",
+    args = _args()
+    if args.rounds < 1 or args.steps < 1:
+        print("bench_peers: --rounds and --steps must be at least 1", file=sys.stderr)
+        return 2
+    if args.markdown and args.markdown.exists() and BEGIN_MARK not in args.markdown.read_text():
+        print(f"bench_peers: {args.markdown} has no {BEGIN_MARK} block to replace", file=sys.stderr)
+        return 2
+    selected = _select(args)
+    if isinstance(selected, str):
+        print(f"bench_peers: {selected}", file=sys.stderr)
+        return 2
+    active, notes = selected
+    for note in notes:
+        print(note, file=sys.stderr)
+    if not active:
+        print("bench_peers: no tool to run", file=sys.stderr)
+        return 1
+    job = [TRAINER, "--steps", str(args.steps), "--seed", "0",
            "--set", "train.synchronous=true", "--no-progress"]
-    tools = _tools()
-    if args.tools:
-        wanted = {t.strip() for t in args.tools.split(",")}
-        tools = [t for t in tools if t.name.split()[0] in wanted]
-    usable = []
-    for tool in tools:
-        why = tool.available()
-        if why:
-            print(f"skipped {tool.name}: {why}")
-        else:
-            usable.append(tool)
+    plain_cmd = [sys.executable, *job]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    plain_walls: list[float] = []
-    plain_peaks: list[float] = []
-    plain_cpus: list[float] = []
+    samples = {t.key: Samples() for t in active}
+    plains: list[Measure] = []
+    round_lines: list[str] = []
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="flowmap-peers-") as tmp:
-        _run([sys.executable, *job], env)  # warm the page cache and torch's imports
-        for r in range(args.rounds):
-            wall, peak, cpu = _run([sys.executable, *job], env)
-            plain_walls.append(wall)
-            plain_peaks.append(peak)
-            plain_cpus.append(cpu)
-            order = usable[r % len(usable):] + usable[:r % len(usable)] if usable else []
-            for tool in order:
-                out = Path(tmp) / f"{tool.name.split()[0]}-{r}"
-                out.mkdir()
-                t_wall, t_peak, t_cpu = _run(tool.command(job, out), env)
-                tool.walls.append(t_wall / wall)
-                tool.peaks.append(t_peak / peak)
-                tool.cpus.append(t_cpu / cpu)
-                tool.trace_bytes.append(_size(out))
-                shutil.rmtree(out, ignore_errors=True)
-            print(f"round {r + 1}/{args.rounds}: plain {wall:.2f} s, {cpu:.2f} CPU s; "
-                  + ", ".join(f"{t.name.split()[0]} {t.walls[-1]:.3f}× wall "
-                              f"{t.cpus[-1]:.3f}× CPU" for t in usable), flush=True)
-    print(f"\nplain run: median {statistics.median(plain_walls):.2f} s, "
-          f"CPU {statistics.median(plain_cpus):.2f} s (user+sys, all processes), "
-          f"peak {statistics.median(plain_peaks) / 1024:.0f} MB (largest process), "
-          f"{args.rounds} rounds\n")
-    print("| tool | wall time | CPU time (user+sys) | peak memory (largest process) | trace |")
-    print("|---|---:|---:|---:|---:|")
-    rows = []
-    for tool in usable:
-        row = {"tool": tool.name, "wall_ratio": statistics.median(tool.walls),
-               "cpu_ratio": statistics.median(tool.cpus),
-               "peak_ratio": statistics.median(tool.peaks),
-               "trace_bytes": int(statistics.median(tool.trace_bytes))}
-        rows.append(row)
-        print(f"| {tool.name} | {row['wall_ratio']:.3f}× | {row['cpu_ratio']:.3f}× | "
-              f"{row['peak_ratio']:.2f}× | "
-              f"{row['trace_bytes'] / 1e6:.2f} MB |")
+        try:
+            _measure(plain_cmd, env)  # warm the page cache and torch's imports
+            for r in range(args.rounds):
+                round_plains: list[Measure] = []
+                for tool in rotated(list(active), r):
+                    plain = _measure(plain_cmd, env)
+                    round_plains.append(plain)
+                    out = Path(tmp) / f"{tool.key}-{r}"
+                    out.mkdir()
+                    try:
+                        run = _measure(tool.command(job, out), boot_env(tool, out, env))
+                    except RunFailed as exc:
+                        notes.append(f"{tool.label}: failed in round {r + 1}, {exc}")
+                        print(notes[-1], file=sys.stderr)
+                        active.remove(tool)
+                        del samples[tool.key]
+                        shutil.rmtree(out, ignore_errors=True)
+                        continue
+                    samples[tool.key].add(run, plain, trace_bytes(out), tool.processes(out))
+                    warning = tool.warning(out)
+                    if warning and f"{tool.label}: {warning}" not in notes:
+                        notes.append(f"{tool.label}: {warning}")
+                    if run.unreaped:
+                        notes.append(f"{tool.label}: {run.unreaped} process(es) outlived "
+                                     f"the run by a minute in round {r + 1}")
+                    shutil.rmtree(out, ignore_errors=True)
+                ratios = [(t.key, samples[t.key].wall[-1], samples[t.key].cpu[-1])
+                          for t in active]
+                if not round_plains:
+                    break
+                plains += round_plains
+                round_lines.append(round_line(r, args.rounds, round_plains, ratios))
+                print(round_lines[-1], file=sys.stderr, flush=True)
+        except RunFailed as exc:
+            print(f"bench_peers: the untraced run failed, so nothing compares: {exc}",
+                  file=sys.stderr)
+            return 1
+    rows: list[Row] = [summarize(t.label, samples[t.key]) for t in active]
+    if not rows:
+        print("bench_peers: no tool finished a round", file=sys.stderr)
+        return 1
+    block = doc_block(_command(args), _context(job, args, plains, load_start), round_lines,
+                      rows, notes)
+    print(block)
+    if args.markdown:
+        text = args.markdown.read_text() if args.markdown.exists() else ""
+        args.markdown.write_text(splice(text, block) if text else block + "\n")
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps(
-            {"rounds": args.rounds, "steps": args.steps, "tools": rows}, indent=2) + "\n")
+        args.json_path.write_text(json.dumps(
+            {"rounds": args.rounds, "steps": args.steps,
+             "rows": [r.__dict__ for r in rows], "notes": notes}, indent=2) + "\n")
     return 0
 
 
