@@ -40,6 +40,7 @@ CHECK_EVERY = 4096  # events between two checks that the shard file still exists
 # table is cleared when it grows past this, trading a little identity
 # resolution for bounded memory in long runs.
 MAX_STORAGE_IDS = 100_000
+_monotonic_ns = time.monotonic_ns
 
 def _opaque(obj: Any) -> str:
     return f"<{type(obj).__name__}>"  # never the object's own str(): that is user code
@@ -292,7 +293,7 @@ class Tracer:
         transport: Any,
         dims: Mapping[str, tuple[str, ...]] | None,
     ) -> None:
-        t = self._now_us()
+        t = (_monotonic_ns() - self.t0_ns) // 1000
         if type(src) is not str or type(dst) is not str or type(name) is not str \
                 or type(transport) is not str:
             names = self._names(src, dst, name, transport)
@@ -309,7 +310,10 @@ class Tracer:
             # Formatted by hand: every field but `items` is an int or null, and
             # this line is written once per hop (json.dumps is ~3x slower here).
             get = self.storage_ids.get
-            storages = ",".join([get(k) or self._storage_id(k) for k in d.storages])
+            try:  # every storage seen before: one C-level pass
+                storages = ",".join(map(get, d.storages))  # type: ignore[arg-type]
+            except TypeError:  # a new one (`get` gave None): give it an id
+                storages = ",".join([get(k) or self._storage_id(k) for k in d.storages])
             key = (src, dst, name)
             seam = self.seam_ids.get(key)
             if seam is None:
@@ -327,7 +331,8 @@ class Tracer:
             line = (
                 f'["h",{t},{seam},{schema},{d.nbytes},[{storages}],'
                 f"{'null' if step is None else int(step)},"
-                f"{'null' if version is None else int(version)},{self._sid(transport)},"
+                f"{'null' if version is None else int(version)},"
+                f"{self.strings.get(transport) or self._sid(transport)},"
                 f"{_items_json(item_list)}]"
             )
             self._emit(line)
