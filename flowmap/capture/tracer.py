@@ -22,11 +22,10 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from flowmap import trace_format as tf
-from flowmap.capture.describe import describe
 from flowmap.capture.names import NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 
@@ -41,6 +40,26 @@ CHECK_EVERY = 4096  # events between two checks that the shard file still exists
 # resolution for bounded memory in long runs.
 MAX_STORAGE_IDS = 100_000
 _monotonic_ns = time.monotonic_ns
+
+if TYPE_CHECKING:
+    from flowmap.capture.describe import Description
+
+
+def _first_describe(payload: Any, dims: Mapping[str, tuple[str, ...]] | None) -> Description:
+    """Import the describers at the first hop, then describe.
+
+    Every Python child of a traced run starts a tracer; one that never records
+    a hop (a resource tracker, a compile worker) should not pay for importing
+    the describers at start-up.
+    """
+    global describe
+    from flowmap.capture.describe import describe as loaded
+
+    describe = loaded
+    return loaded(payload, dims)
+
+
+describe: Callable[[Any, Mapping[str, tuple[str, ...]] | None], Description] = _first_describe
 
 def _opaque(obj: Any) -> str:
     return f"<{type(obj).__name__}>"  # never the object's own str(): that is user code

@@ -1,0 +1,21 @@
+"""Item ids as the trace stores them: uuid.UUID is taken as its text without flowmap importing uuid."""
+
+from __future__ import annotations
+
+import uuid
+
+from flowmap.capture.names import items_list
+
+
+def test_a_uuid_item_is_its_text() -> None:
+    u = uuid.UUID(int=7)
+    assert items_list([u, "t1", 3]) == [str(u), "t1", 3]
+
+
+def test_a_uuid_subclass_is_not_read_by_its_own_str() -> None:
+    class Loud(uuid.UUID):
+        def __str__(self) -> str:
+            raise AssertionError("user code ran")
+
+    got = items_list([Loud(int=1)])
+    assert got is not None and got[0].startswith("<Loud@")
