@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from itertools import repeat
+from operator import is_
 from typing import TYPE_CHECKING, Any
 
 from flowmap import trace_format as tf
@@ -411,13 +413,6 @@ class Tracer:
 def _items_json(items: list[Any] | None) -> str:
     if not items:
         return "null"
-    try:
-        return "[" + ",".join(map(_int_str, items)) + "]"
-    except TypeError:
-        return _dumps(items)
-
-
-def _int_str(x: Any) -> str:
-    if type(x) is not int:
-        raise TypeError
-    return str(x)
+    if all(map(is_, map(type, items), repeat(int))):  # ints (not bools): checked in C
+        return f"[{','.join(map(int.__repr__, items))}]"
+    return _dumps(items)

@@ -87,3 +87,17 @@ def test_the_leaf_bound_reached_exactly() -> None:
     past = describe({f"t{i}": torch.zeros(3) for i in range(MAX_LEAVES + 1)})
     assert len(past.leaves) == MAX_LEAVES and past.full
     assert past.nbytes == (MAX_LEAVES + 1) * 12
+
+
+def test_a_dtype_met_for_the_first_time_is_named_as_the_general_path_names_it() -> None:
+    payload = {"a": torch.zeros(3, dtype=torch.bfloat16), "b": torch.zeros(2, dtype=torch.int16)}
+    saved = dict(torch_._DTYPE_NAMES)
+    torch_._DTYPE_NAMES.clear()
+    try:
+        d = describe(payload)
+    finally:
+        torch_._DTYPE_NAMES.update(saved)
+    leaves, nbytes = _general(payload)
+    assert d.leaves == leaves
+    assert [leaf[3] for leaf in d.leaves] == ["bfloat16", "int16"]
+    assert d.nbytes == nbytes == 3 * 2 + 2 * 2

@@ -136,7 +136,8 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
                     room -= 1
                     if room >= 0:
                         dt = v.dtype
-                        leaves.append((p, "tensor", v.shape, names.get(dt) or _dtype_name(dt),
+                        # a dtype not named yet raises KeyError: the general path names it
+                        leaves.append((p, "tensor", v.shape, names[dt],
                                        "cpu", nbytes, 1, dims.get(p) if dims else None))
                     else:  # its bytes still count; the walk stops here
                         w.full = True
