@@ -413,6 +413,9 @@ class Tracer:
 def _items_json(items: list[Any] | None) -> str:
     if not items:
         return "null"
-    if all(map(is_, map(type, items), repeat(int))):  # ints (not bools): checked in C
+    if len(items) == 1:  # one trajectory, one request: the common hop
+        if type(items[0]) is int:
+            return f"[{int.__repr__(items[0])}]"
+    elif all(map(is_, map(type, items), repeat(int))):  # ints (not bools): checked in C
         return f"[{','.join(map(int.__repr__, items))}]"
     return _dumps(items)

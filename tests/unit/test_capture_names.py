@@ -19,3 +19,14 @@ def test_a_uuid_subclass_is_not_read_by_its_own_str() -> None:
 
     got = items_list([Loud(int=1)])
     assert got is not None and got[0].startswith("<Loud@")
+
+
+def test_item_ids_are_written_as_json() -> None:
+    import json
+
+    from flowmap.capture.tracer import _items_json
+
+    for items in ([7], [1, 2, 3], [True], [True, 2], ["t0"], ["t0", 1], [10**30]):
+        assert json.loads(_items_json(items)) == items
+        assert type(json.loads(_items_json(items))[0]) is type(items[0])
+    assert _items_json(None) == _items_json([]) == "null"
