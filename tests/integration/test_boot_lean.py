@@ -57,3 +57,16 @@ def test_what_was_deferred_happens_when_used(tmp_path) -> None:
         kinds = [json.loads(line)[0] for line in f if line.startswith("[")]
     assert "h" in kinds
     assert os.path.getsize(shard) > 0
+
+
+def test_importing_torch_arms_the_transports_without_the_describers(tmp_path) -> None:
+    got = _child(tmp_path, """
+        import json, sys
+        import torch, torch.multiprocessing
+        print(json.dumps({m: m in sys.modules for m in (
+            "flowmap.integrations.transports.dist", "flowmap.integrations.transports.mp",
+            "flowmap.capture.describers")}))
+    """)
+    assert got == {"flowmap.integrations.transports.dist": True,
+                   "flowmap.integrations.transports.mp": True,
+                   "flowmap.capture.describers": False}
