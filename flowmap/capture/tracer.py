@@ -63,6 +63,7 @@ def _first_describe(payload: Any, dims: Mapping[str, tuple[str, ...]] | None) ->
 
 describe: Callable[[Any, Mapping[str, tuple[str, ...]] | None], Description] = _first_describe
 
+
 def _opaque(obj: Any) -> str:
     return f"<{type(obj).__name__}>"  # never the object's own str(): that is user code
 
