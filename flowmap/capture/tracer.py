@@ -22,12 +22,13 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from itertools import repeat
 from operator import is_
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flowmap import trace_format as tf
+from flowmap.capture import describe_lazy
 from flowmap.capture.names import NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 
@@ -41,28 +42,6 @@ CHECK_EVERY = 4096  # events between two checks that the shard file still exists
 # table is cleared when it grows past this, trading a little identity
 # resolution for bounded memory in long runs.
 MAX_STORAGE_IDS = 100_000
-_monotonic_ns = time.monotonic_ns
-
-if TYPE_CHECKING:
-    from flowmap.capture.describe import Description
-
-
-def _first_describe(payload: Any, dims: Mapping[str, tuple[str, ...]] | None) -> Description:
-    """Import the describers at the first hop, then describe.
-
-    Every Python child of a traced run starts a tracer; one that never records
-    a hop (a resource tracker, a compile worker) should not pay for importing
-    the describers at start-up.
-    """
-    global describe
-    from flowmap.capture.describe import describe as loaded
-
-    describe = loaded
-    return loaded(payload, dims)
-
-
-describe: Callable[[Any, Mapping[str, tuple[str, ...]] | None], Description] = _first_describe
-
 
 def _opaque(obj: Any) -> str:
     return f"<{type(obj).__name__}>"  # never the object's own str(): that is user code
@@ -315,14 +294,14 @@ class Tracer:
         transport: Any,
         dims: Mapping[str, tuple[str, ...]] | None,
     ) -> None:
-        t = (_monotonic_ns() - self.t0_ns) // 1000
+        t = self._now_us()
         if type(src) is not str or type(dst) is not str or type(name) is not str \
                 or type(transport) is not str:
             names = self._names(src, dst, name, transport)
             if names is None:
                 return
             src, dst, name, transport = names
-        d = describe(payload, dims)
+        d = describe_lazy.describe(payload, dims)  # the describers load at the first hop
         item_list = None if type(items) is tuple and not items else items_list(items)
         if item_list is NOT_READ:
             item_list = self._items(items)
@@ -414,9 +393,8 @@ class Tracer:
 def _items_json(items: list[Any] | None) -> str:
     if not items:
         return "null"
-    if len(items) == 1:  # one trajectory, one request: the common hop
-        if type(items[0]) is int:
-            return f"[{int.__repr__(items[0])}]"
-    elif all(map(is_, map(type, items), repeat(int))):  # ints (not bools): checked in C
+    if len(items) == 1 and type(items[0]) is int:  # one trajectory, one request: the common hop
+        return f"[{int.__repr__(items[0])}]"
+    if all(map(is_, map(type, items), repeat(int))):  # ints (not bools): checked in C
         return f"[{','.join(map(int.__repr__, items))}]"
     return _dumps(items)
