@@ -89,7 +89,7 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
                   budget: object, filters: object, command: str) -> int:
     """Run the program while watching it; print the table, write the map; its exit status."""
     from flowmap.capture import session
-    from flowmap.cli.trace import _run_program
+    from flowmap.cli.trace_run import _run_program
     from flowmap.discover import analyse, naming, process, seammap, table
 
     directory = tempfile.mkdtemp(prefix="flowmap-discover-")

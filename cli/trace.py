@@ -10,17 +10,11 @@ printed on stderr.
 
 from __future__ import annotations
 
-import atexit
-import os
-import runpy
-import sys
-import time
-import traceback
 from typing import Annotated, Optional
 
 import typer
 
-from flowmap.errors import UsageError
+from flowmap.cli.trace_run import trace_command
 
 
 def trace(
@@ -37,220 +31,13 @@ def trace(
 ) -> None:
     """Run a Python script (or -m module) unmodified, tracing every seam it records."""
     args = list(ctx.args)
-    if module is None and target is None:
-        raise UsageError("give a script to trace (flowmap trace train.py) or a module (-m pkg.mod)")
     if module is not None and target is not None:
         args.insert(0, target)  # after `-m MODULE --`, the first module argument lands here
-    if module is None and not os.path.isfile(target or ""):
-        raise UsageError(f"{target} is not a file; give the path of a Python script")
-    stem = module.rsplit(".", 1)[-1] if module else os.path.splitext(os.path.basename(target or ""))[0]
-    run_dir = output or os.path.join("flowmap-runs", run_name(stem))
-    seam_files = _seam_files(seams or [], preset or [])
-    detail = _detail_window(aggregate, detail_steps)
-    if no_transport:
-        _transports_off(no_transport)
-    code = run_traced(run_dir, target, module, args, process, seams=seam_files, aggregate=detail)
+        target = None
+    code = trace_command(target, module, args, output=output, process=process, seams=seams or [],
+                         presets=preset or [], no_transport=no_transport or [], aggregate=aggregate,
+                         detail_steps=detail_steps)
     raise typer.Exit(code)
-
-
-def _detail_window(aggregate: bool, detail_steps: int | None) -> int | None:
-    """The detail window in steps under --aggregate; None for a full trace."""
-    from flowmap.capture import fold
-
-    if detail_steps is not None and not aggregate:
-        raise UsageError("--detail-steps goes with --aggregate (a full trace writes every hop)")
-    if detail_steps is not None and detail_steps < 0:
-        raise UsageError(f"--detail-steps takes a count of steps (0 or more), not {detail_steps}")
-    if not aggregate:
-        return None
-    return fold.DETAIL_STEPS if detail_steps is None else detail_steps
-
-
-def run_name(stem: str) -> str:
-    """`grpo_tiny-20261203-150830-123-4242`: to the millisecond, then the pid.
-
-    Two traces started in the same second (or millisecond) by two processes
-    still get two runs: a pid is unique among running processes.
-    """
-    now = time.time()
-    ms = int(now * 1000) % 1000
-    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}-{ms:03d}-{os.getpid()}"
-
-
-def _seam_files(seams: list[str], presets: list[str]) -> list[str]:
-    """The seam-map files to apply, validated now so a bad one stops us before the program runs."""
-    if not seams and not presets:
-        return []
-    from flowmap.seams import load_seam_maps, preset_path
-
-    files = [preset_path(name) for name in presets] + list(seams)
-    load_seam_maps(files)  # raises SeamMapError (exit 2) with the line at fault
-    return files
-
-
-def _transports_off(names: list[str]) -> None:
-    """Turn transports off here and, through FLOWMAP_TRANSPORTS, in every traced child."""
-    from flowmap.integrations import transports
-
-    try:
-        os.environ[transports.ENV] = transports.without(names)
-    except ValueError as exc:
-        raise UsageError(f"--no-transport: {exc}") from None
-
-
-def run_traced(
-    run_dir: str,
-    script: str | None,
-    module: str | None,
-    args: list[str],
-    process: str | None,
-    *,
-    seams: list[str] | None = None,
-    aggregate: int | None = None,
-) -> int:
-    """Run the program under tracing; returns its exit status.
-
-    `seams` are seam-map files patched into this process and, through the
-    environment, into every traced child; `aggregate` is the detail window
-    (in steps) of `--aggregate`, carried to children the same way.
-    """
-    from flowmap.capture import fold, session
-    from flowmap.integrations import install_hooks
-
-    run_dir = os.path.abspath(run_dir)
-    if os.path.isdir(run_dir) and any(n.endswith(".flowmap.jsonl") for n in os.listdir(run_dir)):
-        raise UsageError(f"{run_dir} already holds a run; choose another -o or remove it")
-    command = ["-m", module, *args] if module else [script or "", *args]
-    session.write_run_meta(run_dir, command=command, started_wall_ns=time.time_ns(),
-                           **session.aggregate_meta(aggregate))
-    os.environ.update(session.child_environment(run_dir))
-    if aggregate is None:
-        os.environ.pop(fold.ENV, None)
-    else:
-        os.environ[fold.ENV] = str(aggregate)
-    session.start(run_dir, process)
-    atexit.register(_finish, run_dir)  # runs before session.stop (atexit is LIFO)
-    if seams:
-        from flowmap.seams import activate
-
-        activate(seams, run_dir=run_dir)  # its end-of-run warnings print before _finish's lines
-    install_hooks()
-    code = _run_program(script, module, args)
-    session.write_run_meta(run_dir, exit_code=code)
-    return code
-
-
-def _run_program(script: str | None, module: str | None, args: list[str]) -> int:
-    saved_argv, saved_path0 = sys.argv[:], sys.path[0]
-    try:
-        if module:
-            sys.argv = [module, *args]
-            sys.path[0] = os.getcwd()
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
-        else:
-            assert script is not None
-            sys.argv = [script, *args]
-            sys.path[0] = os.path.dirname(os.path.abspath(script))
-            runpy.run_path(script, run_name="__main__")
-        return 0
-    except SystemExit as exc:
-        return _exit_status(exc.code)
-    except KeyboardInterrupt as exc:  # Ctrl-C: the program's frames only, as Python prints them
-        _print_user_traceback(exc)
-        return 130
-    except BaseException as exc:
-        _print_user_traceback(exc)
-        return 1
-    finally:
-        sys.argv, sys.path[0] = saved_argv, saved_path0
-
-
-def _exit_status(code: object) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    sys.stderr.write(f"{code}\n")  # sys.exit("message") prints it and exits 1, as Python does
-    return 1
-
-
-def _print_user_traceback(exc: BaseException) -> None:
-    """The traceback as `python script.py` would print it: without flowmap's and runpy's frames."""
-    tb = exc.__traceback__
-    here = os.path.dirname(os.path.abspath(__file__))
-    while tb is not None and (
-        tb.tb_frame.f_code.co_filename.startswith(here)
-        or os.path.basename(tb.tb_frame.f_code.co_filename) == "runpy.py"
-        or "<frozen runpy>" in tb.tb_frame.f_code.co_filename
-    ):
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb)
-
-
-def _finish(run_dir: str) -> None:
-    from flowmap.capture import session
-
-    session.stop()
-    session.write_run_meta(run_dir, finished_wall_ns=time.time_ns())
-    rel = os.path.relpath(run_dir)
-    shown = rel if not rel.startswith("..") else run_dir
-    sys.stderr.write(f"flowmap: run written to {shown}\n"
-                     f"flowmap: next: flowmap report {shown}\n")
-    if _recorded_hops(run_dir) is False:
-        sys.stderr.write(_empty_run_hint() + "\n")
-    sys.stderr.flush()
-
-
-# How a hop event, and hops folded by --aggregate, start in a shard (flowmap/trace_format.py).
-_HOP_LINES = (b'\n["h",', b'\n["a",')
-_SPAN = len(_HOP_LINES[0])
-
-
-def _recorded_hops(run_dir: str) -> bool | None:
-    """Whether any process of the run recorded a hop; None when the run cannot be read.
-
-    A scan for the first hop line settles a busy run at once; only a run without
-    one is read through the reader, so a format change cannot turn this wrong.
-    """
-    import stat
-
-    try:
-        names = [os.path.join(run_dir, n) for n in os.listdir(run_dir) if n.endswith(".flowmap.jsonl")]
-        for path in names:
-            if stat.S_ISREG(os.lstat(path).st_mode) and _has_hop_line(path):
-                return True
-        import flowmap
-
-        return bool(flowmap.load(run_dir).num_hops)
-    except Exception:
-        return None
-
-
-def _has_hop_line(path: str, chunk: int = 1 << 20) -> bool:
-    tail = b""
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            edge = tail + block[:_SPAN]
-            if any(line in block or line in edge for line in _HOP_LINES):
-                return True
-            tail = block[-_SPAN:]
-    return False
-
-
-def _empty_run_hint() -> str:
-    """The one line a run with no hops ends with: the ways to get some."""
-    import importlib.util
-
-    from flowmap.seams.presets import available
-
-    discover = importlib.util.find_spec("flowmap.cli.discover") is not None
-    return (
-        "flowmap: no hops were recorded; mark seams with flowmap.hop(...) or @flowmap.seam, "
-        "or name functions to record with --seams FILE or --preset "
-        f"{'/'.join(available())}"
-        + (", or find them with flowmap discover SCRIPT" if discover else "")
-        + "."
-    )
 
 
 # The program's own arguments follow SCRIPT (or -m MODULE) untouched.

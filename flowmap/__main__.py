@@ -1,5 +1,5 @@
 """`python -m flowmap ...` is the `flowmap` command."""
 
-from flowmap.cli.main import main
+from flowmap.cli.entry import main
 
 main()

@@ -15,11 +15,13 @@ through untouched.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap.capture import state
+
+if TYPE_CHECKING:
+    import inspect
 
 S = TypeVar("S")
 IMPLICIT = ("self", "cls")  # the receiver is not part of what a call sends
@@ -32,6 +34,8 @@ class Arguments:
     __slots__ = ("sig",)
 
     def __init__(self, fn: Callable[..., Any]) -> None:
+        import inspect  # here, not at the top: `flowmap` is imported at every traced child's start-up
+
         try:
             self.sig: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):  # builtins and C functions may have none
@@ -87,6 +91,8 @@ def wrap_call(
     owner): a seam map costs nothing outside a trace. `leave` is not called
     when `fn` raises.
     """
+    import inspect
+
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)

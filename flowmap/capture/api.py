@@ -9,7 +9,6 @@ the user's program does.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -123,6 +122,8 @@ class owner:
         state.current_owner.reset(self._tokens.pop())
 
     def __call__(self, fn: F) -> F:
+        import inspect  # here, not at the top: `flowmap` is imported at every traced child's start-up
+
         name = self.name
         if inspect.iscoroutinefunction(fn):
 

@@ -16,7 +16,7 @@ is read through its built-in type only:
 from __future__ import annotations
 
 import itertools
-import uuid
+import sys
 from typing import Any
 
 MAX_ITEMS = 4096
@@ -75,8 +75,10 @@ def items_list(items: Any) -> Any:
 
 def _item_id(x: Any) -> Any:
     tx = type(x)
-    if tx is uuid.UUID:
-        return uuid.UUID.__str__(x)
+    # uuid is not imported here: a UUID exists only once its module is loaded
+    uuid_type: Any = getattr(sys.modules.get("uuid"), "UUID", None)
+    if uuid_type is not None and tx is uuid_type:
+        return str(x)  # exactly uuid.UUID: the standard library's __str__, no user code
     if tx is bool:
         return int(x)
     text = name_text(x)
@@ -88,7 +90,5 @@ def _item_id(x: Any) -> Any:
 
 
 def _is_numpy_integer(x: Any) -> bool:
-    import sys
-
     np = sys.modules.get("numpy")
     return np is not None and isinstance(x, np.integer)

@@ -151,7 +151,15 @@ def _register_multiprocessing_finalizer(fn: Callable[[], None] = stop) -> None:
     Workers leave through `os._exit`, which skips atexit; multiprocessing runs
     its own finalizers first. A forked worker clears the inherited registry
     before running `after_fork` callbacks, hence the re-registration there.
+    A process that has not imported multiprocessing registers once it does (a
+    patch-on-import hook): importing it here would cost every traced child's
+    start-up ~10 ms (socket, pickle, subprocess), multiprocessing worker or not.
     """
+    if "multiprocessing.util" not in sys.modules:
+        from flowmap.integrations import importhook
+
+        importhook.on_import("multiprocessing.util", lambda _: _register_multiprocessing_finalizer(fn))
+        return
     import multiprocessing.util as mp_util
 
     try:

@@ -20,10 +20,12 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from itertools import repeat
+from operator import is_
 from typing import Any
 
 from flowmap import trace_format as tf
-from flowmap.capture.describe import describe
+from flowmap.capture import describe_lazy
 from flowmap.capture.names import NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 
@@ -296,7 +298,7 @@ class Tracer:
             if names is None:
                 return
             src, dst, name, transport = names
-        d = describe(payload, dims)
+        d = describe_lazy.describe(payload, dims)  # the describers load at the first hop
         if self.fold is not None and self.fold.hop(src, dst, name, d, items, step, version, transport, t):
             return
         item_list = None if type(items) is tuple and not items else items_list(items)
@@ -308,13 +310,14 @@ class Tracer:
             # Formatted by hand: every field but `items` is an int or null, and
             # this line is written once per hop (json.dumps is ~3x slower here).
             get = self.storage_ids.get
-            storages = ",".join([get(k) or self._storage_id(k) for k in d.storages])
+            try:  # every storage seen before: one C-level pass
+                storages = ",".join(map(get, d.storages))  # type: ignore[arg-type]
+            except TypeError:  # a new one (`get` gave None): give it an id
+                storages = ",".join([get(k) or self._storage_id(k) for k in d.storages])
             key = (src, dst, name)
             seam = self.seam_ids.get(key)
             if seam is None:
-                seam = self.seam_ids[key] = (
-                    f"{self._sid(src)},{self._sid(dst)},{self._sid(name)}"
-                )
+                seam = self.seam_ids[key] = f"{self._sid(src)},{self._sid(dst)},{self._sid(name)}"
             leaves = d.leaves
             last = self.last_schema.get(seam)
             if last is not None and last[0] == leaves:  # equal by value: nothing goes stale
@@ -326,7 +329,8 @@ class Tracer:
             line = (
                 f'["h",{t},{seam},{schema},{d.nbytes},[{storages}],'
                 f"{'null' if step is None else int(step)},"
-                f"{'null' if version is None else int(version)},{self._sid(transport)},"
+                f"{'null' if version is None else int(version)},"
+                f"{self.strings.get(transport) or self._sid(transport)},"
                 f"{_items_json(item_list)}]"
             )
             self._emit(line)
@@ -388,13 +392,8 @@ class Tracer:
 def _items_json(items: list[Any] | None) -> str:
     if not items:
         return "null"
-    try:
-        return "[" + ",".join(map(_int_str, items)) + "]"
-    except TypeError:
-        return _dumps(items)
-
-
-def _int_str(x: Any) -> str:
-    if type(x) is not int:
-        raise TypeError
-    return str(x)
+    if len(items) == 1 and type(items[0]) is int:  # one trajectory, one request: the common hop
+        return f"[{int.__repr__(items[0])}]"
+    if all(map(is_, map(type, items), repeat(int))):  # ints (not bools): checked in C
+        return f"[{','.join(map(int.__repr__, items))}]"
+    return _dumps(items)

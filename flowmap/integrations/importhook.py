@@ -7,17 +7,20 @@ real spec and wraps its loader so that, right after the module's code ran and
 before the importer gets the module back, the callbacks run. So a later
 `from trl.trainer.grpo_trainer import GRPOTrainer` already sees the patched
 class. The module's own `__loader__` and `__spec__.loader` are restored after
-execution; nothing of the hook stays visible on the module.
+execution; nothing of the hook stays visible on the module. The finder and
+loader are plain classes with the methods the import system calls, not
+`importlib.abc` subclasses: importing `importlib.abc` pulls in
+`importlib.resources`, `tempfile` and `shutil`, and this module is imported
+at every traced child's start-up.
 """
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
 import threading
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 Callback = Callable[[ModuleType], None]
 
@@ -66,7 +69,7 @@ def _loaded(module: ModuleType) -> None:
         _run(cb, module)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname not in _waiting:
             return None
@@ -79,11 +82,11 @@ class _Finder(importlib.abc.MetaPathFinder):
         else:
             return None
         if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _Loader(spec.loader)
+            spec.loader = cast(Any, _Loader(spec.loader))
         return spec
 
 
-class _Loader(importlib.abc.Loader):
+class _Loader:
     """Delegates to the real loader; runs the callbacks after the module's code."""
 
     def __init__(self, loader: Any) -> None:

@@ -58,3 +58,46 @@ def test_bytes_past_the_leaf_bound_still_count() -> None:
     assert len(d.leaves) == MAX_LEAVES
     # the walk stops at the entry after the bound: MAX_LEAVES + 1 tensors counted
     assert d.nbytes == (MAX_LEAVES + 1) * 3 * 4
+
+
+def test_nested_dict_paths_match_the_tensor_leaf_path() -> None:
+    inner = {"a": torch.zeros(2, 3), "b": torch.ones(4, dtype=torch.int64), 7: torch.zeros(1)}
+    d = describe({"batch": inner, "n": 3})
+    from flowmap.capture.describers.walk import Walk
+
+    w = Walk(None)
+    for k, v in inner.items():
+        torch_.tensor_leaf(w, v, f"batch.{k}")
+    assert [leaf for leaf in d.leaves if leaf[1] == "tensor"] == w.leaves
+    assert [leaf[0] for leaf in d.leaves] == ["batch.a", "batch.b", "batch.7", "n"]
+    assert d.nbytes == w.total() + 8
+
+
+def test_a_top_level_key_is_its_own_path() -> None:
+    key = "".join(["log", "probs"])  # a str object of its own, not an interned constant
+    d = describe({key: torch.zeros(3)})
+    assert d.leaves[0][0] is key
+
+
+def test_the_leaf_bound_reached_exactly() -> None:
+    at_bound = describe({f"t{i}": torch.zeros(3) for i in range(MAX_LEAVES)})
+    assert len(at_bound.leaves) == MAX_LEAVES and not at_bound.full
+    assert at_bound.nbytes == MAX_LEAVES * 12
+    # one past it: the extra tensor's bytes count, its leaf is dropped
+    past = describe({f"t{i}": torch.zeros(3) for i in range(MAX_LEAVES + 1)})
+    assert len(past.leaves) == MAX_LEAVES and past.full
+    assert past.nbytes == (MAX_LEAVES + 1) * 12
+
+
+def test_a_dtype_met_for_the_first_time_is_named_as_the_general_path_names_it() -> None:
+    payload = {"a": torch.zeros(3, dtype=torch.bfloat16), "b": torch.zeros(2, dtype=torch.int16)}
+    saved = dict(torch_._DTYPE_NAMES)
+    torch_._DTYPE_NAMES.clear()
+    try:
+        d = describe(payload)
+    finally:
+        torch_._DTYPE_NAMES.update(saved)
+    leaves, nbytes = _general(payload)
+    assert d.leaves == leaves
+    assert [leaf[3] for leaf in d.leaves] == ["bfloat16", "int16"]
+    assert d.nbytes == nbytes == 3 * 2 + 2 * 2

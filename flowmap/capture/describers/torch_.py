@@ -103,52 +103,66 @@ def tensor_leaf(w: Walk, t: Any, path: str) -> None:
 def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     """The entries of a dict, its exact CPU tensors read inline: the common hop's hot loop.
 
-    Per tensor it reads what the leaf needs and nothing more (data_ptr, shape,
-    is_cpu, is_contiguous, dtype, nbytes: ~100 ns each) and appends to the
-    walk's lists directly; anything else (a GPU, strided or storage-less tensor,
-    a value of another type) goes the general way. Nothing is cached per tensor:
-    a tensor's shape can change in place between hops.
+    Per tensor it reads what the leaf needs and nothing more (data_ptr, is_cpu,
+    is_contiguous, shape, dtype, nbytes: 40-80 ns each, the floor of a hop) and
+    appends to the walk's lists directly; anything else (a GPU, strided or
+    storage-less tensor, a value of another type) goes the general way. Nothing
+    is cached per tensor: a tensor's shape can change in place between hops.
+    A top-level key is its own path (no new string), so a seam's schema
+    compares equal to its last one mostly by identity.
     """
+    if w.full:  # MAX_LEAVES, or HARD_NODES (visit sets `full` there)
+        return
     tensor_t = _T["Tensor"]
     prefix = f"{path}." if path else ""
     leaves = w.leaves
+    room = MAX_LEAVES - len(leaves)
     dims = w.dims
     names = _DTYPE_NAMES
     cpu = w.pieces.get("cpu")
+    storages = None if w.folded else w.storages
     fast = 0  # tensors taken inline: counted as walked nodes once, at the end
     for k, v in dict.items(d):
-        if w.full:  # MAX_LEAVES, or HARD_NODES (visit sets `full` there)
-            break
-        p = f"{prefix}{k}" if type(k) is str and len(k) <= MAX_KEY_CHARS else join(path, k)
+        if type(k) is str and len(k) <= MAX_KEY_CHARS:
+            p = prefix + k if prefix else k
+        else:
+            p = join(path, k)
         if type(v) is tensor_t:
             fast += 1
             try:
                 ptr = v.data_ptr()
                 if ptr and v.is_cpu and v.is_contiguous():
-                    shape = v.shape
-                    dt = v.dtype
                     nbytes = v.nbytes
-                    if len(leaves) < MAX_LEAVES:
-                        leaves.append((p, "tensor", shape, names.get(dt) or _dtype_name(dt),
+                    room -= 1
+                    if room >= 0:
+                        dt = v.dtype
+                        # a dtype not named yet raises KeyError: the general path names it
+                        leaves.append((p, "tensor", v.shape, names[dt],
                                        "cpu", nbytes, 1, dims.get(p) if dims else None))
-                    else:  # its bytes still count; the walk stops at the next entry
+                    else:  # its bytes still count; the walk stops here
                         w.full = True
                     if cpu is None:
                         cpu = w.pieces.get("cpu")
                         if cpu is None:
                             cpu = w.pieces["cpu"] = []
                     cpu.append((ptr, ptr + nbytes, nbytes))
-                    if not w.folded:
-                        w.storages.append((ptr, "cpu"))
-                    continue
+                    if storages is not None:
+                        storages.append((ptr, "cpu"))
+                    if room >= 0:
+                        continue
+                    break
             except Exception:
                 pass
             try:
                 tensor_leaf(w, v, p)
-                continue
             except Exception:
                 fast -= 1
-        visit(w, v, p, depth + 1)
+                visit(w, v, p, depth + 1)
+        else:
+            visit(w, v, p, depth + 1)
+        if w.full:
+            break
+        room = MAX_LEAVES - len(leaves)
     w.nodes += fast
 
 

@@ -34,8 +34,8 @@ from typing import Any
 
 from flowmap.capture import state
 from flowmap.capture.api import current_owner, set_owner
-from flowmap.capture.describe import describe
 from flowmap.integrations.transports import record
+from flowmap.integrations.transports.record import describe
 
 Args = tuple[Any, ...]  # a recorded call's positional arguments
 Kwargs = dict[str, Any]  # and its keyword arguments

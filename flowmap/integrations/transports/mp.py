@@ -31,12 +31,15 @@ import stat
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowmap.capture import state
 from flowmap.capture.api import current_owner
-from flowmap.capture.describe import Description, describe
 from flowmap.integrations.transports import record
+from flowmap.integrations.transports.record import describe
+
+if TYPE_CHECKING:
+    from flowmap.capture.describe import Description
 
 # multiprocessing's own bookkeeping messages (file-descriptor hand-over of
 # shared tensors) are not the program's data.

@@ -29,8 +29,8 @@ from typing import Any
 
 from flowmap.capture import state
 from flowmap.capture.api import current_owner
-from flowmap.capture.describe import describe
 from flowmap.integrations.transports import record
+from flowmap.integrations.transports.record import describe
 
 SENDS = ("send_multipart", "send_pyobj", "send_json", "send_string", "send_serialized")
 RECVS = ("recv_multipart", "recv_pyobj", "recv_json", "recv_string", "recv_serialized")
