@@ -26,7 +26,10 @@ from flowmap.capture.api import (
     step,
 )
 from flowmap.capture.session import tracing
-from flowmap.model.fold import DETAIL_HOPS
+
+# `flowmap.model.fold.DETAIL_HOPS`, written out: importing the model here would
+# cost every traced child's start-up (tests/unit/test_streaming_read.py keeps them equal)
+DETAIL_HOPS = 100_000
 
 if TYPE_CHECKING:
     from flowmap.model.run import Run

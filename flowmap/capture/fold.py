@@ -35,10 +35,10 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from flowmap import trace_format as tf
-from flowmap.capture.describers.walk import Leaf
 from flowmap.capture.names import MAX_ITEMS
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # not at run time: a traced child imports the describers at its first hop
+    from flowmap.capture.describers.walk import Leaf
     from flowmap.capture.describe import Description
     from flowmap.capture.tracer import Tracer
 

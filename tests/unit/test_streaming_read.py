@@ -175,3 +175,10 @@ def test_a_batch_with_escaped_surrogates_folds_the_same(tmp_path: str) -> None:
     whole, folded = load(str(tmp_path), detail_hops=None), load(str(tmp_path), detail_hops=50)
     assert len(folded.hops) < 100 and folded.seam_steps
     assert_same_seam_figures(whole, folded)
+
+
+def test_load_keeps_the_readers_detail_window_by_default() -> None:
+    import flowmap
+    from flowmap.model import fold
+
+    assert flowmap.DETAIL_HOPS == fold.DETAIL_HOPS
