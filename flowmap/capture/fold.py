@@ -38,8 +38,8 @@ from flowmap import trace_format as tf
 from flowmap.capture.names import MAX_ITEMS
 
 if TYPE_CHECKING:  # not at run time: a traced child imports the describers at its first hop
-    from flowmap.capture.describers.walk import Leaf
     from flowmap.capture.describe import Description
+    from flowmap.capture.describers.walk import Leaf
     from flowmap.capture.tracer import Tracer
 
 ENV = "FLOWMAP_AGGREGATE"  # the detail window, in steps, of every traced process of the run
