@@ -187,3 +187,16 @@ def run_verbs(run: str, out: str, baseline: str, only: list[str] | None = None) 
         results.append(Outcome(verb, code, tb))
         shutil.rmtree(os.path.join(out, "merged"), ignore_errors=True)
     return results
+
+
+def assert_no_verb_raises(shard: bytes, baseline: str, out: str) -> None:
+    """Every verb on a run made of `shard` (in a fresh folder `out`, removed after):
+    no traceback escapes, and each exits 0, 1 (a check that regressed) or 2 (usage)."""
+    run = os.path.join(out, "run")
+    os.makedirs(run)
+    with open(os.path.join(run, "host-1-abcd.flowmap.jsonl"), "wb") as f:
+        f.write(shard)
+    for o in run_verbs(run, out, baseline):
+        assert o.traceback is None, f"{o.verb}\n{o.traceback}"
+        assert o.code in (0, 1, 2), f"{o.verb} exited {o.code}"
+    shutil.rmtree(out)
