@@ -128,13 +128,18 @@ def project(run: Run, spec: str) -> Run:
     return projected
 
 
+def _projected(leaves: tuple[Leaf, ...], sizes: dict[str, int],
+               cache: dict[int, tuple[tuple[Leaf, ...], int]]) -> tuple[tuple[Leaf, ...], int]:
+    """(projected leaves, bytes delta) of a schema; schemas are shared between hops: project each once."""
+    hit = cache.get(id(leaves))
+    if hit is None:
+        hit = cache[id(leaves)] = _project_leaves(leaves, sizes)
+    return hit
+
+
 def _project_hop(h: Hop, sizes: dict[str, int],
                  cache: dict[int, tuple[tuple[Leaf, ...], int]]) -> Hop:
-    key = id(h.leaves)  # schemas are shared between hops: project each once
-    hit = cache.get(key)
-    if hit is None:
-        hit = cache[key] = _project_leaves(h.leaves, sizes)
-    leaves, delta = hit
+    leaves, delta = _projected(h.leaves, sizes, cache)
     if delta == 0 and leaves is h.leaves:
         return h
     return dataclasses.replace(h, leaves=leaves, nbytes=h.nbytes + delta)
@@ -143,11 +148,7 @@ def _project_hop(h: Hop, sizes: dict[str, int],
 def _project_seam_step(st: SeamStep, sizes: dict[str, int],
                        cache: dict[int, tuple[tuple[Leaf, ...], int]]) -> SeamStep:
     """As `_project_hop`, each folded hop changed by its merged schema's delta."""
-    key = id(st.leaves)
-    hit = cache.get(key)
-    if hit is None:
-        hit = cache[key] = _project_leaves(st.leaves, sizes)
-    leaves, delta = hit
+    leaves, delta = _projected(st.leaves, sizes, cache)
     if delta == 0 and leaves is st.leaves:
         return st
     return dataclasses.replace(st, leaves=leaves, nbytes_sum=st.nbytes_sum + delta * st.hops,
