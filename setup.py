@@ -12,7 +12,7 @@ Listing only regular packages left `_boot` out of the wheel, so a regular
 install traced no child.
 """
 
-from setuptools import find_namespace_packages, setup
+from setuptools import Extension, find_namespace_packages, setup
 
 ROOTS = {"flowmap": "flowmap", "flowmap.cli": "cli", "flowmap.trainer": "trainer"}
 
@@ -33,4 +33,13 @@ for name, folder in ROOTS.items():
     packages.append(name)
     packages += [f"{name}.{sub}" for sub in find_namespace_packages(folder) if _shipped(sub)]
 
-setup(packages=packages, package_dir=package_dir)
+# The C twins of capture's two hottest loops (flowmap/capture/describers/accel.py).
+# Optional: where it cannot be compiled, the install goes on and capture runs
+# the same loops in Python.
+accel = Extension(
+    "flowmap.capture.describers._walk",
+    ["flowmap/capture/describers/_walk.c"],
+    optional=True,
+)
+
+setup(packages=packages, package_dir=package_dir, ext_modules=[accel])

@@ -27,7 +27,15 @@ from typing import Any
 
 from flowmap.capture.describers import fold, torch_
 from flowmap.capture.describers.containers import walk_dict
-from flowmap.capture.describers.walk import MAX_DEPTH, MAX_LEAVES, Leaf, Walk, space_total, visit
+from flowmap.capture.describers.walk import (
+    FAST,
+    MAX_DEPTH,
+    MAX_LEAVES,
+    Leaf,
+    Walk,
+    space_total,
+    visit,
+)
 
 __all__ = ["MAX_DEPTH", "MAX_LEAVES", "MAX_LIST_SCAN", "MAX_SCHEMA_CHARS", "Description", "Leaf",
            "describe"]
@@ -65,10 +73,10 @@ def describe(payload: Any, dims: Mapping[str, tuple[str, ...]] | None = None) ->
         # see every metadata read: turn torch-function dispatch off meanwhile.
         with _torch[1]():
             visit(w, payload, "", 0)
-    elif type(payload) is dict:  # the common hop, one call less
+    elif type(payload) is dict:  # the common hop, two calls less
         w.nodes = 1
         w.seen.add(id(payload))
-        walk_dict(w, payload, "", 0)
+        (FAST[0] or walk_dict)(w, payload, "", 0)
     else:
         visit(w, payload, "", 0)
     if len(w.leaves) > 64:

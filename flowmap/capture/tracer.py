@@ -22,12 +22,16 @@ import time
 from collections.abc import Mapping
 from itertools import repeat
 from operator import is_
-from typing import Any
+from time import monotonic_ns
+from typing import TYPE_CHECKING, Any
 
 from flowmap import trace_format as tf
 from flowmap.capture import describe_lazy
-from flowmap.capture.names import NOT_READ, items_list, name_text
+from flowmap.capture.names import MAX_ITEMS, NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
+
+if TYPE_CHECKING:  # the describers load at the first hop, not with the tracer
+    from flowmap.capture.describers.walk import StorageKey
 
 MAX_ERROR_EVENTS = 20
 # Names longer than this are cut (with a note of how much): a line must stay within
@@ -60,7 +64,7 @@ class Tracer:
         self.lock = threading.Lock()
         self.strings: dict[str, int] = {}
         self.schemas: dict[tuple[Any, ...], int] = {}
-        self.storage_ids: dict[tuple[int, str], str] = {}  # -> its id as JSON text
+        self.storage_ids: dict[StorageKey, str] = {}  # -> its id as JSON text
         self.next_storage = 0
         self.seam_ids: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
         # Per seam, the last hop's (leaves, schema id): a seam mostly repeats its
@@ -220,7 +224,7 @@ class Tracer:
             self._write(_dumps([tf.SCHEMA, i, enc]))
         return i
 
-    def _storage_id(self, key: tuple[int, str]) -> str:
+    def _storage_id(self, key: StorageKey) -> str:
         i = self.storage_ids.get(key)
         if i is None:
             if len(self.storage_ids) >= MAX_STORAGE_IDS:
@@ -291,7 +295,7 @@ class Tracer:
         transport: Any,
         dims: Mapping[str, tuple[str, ...]] | None,
     ) -> None:
-        t = self._now_us()
+        t = (monotonic_ns() - self.t0_ns) // 1000
         if type(src) is not str or type(dst) is not str or type(name) is not str \
                 or type(transport) is not str:
             names = self._names(src, dst, name, transport)
@@ -301,9 +305,10 @@ class Tracer:
         d = describe_lazy.describe(payload, dims)  # the describers load at the first hop
         if self.fold is not None and self.fold.hop(src, dst, name, d, items, step, version, transport, t):
             return
-        item_list = None if type(items) is tuple and not items else items_list(items)
-        if item_list is NOT_READ:
-            item_list = self._items(items)
+        items_text = _items_text(items)
+        if items_text is None:  # a type not read: one warning, the hop is kept without items
+            self._items(items)
+            items_text = "null"
         with self.lock:
             if self.closed:
                 return
@@ -325,15 +330,14 @@ class Tracer:
             else:
                 schema = self._schema_id(leaves)
                 self.last_schema[seam] = (leaves, schema)
-            step = self.step if step is None else step
-            line = (
+            if step is None:
+                step = self.step
+            self._emit(
                 f'["h",{t},{seam},{schema},{d.nbytes},[{storages}],'
                 f"{'null' if step is None else int(step)},"
                 f"{'null' if version is None else int(version)},"
-                f"{self.strings.get(transport) or self._sid(transport)},"
-                f"{_items_json(item_list)}]"
+                f"{self.strings.get(transport) or self._sid(transport)},{items_text}]"
             )
-            self._emit(line)
 
     def counter(self, owner: Any, name: Any, value: float) -> None:
         t = self._now_us()
@@ -389,11 +393,31 @@ class Tracer:
             pass
 
 
+def _items_text(items: Any) -> str | None:
+    """`items` as the JSON of the hop line; None for a type that is not read.
+
+    Most hops carry no ids, one, or a list of ints: those are written here
+    without building the list `items_list` makes.
+    """
+    t = type(items)
+    if t is list or t is tuple:
+        n = len(items)
+        if n == 0:
+            return "null"
+        if n == 1:
+            if type(items[0]) is int:  # one trajectory, one request: the common hop
+                return f"[{int.__repr__(items[0])}]"
+        elif n <= MAX_ITEMS and all(map(is_, map(type, items), repeat(int))):  # checked in C
+            return f"[{','.join(map(int.__repr__, items))}]"
+    got = items_list(items)
+    if got is NOT_READ:
+        return None
+    return _items_json(got)
+
+
 def _items_json(items: list[Any] | None) -> str:
     if not items:
         return "null"
-    if len(items) == 1 and type(items[0]) is int:  # one trajectory, one request: the common hop
-        return f"[{int.__repr__(items[0])}]"
     if all(map(is_, map(type, items), repeat(int))):  # ints (not bools): checked in C
         return f"[{','.join(map(int.__repr__, items))}]"
     return _dumps(items)

@@ -18,13 +18,17 @@ metadata (strided).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
 from flowmap.capture.describers import introspect
+from flowmap.capture.describers.accel import tensor_entries
 from flowmap.capture.describers.walk import (
     FAST,
     MAX_KEY_CHARS,
     MAX_LEAVES,
+    Piece,
     Walk,
     cached_name,
     join,
@@ -55,10 +59,23 @@ def bind() -> Any:
         **{name: base.__dict__[name] for name in ("shape", "dtype", "device", "nbytes", "is_cpu", "layout",
                                                   "is_nested")},
     )
+    _T["readers"] = _readers(torch.Tensor, base)
     register(torch.Tensor, tensor_handler)
     register(torch.nn.Parameter, subclass_handler)
     FAST[0] = tensor_dict
     return torch._C._is_torch_function_mode_enabled, torch._C.DisableTorchFunction
+
+
+READS = ("data_ptr", "is_cpu", "is_contiguous", "shape", "dtype", "nbytes")
+
+
+def _readers(tensor: type, base: type) -> tuple[Any, ...]:
+    """What `t.data_ptr`, `t.is_cpu`... resolve to on an exact `tensor`: the C loop calls these
+    directly. Empty (the C loop declines) if a class above the base overrides one of them."""
+    above = tensor.__mro__[: tensor.__mro__.index(base)]
+    if any(name in vars(cls) for cls in above for name in READS):
+        return ()
+    return tuple(vars(base)[name] for name in READS)
 
 
 def _dtype_name(dt: Any) -> str:
@@ -97,14 +114,14 @@ def tensor_leaf(w: Walk, t: Any, path: str) -> None:
     else:
         pieces.append((ptr, ptr + span, nbytes))
     if not w.folded:
-        w.storages.append((ptr, device))
+        w.storages.append(ptr if device == "cpu" else (ptr, device))
 
 
 def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     """The entries of a dict, its exact CPU tensors read inline: the common hop's hot loop.
 
     Per tensor it reads what the leaf needs and nothing more (data_ptr, is_cpu,
-    is_contiguous, shape, dtype, nbytes: 40-80 ns each, the floor of a hop) and
+    is_contiguous, shape, dtype, nbytes: 30-80 ns each, the floor of a hop) and
     appends to the walk's lists directly; anything else (a GPU, strided or
     storage-less tensor, a value of another type) goes the general way. Nothing
     is cached per tensor: a tensor's shape can change in place between hops.
@@ -119,51 +136,67 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     room = MAX_LEAVES - len(leaves)
     dims = w.dims
     names = _DTYPE_NAMES
-    cpu = w.pieces.get("cpu")
-    storages = None if w.folded else w.storages
-    fast = 0  # tensors taken inline: counted as walked nodes once, at the end
-    for k, v in dict.items(d):
-        if type(k) is str and len(k) <= MAX_KEY_CHARS:
-            p = prefix + k if prefix else k
-        else:
-            p = join(path, k)
+    cpu: list[Piece] = []  # this dict's inline pieces, joined to the walk's at the end
+    storages = [] if w.folded else w.storages
+    entries: Iterable[tuple[Any, Any]] = dict.items(d)
+    if tensor_entries is not None:  # the loop below, in C, up to the first entry it leaves
+        taken, full = tensor_entries(d, tensor_t, _T["readers"], names, prefix, MAX_KEY_CHARS, dims,
+                                     leaves, cpu, storages, room)
+        if full or taken == dict.__len__(d):
+            w.full = w.full or bool(full)
+            _joined(w, cpu)
+            return
+        if taken:
+            entries = islice(entries, taken, None)
+            room = MAX_LEAVES - len(leaves)
+    for k, v in entries:
         if type(v) is tensor_t:
-            fast += 1
             try:
                 ptr = v.data_ptr()
                 if ptr and v.is_cpu and v.is_contiguous():
+                    if type(k) is str and len(k) <= MAX_KEY_CHARS:
+                        p = prefix + k if prefix else k
+                    else:
+                        p = join(path, k)
+                    shape = v.shape
+                    # a dtype not named yet raises KeyError: the general path names it
+                    dtype = names[v.dtype]
                     nbytes = v.nbytes
-                    room -= 1
-                    if room >= 0:
-                        dt = v.dtype
-                        # a dtype not named yet raises KeyError: the general path names it
-                        leaves.append((p, "tensor", v.shape, names[dt],
-                                       "cpu", nbytes, 1, dims.get(p) if dims else None))
-                    else:  # its bytes still count; the walk stops here
-                        w.full = True
-                    if cpu is None:
-                        cpu = w.pieces.get("cpu")
-                        if cpu is None:
-                            cpu = w.pieces["cpu"] = []
                     cpu.append((ptr, ptr + nbytes, nbytes))
-                    if storages is not None:
-                        storages.append((ptr, "cpu"))
-                    if room >= 0:
+                    storages.append(ptr)
+                    if room:
+                        room -= 1
+                        leaves.append((p, "tensor", shape, dtype, "cpu", nbytes, 1,
+                                       dims.get(p) if dims else None))
                         continue
+                    w.full = True  # one past the leaf bound: its bytes count, the walk stops
                     break
             except Exception:
                 pass
+        p = join(path, k)
+        if type(v) is tensor_t:
             try:
                 tensor_leaf(w, v, p)
+                w.nodes += 1
             except Exception:
-                fast -= 1
                 visit(w, v, p, depth + 1)
         else:
-            visit(w, v, p, depth + 1)
+            visit(w, v, p, depth + 1)  # counts its own nodes
         if w.full:
             break
         room = MAX_LEAVES - len(leaves)
-    w.nodes += fast
+    _joined(w, cpu)
+
+
+def _joined(w: Walk, cpu: list[Piece]) -> None:
+    """Count the inline tensors as walked nodes and add their pieces to the walk's."""
+    w.nodes += len(cpu)
+    if cpu:
+        have = w.pieces.get("cpu")
+        if have is None:
+            w.pieces["cpu"] = cpu
+        else:
+            have.extend(cpu)
 
 
 def tensor_handler(w: Walk, t: Any, path: str, depth: int) -> None:

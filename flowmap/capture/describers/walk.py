@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from flowmap.capture.describers import introspect
+from flowmap.capture.describers.accel import disjoint_total
 
 MAX_DEPTH = 8
 MAX_LEAVES = 256
@@ -39,6 +40,9 @@ Shape = tuple[Any, ...]
 Leaf = tuple[str, str, Shape, str, str, int, int, tuple[str, ...] | None]
 Handler = Callable[["Walk", Any, str, int], None]
 Piece = tuple[int, int, int]  # (start, end, referenced bytes)
+# Where an array's data starts: the address alone in host memory ("cpu"), the
+# common case, hashed as an int; (address, space) in any other address space.
+StorageKey = int | tuple[int, str]
 
 
 class Walk:
@@ -51,7 +55,7 @@ class Walk:
         self.leaves: list[Leaf] = []
         self.pieces: dict[Any, list[Piece]] = {}  # address space -> pieces
         self.plain = 0
-        self.storages: list[tuple[int, str]] = []
+        self.storages: list[StorageKey] = []
         self.seen: set[int] = set()
         self.dims = dims or None
         self.full = False
@@ -82,7 +86,7 @@ class Walk:
 
     def storage(self, start: int, space: str) -> None:
         if not self.folded:
-            self.storages.append((start, space))
+            self.storages.append(start if space == "cpu" else (start, space))
 
     def over_budget(self) -> bool:
         return self.full or self.nodes >= HARD_NODES
@@ -95,19 +99,14 @@ def space_total(pieces: list[Piece]) -> int:
     """Bytes of one address space: each group of overlapping pieces counted once."""
     if len(pieces) == 1:
         return pieces[0][2]
+    if disjoint_total is not None:
+        total = disjoint_total(pieces)
+        if total is not None:
+            return total
+    pieces.sort()  # allocators hand out addresses in no order; sorting sorted pieces is cheap
     total = 0
     end = -1
-    for a, b, wt in pieces:  # the common case: disjoint storages, often in address order
-        if a < end:
-            break
-        total += wt
-        end = b
-    else:
-        return total
-    pieces.sort()
-    total = 0
-    end = -1
-    for a, b, wt in pieces:
+    for a, b, wt in pieces:  # the common case: disjoint storages
         if a < end:
             return _overlapping_total(pieces)
         total += wt

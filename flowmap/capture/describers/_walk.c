@@ -1,0 +1,249 @@
+/* The two loops of a hop that Python makes slow, for the common payload: a dict of CPU tensors.
+ *
+ * `tensor_entries` is `torch_.tensor_dict`'s inline loop and `disjoint_total` is the fast case of
+ * `walk.space_total`. Each does exactly what its Python twin does and gives up (returns early, or
+ * None) wherever the twin would take its general path, so the Python code stays the reference:
+ * flowmap runs the same without this module (it is built when a compiler is there, and
+ * FLOWMAP_PURE_PYTHON=1 turns it off).
+ *
+ * Capture rules hold here too: metadata only (the six reads below are torch's own C getters on
+ * an exact torch.Tensor; no user code runs), no exception escapes (an error stops the loop and is
+ * cleared: Python takes over at that entry), nothing is kept between calls.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+
+static PyObject *s_tensor, *s_cpu, *one;
+
+/* torch's own readers, taken from `torch._C.TensorBase.__dict__` by the caller (`torch_.bind`):
+ * what `t.data_ptr()`, `t.is_cpu`... resolve to on an exact torch.Tensor, called without looking
+ * the name up each time. */
+enum { DATA_PTR, IS_CPU, IS_CONTIGUOUS, SHAPE, DTYPE, NBYTES, READERS };
+
+static PyObject *get(PyObject *const *readers, int which, PyObject *v) {
+    PyObject *r = readers[which];
+    if (which == DATA_PTR || which == IS_CONTIGUOUS)
+        return PyObject_CallOneArg(r, v);  /* a method descriptor, given its self */
+    return Py_TYPE(r)->tp_descr_get(r, v, (PyObject *)Py_TYPE(v));  /* a getset descriptor */
+}
+
+/* One entry: its leaf (NULL past the leaf bound), piece and storage, or -1 (error cleared) / 0
+ * (not an entry this loop takes) with nothing built. */
+static int read_entry(PyObject *k, PyObject *v, PyObject *const *readers, PyObject *prefix,
+                      PyObject *dims, PyObject *names, int with_leaf, PyObject **leaf,
+                      PyObject **piece, PyObject **ptr_out) {
+    int taken = 0;
+    PyObject *ptr = NULL, *flag = NULL, *shape = NULL, *dtype = NULL, *nbytes = NULL, *end = NULL;
+    PyObject *path = NULL;
+    ptr = get(readers, DATA_PTR, v);
+    if (ptr == NULL || !PyLong_CheckExact(ptr) || PyObject_Not(ptr) != 0) goto out;
+    flag = get(readers, IS_CPU, v);
+    if (flag != Py_True) goto out;
+    Py_DECREF(flag);
+    flag = get(readers, IS_CONTIGUOUS, v);
+    if (flag != Py_True) goto out;
+    shape = get(readers, SHAPE, v);
+    if (shape == NULL) goto out;
+    PyObject *dt = get(readers, DTYPE, v);
+    if (dt == NULL) goto out;
+    dtype = PyDict_GetItemWithError(names, dt);  /* a dtype not named yet: Python names it */
+    Py_DECREF(dt);
+    if (dtype == NULL) goto out;
+    Py_INCREF(dtype);
+    nbytes = get(readers, NBYTES, v);
+    if (nbytes == NULL || !PyLong_CheckExact(nbytes)) goto out;
+    end = PyNumber_Add(ptr, nbytes);
+    if (end == NULL) goto out;
+    *piece = PyTuple_Pack(3, ptr, end, nbytes);
+    if (*piece == NULL) goto out;
+    if (with_leaf) {
+        if (PyUnicode_GET_LENGTH(prefix) > 0) {
+            path = PyUnicode_Concat(prefix, k);
+        } else {
+            path = k;  /* a top-level key is its own path */
+            Py_INCREF(path);
+        }
+        if (path == NULL) goto out;
+        PyObject *named = Py_None;
+        if (dims != Py_None) {
+            named = PyDict_GetItemWithError(dims, path);
+            if (named == NULL) {
+                if (PyErr_Occurred()) goto out;
+                named = Py_None;
+            }
+        }
+        *leaf = PyTuple_Pack(8, path, s_tensor, shape, dtype, s_cpu, nbytes, one, named);
+        if (*leaf == NULL) goto out;
+    }
+    *ptr_out = ptr;
+    ptr = NULL;
+    taken = 1;
+out:
+    if (!taken) {
+        Py_CLEAR(*piece);
+        taken = PyErr_Occurred() ? -1 : 0;
+        PyErr_Clear();
+    }
+    Py_XDECREF(ptr);
+    Py_XDECREF(flag);
+    Py_XDECREF(shape);
+    Py_XDECREF(dtype);
+    Py_XDECREF(nbytes);
+    Py_XDECREF(end);
+    Py_XDECREF(path);
+    return taken;
+}
+
+PyDoc_STRVAR(tensor_entries_doc,
+"tensor_entries(d, tensor_type, readers, dtype_names, prefix, max_key, dims, leaves, pieces,\n"
+"               storages, room)\n"
+"-> (taken, full)\n\n"
+"Walk `d`'s entries in order while each is an exact `tensor_type` under a str key of at most\n"
+"`max_key` characters, on the CPU, contiguous, with data and a dtype in `dtype_names`:\n"
+"append its leaf to `leaves` (while `room` lasts), its piece to `pieces` and its address to\n"
+"`storages`. `readers` are torch's data_ptr, is_cpu, is_contiguous, shape, dtype and nbytes\n"
+"descriptors. `taken` counts the entries done; `full` says one more came past the leaf bound\n"
+"(its bytes counted, its leaf dropped) and the walk stops there.");
+
+static PyObject *tensor_entries(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *d, *ttype, *readers, *names, *prefix, *dims, *leaves, *pieces, *storages;
+    Py_ssize_t max_key, room;
+    if (!PyArg_ParseTuple(args, "O!OO!O!UnOO!O!O!n", &PyDict_Type, &d, &ttype, &PyTuple_Type,
+                          &readers, &PyDict_Type, &names, &prefix, &max_key, &dims, &PyList_Type,
+                          &leaves, &PyList_Type, &pieces, &PyList_Type, &storages, &room))
+        return NULL;
+    if (PyTuple_GET_SIZE(readers) != READERS)
+        return Py_BuildValue("(ni)", (Py_ssize_t)0, 0);
+    for (int i = 0; i < READERS; i++) {
+        PyObject *r = PyTuple_GET_ITEM(readers, i);
+        int method = i == DATA_PTR || i == IS_CONTIGUOUS;
+        if (method ? !PyCallable_Check(r) : Py_TYPE(r)->tp_descr_get == NULL)
+            return Py_BuildValue("(ni)", (Py_ssize_t)0, 0);
+    }
+    PyObject *const *rs = &PyTuple_GET_ITEM(readers, 0);
+    Py_ssize_t pos = 0, taken = 0;
+    int full = 0;
+    PyObject *k, *v;
+    if (dims != Py_None && !PyDict_CheckExact(dims)) /* another Mapping: Python reads it */
+        return Py_BuildValue("(ni)", taken, full);
+    while (PyDict_Next(d, &pos, &k, &v)) {
+        if ((PyObject *)Py_TYPE(v) != ttype || !PyUnicode_CheckExact(k) ||
+            PyUnicode_GET_LENGTH(k) > max_key)
+            break;
+        PyObject *leaf = NULL, *piece = NULL, *ptr = NULL;
+        Py_INCREF(k);
+        Py_INCREF(v);
+        int got = read_entry(k, v, rs, prefix, dims, names, room > 0, &leaf, &piece, &ptr);
+        Py_DECREF(k);
+        Py_DECREF(v);
+        if (got <= 0)
+            break;
+        int failed = (leaf != NULL && PyList_Append(leaves, leaf) < 0) ||
+                     PyList_Append(pieces, piece) < 0 || PyList_Append(storages, ptr) < 0;
+        Py_XDECREF(leaf);
+        Py_DECREF(piece);
+        Py_DECREF(ptr);
+        if (failed) { /* out of memory: the lists may be one short; stop here */
+            PyErr_Clear();
+            full = 1;
+            break;
+        }
+        taken++;
+        if (room == 0) {
+            full = 1;
+            break;
+        }
+        room--;
+    }
+    return Py_BuildValue("(ni)", taken, full);
+}
+
+typedef struct {
+    unsigned long long f[3]; /* start, end, weight */
+} piece_t;
+
+/* The order Python sorts the tuples in: by start, then end, then weight. */
+static int in_order(const void *a, const void *b) {
+    const piece_t *x = a, *y = b;
+    for (int i = 0; i < 3; i++)
+        if (x->f[i] != y->f[i])
+            return x->f[i] < y->f[i] ? -1 : 1;
+    return 0;
+}
+
+PyDoc_STRVAR(disjoint_total_doc,
+"disjoint_total(pieces) -> int | None\n\n"
+"The summed weights of `pieces` ((start, end, weight) tuples of non-negative ints below 2**64)\n"
+"when no two overlap; None when some do, or a piece is not such a tuple (`space_total` then\n"
+"counts them).");
+
+static PyObject *disjoint_total(PyObject *self, PyObject *pieces) {
+    (void)self;
+    if (!PyList_CheckExact(pieces))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(pieces);
+    piece_t stack[64];
+    piece_t *ps = n <= 64 ? stack : PyMem_Malloc(sizeof(piece_t) * (size_t)n);
+    if (ps == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *p = PyList_GET_ITEM(pieces, i);
+        if (!PyTuple_CheckExact(p) || PyTuple_GET_SIZE(p) != 3)
+            goto done;
+        for (int j = 0; j < 3; j++) {
+            PyObject *x = PyTuple_GET_ITEM(p, j);
+            if (!PyLong_CheckExact(x))
+                goto done;
+            unsigned long long u = PyLong_AsUnsignedLongLong(x);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) { /* negative or >= 2**64 */
+                PyErr_Clear();
+                goto done;
+            }
+            ps[i].f[j] = u;
+        }
+    }
+    qsort(ps, (size_t)n, sizeof(piece_t), in_order);
+    unsigned long long total = 0, end = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i > 0 && ps[i].f[0] < end)
+            goto done;  /* overlapping: result stays NULL, None below */
+        if (total + ps[i].f[2] < total)
+            goto done;  /* would wrap: Python's ints count it */
+        total += ps[i].f[2];
+        end = ps[i].f[1];
+    }
+    result = PyLong_FromUnsignedLongLong(total);
+    if (result == NULL)
+        PyErr_Clear();
+done:
+    if (ps != stack)
+        PyMem_Free(ps);
+    if (result == NULL)
+        Py_RETURN_NONE;
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"tensor_entries", tensor_entries, METH_VARARGS, tensor_entries_doc},
+    {"disjoint_total", disjoint_total, METH_O, disjoint_total_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_walk", "The hot loops of describing a dict of CPU tensors, in C.", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__walk(void) {
+    s_tensor = PyUnicode_InternFromString("tensor");
+    s_cpu = PyUnicode_InternFromString("cpu");
+    one = PyLong_FromLong(1);
+    if (!s_tensor || !s_cpu || !one)
+        return NULL;
+    return PyModule_Create(&module);
+}

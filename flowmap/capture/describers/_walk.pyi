@@ -1,0 +1,8 @@
+# Types of the C loops in _walk.c (see accel.py).
+from typing import Any
+
+def tensor_entries(
+    d: dict[Any, Any], tensor_type: type, dtype_names: dict[Any, str], prefix: str, max_key: int,
+    dims: Any, leaves: list[Any], pieces: list[Any], storages: list[Any], room: int, /,
+) -> tuple[int, int]: ...
+def disjoint_total(pieces: list[Any], /) -> int | None: ...

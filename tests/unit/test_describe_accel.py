@@ -1,0 +1,167 @@
+"""The C loops (`_walk.c`) describe every payload exactly as the Python loops they stand in for.
+
+Each payload is described twice, once with the C loops and once with them turned
+off (the Python loops, the reference), and every field of the two descriptions
+must be equal: leaves, bytes, storages, walked nodes, and whether the walk hit
+its bound.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from flowmap.capture.describe import MAX_LEAVES, describe
+from flowmap.capture.describers import accel, torch_, walk
+
+pytestmark = pytest.mark.skipif(bool(os.environ.get("FLOWMAP_PURE_PYTHON")),
+                                reason="FLOWMAP_PURE_PYTHON=1: the C loops are off")
+
+
+def _fields(d: Any) -> tuple[Any, ...]:
+    return d.leaves, d.nbytes, d.storages, d.nodes, d.full
+
+
+def _both(payload: Any, dims: dict[str, tuple[str, ...]] | None = None) -> tuple[Any, Any]:
+    """(with the C loops, with the Python loops) descriptions of `payload`."""
+    fast = _fields(describe(payload, dims))
+    saved = torch_.tensor_entries, walk.disjoint_total
+    torch_.tensor_entries = walk.disjoint_total = None
+    try:
+        pure = _fields(describe(payload, dims))
+    finally:
+        torch_.tensor_entries, walk.disjoint_total = saved
+    return fast, pure
+
+
+def test_the_c_loops_are_built_here() -> None:
+    # Without them every comparison below would hold trivially.
+    assert accel.tensor_entries is not None and accel.disjoint_total is not None
+
+
+def test_a_dict_of_cpu_tensors() -> None:
+    payload = {f"t{i}": torch.zeros(4, i + 1) for i in range(10)}
+    fast, pure = _both(payload)
+    assert fast == pure
+    assert fast[1] == sum(4 * (i + 1) * 4 for i in range(10))
+
+
+def test_every_way_the_c_loop_hands_back_to_python() -> None:
+    base = torch.zeros(8, 16)
+    payload: dict[Any, Any] = {
+        "a": base,
+        "view": base.view(-1),              # same storage: counted once
+        "slice": base[:, :3],               # strided
+        "x" * 60: torch.ones(2),            # a key past MAX_KEY_CHARS
+        7: torch.ones(3),                   # a key that is not a str
+        "half": torch.ones(5, dtype=torch.float16),
+        "empty": torch.zeros(0),            # no data pointer
+        "param": torch.nn.Parameter(torch.ones(2)),  # a subclass
+        "n": 3,
+        "inner": {"b": torch.arange(4), "c": "text"},
+        "last": torch.ones(6, dtype=torch.int64),
+    }
+    fast, pure = _both(payload)
+    assert fast == pure
+    assert fast[1] == base.nbytes + 2 * 4 + 3 * 4 + 5 * 2 + 2 * 4 + 8 + 4 * 8 + 4 + 6 * 8
+
+
+def test_dims_name_the_leaves_alike() -> None:
+    payload = {"ids": torch.zeros(2, 5, dtype=torch.int64), "mask": torch.ones(2, 5)}
+    dims = {"ids": ("batch", "tokens")}
+    fast, pure = _both(payload, dims)
+    assert fast == pure
+    assert fast[0][0][7] == ("batch", "tokens") and fast[0][1][7] is None
+
+
+@pytest.mark.parametrize("extra", [0, 1, 10])
+def test_the_leaf_bound(extra: int) -> None:
+    payload = {f"t{i}": torch.zeros(3) for i in range(MAX_LEAVES + extra)}
+    fast, pure = _both(payload)
+    assert fast == pure
+    assert len(fast[0]) == MAX_LEAVES and fast[4] == (extra > 0)
+
+
+def test_a_dtype_not_named_yet() -> None:
+    saved = dict(torch_._DTYPE_NAMES)
+    torch_._DTYPE_NAMES.clear()
+    try:
+        d = describe({"a": torch.zeros(3, dtype=torch.bfloat16), "b": torch.zeros(2)})
+    finally:
+        torch_._DTYPE_NAMES.update(saved)
+    assert [leaf[3] for leaf in d.leaves] == ["bfloat16", "float32"]
+    assert d.nbytes == 3 * 2 + 2 * 4
+
+
+def test_a_shape_changed_in_place_is_read_again() -> None:
+    t = torch.zeros(4, 4)
+    payload = {"t": t}
+    assert describe(payload).leaves[0][2] == (4, 4)
+    t.resize_(2, 3)
+    assert describe(payload).leaves[0][2] == (2, 3)
+
+
+# -- any dict: tensors of every kind, views that overlap, other values, odd keys --
+_BASE = torch.arange(64, dtype=torch.float32)
+_VALUES = [
+    lambda r: torch.zeros(r.randint(0, 4), r.randint(1, 5)),
+    lambda r: torch.ones(r.randint(1, 6), dtype=r.choice([torch.float16, torch.int64, torch.uint8])),
+    lambda r: _BASE[r.randint(0, 32):r.randint(32, 64)],           # overlapping views
+    lambda r: _BASE.view(8, 8)[:, : r.randint(1, 8)],              # strided views
+    lambda r: torch.zeros(r.randint(1, 4)).expand(3, -1),          # stride 0
+    lambda r: r.randint(0, 10),
+    lambda r: {"inner": torch.zeros(r.randint(1, 3))},
+    lambda r: None,
+]
+_KEYS = [lambda r, i: f"k{i}", lambda r, i: "long" * 20 + str(i), lambda r, i: i]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, len(_KEYS) - 1), st.integers(0, len(_VALUES) - 1)),
+                max_size=24),
+       st.integers(0, 2**16))
+def test_any_dict_is_described_alike(entries: list[tuple[int, int]], seed: int) -> None:
+    r = random.Random(seed)
+    payload = {_KEYS[k](r, i): _VALUES[v](r) for i, (k, v) in enumerate(entries)}
+    fast, pure = _both(payload)
+    assert fast == pure
+
+
+# -- disjoint_total against the Python count ------------------------------------------
+def _python_total(pieces: list[tuple[int, int, int]]) -> int:
+    saved = walk.disjoint_total
+    walk.disjoint_total = None
+    try:
+        return walk.space_total(list(pieces))
+    finally:
+        walk.disjoint_total = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**48), st.integers(0, 4096), st.integers(0, 4096)),
+                min_size=2, max_size=80))
+def test_disjoint_total_counts_as_python_does(raw: list[tuple[int, int, int]]) -> None:
+    pieces = [(start, start + span, min(weight, span)) for start, span, weight in raw]
+    got = accel.disjoint_total(pieces)  # type: ignore[misc]
+    ordered = sorted(pieces)
+    overlap = any(b[0] < a[1] for a, b in zip(ordered, ordered[1:]))
+    if overlap:
+        assert got is None
+    else:
+        assert got == _python_total(pieces)
+
+
+def test_disjoint_total_leaves_what_it_cannot_hold_to_python() -> None:
+    assert accel.disjoint_total is not None
+    far = 1 << 64  # storage-less tensors stand in at id(t) << 64
+    assert accel.disjoint_total([(far, far + 4, 4), (0, 4, 4)]) is None
+    assert accel.disjoint_total([(0, 4, -1), (8, 9, 1)]) is None
+    assert accel.disjoint_total([(0, 4, 4), [8, 9, 1]]) is None  # type: ignore[list-item]
+    assert accel.disjoint_total([(0, 4, 4), (2, 9, 7)]) is None  # overlapping
+    assert accel.disjoint_total([(8, 9, 1), (0, 4, 4)]) == 5
