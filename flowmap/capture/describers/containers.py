@@ -28,24 +28,12 @@ from flowmap.capture.describers.walk import (
     join,
     register,
     register_fallback,
+    utf8_len,
     visit,
 )
 
 MAX_INDEXED_TUPLE = 16  # longer tuples are folded like lists
 MAX_FIELDS = 512
-# A string longer than this is sized from its head's UTF-8 length.
-MAX_STR_SCAN = 4096
-
-
-def utf8_len(s: str) -> int:
-    """Bytes of `s` as UTF-8, in bounded time (surrogates count as their 3-byte escape)."""
-    n = str.__len__(s)
-    if str.isascii(s):
-        return n
-    if n <= MAX_STR_SCAN:
-        return len(str.encode(s, "utf-8", "surrogatepass"))
-    head = str.__getitem__(s, slice(0, MAX_STR_SCAN))
-    return len(str.encode(head, "utf-8", "surrogatepass")) * n // MAX_STR_SCAN
 
 
 # -- leaves ----------------------------------------------------------------------
@@ -114,7 +102,8 @@ def _userdict(w: Walk, obj: Any, path: str, depth: int) -> None:
 # -- sequences -------------------------------------------------------------------
 def _list(w: Walk, seq: list[Any], path: str, depth: int) -> None:
     if enter(w, seq, path, depth):
-        fold(w, list.__len__(seq), lambda i: list.__getitem__(seq, i), path, depth)
+        fold(w, list.__len__(seq), lambda i: list.__getitem__(seq, i), path, depth,
+             items=seq if type(seq) is list else None)  # a subclass is never iterated
 
 
 def _tuple(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
@@ -122,7 +111,8 @@ def _tuple(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
         return
     n = tuple.__len__(tup)
     if n > MAX_INDEXED_TUPLE:
-        fold(w, n, lambda i: tuple.__getitem__(tup, i), path, depth)
+        fold(w, n, lambda i: tuple.__getitem__(tup, i), path, depth,
+             items=tup if type(tup) is tuple else None)
         return
     for i in range(n):
         if w.full:

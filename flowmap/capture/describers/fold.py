@@ -12,16 +12,20 @@ elements, while its arrays still join the hop's pieces so views count once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import repeat
+from operator import is_, itemgetter
 from typing import Any
 
 from flowmap.capture.describers.walk import (
     HARD_NODES,
+    MAX_DEPTH,
     MAX_LEAVES,
     SOFT_NODES,
     Leaf,
     Shape,
     Walk,
     space_total,
+    utf8_len,
     visit,
 )
 
@@ -40,8 +44,12 @@ def scalar_of(t: type) -> tuple[str, int] | None:
 
 
 def fold(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int,
-         sample_from: int | None = None) -> None:
-    """Fold `n` elements into `[*]` leaves: one per field path, with count and summed bytes."""
+         sample_from: int | None = None, items: list[Any] | tuple[Any, ...] | None = None) -> None:
+    """Fold `n` elements into `[*]` leaves: one per field path, with count and summed bytes.
+
+    `items`, an exact list or tuple, lets a sequence of strings or of lists of
+    numbers be read whole at C speed (`uniform`).
+    """
     star = f"{path}[*]"
     if n == 0:
         w.add((star, "empty", (0,), "", "", 0, 0, None))
@@ -52,6 +60,8 @@ def fold(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int,
         # Lists of numbers (token ids, rewards) are sized by their length:
         # walking each one would cost a microsecond per element.
         w.leaf(star, scalar[0], (n,), "", scalar[1] * n, n)
+        return
+    if items is not None and uniform(w, items, first, star, depth):
         return
     merged, _ = sample(w, n, item_at, star, depth, sample_from)
     for leaf in merged:
@@ -101,6 +111,46 @@ def sample(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int
     return merged, sum(leaf[5] for leaf in merged)
 
 
+def uniform(w: Walk, items: list[Any] | tuple[Any, ...], first: Any, star: str, depth: int) -> bool:
+    """Fold a sequence of exact strs, or of non-empty exact lists of one number type, in C-level
+    passes; False (nothing done) for anything else. Trajectories carry these (the expected
+    answers, the tokens of each turn): sampled one by one they cost a microsecond an element.
+
+    The leaf, the bytes and the walked nodes are what `sample` would give, which it does only
+    when the node budget lets it walk every element: one node per element here too.
+    """
+    n = len(items)
+    if n > MAX_LIST_SCAN or n > SOFT_NODES - w.nodes:
+        return False
+    t = type(first)
+    if t is str:
+        if not all(map(is_, map(type, items), repeat(str))):
+            return False
+        lens = list(map(str.__len__, items))
+        nbytes = sum(lens) if all(map(str.isascii, items)) else sum(map(utf8_len, items))
+        kind, count = "str", n
+    elif t is list and depth + 1 < MAX_DEPTH:
+        if not all(map(is_, map(type, items), repeat(list))) or not all(items):
+            return False
+        scalar = scalar_of(type(first[0]))
+        ids = set(map(id, items))
+        if (scalar is None or len(ids) < n or not w.seen.isdisjoint(ids)
+                or not all(map(is_, map(type, map(itemgetter(0), items)), repeat(type(first[0]))))
+                or not all(map(is_, map(type, map(itemgetter(-1), items)), repeat(type(first[0]))))):
+            return False  # a list met twice is a `ref`; mixed types merge as `mixed`
+        w.seen.update(ids)
+        lens = list(map(list.__len__, items))
+        count = sum(lens)
+        kind, nbytes = scalar[0], scalar[1] * count
+        star += "[*]"
+    else:
+        return False
+    lo, hi = min(lens), max(lens)
+    w.nodes += n
+    w.leaf(star, kind, (lo if lo == hi else (lo, hi),), "", nbytes, count)
+    return True
+
+
 def _merge_into(by_path: dict[str, Leaf], leaves: list[Leaf]) -> None:
     """Merge leaves of equal path: counts and bytes add up, shapes become ranges."""
     for leaf in leaves:
@@ -109,21 +159,25 @@ def _merge_into(by_path: dict[str, Leaf], leaves: list[Leaf]) -> None:
             if len(by_path) < MAX_LEAVES:
                 by_path[leaf[0]] = leaf
             continue
-        shape = _merge_shape(prev[2], leaf[2])
-        dtype = prev[3] if prev[3] == leaf[3] else "mixed"
-        kind = prev[1] if prev[1] == leaf[1] else "mixed"
+        kind, shape, dtype = prev[1], prev[2], prev[3]
         by_path[leaf[0]] = (
-            prev[0], kind, shape, dtype, prev[4], prev[5] + leaf[5], prev[6] + leaf[6], prev[7],
+            prev[0],
+            kind if kind == leaf[1] else "mixed",
+            shape if shape == leaf[2] else _merge_shape(shape, leaf[2]),
+            dtype if dtype == leaf[3] else "mixed",
+            prev[4], prev[5] + leaf[5], prev[6] + leaf[6], prev[7],
         )
 
 
 def _merge_shape(a: Shape, b: Shape) -> Shape:
-    if a == b:
-        return a
+    """Two different shapes as one: each dim that differs becomes its (min, max) range."""
     if len(a) != len(b):
         return ()
     out = []
     for x, y in zip(a, b):
+        if x == y:
+            out.append(x)
+            continue
         lo_x, hi_x = (x, x) if isinstance(x, int) else x
         lo_y, hi_y = (y, y) if isinstance(y, int) else y
         lo, hi = min(lo_x, lo_y), max(hi_x, hi_y)

@@ -33,6 +33,8 @@ HARD_NODES = 4 * SOFT_NODES
 MAX_KEY_CHARS = 48
 MAX_NAME_CHARS = introspect.MAX_NAME_CHARS
 MAX_PLANS = 4096
+# A string longer than this is sized from its head's UTF-8 length.
+MAX_STR_SCAN = 4096
 
 # A shape's dims: ints, or a (min, max) pair where folded list elements differ.
 Shape = tuple[Any, ...]
@@ -230,6 +232,17 @@ def cached_name(cache: dict[Any, str], obj: Any, prefix: str = "") -> str:
 def short(name: str) -> str:
     """A dtype or type name cut to a bounded length (a struct dtype can spell 1,000 fields)."""
     return name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS] + "…"
+
+
+def utf8_len(s: str) -> int:
+    """Bytes of `s` as UTF-8, in bounded time (surrogates count as their 3-byte escape)."""
+    n = str.__len__(s)
+    if str.isascii(s):
+        return n
+    if n <= MAX_STR_SCAN:
+        return len(str.encode(s, "utf-8", "surrogatepass"))
+    head = str.__getitem__(s, slice(0, MAX_STR_SCAN))
+    return len(str.encode(head, "utf-8", "surrogatepass")) * n // MAX_STR_SCAN
 
 
 def key_text(k: Any) -> str:
