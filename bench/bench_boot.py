@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+from _bytecode import compile_tree
+
 from flowmap.capture.session import child_environment
 
 ONE_HOP = 'import flowmap\nflowmap.hop("a", "b", {"x": 1}, name="p")\n'
@@ -47,6 +49,7 @@ def main() -> None:
     ap.add_argument("--code", default="import torch")
     ap.add_argument("--cli", action="store_true", help="measure `flowmap trace` of a one-hop script")
     args = ap.parse_args()
+    compile_tree()
     with tempfile.TemporaryDirectory() as tmp:
         plain = dict(os.environ)
         for key in ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT"):

@@ -40,6 +40,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _bytecode import compile_tree
 from peers_stats import (
     BEGIN_MARK,
     Measure,
@@ -160,6 +161,7 @@ def main() -> int:
     plains: list[Measure] = []
     round_lines: list[str] = []
     load_start = os.getloadavg()[0]
+    compile_tree()
     with tempfile.TemporaryDirectory(prefix="flowmap-peers-") as tmp:
         try:
             _measure(plain_cmd, env)  # warm the page cache and torch's imports

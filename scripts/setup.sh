@@ -31,6 +31,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   fi
   echo "$want" > "$stamp"
 fi
+# An editable install writes no bytecode, and where PYTHONDONTWRITEBYTECODE is set
+# Python never caches any: every traced child would compile flowmap's modules from
+# source. Compile them once, as a regular install does (quick when up to date).
+.venv/bin/python -m compileall -q -j 0 flowmap trainer cli >/dev/null
 
 # Graphviz (`dot`) lays out the graph; Chromium runs the HTML tests. Both are
 # optional for users: flowmap falls back to its own layout and the browser
