@@ -51,6 +51,10 @@ _dumps = json.JSONEncoder(
 ).encode
 
 
+# A str as `_dumps` writes it (ensure_ascii=False), without the encoder's dispatch.
+_json_str = json.encoder.encode_basestring
+
+
 def encode(line: str) -> bytes:
     """One event line as UTF-8; a lone surrogate (`os.fsdecode` of bytes that are not UTF-8)
     is written as its JSON escape `\\udcXX`: the file stays valid UTF-8 and reads back the same."""
@@ -409,6 +413,8 @@ def _items_text(items: Any) -> str | None:
                 return f"[{int.__repr__(items[0])}]"
         elif n <= MAX_ITEMS and all(map(is_, map(type, items), repeat(int))):  # checked in C
             return f"[{','.join(map(int.__repr__, items))}]"
+        if n <= MAX_ITEMS and all(map(is_, map(type, items), repeat(str))):  # string ids
+            return f"[{','.join(map(_json_str, items))}]"
     got = items_list(items)
     if got is NOT_READ:
         return None

@@ -30,3 +30,23 @@ def test_item_ids_are_written_as_json() -> None:
         assert json.loads(_items_json(items)) == items
         assert type(json.loads(_items_json(items))[0]) is type(items[0])
     assert _items_json(None) == _items_json([]) == "null"
+
+
+def test_the_hop_line_writes_item_ids_as_the_json_encoder_does() -> None:
+    """`_items_text`'s shortcuts (ints, one int, strings) give the encoder's own text."""
+    from flowmap.capture.tracer import _items_text
+
+    cases: list[object] = [
+        [], (), [7], (7,), [1, 2, 3], ["t0"], ("a", "b"), ['q"uote', "back\\slash", "tab\t"],
+        ["日本", "é", "\udcff"], ["t0", 1], [True], [1, True], [10**30, 2], list(range(5000)),
+        [str(i) for i in range(5000)], {"s", "t"}, range(3), None, "one", 5,
+    ]
+    for items in cases:
+        assert _items_text(items) == _items_json(items_list(items)), items
+    assert _items_text(iter([1])) is None  # an iterator is never used up
+
+
+def _items_json(got: list[object] | None) -> str:
+    from flowmap.capture.tracer import _dumps
+
+    return "null" if not got else _dumps(got)

@@ -101,9 +101,12 @@ def _userdict(w: Walk, obj: Any, path: str, depth: int) -> None:
 
 # -- sequences -------------------------------------------------------------------
 def _list(w: Walk, seq: list[Any], path: str, depth: int) -> None:
-    if enter(w, seq, path, depth):
-        fold(w, list.__len__(seq), lambda i: list.__getitem__(seq, i), path, depth,
-             items=seq if type(seq) is list else None)  # a subclass is never iterated
+    if not enter(w, seq, path, depth):
+        return
+    if type(seq) is list:  # its own C methods: no frame per element read
+        fold(w, len(seq), seq.__getitem__, path, depth, items=seq)
+    else:  # a subclass: read through list's methods, never iterated
+        fold(w, list.__len__(seq), lambda i: list.__getitem__(seq, i), path, depth)
 
 
 def _tuple(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
@@ -111,8 +114,10 @@ def _tuple(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
         return
     n = tuple.__len__(tup)
     if n > MAX_INDEXED_TUPLE:
-        fold(w, n, lambda i: tuple.__getitem__(tup, i), path, depth,
-             items=tup if type(tup) is tuple else None)
+        if type(tup) is tuple:
+            fold(w, n, tup.__getitem__, path, depth, items=tup)
+        else:
+            fold(w, n, lambda i: tuple.__getitem__(tup, i), path, depth)
         return
     for i in range(n):
         if w.full:
