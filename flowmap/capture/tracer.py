@@ -38,6 +38,9 @@ MAX_ERROR_EVENTS = 20
 # what readers take (trace_format.MAX_LINE), even if a character needs a 6-byte escape.
 MAX_NAME = 256 * 1024
 CHECK_EVERY = 4096  # events between two checks that the shard file still exists
+# How long `close` waits for an event under way: events take microseconds, so a lock held
+# longer is held by the frame a signal interrupted (see `close`).
+CLOSE_WAIT_S = 0.5
 # Storage ids are kept per shard so cross-hop identity can be analysed; the table is
 # cleared past this many, trading a little identity resolution for bounded memory.
 MAX_STORAGE_IDS = 100_000
@@ -180,9 +183,15 @@ class Tracer:
         return _dumps([tf.END, self._now_us(), {"events": self.events, "errors": self.errors}])
 
     def close(self) -> None:
+        """Write the end of the shard. Called from a SIGTERM handler too, which may run in the
+        middle of an event of this very thread, the lock held: waiting for it would hang the
+        program instead of ending it. So the wait is bounded; past it the interrupted event
+        never resumes (the handler goes on to kill the process), and the end is written over
+        what that event had begun."""
         if self.closed:
             return
-        with self.lock:
+        held = self.lock.acquire(timeout=CLOSE_WAIT_S)
+        try:
             if self.closed:
                 return
             self._check_file()
@@ -193,6 +202,9 @@ class Tracer:
             if self.file is not None:
                 self.file.close()
                 self.file = None
+        finally:
+            if held:
+                self.lock.release()
 
     def abandon(self) -> None:
         """In a forked child: let go of the parent's shard without writing to it."""

@@ -193,6 +193,29 @@ def test_sigterm_and_sigint_finalise_the_trace(tmp_path, sig):
     assert len(run.hops) > 10
 
 
+SIGTERM_INSIDE_AN_EVENT = """
+import os, signal, time, flowmap
+from flowmap.capture import state
+for i in range(50):
+    flowmap.hop("a", "b", {"x": bytes(64)}, name="before", items=[i])
+state.tracer.lock.acquire()  # the signal lands while this thread records an event
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(60)  # not reached: the handler ends the process
+"""
+
+
+def test_sigterm_in_the_middle_of_an_event_ends_the_program(tmp_path):
+    """The SIGTERM handler closes the shard; the lock its own thread holds must not hang it."""
+    script = write(tmp_path, "term.py", SIGTERM_INSIDE_AN_EVENT)
+    proc = subprocess.run([sys.executable, "-m", "flowmap", "trace", "-o", str(tmp_path / "run"),
+                           str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=30)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr, proc.stderr
+    run = flowmap.load(tmp_path / "run")
+    assert not run.truncated
+    assert len(run.hops) == 50
+
+
 def test_report_of_random_bytes_is_one_line_and_exit_2(tmp_path, run_cli):
     junk = tmp_path / "junk.bin"
     junk.write_bytes(os.urandom(2048))
