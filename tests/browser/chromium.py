@@ -155,6 +155,14 @@ class Browser:
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
         return Page(self, session)
 
+    def open_report(self, path: str, fragment: str = "", width: int = 1280,
+                    height: int = 800) -> Page:
+        """A flowmap HTML page, loaded and past its start-up script (`data-ready`)."""
+        page = self.new_page(width, height)
+        page.goto("file://" + os.path.abspath(path) + fragment)
+        assert page.eval("document.body.getAttribute('data-ready')") == "1", page.errors()
+        return page
+
 
 class Page:
     def __init__(self, browser: Browser, session: str) -> None:

@@ -8,8 +8,6 @@ names keep their size. Measured in real headless Chromium, from the DOM.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from browser.chromium import find_chromium
 
@@ -51,16 +49,9 @@ def page_path(tmp_path_factory):
     return run, write_html(run.view, root / "wide.html", layout="layered")
 
 
-def _open(browser, path, fragment=""):
-    page = browser.new_page(1280, 800)
-    page.goto("file://" + os.path.abspath(path) + fragment)
-    assert page.eval("document.body.getAttribute('data-ready')") == "1", page.errors()
-    return page
-
-
 def test_every_visible_label_is_at_least_11_css_px_at_1280x800(browser, page_path):
     run, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     layout_w = page.eval("JSON.parse(document.getElementById('flowmap-data').textContent).run.layout.width")
     panel_w = page.eval("document.getElementById('graph').getBoundingClientRect().width")
     assert layout_w > panel_w  # the graph does not fit: fitting it would shrink the labels
@@ -73,7 +64,7 @@ def test_every_visible_label_is_at_least_11_css_px_at_1280x800(browser, page_pat
 
 def test_long_names_are_cut_on_the_graph_and_whole_on_hover(browser, page_path):
     _, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     owners = page.eval("Array.from(document.querySelectorAll('#graph g.owner')).map("
                        "g => [g.querySelector('text').textContent, g.querySelector('title').textContent])")
     [(shown, title)] = [o for o in owners if o[1].startswith(LONG)]
@@ -86,7 +77,7 @@ def test_long_names_are_cut_on_the_graph_and_whole_on_hover(browser, page_path):
 
 def test_fit_shows_the_whole_graph_without_unreadable_labels(browser, page_path):
     _, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     page.eval("document.querySelector('.zoom [data-zoom=\"fit\"]').click()")
     inside = page.eval("""(function () {
       var box = document.getElementById('graph').getBoundingClientRect();
@@ -106,7 +97,7 @@ def test_fit_shows_the_whole_graph_without_unreadable_labels(browser, page_path)
 
 def test_a_seam_selected_off_screen_is_panned_into_view(browser, page_path):
     _, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     offscreen = page.eval("""(function () {
       var box = document.getElementById('graph').getBoundingClientRect();
       return Array.from(document.querySelectorAll('#graph g.seam')).filter(function (g) {

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import urllib.parse
 
 import pytest
@@ -30,16 +29,9 @@ def page_path(tmp_path_factory):
     return run, write_html(run.view, root / "page.html", layout="layered")
 
 
-def _open(browser, path, fragment=""):
-    page = browser.new_page(1280, 800)
-    page.goto("file://" + os.path.abspath(path) + fragment)
-    assert page.eval("document.body.getAttribute('data-ready')") == "1", page.errors()
-    return page
-
-
 def test_an_edge_hover_reads_bytes_per_step_and_per_hop(browser, page_path):
     run, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     heaviest = next(iter(run.view.seams.values()))
     text = page.eval("document.querySelector('#graph g.seam[data-seam=\"s0\"] > title').textContent")
     label = page.eval("document.querySelector('#seams tr[data-seam=\"s0\"] td.label').textContent")
@@ -53,7 +45,7 @@ def test_an_edge_hover_reads_bytes_per_step_and_per_hop(browser, page_path):
 
 def test_the_legend_names_every_role_colour(browser, page_path):
     run, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     roles = page.eval("Array.from(document.querySelectorAll('.legend .role')).map(r => r.dataset.role)")
     assert sorted(roles) == sorted({o.role for o in run.view.owners.values()})
     # each swatch is the colour of that role's boxes
@@ -67,7 +59,7 @@ def test_the_legend_names_every_role_colour(browser, page_path):
 
 def test_findings_follow_the_search_and_the_step_range(browser, page_path):
     run, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     visible = "document.querySelectorAll('#findings li.finding:not(.hidden)').length"
     total = page.eval("document.querySelectorAll('#findings li.finding').length")
     assert total > 1 and page.eval(visible) == total
@@ -84,7 +76,7 @@ def test_findings_follow_the_search_and_the_step_range(browser, page_path):
 
 def test_a_findings_badge_reads_the_figure_its_message_gives(browser, page_path):
     run, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     shown = page.eval("Array.from(document.querySelectorAll('#findings li.finding')).map("
                       "li => [li.querySelector('b').textContent, li.querySelector('.msg').textContent])")
     assert len(shown) == len(run.view.findings) > 1
@@ -94,7 +86,7 @@ def test_a_findings_badge_reads_the_figure_its_message_gives(browser, page_path)
 
 def test_the_leaf_table_exports_as_csv(browser, page_path):
     run, path = page_path
-    page = _open(browser, path, "#seam=s0")
+    page = browser.open_report(path, "#seam=s0")
     href = page.eval("document.querySelector('#details a.csv').getAttribute('href')")
     assert href.startswith("data:text/csv;charset=utf-8,")
     rows = list(csv.reader(io.StringIO(urllib.parse.unquote(href.split(",", 1)[1]))))
@@ -107,7 +99,7 @@ def test_the_leaf_table_exports_as_csv(browser, page_path):
 
 def test_back_and_hash_changes_follow_the_selection(browser, page_path):
     _, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     page.eval("location.hash = '#seam=s1'")
     page.eval("new Promise(r => setTimeout(r, 100))")
     assert page.eval("document.querySelector('#graph g.seam.sel').dataset.seam") == "s1"
@@ -121,14 +113,14 @@ def test_back_and_hash_changes_follow_the_selection(browser, page_path):
 
 def test_the_owner_panel_says_pid(browser, page_path):
     _, path = page_path
-    page = _open(browser, path, "#owner=o0")
+    page = browser.open_report(path, "#owner=o0")
     text = page.eval("document.getElementById('details').textContent")
     assert "processes" not in text and ("pid" in text)
 
 
 def test_a_chart_hover_reads_the_nearest_value(browser, page_path):
     run, path = page_path
-    page = _open(browser, path)
+    page = browser.open_report(path)
     at = page.eval("""(function () { var s = document.querySelector('#charts svg.chart');
       s.scrollIntoView(); var r = s.getBoundingClientRect();
       return [r.right - 6, r.top + r.height / 2]; })()""")
