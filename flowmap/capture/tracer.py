@@ -412,8 +412,8 @@ class Tracer:
 def _items_text(items: Any) -> str | None:
     """`items` as the JSON of the hop line; None for a type that is not read.
 
-    Most hops carry no ids, one, or a list of ints: those are written here
-    without building the list `items_list` makes.
+    Most hops carry no ids, one int, or a list of ints or of strings: those are
+    written here without building the list `items_list` makes.
     """
     t = type(items)
     if t is list or t is tuple:
