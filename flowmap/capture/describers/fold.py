@@ -132,11 +132,12 @@ def uniform(w: Walk, items: list[Any] | tuple[Any, ...], first: Any, star: str, 
     elif t is list and depth + 1 < MAX_DEPTH:
         if not all(map(is_, map(type, items), repeat(list))) or not all(items):
             return False
-        scalar = scalar_of(type(first[0]))
+        number = type(first[0])
+        scalar = scalar_of(number)
         ids = set(map(id, items))
-        if (scalar is None or len(ids) < n or not w.seen.isdisjoint(ids)
-                or not all(map(is_, map(type, map(itemgetter(0), items)), repeat(type(first[0]))))
-                or not all(map(is_, map(type, map(itemgetter(-1), items)), repeat(type(first[0]))))):
+        if scalar is None or len(ids) < n or not w.seen.isdisjoint(ids) or not all(
+                all(map(is_, map(type, map(itemgetter(end), items)), repeat(number)))
+                for end in (0, -1)):
             return False  # a list met twice is a `ref`; mixed types merge as `mixed`
         w.seen.update(ids)
         lens = list(map(list.__len__, items))

@@ -143,7 +143,7 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
         taken, full = tensor_entries(d, tensor_t, _T["readers"], names, prefix, MAX_KEY_CHARS, dims,
                                      leaves, cpu, storages, room)
         if full or taken == dict.__len__(d):
-            w.full = w.full or bool(full)
+            w.full = bool(full)  # it was False: checked on entry
             _joined(w, cpu)
             return
         if taken:
