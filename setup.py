@@ -33,13 +33,13 @@ for name, folder in ROOTS.items():
     packages.append(name)
     packages += [f"{name}.{sub}" for sub in find_namespace_packages(folder) if _shipped(sub)]
 
-# The C twins of capture's two hottest loops (flowmap/capture/describers/accel.py).
-# Optional: where it cannot be compiled, the install goes on and capture runs
+# The C twins of capture's hottest loops (flowmap/capture/describers/accel.py).
+# Optional: where they cannot be compiled, the install goes on and capture runs
 # the same loops in Python.
-accel = Extension(
-    "flowmap.capture.describers._walk",
-    ["flowmap/capture/describers/_walk.c"],
-    optional=True,
-)
+accel = [
+    Extension(f"flowmap.capture.describers.{name}", [f"flowmap/capture/describers/{name}.c"],
+              optional=True)
+    for name in ("_walk", "_columns")
+]
 
-setup(packages=packages, package_dir=package_dir, ext_modules=[accel])
+setup(packages=packages, package_dir=package_dir, ext_modules=accel)

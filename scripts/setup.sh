@@ -17,7 +17,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 stamp=.venv/.flowmap-installed
-want="$(cat pyproject.toml setup.py flowmap/capture/describers/_walk.c | sha256sum | cut -c1-16) $EXTRAS"
+want="$(cat pyproject.toml setup.py flowmap/capture/describers/_*.c | sha256sum | cut -c1-16) $EXTRAS"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing flowmap[$EXTRAS] (torch is pinned to the CPU build 2.13.0)"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from flowmap.capture.describers import fold, torch_
+from flowmap.capture.describers import columns, torch_
 from flowmap.capture.describers.containers import walk_dict
 from flowmap.capture.describers.walk import (
     FAST,
@@ -40,7 +40,7 @@ from flowmap.capture.describers.walk import (
 __all__ = ["MAX_DEPTH", "MAX_LEAVES", "MAX_LIST_SCAN", "MAX_SCHEMA_CHARS", "Description", "Leaf",
            "describe"]
 
-MAX_LIST_SCAN = fold.MAX_LIST_SCAN
+MAX_LIST_SCAN = columns.MAX_LIST_SCAN
 # Path characters per schema: past this, the remaining leaves are dropped (their
 # bytes still count), so no payload writes an unbounded schema line.
 MAX_SCHEMA_CHARS = 32_768

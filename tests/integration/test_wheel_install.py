@@ -141,13 +141,16 @@ def test_the_cli_entry_point_runs_from_the_wheel(installed, tmp_path):
 def test_the_wheel_carries_the_c_loops_and_capture_uses_them(installed, tmp_path):
     """This machine has a compiler: the regular install runs capture's hot loops in C."""
     wheel, env_dir = installed
-    assert any(n.startswith("flowmap/capture/describers/_walk.") and n.endswith(".so")
-               for n in zipfile.ZipFile(wheel).namelist())
+    for module in ("_walk", "_columns"):
+        assert any(n.startswith(f"flowmap/capture/describers/{module}.") and n.endswith(".so")
+                   for n in zipfile.ZipFile(wheel).namelist()), module
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "FLOWMAP_PURE_PYTHON")}
     r = _run([str(env_dir / "bin" / "python"), "-c",
               "from flowmap.capture.describers import accel; "
-              "print(accel.tensor_entries is not None, accel.disjoint_total([(0, 4, 4), (8, 9, 1)]))"],
+              "print(accel.tensor_entries is not None, accel.disjoint_total([(0, 4, 4), (8, 9, 1)]), "
+              "accel.fold_columns(['ab', 'c'], '[*]', 1, lambda t: None))"],
              cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["True", "5"]
+    assert r.stdout.split(maxsplit=2) == ["True", "5",
+                                          "([('[*]', 'str', ((1, 2),), '', '', 3, 2, None)], 1, 2, [])"]

@@ -1,7 +1,7 @@
-"""The C twins of the two hot loops of a hop (`_walk.c`), or None where they are not built.
+"""The C twins of the hot loops of a hop (`_walk.c`, `_columns.c`), or None where not built.
 
-`pip install` compiles `_walk.c` when a C compiler is there; without one the
-build skips it and capture runs the Python loops, which stay the reference (the
+`pip install` compiles them when a C compiler is there; without one the build
+skips them and capture runs the Python loops, which stay the reference (the
 tests compare the two). `FLOWMAP_PURE_PYTHON=1` turns the C loops off.
 """
 
@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 tensor_entries: Callable[..., tuple[int, int]] | None = None
 disjoint_total: Callable[[list[tuple[int, int, int]]], int | None] | None = None
+fold_columns: Callable[..., tuple[list[Any], int, int, list[int]] | None] | None = None
+configure_columns: Callable[..., None] | None = None
 
 if not os.environ.get("FLOWMAP_PURE_PYTHON"):
     try:
@@ -21,5 +24,12 @@ if not os.environ.get("FLOWMAP_PURE_PYTHON"):
     else:
         tensor_entries = _walk.tensor_entries
         disjoint_total = _walk.disjoint_total
+    try:
+        from flowmap.capture.describers import _columns
+    except ImportError:
+        pass
+    else:
+        fold_columns = _columns.fold_columns
+        configure_columns = _columns.configure
 
-__all__ = ["disjoint_total", "tensor_entries"]
+__all__ = ["configure_columns", "disjoint_total", "fold_columns", "tensor_entries"]

@@ -19,7 +19,16 @@ from collections.abc import Callable
 from typing import Any
 
 from flowmap.capture.describers import introspect
-from flowmap.capture.describers.fold import MAX_LIST_SCAN, NUMBER_TYPES, fold, scalar_of
+from flowmap.capture.describers.columns import (
+    MAX_FIELDS,
+    MAX_INDEXED_TUPLE,
+    MAX_LIST_SCAN,
+    NUMBER_TYPES,
+    mark_record,
+    record,
+    scalar_of,
+)
+from flowmap.capture.describers.fold import fold
 from flowmap.capture.describers.walk import (
     FAST,
     MAX_KEY_CHARS,
@@ -31,9 +40,6 @@ from flowmap.capture.describers.walk import (
     utf8_len,
     visit,
 )
-
-MAX_INDEXED_TUPLE = 16  # longer tuples are folded like lists
-MAX_FIELDS = 512
 
 
 # -- leaves ----------------------------------------------------------------------
@@ -140,7 +146,7 @@ def _fields_handler(getter: Any, slots: list[tuple[str, Any]]) -> Callable[..., 
         return None
 
     def handler(w: Walk, obj: Any, path: str, depth: int) -> None:
-        if not enter(w, obj, path, depth):
+        if record(w, obj, path, depth) or not enter(w, obj, path, depth):
             return
         t = type(obj)
         fields: list[tuple[str, Any]] = []
@@ -162,6 +168,7 @@ def _fields_handler(getter: Any, slots: list[tuple[str, Any]]) -> Callable[..., 
             if w.full:
                 return
             visit(w, v, join(path, k), depth + 1)
+    mark_record(handler, (getter, slots))  # a list of such records can be read by column
     return handler
 
 

@@ -12,43 +12,28 @@ elements, while its arrays still join the hop's pieces so views count once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import repeat
-from operator import is_, itemgetter
 from typing import Any
 
+from flowmap.capture.describers import columns as _columns
+from flowmap.capture.describers.columns import MAX_LIST_SCAN, scalar_of
 from flowmap.capture.describers.walk import (
     HARD_NODES,
-    MAX_DEPTH,
     MAX_LEAVES,
     SOFT_NODES,
     Leaf,
     Shape,
     Walk,
     space_total,
-    utf8_len,
     visit,
 )
-
-MAX_LIST_SCAN = 2048
-
-NUMBER_TYPES: list[tuple[type, str, int]] = [(int, "int", 8), (float, "float", 8), (bool, "bool", 1),
-                                         (complex, "complex", 16)]
-
-
-def scalar_of(t: type) -> tuple[str, int] | None:
-    """(kind, bytes) of a Python number type, by identity (no hashing of `t`)."""
-    for st, kind, size in NUMBER_TYPES:
-        if t is st:
-            return kind, size
-    return None
 
 
 def fold(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int,
          sample_from: int | None = None, items: list[Any] | tuple[Any, ...] | None = None) -> None:
     """Fold `n` elements into `[*]` leaves: one per field path, with count and summed bytes.
 
-    `items`, an exact list or tuple, lets a sequence of strings or of lists of
-    numbers be read whole at C speed (`uniform`).
+    `items`, an exact list or tuple, lets elements that share one shape be read
+    column by column (`columns.py`) instead of one by one.
     """
     star = f"{path}[*]"
     if n == 0:
@@ -61,7 +46,7 @@ def fold(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int,
         # walking each one would cost a microsecond per element.
         w.leaf(star, scalar[0], (n,), "", scalar[1] * n, n)
         return
-    if items is not None and uniform(w, items, first, star, depth):
+    if items is not None and _columns.columns(w, items, star, depth):
         return
     merged, _ = sample(w, n, item_at, star, depth, sample_from)
     for leaf in merged:
@@ -109,47 +94,6 @@ def sample(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int
         merged = [leaf[:5] + (int(leaf[5] * scale), int(leaf[6] * scale), leaf[7])
                   for leaf in merged]
     return merged, sum(leaf[5] for leaf in merged)
-
-
-def uniform(w: Walk, items: list[Any] | tuple[Any, ...], first: Any, star: str, depth: int) -> bool:
-    """Fold a sequence of exact strs, or of non-empty exact lists of one number type, in C-level
-    passes; False (nothing done) for anything else. Trajectories carry these (the expected
-    answers, the tokens of each turn): sampled one by one they cost a microsecond an element.
-
-    The leaf, the bytes and the walked nodes are what `sample` would give, which it does only
-    when the node budget lets it walk every element: one node per element here too.
-    """
-    n = len(items)
-    if n > MAX_LIST_SCAN or n > SOFT_NODES - w.nodes:
-        return False
-    t = type(first)
-    if t is str:
-        if not all(map(is_, map(type, items), repeat(str))):
-            return False
-        lens = list(map(str.__len__, items))
-        nbytes = sum(lens) if all(map(str.isascii, items)) else sum(map(utf8_len, items))
-        kind, count = "str", n
-    elif t is list and depth + 1 < MAX_DEPTH:
-        if not all(map(is_, map(type, items), repeat(list))) or not all(items):
-            return False
-        number = type(first[0])
-        scalar = scalar_of(number)
-        ids = set(map(id, items))
-        if scalar is None or len(ids) < n or not w.seen.isdisjoint(ids) or not all(
-                all(map(is_, map(type, map(itemgetter(end), items)), repeat(number)))
-                for end in (0, -1)):
-            return False  # a list met twice is a `ref`; mixed types merge as `mixed`
-        w.seen.update(ids)
-        lens = list(map(list.__len__, items))
-        count = sum(lens)
-        kind, nbytes = scalar[0], scalar[1] * count
-        star += "[*]"
-    else:
-        return False
-    lo, hi = min(lens), max(lens)
-    w.nodes += n
-    w.leaf(star, kind, (lo if lo == hi else (lo, hi),), "", nbytes, count)
-    return True
 
 
 def _merge_into(by_path: dict[str, Leaf], leaves: list[Leaf]) -> None:
