@@ -339,3 +339,45 @@ def test_alike_records_are_read_by_column(mode: str, monkeypatch: pytest.MonkeyP
 def test_the_c_twin_is_built_here() -> None:
     # Without it the comparisons above would leave `_columns.c` untested.
     assert "c" in MODES
+
+
+@dataclasses.dataclass
+class Spec:
+    key: str
+    shape: tuple[int, ...]
+    offset: int
+
+
+@dataclasses.dataclass
+class Job:
+    kind: str
+    specs: list[Spec]
+    leaf_ids: list[list[str]]
+
+
+def _job(r: random.Random) -> Job:
+    specs = [Spec(f"w{i}", tuple(r.randint(1, 9) for _ in range(r.randint(1, 3))), i)
+             for i in range(r.randint(1, 30))]
+    return Job("train", specs, [[f"l{i}"] * r.randint(1, 4) for i in range(r.randint(1, 3))])
+
+
+def test_lists_of_records_inside_records_near_the_budget() -> None:
+    """An inner list is walked whole only while the budget lasts: the fold's `need` says so."""
+    r = random.Random(6)
+    jobs = [_job(r) for _ in range(6)]
+    ragged = [Spec("a", (1,), 0), Spec("b", (2, 3, 4), 1), Spec("c", (), 2)]
+    for payload in (jobs[0], jobs, ragged, Job("x", ragged, [["a"]])):
+        fast, slow = _both(payload)
+        assert fast == slow
+    # a leaf only a later element has comes after the first element's, however deep it sits
+    late = [Job("a", [], [["x"]]), Job("b", [Spec("s", (1, 2), 0)], [["y"]])]
+    flat = [{"shapes": [(1,), (2,)], "tag": "x"}, {"shapes": [(1, 2, 3)], "tag": "y"}]
+    for payload in (late, flat, [[(1,), (2,)], [(3, 4, 5)]]):
+        fast, slow = _both(payload)
+        assert fast == slow
+    assert [leaf[0] for leaf in _both(flat)[0][0]] == [
+        "[*].shapes[*][0]", "[*].tag", "[*].shapes[*][1]", "[*].shapes[*][2]"]
+    for pad in range(SOFT_NODES - 700, SOFT_NODES + 1, 23):  # the budget runs out in between
+        for payload in ({"pad": [[1]] * pad, "job": jobs[1]}, {"pad": [[1]] * pad, "jobs": jobs}):
+            fast, slow = _both(payload)
+            assert fast == slow

@@ -24,16 +24,20 @@ static Py_ssize_t number_sizes[4];
 static int n_numbers = 0;
 static PyObject *s_str, *s_none, *s_empty, *s_blank, *empty_tuple;
 
-/* Nodes each element costs: `unit` each, plus `per[i]` where `per` is not NULL. */
+/* Nodes each element costs: `unit` each, plus `per[i]` where `per` is not NULL; and `need`, the
+ * nodes the payload's total must leave spare for every inner list to be walked whole. */
 typedef struct {
     Py_ssize_t unit;
     Py_ssize_t *per;
+    Py_ssize_t need;
 } costs_t;
 
 typedef struct {
     PyObject *fields_of; /* type -> (dict getter or None, [(name, slot descriptor)]) or None */
-    PyObject *leaves;    /* list: the merged leaves, in field order */
+    PyObject *leaves;    /* list: the merged leaves, in the order the element walk meets them */
     PyObject *ids;       /* list: ids of the containers entered */
+    Py_ssize_t *firsts;  /* per leaf: the element (of the fold that made it) it first appears in */
+    Py_ssize_t cap;      /* room in `firsts` */
 } ctx_t;
 
 enum { DECLINE = 0, DONE = 1, FAILED = -1 };
@@ -67,9 +71,40 @@ static int add_leaf(ctx_t *c, PyObject *path, PyObject *kind, PyObject *shape, P
     Py_DECREF(shape);
     if (leaf == NULL)
         return FAILED;
+    Py_ssize_t at = PyList_GET_SIZE(c->leaves);
+    if (at >= c->cap) {
+        Py_ssize_t cap = c->cap ? 2 * c->cap : 64;
+        Py_ssize_t *grown = PyMem_Realloc(c->firsts, sizeof(Py_ssize_t) * (size_t)cap);
+        if (grown == NULL) {
+            Py_DECREF(leaf);
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        c->firsts = grown;
+        c->cap = cap;
+    }
     int r = PyList_Append(c->leaves, leaf);
     Py_DECREF(leaf);
+    c->firsts[at] = 0; /* a leaf made here stands for all the elements, the first among them */
     return r < 0 ? FAILED : DONE;
+}
+
+/* The leaves from `start` on, stably sorted by the element they first appear in: the element
+ * walk merges leaves in that order, so one only a later element has (a longer tuple) comes after
+ * all of the first element's. Nearly always sorted already: an insertion sort. */
+static void first_seen_order(ctx_t *c, Py_ssize_t start) {
+    PyObject **leaves = &PyList_GET_ITEM(c->leaves, 0);
+    Py_ssize_t end = PyList_GET_SIZE(c->leaves);
+    for (Py_ssize_t i = start + 1; i < end; i++) {
+        Py_ssize_t f = c->firsts[i], j = i;
+        PyObject *leaf = leaves[i];
+        for (; j > start && c->firsts[j - 1] > f; j--) {
+            c->firsts[j] = c->firsts[j - 1];
+            leaves[j] = leaves[j - 1];
+        }
+        c->firsts[j] = f;
+        leaves[j] = leaf;
+    }
 }
 
 static int add_ids(ctx_t *c, PyObject **items, Py_ssize_t n) {
@@ -186,56 +221,94 @@ static int fold_lists(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star, 
             k++;
         }
     }
-    costs_t sub = {0, NULL};
+    costs_t sub = {0, NULL, 0};
+    Py_ssize_t start = PyList_GET_SIZE(c->leaves);
     r = fold(c, flat, total, inner, depth + 1, &sub);
     for (Py_ssize_t i = 0; i < total; i++)
         Py_DECREF(flat[i]);
     PyMem_Free(flat);
-    if (r == DONE && (sub.unit != 1 || sub.per != NULL))
-        r = DECLINE; /* inner folds take one-node elements only (see columns.py) */
-    PyMem_Free(sub.per);
-    if (r == DONE)
+    if (r == DONE) /* an element's index in the flat sequence -> its list's (`per` holds lens) */
+        for (Py_ssize_t k = start; k < PyList_GET_SIZE(c->leaves); k++) {
+            Py_ssize_t f = c->firsts[k], i = 0;
+            while (f >= per[i])
+                f -= per[i++];
+            c->firsts[k] = i;
+        }
+    if (r == DONE) { /* each list: 1 + its elements; what it needs spare: see columns._lists */
+        out->need = sub.need;
+        for (Py_ssize_t i = 0, at = 0; i < n; i++) {
+            Py_ssize_t len = per[i], sum = sub.unit * len;
+            if (sub.per != NULL) {
+                for (Py_ssize_t j = at; j < at + len; j++)
+                    sum += sub.per[j];
+                Py_ssize_t first = sub.unit + sub.per[at];
+                if (len * first - sum > out->need)
+                    out->need = len * first - sum;
+            }
+            at += len;
+            per[i] = sum;
+        }
         out->per = per;
-    else
+    } else {
         PyMem_Free(per);
+    }
+    PyMem_Free(sub.per);
 done:
     Py_DECREF(inner);
     return r;
 }
 
-/* Fold each of `nf` columns of `values` (row-major, n rows) at its path; `paths` owned here. */
+/* Fold each of `nf` columns of `values` (row-major, n rows; NULL where a row is too short for
+ * that column) at its path; `paths` owned here. */
 static int fold_rows(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject **values, Py_ssize_t nf,
                      PyObject **paths, Py_ssize_t depth, costs_t *out) {
     int r = add_ids(c, items, n);
     PyObject **col = PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
-    if (col == NULL) {
+    Py_ssize_t *at = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)n);
+    if (col == NULL || at == NULL) {
         PyErr_NoMemory();
         r = FAILED;
     }
     out->unit = 1;
+    Py_ssize_t start = PyList_GET_SIZE(c->leaves);
+    int sorted = 1;
     for (Py_ssize_t j = 0; j < nf && r == DONE; j++) {
+        Py_ssize_t m = 0;
         for (Py_ssize_t i = 0; i < n; i++)
-            col[i] = values[i * nf + j];
-        costs_t sub = {0, NULL};
-        r = fold(c, col, n, paths[j], depth + 1, &sub);
-        if (r != DONE) {
-            PyMem_Free(sub.per);
-            break;
-        }
-        out->unit += sub.unit;
-        if (sub.per != NULL) {
-            if (out->per == NULL) {
-                out->per = sub.per;
-            } else {
-                for (Py_ssize_t i = 0; i < n; i++)
-                    out->per[i] += sub.per[i];
-                PyMem_Free(sub.per);
+            if (values[i * nf + j] != NULL) {
+                col[m] = values[i * nf + j];
+                at[m++] = i;
             }
+        if (m == 0)
+            continue; /* no row that long: not reached, the width is the longest row's */
+        costs_t sub = {0, NULL, 0};
+        Py_ssize_t from = PyList_GET_SIZE(c->leaves);
+        r = fold(c, col, m, paths[j], depth + 1, &sub);
+        if (r == DONE)
+            for (Py_ssize_t k = from; k < PyList_GET_SIZE(c->leaves); k++) {
+                c->firsts[k] = at[c->firsts[k]]; /* an index into the column -> the row's */
+                sorted &= c->firsts[k] == 0;
+            }
+        if (r == DONE && sub.need > out->need)
+            out->need = sub.need;
+        if (r == DONE && m == n && sub.per == NULL) {
+            out->unit += sub.unit;
+        } else if (r == DONE) {
+            if (out->per == NULL && (out->per = PyMem_Calloc((size_t)n, sizeof(Py_ssize_t))) == NULL) {
+                PyErr_NoMemory();
+                r = FAILED;
+            }
+            for (Py_ssize_t k = 0; k < m && r == DONE; k++)
+                out->per[at[k]] += sub.unit + (sub.per != NULL ? sub.per[k] : 0);
         }
+        PyMem_Free(sub.per);
     }
     PyMem_Free(col);
+    PyMem_Free(at);
     for (Py_ssize_t j = 0; j < nf; j++)
         Py_XDECREF(paths[j]);
+    if (r == DONE && !sorted)
+        first_seen_order(c, start);
     return r;
 }
 
@@ -321,14 +394,16 @@ done:
     return r;
 }
 
+/* Tuples of at most `max_tuple` items, each walked at `[i]`; where lengths differ, column `i`
+ * holds the tuples long enough. */
 static int fold_tuples(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star, Py_ssize_t depth,
                        costs_t *out) {
-    Py_ssize_t size = PyTuple_GET_SIZE(items[0]);
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyTuple_GET_SIZE(items[i]) > size)
+            size = PyTuple_GET_SIZE(items[i]);
     if (size > max_tuple)
         return DECLINE; /* a longer tuple is folded, not indexed */
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (PyTuple_GET_SIZE(items[i]) != size)
-            return DECLINE;
     PyObject **values = PyMem_Calloc((size_t)(size * n > 0 ? size * n : 1), sizeof(PyObject *));
     PyObject **paths = PyMem_Calloc((size_t)(size ? size : 1), sizeof(PyObject *));
     int r = FAILED;
@@ -337,7 +412,7 @@ static int fold_tuples(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star,
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        for (Py_ssize_t j = 0; j < size; j++)
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(items[i]); j++)
             values[i * size + j] = Py_NewRef(PyTuple_GET_ITEM(items[i], j));
     if (make_paths(paths, size, star, NULL) == 0)
         r = fold_rows(c, items, n, values, size, paths, depth, out);
@@ -457,6 +532,7 @@ static int fold(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star, Py_ssi
                 costs_t *out) {
     out->unit = 1;
     out->per = NULL;
+    out->need = 0;
     PyTypeObject *t = Py_TYPE(items[0]);
     for (Py_ssize_t i = 1; i < n; i++)
         if (Py_TYPE(items[i]) != t)
@@ -481,11 +557,12 @@ static int fold(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star, Py_ssi
 }
 
 PyDoc_STRVAR(fold_columns_doc,
-"fold_columns(items, star, depth, fields_of) -> (leaves, first, total, ids) | None\n\n"
+"fold_columns(items, star, depth, fields_of) -> (leaves, first, total, ids, need) | None\n\n"
 "The merged leaves of `items` (an exact list or tuple), each walked at `star` and `depth`:\n"
-"what `columns._fold` gives. `first` and `total` are the walked nodes of the first element\n"
-"and of all; `ids` the containers entered. `fields_of(type)` says how a record class is read:\n"
-"(dict getter or None, [(name, slot descriptor)]), or None when it is no record.");
+"what `columns.fold_columns` gives. `first` and `total` are the walked nodes of the first\n"
+"element and of all; `ids` the containers entered; `need` the nodes the total must leave\n"
+"spare under the budget. `fields_of(type)` says how a record class is read: (dict getter or\n"
+"None, [(name, slot descriptor)]), or None when it is no record.");
 
 static PyObject *fold_columns(PyObject *self, PyObject *args) {
     (void)self;
@@ -501,8 +578,8 @@ static PyObject *fold_columns(PyObject *self, PyObject *args) {
         Py_RETURN_NONE;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(items);
-    ctx_t c = {fields_of, PyList_New(0), PyList_New(0)};
-    costs_t costs = {0, NULL};
+    ctx_t c = {fields_of, PyList_New(0), PyList_New(0), NULL, 0};
+    costs_t costs = {0, NULL, 0};
     PyObject *result = NULL;
     int r = n == 0 || c.leaves == NULL || c.ids == NULL
                 ? DECLINE
@@ -513,9 +590,10 @@ static PyObject *fold_columns(PyObject *self, PyObject *args) {
             for (Py_ssize_t i = 0; i < n; i++)
                 total += costs.per[i];
         Py_ssize_t first = costs.unit + (costs.per != NULL ? costs.per[0] : 0);
-        result = Py_BuildValue("(OnnO)", c.leaves, first, total, c.ids);
+        result = Py_BuildValue("(OnnOn)", c.leaves, first, total, c.ids, costs.need);
     }
     PyMem_Free(costs.per);
+    PyMem_Free(c.firsts);
     Py_DECREF(items);
     Py_XDECREF(c.leaves);
     Py_XDECREF(c.ids);

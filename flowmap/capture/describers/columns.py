@@ -12,9 +12,10 @@ that would make `sample` stop part way. So the leaves, bytes, walked nodes and
 seen containers are exactly what `sample` gives: the element walk stays the
 reference, and the tests compare the two on every shape they take.
 
-Below the top level, a list's own elements must each cost one walked node
-(strings, numbers, lists of numbers): then every inner fold walks whole under
-the budget checked at the top, whatever order the nodes are counted in.
+The element walk counts nodes in its own order, and an inner list is walked
+whole only if the budget left then covers it: the fold reports how much room
+its inner lists need, and `columns` checks it against the final count, an
+upper bound of what was counted at any point before.
 
 `_columns.c` is the C twin of `_fold`: there a column costs a few hundred
 nanoseconds, so even a lone record's fields are read as a column of one
@@ -24,8 +25,9 @@ In Python, reading by column only pays from a few elements up (`MIN_ITEMS`).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from itertools import chain, islice, repeat
+from itertools import accumulate, chain, islice, repeat
 from operator import is_, itemgetter
 from typing import Any
 
@@ -51,8 +53,11 @@ NUMBER_TYPES: list[tuple[type, str, int]] = [(int, "int", 8), (float, "float", 8
 
 # Nodes each element costs: one figure for all, or one per element.
 Costs = int | list[int]
-# The merged leaves, the costs, and the ids of the containers entered.
-Folded = tuple[list[Leaf], Costs, list[int]]
+# The merged leaves, the costs, the ids of the containers entered, the headroom the inner
+# lists need (see `_lists`), and for each leaf the element it first appears in (None: the
+# first element holds them all). The element walk merges leaves in the order they first
+# appear, so a leaf that only a later element has (a longer tuple) comes after the first's.
+Folded = tuple[list[Leaf], Costs, list[int], int, list[int] | None]
 # How a record class's fields are read: its `__dict__` getter and its slots.
 Fields = tuple[Any, list[tuple[str, Any]]]
 
@@ -81,10 +86,10 @@ def columns(w: Walk, items: list[Any] | tuple[Any, ...], star: str, depth: int) 
     got = FOLD[0](items, star, depth + 1, fields_of)
     if got is None:
         return False
-    leaves, first, total, ids = got
+    leaves, first, total, ids, need = got
     nodes = w.nodes
     # What `sample` decides after the first element: walk all n, and never reach the bound.
-    if nodes + total > SOFT_NODES or (SOFT_NODES - nodes - first) // first + 1 < n:
+    if nodes + total + need > SOFT_NODES or (SOFT_NODES - nodes - first) // first + 1 < n:
         return False
     if len(leaves) > MAX_LEAVES:  # one element would fill the leaf bound on its own
         return False
@@ -100,9 +105,9 @@ def record(w: Walk, obj: Any, path: str, depth: int) -> bool:
     got = FOLD[0]((obj,), path, depth, fields_of)
     if got is None:
         return False
-    leaves, _, total, ids = got
+    leaves, _, total, ids, need = got
     total -= 1
-    if w.nodes + total > SOFT_NODES or len(w.leaves) + len(leaves) > MAX_LEAVES:
+    if w.nodes + total + need > SOFT_NODES or len(w.leaves) + len(leaves) > MAX_LEAVES:
         return False
     return _taken(w, leaves, total, ids)
 
@@ -127,9 +132,10 @@ def fields_of(t: type) -> Fields | None:
 
 def fold_columns(items: list[Any] | tuple[Any, ...], star: str, depth: int,
                  fields: Callable[[type], Fields | None] = fields_of,
-                 ) -> tuple[list[Leaf], int, int, list[int]] | None:
-    """(merged leaves, nodes of the first element, nodes of all, ids of the containers entered)
-    of `items` walked at `star` and `depth`, or None; `_columns.c` is the C twin."""
+                 ) -> tuple[list[Leaf], int, int, list[int], int] | None:
+    """(merged leaves, nodes of the first element, nodes of all, ids of the containers entered,
+    nodes the total must leave spare under the budget) of `items` walked at `star` and `depth`,
+    or None; `_columns.c` is the C twin."""
     if not items:
         return None
     try:
@@ -138,10 +144,10 @@ def fold_columns(items: list[Any] | tuple[Any, ...], star: str, depth: int,
         return None
     if got is None:
         return None
-    leaves, costs, ids = got
+    leaves, costs, ids, need, _ = got
     if type(costs) is int:
-        return leaves, costs, costs * len(items), ids
-    return leaves, costs[0], sum(costs), ids  # type: ignore[index, arg-type]
+        return leaves, costs, costs * len(items), ids, need
+    return leaves, costs[0], sum(costs), ids, need  # type: ignore[index, arg-type]
 
 
 def _fold(items: Sequence[Any], star: str, depth: int,
@@ -155,12 +161,12 @@ def _fold(items: Sequence[Any], star: str, depth: int,
     if t is str:
         lens = list(map(str.__len__, items))
         nbytes = sum(lens) if all(map(str.isascii, items)) else sum(map(utf8_len, items))
-        return [(star, "str", (_span(lens),), "", "", nbytes, n, None)], 1, []
+        return [(star, "str", (_span(lens),), "", "", nbytes, n, None)], 1, [], 0, None
     scalar = scalar_of(t)
     if scalar is not None:
-        return [(star, scalar[0], (), "", "", scalar[1] * n, n, None)], 1, []
+        return [(star, scalar[0], (), "", "", scalar[1] * n, n, None)], 1, [], 0, None
     if t is _NONE:
-        return [(star, "none", (), "", "", 0, n, None)], 1, []
+        return [(star, "none", (), "", "", 0, n, None)], 1, [], 0, None
     if depth >= MAX_DEPTH:  # a container here is opaque
         return None
     if t is list:
@@ -182,7 +188,7 @@ def _lists(items: Sequence[list[Any]], star: str, depth: int, fields_of: Any) ->
     if not all(lens):
         if any(lens):
             return None  # an empty list's leaf is `empty`, on its own path
-        return [(inner, "empty", (0,), "", "", 0, 0, None)], 1, ids
+        return [(inner, "empty", (0,), "", "", 0, 0, None)], 1, ids, 0, None
     number = type(items[0][0])
     scalar = scalar_of(number)
     if scalar is not None:  # each list sized by its length (`fold`'s first case)
@@ -190,14 +196,32 @@ def _lists(items: Sequence[list[Any]], star: str, depth: int, fields_of: Any) ->
                    for end in (0, -1)):
             return None
         count = sum(lens)
-        return [(inner, scalar[0], (_span(lens),), "", "", scalar[1] * count, count, None)], 1, ids
+        leaf = (inner, scalar[0], (_span(lens),), "", "", scalar[1] * count, count, None)
+        return [leaf], 1, ids, 0, None
     if max(lens) > MAX_LIST_SCAN:
         return None  # such a list is sampled
     got = _fold(list(chain.from_iterable(items)), inner, depth + 1, fields_of)
-    if got is None or got[1] != 1:
-        return None  # see the module docstring: inner folds take one-node elements only
-    ids.extend(got[2])
-    return got[0], [1 + k for k in lens], ids
+    if got is None:
+        return None
+    leaves, c, inner_ids, need, firsts = got
+    ids.extend(inner_ids)
+    if firsts is not None:  # an element's index in the flat sequence -> its list's
+        starts = list(accumulate(lens, initial=0))
+        firsts = [bisect_right(starts, f) - 1 for f in firsts]
+    if type(c) is int:  # every element alike: each list's walk stops nowhere the whole does not
+        return leaves, [1 + c * k for k in lens], ids, need, firsts
+    # Each list is `sample`d in the element walk, which walks all of it only if, after its
+    # first element (cost c1), the budget left covers len × c1. The nodes counted before that
+    # list are at most the payload's total less the list's own: `need` is what the total must
+    # leave spare for the worst of them (`columns` checks it once the total is known).
+    costs = []
+    at = 0
+    for k in lens:
+        part = c[at:at + k]  # type: ignore[index]
+        at += k
+        costs.append(1 + sum(part))
+        need = max(need, k * part[0] - sum(part))
+    return leaves, costs, ids, need, firsts
 
 
 def _dicts(items: Sequence[dict[Any, Any]], star: str, depth: int, fields_of: Any) -> Folded | None:
@@ -214,10 +238,12 @@ def _dicts(items: Sequence[dict[Any, Any]], star: str, depth: int, fields_of: An
 
 def _tuples(items: Sequence[tuple[Any, ...]], star: str, depth: int, fields_of: Any
             ) -> Folded | None:
-    size = len(items[0])
-    if size > MAX_INDEXED_TUPLE or not all(map(size.__eq__, map(len, items))):
+    """Tuples of at most `MAX_INDEXED_TUPLE` items, each walked at `[i]`: the shapes in a list
+    of tensor specs, say. Where lengths differ, column `i` holds the tuples long enough."""
+    if max(map(len, items)) > MAX_INDEXED_TUPLE:
         return None  # a longer tuple is folded, not indexed
-    return _columns(items, items, [f"{star}[{i}]" for i in range(size)], depth, fields_of)
+    return _columns(items, items, [f"{star}[{i}]" for i in range(max(map(len, items)))], depth,
+                    fields_of)
 
 
 def _records(items: Sequence[Any], star: str, depth: int, t: type, fields: Fields,
@@ -268,25 +294,38 @@ def _all_str(keys: list[Any]) -> bool:
 
 def _columns(items: Sequence[Any], rows: Sequence[Sequence[Any]], paths: list[str],
              depth: int, fields_of: Any) -> Folded | None:
-    """Containers of one shape: each column folded at its path, the leaves in field order."""
+    """Containers of one shape: column `j` (the rows that have a `j`-th value) folded at
+    `paths[j]`, the leaves in the order the element walk first meets them."""
+    n = len(items)
     leaves: list[Leaf] = []
+    firsts: list[int] = []
     ids = list(map(id, items))
-    unit = 1
+    unit, need = 1, 0
     per: list[int] | None = None
-    for path, column in zip(paths, zip(*rows)):
-        got = _fold(column, path, depth + 1, fields_of)
+    for j, path in enumerate(paths):
+        have = [i for i, r in enumerate(rows) if len(r) > j]
+        got = _fold([rows[i][j] for i in have], path, depth + 1, fields_of)
         if got is None:
             return None
         leaves.extend(got[0])
+        firsts.extend([have[0]] * len(got[0]) if got[4] is None else [have[f] for f in got[4]])
         ids.extend(got[2])
+        need = max(need, got[3])
         c = got[1]
-        if type(c) is int:
+        if type(c) is int and len(have) == n:
             unit += c
-        else:
-            per = list(c) if per is None else list(map(int.__add__, per, c))  # type: ignore[arg-type]
+            continue
+        if per is None:
+            per = [0] * n
+        for k, i in enumerate(have):
+            per[i] += c if type(c) is int else c[k]  # type: ignore[index]
     if len(leaves) > MAX_LEAVES:
         return None
-    return leaves, unit if per is None else [unit + c for c in per], ids
+    costs = unit if per is None else [unit + c for c in per]
+    if not any(firsts):
+        return leaves, costs, ids, need, None
+    order = sorted(range(len(leaves)), key=firsts.__getitem__)  # stable: column order within
+    return [leaves[k] for k in order], costs, ids, need, [firsts[k] for k in order]
 
 
 def _span(lens: list[int]) -> Any:
@@ -295,7 +334,7 @@ def _span(lens: list[int]) -> Any:
 
 
 # The C twin where it is built; tests swap in the Python one to compare.
-FOLD: list[Callable[..., tuple[list[Leaf], int, int, list[int]] | None]] = [
+FOLD: list[Callable[..., tuple[list[Leaf], int, int, list[int], int] | None]] = [
     accel.fold_columns or fold_columns]
 # Fewest elements read by column, and whether a lone record is: in Python a few records walk
 # as fast one by one.
