@@ -420,9 +420,12 @@ def _items_text(items: Any) -> str | None:
         n = len(items)
         if n == 0:
             return "null"
-        if n == 1:
-            if type(items[0]) is int:  # one trajectory, one request: the common hop
-                return f"[{int.__repr__(items[0])}]"
+        if n == 1:  # one trajectory, one request: the common hop
+            one = items[0]
+            if type(one) is int:
+                return f"[{int.__repr__(one)}]"
+            if type(one) is str:  # a branch, a leaf id
+                return f"[{_json_str(one)}]"
         elif n <= MAX_ITEMS and all(map(is_, map(type, items), repeat(int))):  # checked in C
             return f"[{','.join(map(int.__repr__, items))}]"
         if n <= MAX_ITEMS and all(map(is_, map(type, items), repeat(str))):  # string ids

@@ -22,7 +22,7 @@ static Py_ssize_t max_depth = -1, max_key = 0, max_fields = 0, max_scan = 0, max
 static PyObject *number_types[4], *number_kinds[4];
 static Py_ssize_t number_sizes[4];
 static int n_numbers = 0;
-static PyObject *s_str, *s_none, *s_empty, *s_blank, *empty_tuple;
+static PyObject *s_str, *s_none, *s_empty, *s_blank, *s_dot, *s_star, *empty_tuple;
 
 /* Nodes each element costs: `unit` each, plus `per[i]` where `per` is not NULL; and `need`, the
  * nodes the payload's total must leave spare for every inner list to be walked whole. */
@@ -38,6 +38,8 @@ typedef struct {
     PyObject *ids;       /* list: ids of the containers entered */
     Py_ssize_t *firsts;  /* per leaf: the element (of the fold that made it) it first appears in */
     Py_ssize_t cap;      /* room in `firsts` */
+    Py_ssize_t nbytes;   /* the leaves' bytes */
+    PyObject *top_type, *top_fields; /* how the caller already knows the items' class is read */
 } ctx_t;
 
 enum { DECLINE = 0, DONE = 1, FAILED = -1 };
@@ -85,6 +87,7 @@ static int add_leaf(ctx_t *c, PyObject *path, PyObject *kind, PyObject *shape, P
     }
     int r = PyList_Append(c->leaves, leaf);
     Py_DECREF(leaf);
+    c->nbytes += nbytes;
     c->firsts[at] = 0; /* a leaf made here stands for all the elements, the first among them */
     return r < 0 ? FAILED : DONE;
 }
@@ -148,15 +151,30 @@ static int fold_strs(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star) {
     return add_leaf(c, star, s_str, tup, bytes, n);
 }
 
+/* `a` + `b` + `c` as one new str (PyUnicode_FromFormat parses its format each time: slower). */
+static PyObject *joined(PyObject *a, PyObject *b, PyObject *c) {
+    Py_ssize_t la = PyUnicode_GET_LENGTH(a), lb = PyUnicode_GET_LENGTH(b);
+    Py_ssize_t lc = c != NULL ? PyUnicode_GET_LENGTH(c) : 0;
+    Py_UCS4 max = PyUnicode_MAX_CHAR_VALUE(a);
+    if (PyUnicode_MAX_CHAR_VALUE(b) > max)
+        max = PyUnicode_MAX_CHAR_VALUE(b);
+    if (c != NULL && PyUnicode_MAX_CHAR_VALUE(c) > max)
+        max = PyUnicode_MAX_CHAR_VALUE(c);
+    PyObject *out = PyUnicode_New(la + lb + lc, max);
+    if (out == NULL)
+        return NULL;
+    PyUnicode_CopyCharacters(out, 0, a, 0, la);
+    PyUnicode_CopyCharacters(out, la, b, 0, lb);
+    if (c != NULL)
+        PyUnicode_CopyCharacters(out, la + lb, c, 0, lc);
+    return out;
+}
+
 /* `star.key`, or the key alone at the top of a payload (as `walk.join` spells it). */
 static PyObject *field_path(PyObject *star, PyObject *key) {
     if (PyUnicode_GET_LENGTH(star) == 0)
         return Py_NewRef(key);
-    return PyUnicode_FromFormat("%U.%U", star, key);
-}
-
-static PyObject *suffixed(PyObject *star, const char *suffix) {
-    return PyUnicode_FromFormat("%U%s", star, suffix);
+    return joined(star, s_dot, key);
 }
 
 static int fold_lists(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star, Py_ssize_t depth,
@@ -171,7 +189,7 @@ static int fold_lists(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star, 
     }
     if (empty && empty < n)
         return DECLINE; /* an empty list's leaf is `empty`, on its own path */
-    PyObject *inner = suffixed(star, "[*]");
+    PyObject *inner = joined(star, s_star, NULL);
     if (inner == NULL)
         return FAILED;
     int r = FAILED;
@@ -316,8 +334,13 @@ static int fold_rows(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject **values
  * -1 (none kept) on an error. */
 static int make_paths(PyObject **paths, Py_ssize_t nf, PyObject *star, PyObject **keys) {
     for (Py_ssize_t j = 0; j < nf; j++) {
-        paths[j] = keys != NULL ? field_path(star, keys[j])
-                                : PyUnicode_FromFormat("%U[%zd]", star, j);
+        if (keys != NULL) {
+            paths[j] = field_path(star, keys[j]);
+        } else {
+            PyObject *index = PyUnicode_FromFormat("[%zd]", j);
+            paths[j] = index != NULL ? joined(star, index, NULL) : NULL;
+            Py_XDECREF(index);
+        }
         if (paths[j] == NULL) {
             while (j > 0)
                 Py_CLEAR(paths[--j]);
@@ -428,7 +451,8 @@ done:
  * there are any. */
 static int fold_records(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star,
                         Py_ssize_t depth, PyTypeObject *t, costs_t *out) {
-    PyObject *fields = PyObject_CallOneArg(c->fields_of, (PyObject *)t);
+    PyObject *fields = (PyObject *)t == c->top_type ? Py_NewRef(c->top_fields)
+                                                    : PyObject_CallOneArg(c->fields_of, (PyObject *)t);
     if (fields == NULL)
         return FAILED;
     int r = DECLINE;
@@ -557,28 +581,39 @@ static int fold(ctx_t *c, PyObject **items, Py_ssize_t n, PyObject *star, Py_ssi
 }
 
 PyDoc_STRVAR(fold_columns_doc,
-"fold_columns(items, star, depth, fields_of) -> (leaves, first, total, ids, need) | None\n\n"
+"fold_columns(items, star, depth, fields_of, fields=None)\n"
+"-> (leaves, first, total, ids, need, nbytes) | None\n\n"
 "The merged leaves of `items` (an exact list or tuple), each walked at `star` and `depth`:\n"
 "what `columns.fold_columns` gives. `first` and `total` are the walked nodes of the first\n"
 "element and of all; `ids` the containers entered; `need` the nodes the total must leave\n"
-"spare under the budget. `fields_of(type)` says how a record class is read: (dict getter or\n"
-"None, [(name, slot descriptor)]), or None when it is no record.");
+"spare under the budget; `nbytes` the leaves' bytes. `fields_of(type)` says how a record class\n"
+"is read: (dict getter or None, [(name, slot descriptor)]), or None when it is no record;\n"
+"`fields`, where given, says it for the first item's class.");
 
-static PyObject *fold_columns(PyObject *self, PyObject *args) {
+static PyObject *fold_columns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    PyObject *seq, *star, *fields_of;
-    Py_ssize_t depth;
-    if (!PyArg_ParseTuple(args, "OUnO", &seq, &star, &depth, &fields_of))
+    if (nargs < 4 || nargs > 5 || !PyUnicode_Check(args[1]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "fold_columns(items, star, depth, fields_of, fields=None)");
+        return NULL;
+    }
+    PyObject *seq = args[0], *star = args[1], *fields_of = args[3];
+    Py_ssize_t depth = PyLong_AsSsize_t(args[2]);
+    if (depth == -1 && PyErr_Occurred())
         return NULL;
     if (max_depth < 0 || !(PyList_CheckExact(seq) || PyTuple_CheckExact(seq)))
         Py_RETURN_NONE;
-    PyObject *items = PySequence_Tuple(seq); /* a list could change under a call out */
+    /* a list could change under a call out: a tuple of its items, or the tuple itself */
+    PyObject *items = PyTuple_CheckExact(seq) ? Py_NewRef(seq) : PyList_AsTuple(seq);
     if (items == NULL) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(items);
-    ctx_t c = {fields_of, PyList_New(0), PyList_New(0), NULL, 0};
+    ctx_t c = {fields_of, PyList_New(0), PyList_New(0), NULL, 0, 0, NULL, NULL};
+    if (nargs == 5 && args[4] != Py_None && n > 0) {
+        c.top_type = (PyObject *)Py_TYPE(PyTuple_GET_ITEM(items, 0));
+        c.top_fields = args[4];
+    }
     costs_t costs = {0, NULL, 0};
     PyObject *result = NULL;
     int r = n == 0 || c.leaves == NULL || c.ids == NULL
@@ -590,7 +625,7 @@ static PyObject *fold_columns(PyObject *self, PyObject *args) {
             for (Py_ssize_t i = 0; i < n; i++)
                 total += costs.per[i];
         Py_ssize_t first = costs.unit + (costs.per != NULL ? costs.per[0] : 0);
-        result = Py_BuildValue("(OnnOn)", c.leaves, first, total, c.ids, costs.need);
+        result = Py_BuildValue("(OnnOnn)", c.leaves, first, total, c.ids, costs.need, c.nbytes);
     }
     PyMem_Free(costs.per);
     PyMem_Free(c.firsts);
@@ -643,7 +678,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"fold_columns", fold_columns, METH_VARARGS, fold_columns_doc},
+    {"fold_columns", (PyCFunction)(void (*)(void))fold_columns, METH_FASTCALL, fold_columns_doc},
     {"configure", configure, METH_VARARGS, configure_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -659,8 +694,10 @@ PyMODINIT_FUNC PyInit__columns(void) {
     s_none = PyUnicode_InternFromString("none");
     s_empty = PyUnicode_InternFromString("empty");
     s_blank = PyUnicode_InternFromString("");
+    s_dot = PyUnicode_InternFromString(".");
+    s_star = PyUnicode_InternFromString("[*]");
     empty_tuple = PyTuple_New(0);
-    if (!s_str || !s_none || !s_empty || !s_blank || !empty_tuple)
+    if (!s_str || !s_none || !s_empty || !s_blank || !s_dot || !s_star || !empty_tuple)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -13,7 +13,7 @@ from typing import Any
 
 tensor_entries: Callable[..., tuple[int, int]] | None = None
 disjoint_total: Callable[[list[tuple[int, int, int]]], int | None] | None = None
-fold_columns: Callable[..., tuple[list[Any], int, int, list[int], int] | None] | None = None
+fold_columns: Callable[..., tuple[list[Any], int, int, list[int], int, int] | None] | None = None
 configure_columns: Callable[..., None] | None = None
 
 if not os.environ.get("FLOWMAP_PURE_PYTHON"):

@@ -86,41 +86,46 @@ def columns(w: Walk, items: list[Any] | tuple[Any, ...], star: str, depth: int) 
     got = FOLD[0](items, star, depth + 1, fields_of)
     if got is None:
         return False
-    leaves, first, total, ids, need = got
+    leaves, first, total, ids, need, nbytes = got
     nodes = w.nodes
     # What `sample` decides after the first element: walk all n, and never reach the bound.
     if nodes + total + need > SOFT_NODES or (SOFT_NODES - nodes - first) // first + 1 < n:
         return False
     if len(leaves) > MAX_LEAVES:  # one element would fill the leaf bound on its own
         return False
-    return _taken(w, leaves, total, ids)
+    return _taken(w, leaves, total, ids, nbytes)
 
 
-def record(w: Walk, obj: Any, path: str, depth: int) -> bool:
+def record(w: Walk, obj: Any, path: str, depth: int, fields: Fields) -> bool:
     """One record's fields at `path`, read as a column of one: its walk (`visit` has counted
     the record itself) in a few C-level passes. Only where the C twin is built: in Python the
     field-by-field walk is as quick. False, and nothing done, wherever that walk must run."""
     if not RECORDS[0] or w.full:
         return False
-    got = FOLD[0]((obj,), path, depth, fields_of)
+    got = FOLD[0]((obj,), path, depth, fields_of, fields)
     if got is None:
         return False
-    leaves, _, total, ids, need = got
+    leaves, _, total, ids, need, nbytes = got
     total -= 1
     if w.nodes + total + need > SOFT_NODES or len(w.leaves) + len(leaves) > MAX_LEAVES:
         return False
-    return _taken(w, leaves, total, ids)
+    return _taken(w, leaves, total, ids, nbytes)
 
 
-def _taken(w: Walk, leaves: list[Leaf], nodes: int, ids: list[int]) -> bool:
+def _taken(w: Walk, leaves: list[Leaf], nodes: int, ids: list[int], nbytes: int) -> bool:
+    """Add a fold to the walk, as `sample` and `Walk.add` would have, unless a container in it
+    was met before (a `ref` leaf in the element walk)."""
     seen = set(ids)
     if len(seen) < len(ids) or not w.seen.isdisjoint(seen):
-        return False  # a container met twice is a `ref` leaf in the element walk
+        return False
     w.seen.update(seen)
     w.nodes += nodes
-    for leaf in leaves:
-        w.plain += leaf[5]
-        w.add(leaf)
+    w.plain += nbytes
+    room = MAX_LEAVES - len(w.leaves)
+    if len(leaves) > room:  # the leaf past the bound is dropped and ends the walk
+        leaves = leaves[:max(room, 0)]
+        w.full = True
+    w.leaves += leaves
     return True
 
 
@@ -131,23 +136,29 @@ def fields_of(t: type) -> Fields | None:
 
 
 def fold_columns(items: list[Any] | tuple[Any, ...], star: str, depth: int,
-                 fields: Callable[[type], Fields | None] = fields_of,
-                 ) -> tuple[list[Leaf], int, int, list[int], int] | None:
+                 fields_of: Callable[[type], Fields | None] = fields_of,
+                 fields: Fields | None = None,
+                 ) -> tuple[list[Leaf], int, int, list[int], int, int] | None:
     """(merged leaves, nodes of the first element, nodes of all, ids of the containers entered,
-    nodes the total must leave spare under the budget) of `items` walked at `star` and `depth`,
-    or None; `_columns.c` is the C twin."""
+    nodes the total must leave spare under the budget, the leaves' bytes) of `items` walked at
+    `star` and `depth`, or None; `fields`, where given, is how the first item's class is read.
+    `_columns.c` is the C twin."""
     if not items:
         return None
+    if fields is not None:
+        known, top, general = fields, type(items[0]), fields_of
+        fields_of = lambda t: known if t is top else general(t)  # noqa: E731
     try:
-        got = _fold(items, star, depth, fields)
+        got = _fold(items, star, depth, fields_of)
     except Exception:  # anything unforeseen: the element walk has its own rules for it
         return None
     if got is None:
         return None
     leaves, costs, ids, need, _ = got
+    nbytes = sum(leaf[5] for leaf in leaves)
     if type(costs) is int:
-        return leaves, costs, costs * len(items), ids, need
-    return leaves, costs[0], sum(costs), ids, need  # type: ignore[index, arg-type]
+        return leaves, costs, costs * len(items), ids, need, nbytes
+    return leaves, costs[0], sum(costs), ids, need, nbytes  # type: ignore[index, arg-type]
 
 
 def _fold(items: Sequence[Any], star: str, depth: int,
@@ -334,7 +345,7 @@ def _span(lens: list[int]) -> Any:
 
 
 # The C twin where it is built; tests swap in the Python one to compare.
-FOLD: list[Callable[..., tuple[list[Leaf], int, int, list[int], int] | None]] = [
+FOLD: list[Callable[..., tuple[list[Leaf], int, int, list[int], int, int] | None]] = [
     accel.fold_columns or fold_columns]
 # Fewest elements read by column, and whether a lone record is: in Python a few records walk
 # as fast one by one.

@@ -144,9 +144,10 @@ def _set(w: Walk, s: Any, path: str, depth: int) -> None:
 def _fields_handler(getter: Any, slots: list[tuple[str, Any]]) -> Callable[..., None] | None:
     if getter is None and not slots:
         return None
+    plan = (getter, slots)
 
     def handler(w: Walk, obj: Any, path: str, depth: int) -> None:
-        if record(w, obj, path, depth) or not enter(w, obj, path, depth):
+        if record(w, obj, path, depth, plan) or not enter(w, obj, path, depth):
             return
         t = type(obj)
         fields: list[tuple[str, Any]] = []
@@ -168,7 +169,7 @@ def _fields_handler(getter: Any, slots: list[tuple[str, Any]]) -> Callable[..., 
             if w.full:
                 return
             visit(w, v, join(path, k), depth + 1)
-    mark_record(handler, (getter, slots))  # a list of such records can be read by column
+    mark_record(handler, plan)  # a list of such records can be read by column
     return handler
 
 
