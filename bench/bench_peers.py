@@ -2,8 +2,10 @@
 
 Each tool runs the same job (`examples/grpo_tiny.py --steps 20 --seed 0 --set
 train.synchronous=true`, which repeats step for step), each run paired with an
-untraced run just before it: a round is plain, tool A, plain, tool B, ...; the
-tool order rotates each round. The shared VM's load moves within seconds, so a
+untraced run right next to it: a round is plain, tool A, plain, tool B, ... in
+even rounds and tool A, plain, tool B, plain, ... in odd ones (of two runs back
+to back, the second measured faster here: alternating cancels it); the tool
+order rotates each round. The shared VM's load moves within seconds, so a
 ratio to a plain run minutes away measures the load more than the tool.
 
 - wall and CPU (user+sys of every process of the tree): median over rounds of
@@ -112,8 +114,9 @@ def _context(job: list[str], args: argparse.Namespace, plains: list[Measure],
     return (
         f"{args.rounds} round{'s' if args.rounds > 1 else ''} of `{shlex.join(job)}`, the whole "
         "process tree; each figure is the "
-        "median over rounds of the tool's run divided by the untraced run just before it "
-        "(rounds interleaved, tool order rotated). Untraced runs: median "
+        "median over rounds of the tool's run divided by its untraced partner, run just before it "
+        "in odd rounds and just after it in even ones (rounds interleaved, tool order rotated). "
+        "Untraced runs: median "
         f"{statistics.median(m.wall_s for m in plains):.2f} s wall, "
         f"{statistics.median(m.cpu_s for m in plains):.2f} CPU s, peak "
         f"{statistics.median(m.peak_kib for m in plains) / 1024:.0f} MB (largest process). "
@@ -168,10 +171,13 @@ def main() -> int:
             for r in range(args.rounds):
                 round_plains: list[Measure] = []
                 for tool in rotated(list(active), r):
-                    plain = _measure(plain_cmd, env)
-                    round_plains.append(plain)
                     out = Path(tmp) / f"{tool.key}-{r}"
                     out.mkdir()
+                    # The untraced partner runs before the tool in even rounds, after it in
+                    # odd ones: the second of two back-to-back runs measured ~3 % faster in
+                    # plain-plain pairs here, a bias the alternation cancels.
+                    if r % 2 == 0:
+                        plain = _measure(plain_cmd, env)
                     try:
                         run = _measure(tool.command(job, out), boot_env(tool, out, env))
                     except RunFailed as exc:
@@ -181,6 +187,9 @@ def main() -> int:
                         del samples[tool.key]
                         shutil.rmtree(out, ignore_errors=True)
                         continue
+                    if r % 2 == 1:
+                        plain = _measure(plain_cmd, env)
+                    round_plains.append(plain)
                     samples[tool.key].add(run, plain, trace_bytes(out), tool.processes(out))
                     warning = tool.warning(out)
                     if warning and f"{tool.label}: {warning}" not in notes:

@@ -56,6 +56,7 @@ _dumps = json.JSONEncoder(
 
 # A str as `_dumps` writes it (ensure_ascii=False), without the encoder's dispatch.
 _json_str = json.encoder.encode_basestring
+_INF, _NEG_INF = float("inf"), float("-inf")
 
 
 def encode(line: str) -> bytes:
@@ -330,11 +331,13 @@ class Tracer:
                 return
             # Formatted by hand: every field but `items` is an int or null, and
             # this line is written once per hop (json.dumps is ~3x slower here).
-            get = self.storage_ids.get
-            try:  # every storage seen before: one C-level pass
-                storages = ",".join(map(get, d.storages))  # type: ignore[arg-type]
-            except TypeError:  # a new one (`get` gave None): give it an id
-                storages = ",".join([get(k) or self._storage_id(k) for k in d.storages])
+            storages = ""
+            if d.storages:  # arrays: their storage ids (a hop of Python objects has none)
+                get = self.storage_ids.get
+                try:  # every storage seen before: one C-level pass
+                    storages = ",".join(map(get, d.storages))  # type: ignore[arg-type]
+                except TypeError:  # a new one (`get` gave None): give it an id
+                    storages = ",".join([get(k) or self._storage_id(k) for k in d.storages])
             key = (src, dst, name)
             seam = self.seam_ids.get(key)
             if seam is None:
@@ -356,17 +359,21 @@ class Tracer:
             )
 
     def counter(self, owner: Any, name: Any, value: float) -> None:
-        t = self._now_us()
-        names = self._names(owner, name)
-        if names is None:
-            return
-        if value != value or value in (float("inf"), float("-inf")):
-            self.warn_once("counter:nan", f"counter {names[1]} got {value}; such samples "
+        t = (monotonic_ns() - self.t0_ns) // 1000
+        if type(owner) is not str or type(name) is not str:
+            names = self._names(owner, name)
+            if names is None:
+                return
+            owner, name = names
+        if value != value or value in (_INF, _NEG_INF):
+            self.warn_once("counter:nan", f"counter {name} got {value}; such samples "
                            "are not recorded (trace files hold finite numbers only)")
             return
         with self.lock:
-            if not self.closed:
-                self._emit(_dumps([tf.COUNTER, t, self._sid(names[1]), value, self._sid(names[0])]))
+            if not self.closed:  # `value` is a float: written as json.dumps writes one
+                get = self.strings.get
+                self._emit(f'["{tf.COUNTER}",{t},{get(name) or self._sid(name)},'
+                           f'{float.__repr__(value)},{get(owner) or self._sid(owner)}]')
 
     def mark(self, owner: Any, name: Any) -> None:
         t = self._now_us()
