@@ -3,8 +3,8 @@
 Each tool runs the same job (`examples/grpo_tiny.py --steps 20 --seed 0 --set
 train.synchronous=true`, which repeats step for step), each run paired with an
 untraced run right next to it: a round is plain, tool A, plain, tool B, ... in
-even rounds and tool A, plain, tool B, plain, ... in odd ones (of two runs back
-to back, the second measured faster here: alternating cancels it); the tool
+even rounds and tool A, plain, tool B, plain, ... in odd ones (an effect of the
+order cancels); the tool
 order rotates each round. The shared VM's load moves within seconds, so a
 ratio to a plain run minutes away measures the load more than the tool.
 
@@ -51,6 +51,7 @@ from peers_stats import (
     Samples,
     doc_block,
     parse_measure,
+    partner_first,
     rotated,
     round_line,
     splice,
@@ -173,10 +174,7 @@ def main() -> int:
                 for tool in rotated(list(active), r):
                     out = Path(tmp) / f"{tool.key}-{r}"
                     out.mkdir()
-                    # The untraced partner runs before the tool in even rounds, after it in
-                    # odd ones: the second of two back-to-back runs measured ~3 % faster in
-                    # plain-plain pairs here, a bias the alternation cancels.
-                    if r % 2 == 0:
+                    if partner_first(r):
                         plain = _measure(plain_cmd, env)
                     try:
                         run = _measure(tool.command(job, out), boot_env(tool, out, env))
@@ -187,7 +185,7 @@ def main() -> int:
                         del samples[tool.key]
                         shutil.rmtree(out, ignore_errors=True)
                         continue
-                    if r % 2 == 1:
+                    if not partner_first(r):
                         plain = _measure(plain_cmd, env)
                     round_plains.append(plain)
                     samples[tool.key].add(run, plain, trace_bytes(out), tool.processes(out))

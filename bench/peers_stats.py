@@ -45,6 +45,12 @@ def parse_measure(stdout: str) -> Measure:
     return Measure(float(parts[1]), float(parts[2]), float(parts[3]), int(parts[4]))
 
 
+def partner_first(round_index: int) -> bool:
+    """Whether a round's untraced partner runs before the tool (even rounds) or after it (odd):
+    alternating cancels an effect of the order in the median."""
+    return round_index % 2 == 0
+
+
 def rotated(items: Sequence[T], round_index: int) -> list[T]:
     """The tool order of a round: each round starts one tool later, so none always runs first."""
     if not items:

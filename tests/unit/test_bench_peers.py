@@ -40,6 +40,10 @@ def test_rotated_starts_each_round_one_tool_later():
     assert ps.rotated([], 3) == []
 
 
+def test_the_partner_runs_first_in_every_other_round():
+    assert [ps.partner_first(r) for r in range(4)] == [True, False, True, False]
+
+
 def test_each_ratio_is_to_the_plain_run_of_its_own_round():
     s = ps.Samples()
     s.add(ps.Measure(12.0, 300.0, 22.0), ps.Measure(10.0, 200.0, 20.0), 1000, 4)
