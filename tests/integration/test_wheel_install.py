@@ -152,5 +152,5 @@ def test_the_wheel_carries_the_c_loops_and_capture_uses_them(installed, tmp_path
               "accel.fold_columns(['ab', 'c'], '[*]', 1, lambda t: None))"],
              cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split(maxsplit=2) == ["True", "5",
+    assert r.stdout.strip().split(maxsplit=2) == ["True", "5",
                                           "([('[*]', 'str', ((1, 2),), '', '', 3, 2, None)], 1, 2, [], 0, 3)"]
