@@ -2,6 +2,7 @@
 per seam-step.
 
 Run: python bench/bench_aggregate.py  (prints a table)
+     python bench/bench_aggregate.py --trainer  (adds the built-in trainer's trace growth)
 
 A folded hop skips the line formatting and the write but still describes its
 payload, so it should cost no more than a written one; rounds of the two
@@ -11,8 +12,11 @@ modes alternate so a noisy neighbour hits both alike.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 from bench_capture import payload, per_call_ns
@@ -60,6 +64,32 @@ def bytes_per_seam_step(run_dir: str, aggregate: int | None, steps: int = 300,
     return after / len({(s.seam, s.step) for s in shard.seam_steps}), total
 
 
+TRAINER = Path(__file__).resolve().parents[1] / "examples" / "grpo_tiny.py"
+
+
+def trainer_bytes(run_dir: str, steps: int, aggregate: bool) -> int:
+    """Trace bytes of the built-in trainer (synchronous, seeded) over `steps` steps."""
+    extra = ["--aggregate"] if aggregate else []
+    subprocess.run([sys.executable, "-m", "flowmap", "trace", "-o", run_dir, *extra,
+                    str(TRAINER), "--steps", str(steps), "--seed", "0", "--no-progress",
+                    "--set", "train.synchronous=true"], check=True, capture_output=True)
+    return sum(os.path.getsize(p) for p in shard_paths(run_dir))
+
+
+def trainer_growth(tmp: str, short: int = 20, long: int = 80) -> None:
+    """Bytes each step past the detail window adds to the trainer's trace, both modes.
+
+    Every event that can come once per hop (hops, queue messages, counter
+    samples, marks, drops) is folded under --aggregate, so a step adds its
+    seam-steps and the few lines that come once a step anyway.
+    """
+    for mode, aggregate in (("full", False), ("--aggregate", True)):
+        a = trainer_bytes(os.path.join(tmp, f"t{mode}{short}"), short, aggregate)
+        b = trainer_bytes(os.path.join(tmp, f"t{mode}{long}"), long, aggregate)
+        print(f"{'trainer trace bytes per step, ' + mode:52} {(b - a) / (long - short):12.0f} "
+              f"{'':>10}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,6 +107,9 @@ def main() -> None:
     print(f"{'--aggregate bytes per seam-step, past detail':52} {agg_b:12.0f} {'<= 200':>10}")
     print(f"{'trace bytes, full / --aggregate (300 steps)':52} "
           f"{full_total:>6} / {agg_total:<6} {'':>4}")
+    if "--trainer" in sys.argv[1:]:
+        with tempfile.TemporaryDirectory() as tmp:
+            trainer_growth(tmp)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,15 @@ sum, least and largest of their bytes, how many item ids they carried, their
 weight versions' range, and the times of the first and last (`t_us`). Its
 `schema` is the seam's leaves merged over the hops folded so far (a dim that
 varied is [min, max]).
+
+The other folded events follow the same rule for what a process records past
+its detail window, one line per (kind's key, step) and boundary: `X` is an
+`a` of send halves with their channel, `Y` counts the receive halves an
+owner took from a channel (the reader joins the two by channel, see
+flowmap/model/halves.py), `C` holds a counter's samples as count, sum,
+least, largest and last value, `M` counts phase markers, and `D` counts
+drop events and the item ids they named. `step` is the process's step when
+they were recorded.
 """
 
 from __future__ import annotations
@@ -76,6 +85,11 @@ ERROR = "e"
 SEND_HALF = "x"
 RECEIVE_HALF = "y"
 AGGREGATE = "a"
+SEND_FOLD = "X"
+RECEIVE_FOLD = "Y"
+COUNTER_FOLD = "C"
+MARK_FOLD = "M"
+DROP_FOLD = "D"
 END = "end"
 
 # -- the event table -----------------------------------------------------------
@@ -120,6 +134,22 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("hops", COUNT), ("nbytes_sum", COUNT), ("nbytes_min", COUNT),
                 ("nbytes_max", COUNT), ("wire_bytes_sum", OPT_INT), ("num_items", COUNT),
                 ("version_min", OPT_INT), ("version_max", OPT_INT), ("t_first_us", TIME)),
+    SEND_FOLD: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+                ("schema", SCHEMA_REF), ("step", OPT_INT), ("transport", STR_REF),
+                ("hops", COUNT), ("nbytes_sum", COUNT), ("nbytes_min", COUNT),
+                ("nbytes_max", COUNT), ("wire_bytes_sum", OPT_INT), ("num_items", COUNT),
+                ("version_min", OPT_INT), ("version_max", OPT_INT), ("t_first_us", TIME),
+                ("channel", STR_REF)),
+    RECEIVE_FOLD: (("t_us", TIME), ("owner", STR_REF), ("name", STR_REF), ("transport", STR_REF),
+                   ("channel", STR_REF), ("step", OPT_INT), ("count", COUNT),
+                   ("wire_bytes_sum", OPT_INT), ("t_first_us", TIME)),
+    COUNTER_FOLD: (("t_us", TIME), ("name", STR_REF), ("owner", STR_REF), ("step", OPT_INT),
+                   ("count", COUNT), ("sum", NUMBER), ("min", NUMBER), ("max", NUMBER),
+                   ("last", NUMBER), ("t_first_us", TIME)),
+    MARK_FOLD: (("t_us", TIME), ("name", STR_REF), ("owner", STR_REF), ("step", OPT_INT),
+                ("count", COUNT), ("t_first_us", TIME)),
+    DROP_FOLD: (("t_us", TIME), ("owner", STR_REF), ("reason", STR_REF), ("step", OPT_INT),
+                ("count", COUNT), ("num_items", COUNT), ("t_first_us", TIME)),
 }
 OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3}  # field index from which fields may be absent
 

@@ -1,20 +1,33 @@
-"""Fold hops into per-seam, per-step aggregates: `flowmap trace --aggregate`.
+"""Fold events into per-seam, per-step aggregates: `flowmap trace --aggregate`.
 
 A full trace writes one line per hop, so a long run's trace grows with its
-hops. In aggregate mode a process writes its first `detail_steps` steps hop
-by hop (the detail window: findings that need per-hop identity, storages and
-item ids, run there), then folds each later hop in memory into the aggregate
-of its (seam, step, transport) and writes nothing for it. The aggregates are
-written as `a` events (flowmap/trace_format.py) at each boundary, so the
+hops. In aggregate mode a process writes its first `detail_steps` steps event
+by event (the detail window: findings that need per-hop identity, storages
+and item ids, run there), then folds each later event in memory into the
+aggregate of its key and step and writes nothing for it. The aggregates are
+written at each boundary (flowmap/trace_format.py has their lines), so the
 trace grows with seams x steps:
+
+- hops: per (seam, step, transport), event `a`; collectives among them (both
+  ends are known);
+- send halves of a transport (the receiver unknown to the sender): per
+  (seam, step, transport, channel), `X`; receive halves per (owner, name,
+  transport, channel, step), `Y`: the reader joins the two by channel;
+- counter samples per (name, owner, step), `C`: count, sum, least, largest
+  and last value, which is every statistic a counter is read for;
+- phase markers per (name, owner, step), `M`; drops per (owner, reason,
+  step), `D`, with how many item ids they named.
+
+Boundaries:
 
 - the process's step moves on: `flowmap.step(n)` to another step, or a hop
   whose step is newer than any seen; every open aggregate is written;
-- hops before any step (an engine, a worker that never sees one, a warm-up):
-  the first `DETAIL_HOPS` x `detail_steps` are written in full, later ones
-  fold by step None and are written every `FLUSH_HOPS` of them, or once the
-  oldest has waited `FLUSH_US`, checked when a hop comes (there is no
-  flusher thread); the first steps, when they come, are still in detail;
+- events before any step (an engine, a worker that never sees one, a
+  warm-up): the first `DETAIL_HOPS` x `detail_steps` are written in full,
+  later ones fold by step None and are written every `FLUSH_HOPS` of them,
+  or once the oldest has waited `FLUSH_US`, checked when an event comes
+  (there is no flusher thread); the first steps, when they come, are still
+  in detail;
 - close (exit, SIGTERM, multiprocessing finalizers): what is left.
 
 Lines reach the shard's mapping at once, as every event does, so a SIGKILL
@@ -23,10 +36,8 @@ loses only what was folded since the last boundary.
 The schema of an aggregate is its seam's leaves merged over every hop folded
 so far: a dim that varied is [min, max], a leaf's bytes the largest seen. It
 is interned like any schema, so a seam writes a new one only when a range
-widens, not once per step. Not folded, one line each as in a full trace:
-transport halves (`x`/`y`: the receiver, so the seam, is only known when
-both halves are joined), counters, marks, drops and step changes. Hops of
-collectives are folded (both ends are known).
+widens, not once per step. Step changes (`p`) and tracer errors are written
+one line each, as in a full trace.
 """
 
 from __future__ import annotations
@@ -44,13 +55,13 @@ if TYPE_CHECKING:  # not at run time: a traced child imports the describers at i
 
 ENV = "FLOWMAP_AGGREGATE"  # the detail window, in steps, of every traced process of the run
 DETAIL_STEPS = 3
-DETAIL_HOPS = 1000  # hops per detail step of a process that has seen no step
+DETAIL_HOPS = 1000  # events per detail step of a process that has seen no step
 FLUSH_HOPS = 10_000
 FLUSH_US = 10_000_000
 
-# An open aggregate: [hops, nbytes_sum, nbytes_min, nbytes_max, num_items,
-# version_min, version_max, t_first_us, t_last_us]; a list, updated in place.
-HOPS, SUM, MIN, MAX, ITEMS, VMIN, VMAX, FIRST, LAST = range(9)
+# An open aggregate of hops: [hops, nbytes_sum, nbytes_min, nbytes_max, num_items,
+# version_min, version_max, t_first_us, t_last_us, wire_bytes_sum]; a list, updated in place.
+HOPS, SUM, MIN, MAX, ITEMS, VMIN, VMAX, FIRST, LAST, WIRE = range(10)
 
 
 def detail_from_environment() -> int | None:
@@ -110,67 +121,138 @@ class Folder:
         self.top: int | None = None  # the newest step seen
         self.current: int | None = None  # the step of the last boundary
         self.entered = 0  # steps begun (new newest steps)
-        self.stepless = 0  # hops written in full before any step
+        self.stepless = 0  # events written in full before any step
+        # Open aggregates by kind, each keyed by what its line names plus the step.
         self.open: dict[tuple[str, str, str, int | None, str], list[Any]] = {}
+        self.sends: dict[tuple[str, str, str, int | None, str, str], list[Any]] = {}
+        self.receives: dict[tuple[Any, ...], list[Any]] = {}
+        self.counters: dict[tuple[str, str, int | None], list[Any]] = {}
+        self.marks: dict[tuple[str, str, int | None], list[Any]] = {}
+        self.drops: dict[tuple[str, str, int | None], list[Any]] = {}
         self.merged: dict[tuple[str, str, str], _Merged] = {}
-        self.pending = 0  # hops folded since the last write
+        self.pending = 0  # events folded since the last write
         self.oldest_us = 0  # when the oldest of them came
+
+    def _past(self, step: int | None) -> bool:
+        """Whether an event of `step` lies past the detail window (no lock held); a newer
+        step than any seen is a boundary."""
+        if step is None:
+            if self.stepless < self.detail_hops:
+                self.stepless += 1
+                return False
+            return True
+        if self.top is None or step > self.top:
+            with self.tracer.lock:  # an event of a newer step: the step moved on
+                self.begin(step)
+        return self.entered > self.detail_steps
+
+    def _added(self, t_us: int) -> None:
+        """One more event folded (lock held): a process without steps writes on its own clock."""
+        if not self.pending:
+            self.oldest_us = t_us
+        self.pending += 1
+        if self.top is None and (self.pending >= FLUSH_HOPS or t_us - self.oldest_us >= FLUSH_US):
+            self.write()
 
     def hop(self, src: str, dst: str, name: str, d: Description, items: Any, step: Any,
             version: Any, transport: str, t_us: int, nbytes: int | None = None) -> bool:
         """Fold one hop (of `nbytes`, else the payload's); False when it is to be written
         in full (the detail window)."""
         tr = self.tracer
-        if step is not None:
-            step = int(step)
-        else:
-            step = tr.step
-        if step is None:
-            if self.stepless < self.detail_hops:
-                self.stepless += 1
-                return False
-        else:
-            if self.top is None or step > self.top:
-                with tr.lock:  # a hop of a newer step: the step moved on
-                    self.begin(step)
-            if self.entered <= self.detail_steps:
-                return False
+        step = tr.step if step is None else int(step)
+        if not self._past(step):
+            return False
         n_items = _count(tr, items)
-        if nbytes is None:
-            nbytes = d.nbytes
         v = None if version is None else int(version)  # before any change: may raise
         with tr.lock:
             if tr.closed:
                 return True
-            key = (src, dst, name, step, transport)
-            agg = self.open.get(key)
-            if agg is None:
-                if not self.open:
-                    self.oldest_us = t_us
-                self.open[key] = [1, nbytes, nbytes, nbytes, n_items, v, v, t_us, t_us]
-            else:
-                agg[HOPS] += 1
-                agg[SUM] += nbytes
-                if nbytes < agg[MIN]:
-                    agg[MIN] = nbytes
-                if nbytes > agg[MAX]:
-                    agg[MAX] = nbytes
-                agg[ITEMS] += n_items
-                if v is not None:
-                    if agg[VMIN] is None or v < agg[VMIN]:
-                        agg[VMIN] = v
-                    if agg[VMAX] is None or v > agg[VMAX]:
-                        agg[VMAX] = v
-                agg[LAST] = t_us
-            merged = self.merged.get(key[:3])
-            if merged is None:
-                merged = self.merged[key[:3]] = _Merged()
-            merged.add(d.leaves)
-            self.pending += 1
-            if self.top is None and (self.pending >= FLUSH_HOPS
-                                     or t_us - self.oldest_us >= FLUSH_US):
-                self.write()
+            _add_hop(self.open, (src, dst, name, step, transport), t_us,
+                     d.nbytes if nbytes is None else nbytes, n_items, v, None)
+            self._merge((src, dst, name), d)
+            self._added(t_us)
         return True
+
+    def send_half(self, src: str, dst: str, name: str, d: Description, nbytes: int,
+                  transport: str, channel: str, wire: int | None, t_us: int,
+                  step: int | None) -> bool:
+        """Fold the send half of a transport hop sent in `step`; False inside the detail
+        window."""
+        tr = self.tracer
+        if not self._past(step):
+            return False
+        with tr.lock:
+            if not tr.closed:
+                _add_hop(self.sends, (src, dst, name, step, transport, channel), t_us, nbytes,
+                         0, None, wire)
+                self._merge((src, dst, name), d)
+                self._added(t_us)
+        return True
+
+    def receive_half(self, owner: str, name: str, transport: str, channel: str,
+                     wire: int | None, t_us: int) -> bool:
+        """Fold the receive half of a transport hop: a count per owner and channel."""
+        return self._tally(self.receives, (owner, name, transport, channel), wire, t_us)
+
+    def counter(self, owner: str, name: str, value: float, t_us: int) -> bool:
+        """Fold one counter sample (a finite float); False inside the detail window."""
+        tr = self.tracer
+        step = tr.step
+        if not self._past(step):
+            return False
+        with tr.lock:
+            if not tr.closed:
+                key = (name, owner, step)
+                agg = self.counters.get(key)
+                if agg is None:  # [count, sum, min, max, last, t_first_us, t_last_us]
+                    self.counters[key] = [1, value, value, value, value, t_us, t_us]
+                else:
+                    agg[0] += 1
+                    agg[1] += value
+                    if value < agg[2]:
+                        agg[2] = value
+                    if value > agg[3]:
+                        agg[3] = value
+                    agg[4] = value
+                    agg[6] = t_us
+                self._added(t_us)
+        return True
+
+    def mark(self, owner: str, name: str, t_us: int) -> bool:
+        """Fold one phase marker; False inside the detail window."""
+        return self._tally(self.marks, (name, owner), 0, t_us)
+
+    def drop(self, owner: str, reason: str, n_items: int, t_us: int) -> bool:
+        """Fold one drop of `n_items` item ids; False inside the detail window."""
+        return self._tally(self.drops, (owner, reason), n_items, t_us)
+
+    def _tally(self, table: dict[Any, list[Any]], names: tuple[str, ...], n: int | None,
+               t_us: int) -> bool:
+        """Count one event under `names` and the process's step, summing `n` (item ids,
+        wire bytes; None: not known)."""
+        tr = self.tracer
+        step = tr.step
+        if not self._past(step):
+            return False
+        with tr.lock:
+            if not tr.closed:
+                key = (*names, step)
+                agg = table.get(key)
+                if agg is None:  # [count, sum of n, t_first_us, t_last_us]
+                    table[key] = [1, n, t_us, t_us]
+                else:
+                    agg[0] += 1
+                    if n is not None:
+                        agg[1] = n + (agg[1] or 0)
+                    agg[3] = t_us
+                self._added(t_us)
+        return True
+
+    def _merge(self, seam: tuple[str, str, str], d: Description) -> None:
+        merged = self.merged.get(seam)
+        if merged is None:
+            merged = self.merged[seam] = _Merged()
+        merged.add(d.leaves)
 
     def step_moved(self, step: int) -> None:
         """`flowmap.step(step)` (lock held): a boundary when the step changes."""
@@ -180,7 +262,7 @@ class Folder:
     def begin(self, step: int) -> None:
         """The process's step moves to `step` (lock held): write what was folded."""
         if step == self.current:
-            return  # another thread's hop of the same new step came first
+            return  # another thread's event of the same new step came first
         self.current = step
         self.write()
         if self.top is None or step > self.top:
@@ -188,25 +270,90 @@ class Folder:
             self.entered += 1
 
     def write(self) -> None:
-        """Write every open aggregate as an `a` event (lock held)."""
+        """Write every open aggregate as its event (lock held)."""
         tr = self.tracer
-        if self.open and not tr.closed:
+        if not tr.closed:
+            sid, emit = tr._sid, tr._emit
             for (src, dst, name, step, transport), agg in self.open.items():
-                seam = tr.seam_ids.get((src, dst, name))
-                if seam is None:
-                    seam = tr.seam_ids[(src, dst, name)] = (
-                        f"{tr._sid(src)},{tr._sid(dst)},{tr._sid(name)}"
-                    )
-                merged = self.merged[(src, dst, name)]
-                schema = tr._schema_id(merged.leaves)
-                tr._emit(
-                    f'["{tf.AGGREGATE}",{agg[LAST]},{seam},{schema},{_opt(step)},'
-                    f"{tr._sid(transport)},{agg[HOPS]},{min(agg[SUM], tf.MAX_INT)},{agg[MIN]},"
-                    f"{agg[MAX]},null,{min(agg[ITEMS], tf.MAX_INT)},{_opt(agg[VMIN])},"
-                    f"{_opt(agg[VMAX])},{agg[FIRST]}]"
-                )
-        self.open.clear()
+                emit(f'["{tf.AGGREGATE}",{agg[LAST]},{self._seam_fields(src, dst, name)},'
+                     f"{_opt(step)},{sid(transport)},{_hop_figures(agg)}]")
+            for (src, dst, name, step, transport, channel), agg in self.sends.items():
+                emit(f'["{tf.SEND_FOLD}",{agg[LAST]},{self._seam_fields(src, dst, name)},'
+                     f"{_opt(step)},{sid(transport)},{_hop_figures(agg)},{sid(channel)}]")
+            for (owner, name, transport, channel, step), (n, wire, first, last) in \
+                    self.receives.items():
+                emit(f'["{tf.RECEIVE_FOLD}",{last},{sid(owner)},{sid(name)},{sid(transport)},'
+                     f"{sid(channel)},{_opt(step)},{n},{_opt(_clamp_int(wire))},{first}]")
+            for (name, owner, step), (n, total, lo, hi, value, first, last) in \
+                    self.counters.items():
+                if n == 1:  # one sample: its own line is shorter, and exact
+                    emit(f'["{tf.COUNTER}",{last},{sid(name)},{_number(value)},{sid(owner)}]')
+                    continue
+                emit(f'["{tf.COUNTER_FOLD}",{last},{sid(name)},{sid(owner)},{_opt(step)},{n},'
+                     f"{_number(total)},{_number(lo)},{_number(hi)},{_number(value)},{first}]")
+            for (name, owner, step), (n, _, first, last) in self.marks.items():
+                if n == 1:
+                    emit(f'["{tf.MARK}",{last},{sid(name)},{sid(owner)}]')
+                    continue
+                emit(f'["{tf.MARK_FOLD}",{last},{sid(name)},{sid(owner)},{_opt(step)},{n},'
+                     f"{first}]")
+            for (owner, reason, step), (n, items, first, last) in self.drops.items():
+                emit(f'["{tf.DROP_FOLD}",{last},{sid(owner)},{sid(reason)},{_opt(step)},{n},'
+                     f"{min(items, tf.MAX_INT)},{first}]")
+        for table in (self.open, self.sends, self.receives, self.counters, self.marks,
+                      self.drops):
+            table.clear()
         self.pending = 0
+
+    def _seam_fields(self, src: str, dst: str, name: str) -> str:
+        """`src,dst,name,schema` of an aggregate's line: the seam's merged schema."""
+        tr = self.tracer
+        seam = tr.seam_ids.get((src, dst, name))
+        if seam is None:
+            seam = tr.seam_ids[(src, dst, name)] = (
+                f"{tr._sid(src)},{tr._sid(dst)},{tr._sid(name)}"
+            )
+        return f"{seam},{tr._schema_id(self.merged[(src, dst, name)].leaves)}"
+
+
+def _add_hop(table: dict[Any, list[Any]], key: Any, t_us: int, nbytes: int, n_items: int,
+             v: int | None, wire: int | None) -> None:
+    """Add one hop to the aggregate of `key` in `table` (lock held)."""
+    agg = table.get(key)
+    if agg is None:
+        table[key] = [1, nbytes, nbytes, nbytes, n_items, v, v, t_us, t_us, wire]
+        return
+    agg[HOPS] += 1
+    agg[SUM] += nbytes
+    if nbytes < agg[MIN]:
+        agg[MIN] = nbytes
+    if nbytes > agg[MAX]:
+        agg[MAX] = nbytes
+    agg[ITEMS] += n_items
+    if v is not None:
+        if agg[VMIN] is None or v < agg[VMIN]:
+            agg[VMIN] = v
+        if agg[VMAX] is None or v > agg[VMAX]:
+            agg[VMAX] = v
+    if wire is not None:
+        agg[WIRE] = wire + (agg[WIRE] or 0)
+    agg[LAST] = t_us
+
+
+def _hop_figures(agg: list[Any]) -> str:
+    """The fields from `hops` to `t_first_us` that `a` and `X` lines share."""
+    return (f"{agg[HOPS]},{min(agg[SUM], tf.MAX_INT)},{agg[MIN]},{agg[MAX]},"
+            f"{_opt(_clamp_int(agg[WIRE]))},{min(agg[ITEMS], tf.MAX_INT)},{_opt(agg[VMIN])},"
+            f"{_opt(agg[VMAX])},{agg[FIRST]}")
+
+
+def _clamp_int(n: int | None) -> int | None:
+    return None if n is None else min(n, tf.MAX_INT)
+
+
+def _number(x: float) -> str:
+    """A finite float as JSON (a sum can overflow past what a trace holds: it is clamped)."""
+    return float.__repr__(min(max(x, -tf.MAX_NUMBER), tf.MAX_NUMBER))
 
 
 def _count(tr: Tracer, items: Any) -> int:

@@ -4,7 +4,7 @@ One `Tracer` lives in each traced process. Every event is formatted under one lo
 and schemas must reach the file before the events that use them) and copied straight into the
 shard's file mapping (`ShardFile`): it is on disk once the call that recorded it returns, so a
 SIGKILL at any moment, even inside a long C call, loses nothing recorded. There is no buffer
-and no flusher thread; `--aggregate` folds hops instead of writing them (`fold.Folder`).
+and no flusher thread; `--aggregate` folds events instead of writing them (`fold.Folder`).
 
 Failure policy: nothing here raises into the user's program. An internal error is counted (and
 its first messages kept in the trace). A full disk stops capture with one warning; the shard
@@ -369,6 +369,8 @@ class Tracer:
             self.warn_once("counter:nan", f"counter {name} got {value}; such samples "
                            "are not recorded (trace files hold finite numbers only)")
             return
+        if self.fold is not None and self.fold.counter(owner, name, value, t):
+            return
         with self.lock:
             if not self.closed:  # `value` is a float: written as json.dumps writes one
                 get = self.strings.get
@@ -380,6 +382,8 @@ class Tracer:
         names = self._names(owner, name)
         if names is None:
             return
+        if self.fold is not None and self.fold.mark(names[0], names[1], t):
+            return
         with self.lock:
             if not self.closed:
                 self._emit(_dumps([tf.MARK, t, self._sid(names[1]), self._sid(names[0])]))
@@ -390,6 +394,8 @@ class Tracer:
         if names is None:
             return
         item_list = self._items(items)
+        if self.fold is not None and self.fold.drop(names[0], names[1], len(item_list or ()), t):
+            return
         with self.lock:
             if not self.closed:
                 self._emit(_dumps([tf.DROP, t, self._sid(names[0]), self._sid(names[1]),

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap.errors import FlowmapError, UsageError
 from flowmap.export.perfetto_folded import folded_events
-from flowmap.model.events import SeamStep
+from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
 from flowmap.model.format import fmt_dims, seam_label
 from flowmap.model.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
 from flowmap.model.run import paused_gc
@@ -44,7 +44,7 @@ MAX_LEAVES_IN_ARGS = 32
 WRITE_CHUNK = 20_000
 
 Track = tuple[int, int]  # (pid, tid)
-_Timed = TypeVar("_Timed", CounterSample, Mark, Drop)
+_Timed = TypeVar("_Timed", CounterSample, Mark, Drop, DropFold)
 
 
 def perfetto_trace(view: RunView, *, steps: tuple[int, int] | None = None) -> dict[str, Any]:
@@ -71,12 +71,34 @@ class _Part:
     marks: Sequence[Mark]
     drops: Sequence[Drop]
     seam_steps: Sequence[SeamStep] = ()  # past the detail window: one slice each
+    drop_folds: Sequence[DropFold] = ()  # one instant each
 
     @classmethod
     def whole(cls, view: RunView) -> _Part:
         ev = view.events
-        return cls(view.path, view.t0_ns, view.num_steps, ev.shards, ev.hops, ev.counter_samples,
-                   ev.marks, ev.drops, ev.seam_steps)
+        return cls(view.path, view.t0_ns, view.num_steps, ev.shards, ev.hops,
+                   _with_folds(ev.counter_samples, ev.counter_folds, _mean_sample),
+                   _with_folds(ev.marks, ev.mark_folds, _first_mark), ev.drops, ev.seam_steps,
+                   ev.drop_folds)
+
+
+def _with_folds(records: Sequence[_Timed], folds: Sequence[Any],
+                drawn: Any) -> Sequence[_Timed]:
+    """`records` and a drawable record per fold (`trace --aggregate`), in time order."""
+    if not folds:
+        return records
+    return sorted([*records, *map(drawn, folds)], key=lambda r: r.t_ns)
+
+
+def _mean_sample(f: CounterFold) -> CounterSample:
+    """A folded counter is drawn as one point: the step's mean, at its last sample."""
+    return CounterSample(f.t_ns, f.pid, f.name, f.total / f.count, f.owner)
+
+
+def _first_mark(f: MarkFold) -> Mark:
+    """Folded markers are drawn as one instant, at the first, naming how many they were."""
+    return Mark(f.t_first_ns, f.pid, f.name if f.count == 1 else f"{f.name} (x{f.count})",
+                f.owner)
 
 
 def _select(view: RunView, steps: tuple[int, int]) -> _Part:
@@ -93,8 +115,10 @@ def _select(view: RunView, steps: tuple[int, int]) -> _Part:
     def within(events: Sequence[_Timed]) -> list[_Timed]:
         return [e for e in events if lo <= e.t_ns <= hi]
 
+    whole = _Part.whole(view)
     return _Part(view.path, view.t0_ns, last - first + 1, ev.shards, hops,
-                 within(ev.counter_samples), within(ev.marks), within(ev.drops), folded)
+                 within(whole.counter_samples), within(whole.marks), within(ev.drops), folded,
+                 within(ev.drop_folds))
 
 
 def _trace(run: _Part) -> dict[str, Any]:
@@ -173,7 +197,8 @@ def _tracks(run: _Part) -> dict[str, Track]:
         receives[h.dst][h.pid] += 1
         first.setdefault(h.src, h.t_ns)
         first.setdefault(h.dst, h.t_ns)
-    owned: list[CounterSample | Mark | Drop] = [*run.counter_samples, *run.marks, *run.drops]
+    owned: list[CounterSample | Mark | Drop | DropFold] = [
+        *run.counter_samples, *run.marks, *run.drops, *run.drop_folds]
     for ev in owned:
         if ev.owner:
             runs_in[ev.owner][ev.pid] += 1
@@ -339,4 +364,11 @@ def _instant_events(run: _Part, tracks: dict[str, Track]) -> list[tuple[int, int
                             "pid": pid, "tid": tid, "ts": ts,
                             "args": {"items": list(d.items[:MAX_ITEMS_IN_ARGS]),
                                      "num_items": len(d.items)}}))
+    for f in run.drop_folds:  # folded: one instant at the first, with the counts
+        ts = _us(run, f.t_first_ns)
+        pid, tid = tracks[f.owner]
+        out.append((ts, 4, {"ph": "i", "cat": "drop", "name": f"drop: {f.reason}", "s": "t",
+                            "pid": pid, "tid": tid, "ts": ts,
+                            "args": {"drops": f.count, "num_items": f.num_items,
+                                     "step": f.step}}))
     return out

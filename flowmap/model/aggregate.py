@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from flowmap.model.events import SeamStep
-from flowmap.model.reader import Drop, Hop, Leaf
+from flowmap.model.events import CounterFold, SeamStep
+from flowmap.model.reader import CounterSample, Drop, Hop, Leaf
 from flowmap.model.types import (
     CounterStats,
     Dim,
@@ -279,7 +279,8 @@ def owner_stats(run: Run) -> dict[str, OwnerStats]:
         pids[h.src].add(h.pid)
     for st in run.seam_steps:
         pids[st.src].add(st.pid)
-    for c in run.counter_samples:
+    counted: list[CounterSample | CounterFold] = [*run.counter_samples, *run.counter_folds]
+    for c in counted:
         if c.owner:
             flows.setdefault(c.owner, _Flow())
             pids[c.owner].add(c.pid)
@@ -291,24 +292,38 @@ def owner_stats(run: Run) -> dict[str, OwnerStats]:
 
 
 def counter_stats(run: Run) -> dict[str, CounterStats]:
-    """`name -> CounterStats`, sorted by name."""
-    series: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    """`name -> CounterStats`, sorted by name.
+
+    A fold (`trace --aggregate`) adds its count, sum, least and largest value
+    as its samples would, and its last value where it ends latest; it is one
+    point of the series: its mean at its last sample's time.
+    """
+    # name -> [(t_ns, count, sum, min, max, last)], samples being folds of one
+    parts: dict[str, list[tuple[int, int, float, float, float, float]]] = defaultdict(list)
     owners: dict[str, set[str]] = defaultdict(set)
     for c in run.counter_samples:
-        series[c.name].append(((c.t_ns - run.t0_ns) / 1e9, c.value))
+        v = c.value
+        parts[c.name].append((c.t_ns, 1, v, v, v, v))
         if c.owner:
             owners[c.name].add(c.owner)
+    for f in run.counter_folds:
+        parts[f.name].append((f.t_ns, f.count, f.total, f.min, f.max, f.last))
+        if f.owner:
+            owners[f.name].add(f.owner)
     out: dict[str, CounterStats] = {}
-    for name in sorted(series):
-        values = [v for _, v in series[name]]
+    for name in sorted(parts):
+        got = parts[name]
+        if run.counter_folds:
+            got.sort(key=lambda p: p[0])  # samples and folds come in time order
+        count = sum(p[1] for p in got)
         out[name] = CounterStats(
             name=name,
-            count=len(values),
-            min=min(values),
-            max=max(values),
-            mean=sum(values) / len(values),
-            last=values[-1],
-            series=tuple(series[name]),
+            count=count,
+            min=min(p[3] for p in got),
+            max=max(p[4] for p in got),
+            mean=sum(p[2] for p in got) / count,
+            last=got[-1][5],
+            series=tuple(((t - run.t0_ns) / 1e9, total / n) for t, n, total, _, _, _ in got),
             owners=tuple(sorted(owners[name])),
         )
     return out

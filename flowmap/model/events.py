@@ -1,4 +1,4 @@
-"""The records a shard is read into: hops, counter samples, marks, drops, a shard.
+"""The records a shard is read into: hops, counter samples, marks, drops, their folds, a shard.
 
 Plain slotted dataclasses with no behaviour beyond a shard's own summary of
 its problems, kept apart from `reader` (which turns untrusted bytes into
@@ -76,6 +76,56 @@ class Drop:
 
 
 @dataclass(slots=True)
+class CounterFold:
+    """The samples of one counter in one step of one process, folded (`trace --aggregate`).
+
+    Count, sum, least, largest and last value are every statistic a counter is
+    read for, so these read as exactly as the samples would; a chart draws one
+    point per fold (the step's mean, at its last sample's time).
+    """
+
+    t_ns: int  # the last sample
+    t_first_ns: int
+    pid: int
+    name: str
+    owner: str
+    step: int | None
+    count: int
+    total: float
+    min: float
+    max: float
+    last: float
+
+
+@dataclass(slots=True)
+class MarkFold:
+    """The phase markers of one name in one step of one process, folded."""
+
+    t_ns: int  # the last marker
+    t_first_ns: int
+    pid: int
+    name: str
+    owner: str
+    step: int | None
+    count: int
+
+
+@dataclass(slots=True)
+class DropFold:
+    """The drops of one owner and reason in one step of one process, folded: how many
+    events, and how many item ids they named (the ids themselves are not kept)."""
+
+    t_ns: int  # the last drop
+    t_first_ns: int
+    pid: int
+    owner: str
+    reason: str
+    step: int | None
+    count: int
+    num_items: int
+
+
+@dataclass(slots=True)
 class SeamStep:
     """Every hop of one seam in one step, folded into one record.
 
@@ -132,6 +182,9 @@ class Shard:
     errors: list[str] = field(default_factory=list)
     halves: list[Any] = field(default_factory=list)  # transport hop halves, joined by the run
     seam_steps: list[SeamStep] = field(default_factory=list)  # folded hops (`trace --aggregate`)
+    counter_folds: list[CounterFold] = field(default_factory=list)
+    mark_folds: list[MarkFold] = field(default_factory=list)
+    drop_folds: list[DropFold] = field(default_factory=list)
     fold_cut: tuple[int | None, int] | None = None  # (step, t_ns) where a read began to fold
     num_events: int = 0
     num_errors: int = 0

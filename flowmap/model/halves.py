@@ -16,6 +16,18 @@ here, after every shard is read:
 4. a send half still unclaimed is a hop to its fallback destination (the
    receiver was not traced); a receive half with no sender is a hop from
    `(untraced)` carrying the bytes it got.
+
+Under `trace --aggregate` a process past its detail window folds its halves
+(events `X` and `Y`): the sender's per seam, step and channel, the
+receiver's as a count per owner and channel. Message keys are gone then, so
+on a channel that has folded halves, what steps 1 and 2 left over is joined
+by count (`_by_count`): each owner that received from the channel takes its
+share of every send record, its count over the count sent. A channel read
+by one owner (a result queue, a pipe to one worker, a p2p pair) gets every
+send whole, so its figures are exactly a full trace's; a queue shared by
+several consumers gets each sender's seam-steps shared out by count, hop
+counts exact per owner, bytes apportioned. Sends beyond what was received
+go to their fallback; receipts beyond what was sent come from `(untraced)`.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flowmap import trace_format as tf
+from flowmap.model.events import SeamStep
 
 if TYPE_CHECKING:
     from flowmap.model.reader import Hop, Leaf, Shard
@@ -61,6 +74,30 @@ class ReceiveHalf:
     wire_bytes: int | None
 
 
+@dataclass(slots=True)
+class SendFold:
+    """Send halves of one seam, step and channel folded by their process (event `X`)."""
+
+    seam_step: SeamStep  # its `dst` is the fallback destination
+    channel: str
+
+
+@dataclass(slots=True)
+class ReceiveFold:
+    """Receive halves of one owner and channel in one step, folded (event `Y`): a count."""
+
+    t_ns: int  # the last
+    t_first_ns: int
+    pid: int
+    owner: str
+    name: str
+    transport: str
+    channel: str
+    step: int | None
+    count: int
+    wire_bytes_sum: int | None
+
+
 def decode(ev: list[Any], t_ns: int, pid: int, s: Callable[[int], str],
            schemas: dict[int, tuple[Leaf, ...]]) -> SendHalf | ReceiveHalf:
     """One `x` or `y` event of a shard (`s` resolves interned strings)."""
@@ -75,11 +112,19 @@ def decode(ev: list[Any], t_ns: int, pid: int, s: Callable[[int], str],
 
 
 def join(shards: list[Shard]) -> list[Hop]:
-    """Every half of every shard, as hops (unsorted)."""
+    """Every half of every shard, as hops (unsorted); folded halves are left out (see
+    `join_run`)."""
+    return join_run(shards)[0]
+
+
+def join_run(shards: list[Shard]) -> tuple[list[Hop], list[SeamStep]]:
+    """Every half of every shard, as hops and, where halves were folded, seam-steps."""
     sends = [h for sh in shards for h in sh.halves if isinstance(h, SendHalf)]
     receives = [h for sh in shards for h in sh.halves if isinstance(h, ReceiveHalf)]
-    if not sends and not receives:
-        return []
+    send_folds = [h for sh in shards for h in sh.halves if isinstance(h, SendFold)]
+    receive_folds = [h for sh in shards for h in sh.halves if isinstance(h, ReceiveFold)]
+    if not sends and not receives and not send_folds and not receive_folds:
+        return [], []
     sends.sort(key=lambda h: h.t_ns)
     receives.sort(key=lambda h: h.t_ns)
     out: list[Hop] = []
@@ -119,13 +164,135 @@ def join(shards: list[Shard]) -> list[Hop]:
             out.append(_hop(s, r.owner))
         else:
             still.append(r)
+    # folded halves: what is left on their channels is joined by count
+    folded_steps: list[SeamStep] = []
+    pooled = {f.channel for f in send_folds} | {f.channel for f in receive_folds}
+    if pooled:
+        pool_sends = [s for s in unclaimed if id(s) not in taken and s.channel in pooled]
+        taken.update(id(s) for s in pool_sends)
+        pool_receives = [r for r in still if r.channel in pooled]
+        still = [r for r in still if r.channel not in pooled]
+        hops, folded_steps = _by_count(pool_sends, send_folds, pool_receives, receive_folds)
+        out += hops
     # 3. a message already claimed reached one more receiver (fan-out); else no sender
     for r in still:
         sender = claimed.get((r.channel, r.key))
         out.append(_hop(sender, r.owner) if sender is not None else _untraced_sender(r))
     # 4. sends nobody traced received
     out.extend(s.hop for s in unclaimed if id(s) not in taken)
-    return out
+    return out, folded_steps
+
+
+@dataclass(slots=True)
+class _Receiver:
+    """What one owner took from one channel: full receive halves and folded counts."""
+
+    count: int = 0
+    wire: int | None = None
+    first: ReceiveHalf | ReceiveFold | None = None  # for the name and transport of an untraced hop
+
+
+def _by_count(sends: list[SendHalf], send_folds: list[SendFold], receives: list[ReceiveHalf],
+              receive_folds: list[ReceiveFold]) -> tuple[list[Hop], list[SeamStep]]:
+    """Join left-over halves of channels with folded halves, per channel, by count."""
+    records: dict[str, list[SendHalf | SendFold]] = defaultdict(list)
+    for s in sends:
+        records[s.channel].append(s)
+    for f in send_folds:
+        records[f.channel].append(f)
+    takers: dict[str, dict[str, _Receiver]] = defaultdict(dict)
+    taken_by: list[ReceiveHalf | ReceiveFold] = [*receives, *receive_folds]
+    for r in taken_by:
+        got = takers[r.channel].setdefault(r.owner, _Receiver())
+        n, wire = (1, r.wire_bytes) if isinstance(r, ReceiveHalf) else (r.count, r.wire_bytes_sum)
+        got.count += n
+        if wire is not None:
+            got.wire = wire + (got.wire or 0)
+        if got.first is None or r.t_ns < got.first.t_ns:
+            got.first = r
+    hops: list[Hop] = []
+    steps: list[SeamStep] = []
+    for channel in sorted(records.keys() | takers.keys()):
+        sent = sorted(records.get(channel, ()), key=_first_ns)
+        total = sum(1 if isinstance(s, SendHalf) else s.seam_step.hops for s in sent)
+        owners = sorted(takers.get(channel, {}).items())
+        # each owner's share of every send record: its count over the count sent
+        shares = [(owner, min(1.0, got.count / total) if total else 0.0) for owner, got in owners]
+        # owners that together took no more than was sent share it out (a work queue);
+        # more than that, and each took its own copy (PUB/SUB fan-out)
+        partition = sum(share for _, share in shares) <= 1.0 + 1e-9
+        given = dict.fromkeys((o for o, _ in owners), 0)
+        done = 0  # hops of the records before this one
+        for rec in sent:
+            n = 1 if isinstance(rec, SendHalf) else rec.seam_step.hops
+            left = n
+            for owner, share in shares:
+                # cumulative rounding: each owner's total is its exact share of all sent
+                k = min(n, round(share * (done + n)) - given[owner])
+                if partition:
+                    k = min(left, k)
+                if k > 0:
+                    given[owner] += k
+                    # shared out: the next k of the record; fanned out: a copy of them all
+                    _give(rec, owner, n - left if partition else 0, k, hops, steps)
+                    if partition:
+                        left -= k
+            if partition and left > 0:  # received by nobody traced: to the fallback
+                _give(rec, None, n - left, left, hops, steps)
+            done += n
+        for owner, got in owners:  # receipts beyond what was sent: from an untraced sender
+            extra = got.count - min(got.count, total)
+            if extra and got.first is not None:
+                _untraced(got.first, got, owner, extra, hops, steps)
+    return hops, steps
+
+
+def _first_ns(rec: SendHalf | SendFold) -> int:
+    return rec.t_ns if isinstance(rec, SendHalf) else rec.seam_step.t_first_ns
+
+
+def _give(rec: SendHalf | SendFold, owner: str | None, start: int, k: int, hops: list[Hop],
+          steps: list[SeamStep]) -> None:
+    """Hops `start` to `start + k` of `rec` go to `owner` (None: the fallback destination).
+
+    A fold's sums are cut at the same places, so its parts add up to it exactly.
+    """
+    if isinstance(rec, SendHalf):
+        hops.append(rec.hop if owner is None else _hop(rec, owner))
+        return
+    st = rec.seam_step
+    dst = st.dst if owner is None else owner
+    n = st.hops
+    if k == n:
+        steps.append(st if dst == st.dst else dataclasses.replace(st, dst=dst))
+        return
+
+    def part(total: int) -> int:
+        return total * (start + k) // n - total * start // n
+
+    steps.append(dataclasses.replace(
+        st, dst=dst, hops=k, nbytes_sum=part(st.nbytes_sum),
+        wire_bytes_sum=None if st.wire_bytes_sum is None else part(st.wire_bytes_sum),
+        num_items=part(st.num_items),
+    ))
+
+
+def _untraced(r: ReceiveHalf | ReceiveFold, got: _Receiver, owner: str, extra: int,
+              hops: list[Hop], steps: list[SeamStep]) -> None:
+    """`extra` receipts of `owner` (`r` the first) that no traced sender sent: from
+    `(untraced)`, at the mean size of what the owner got."""
+    if isinstance(r, ReceiveHalf) and extra == 1 and got.count == 1:
+        hops.append(_untraced_sender(r))
+        return
+    mean = (got.wire or 0) // got.count
+    steps.append(SeamStep(
+        t_ns=r.t_ns, t_first_ns=r.t_ns if isinstance(r, ReceiveHalf) else r.t_first_ns,
+        pid=r.pid, src=UNTRACED, dst=owner, name=r.name,
+        step=None if isinstance(r, ReceiveHalf) else r.step, transport=r.transport, hops=extra,
+        nbytes_sum=mean * extra, nbytes_min=mean, nbytes_max=mean,
+        wire_bytes_sum=None if got.wire is None else mean * extra, num_items=0,
+        version_min=None, version_max=None, leaves=(),
+    ))
 
 
 def _family(h: Any) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from flowmap.model.aggregate import seam_stats
-from flowmap.model.events import SeamStep
+from flowmap.model.events import DropFold, SeamStep
 from flowmap.model.format import seam_label
 from flowmap.model.reader import Drop, Hop
 from flowmap.model.run import paused_gc
@@ -92,7 +92,8 @@ def _instances(run: Run, node_of: Callable[[str], str]) -> dict[str, list[str]]:
     out: dict[str, set[str]] = defaultdict(set)
     for owner in run.owners:
         out[node_of(owner)].add(owner)
-    for d in run.drops:
+    dropped: list[Drop | DropFold] = [*run.drops, *run.drop_folds]
+    for d in dropped:
         out[node_of(d.owner)].add(d.owner)
     return {k: sorted(out[k]) for k in sorted(out)}
 

@@ -355,6 +355,9 @@ BUILDERS = {
     tf.COUNTER: _Decoder._counter, tf.MARK: _Decoder._mark, tf.DROP: _Decoder._drop,
     tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
     tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half, tf.AGGREGATE: folded.build,
+    tf.SEND_FOLD: folded.build_send, tf.RECEIVE_FOLD: folded.build_receive,
+    tf.COUNTER_FOLD: folded.build_counter, tf.MARK_FOLD: folded.build_mark,
+    tf.DROP_FOLD: folded.build_drop,
 }
 
 

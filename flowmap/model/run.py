@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
-from flowmap.model.events import SeamStep
+from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
 from flowmap.model.fold import DETAIL_HOPS, Cut, fold_hops
-from flowmap.model.halves import join as join_halves
+from flowmap.model.halves import join_run as join_halves
 from flowmap.model.reader import (
     MAX_HEADER,
     CounterSample,
@@ -80,8 +80,9 @@ class Run:
         self.problems = problems if problems is not None else [p for s in shards for p in s.problems()]
         self.shards = shards
         self.meta = meta
-        hops = [h for s in shards for h in s.hops] + join_halves(shards)
-        folded = [st for s in shards for st in s.seam_steps]
+        joined, joined_folded = join_halves(shards)
+        hops = [h for s in shards for h in s.hops] + joined
+        folded = [st for s in shards for st in s.seam_steps] + joined_folded
         cut = _detail_cut(shards)
         if cut is not None:  # one detail window for the whole run: fold what lies past it
             past = [cut.past(h.step, h.t_ns) for h in hops]
@@ -95,6 +96,13 @@ class Run:
         )
         self.marks: list[Mark] = sorted((m for s in shards for m in s.marks), key=lambda m: m.t_ns)
         self.drops: list[Drop] = sorted((d for s in shards for d in s.drops), key=lambda d: d.t_ns)
+        # Counter samples, marks and drops that `trace --aggregate` folded per step.
+        self.counter_folds: list[CounterFold] = sorted(
+            (c for s in shards for c in s.counter_folds), key=lambda c: c.t_ns)
+        self.mark_folds: list[MarkFold] = sorted(
+            (m for s in shards for m in s.mark_folds), key=lambda m: m.t_ns)
+        self.drop_folds: list[DropFold] = sorted(
+            (d for s in shards for d in s.drop_folds), key=lambda d: d.t_ns)
         starts = [s.t0_mono_ns for s in shards]
         self.t0_ns = min(starts) if starts else 0
         # Set by `flowmap.model.projection.project`: what the figures were scaled to.

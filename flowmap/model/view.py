@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from flowmap.model.events import SeamStep
+from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
 from flowmap.model.pipeline import build_pipeline
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard
 from flowmap.model.run import paused_gc
@@ -58,6 +58,9 @@ class Events:
     marks: Sequence[Mark]
     drops: Sequence[Drop]
     seam_steps: Sequence[SeamStep] = ()  # hops folded per seam and step, past the detail window
+    counter_folds: Sequence[CounterFold] = ()  # the same for counter samples, marks and drops
+    mark_folds: Sequence[MarkFold] = ()
+    drop_folds: Sequence[DropFold] = ()
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,7 @@ def _build(run: Run) -> RunView:
         health=run.health,
         detail=_detail(run),
         events=Events(run.shards, run.hops, run.counter_samples, run.marks, run.drops,
-                      run.seam_steps),
+                      run.seam_steps, run.counter_folds, run.mark_folds, run.drop_folds),
         exit_code=run.meta.get("exit_code") if type(run.meta.get("exit_code")) is int else None,
         _run=run,
     )

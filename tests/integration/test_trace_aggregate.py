@@ -115,6 +115,7 @@ CHILD = textwrap.dedent("""
         for i in range(50 + s % 7):
             flowmap.hop("rollout/0", "trainer/0", b"x" * (10 + (s + i) % 17), name="batch",
                         items=[i, i + 1])
+            flowmap.counter("depth", i)
         s += 1
 """)
 
@@ -148,8 +149,11 @@ def test_every_completed_step_survives_sigkill(tmp_path):
                for s in shard.seam_steps}
         assert len(got) == len(shard.seam_steps)  # one record per step
         assert [h.step for h in shard.hops] == [0] * 50  # the detail window, hop by hop
+        counted = {c.step: (c.count, c.total) for c in shard.counter_folds}
         for s in acked[1:]:
             assert got.get(s) == _expected(s), f"trial {trial}: step {s}"
+            n = 50 + s % 7
+            assert counted.get(s) == (n, n * (n - 1) / 2), f"trial {trial}: step {s}"
         assert max(got) <= acked[-1] + 1  # at most the step that began at the kill
         checked += len(acked) - 1
     assert checked >= 16  # at least four folded steps checked per kill
@@ -181,6 +185,20 @@ def test_the_shipped_trainer_folded_equals_its_full_trace(tmp_path, run_cli):
     for seam in full:
         assert agg[seam] == full[seam], seam
     assert {s.step for s in seam_steps(tmp_path / "agg")} >= set(range(2, 6))
+    # what the outputs read, the queues between the driver and the ranks included
+    full_seams, agg_seams = _per_seam(str(tmp_path / "full")), _per_seam(str(tmp_path / "agg"))
+    assert len(full_seams) > len(full) and agg_seams == full_seams
+    assert _counters(str(tmp_path / "agg")) == _counters(str(tmp_path / "full"))
+    shards, _ = read_run_shards(str(tmp_path / "agg"))
+    kinds = {type(h).__name__ for sh in shards for h in sh.halves}
+    assert {"SendFold", "ReceiveFold"} <= kinds and any(sh.counter_folds for sh in shards)
+
+
+def _counters(path: str) -> dict[str, tuple[int, float, float, float, float]]:
+    import flowmap
+
+    return {name: (c.count, c.min, c.max, round(c.mean, 9), c.last)
+            for name, c in flowmap.load(path).view.counters.items()}
 
 
 def _per_seam(path: str) -> dict[tuple[str, str, str], tuple[int, int, int, float, int]]:
@@ -211,3 +229,82 @@ def test_every_verb_reads_an_aggregated_run(runs, tmp_path, run_cli):
     assert check.returncode == 0, check.stdout + check.stderr
     diff = run_cli(["diff", full, agg, "--format", "json"])
     assert diff.returncode == 0, diff.stderr
+
+
+QUEUES = textwrap.dedent("""
+    import multiprocessing as mp, sys
+    import flowmap
+
+    STEPS = 7
+
+
+    def worker(rank, tasks, shared, results, out):
+        flowmap.set_owner(f"worker/{rank}")
+        taken = 0
+        while (task := tasks.get()) != "stop":  # a queue with one reader: this worker
+            flowmap.step(task["step"])
+            while shared.get() is not None:  # a queue both workers read; one None each
+                taken += 1
+            results.put({"rank": rank, "step": task["step"], "blob": b"r" * (40 + 3 * rank)})
+        with open(out, "w") as f:
+            f.write(str(taken))
+
+
+    if __name__ == "__main__":
+        ctx = mp.get_context("fork")
+        tasks = [ctx.Queue(), ctx.Queue()]
+        shared, results = ctx.Queue(), ctx.Queue()  # results: two writers, one reader
+        procs = [ctx.Process(target=worker, args=(r, tasks[r], shared, results,
+                                                  f"{sys.argv[1]}.{r}")) for r in range(2)]
+        for p in procs:
+            p.start()
+        flowmap.set_owner("driver")
+        for s in range(STEPS):
+            flowmap.step(s)
+            for r in range(2):
+                tasks[r].put({"step": s, "weights": list(range(10 + s))})
+            for i in range(9):
+                shared.put((i, "y" * (i + s)))
+            shared.put(None)
+            shared.put(None)
+            assert sorted(results.get()["rank"] for _ in range(2)) == [0, 1]
+        for r in range(2):
+            tasks[r].put("stop")
+        for p in procs:
+            p.join()
+            assert p.exitcode == 0
+""")
+
+
+def test_queue_halves_fold_and_join_by_count(tmp_path, run_cli):
+    """Real multiprocessing queues: one reader, two writers, and one queue two workers
+    share; every process folds its halves past its detail window."""
+    (tmp_path / "queues.py").write_text(QUEUES)
+    for name, extra in (("full", []), ("agg", ["--aggregate", "--detail-steps", "2"])):
+        p = run_cli(["trace", "-o", str(tmp_path / name), *extra, str(tmp_path / "queues.py"),
+                     str(tmp_path / f"{name}.taken")], timeout=120)
+        assert p.returncode == 0, p.stderr
+    shards, _ = read_run_shards(str(tmp_path / "agg"))
+    assert len(shards) == 3 and all(
+        {type(h).__name__ for h in sh.halves} & {"SendFold", "ReceiveFold"} for sh in shards)
+    full, agg = _per_seam(str(tmp_path / "full")), _per_seam(str(tmp_path / "agg"))
+    # queues with one reader: the tasks, the stop, the results from both workers
+    exact = [(src, dst, name) for r in range(2)
+             for src, dst, name in ((f"worker/{r}", "driver", "dict"),
+                                    ("driver", f"worker/{r}", "dict"),
+                                    ("driver", f"worker/{r}", "str"))]
+    for k in exact:
+        assert k in full and agg.get(k) == full[k], k
+    # the shared queue: each worker's hops are what it counted taking, plus its 7 Nones;
+    # the bytes sent add up
+    for run, seams in (("full", full), ("agg", agg)):
+        for r in range(2):
+            taken = int((tmp_path / f"{run}.taken.{r}").read_text())
+            got = [v[0] for (src, dst, name), v in seams.items()
+                   if src == "driver" and dst == f"worker/{r}" and name in ("tuple", "NoneType")]
+            assert sum(got) == taken + 7, run
+    shared_bytes = {run: sum(v[1] for (src, _, name), v in seams.items()
+                             if src == "driver" and name in ("tuple", "NoneType"))
+                    for run, seams in (("full", full), ("agg", agg))}
+    assert shared_bytes["agg"] == shared_bytes["full"]
+    assert not any(k[1] == "(untraced)" or k[0] == "(untraced)" for k in agg)

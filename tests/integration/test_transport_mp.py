@@ -229,3 +229,23 @@ def test_an_unknown_transport_is_a_usage_error(tmp_path, run_cli):
     assert r.returncode == 2 and "ran" not in r.stdout
     assert r.stderr.strip().splitlines() == [
         "flowmap: --no-transport: unknown transport nccl; choose from dist, mp, zmq or all"]
+
+
+def test_a_queued_message_belongs_to_the_step_it_was_put_in(tmp_path, run_cli):
+    # GIVEN puts each followed at once by the next step, before the feeder thread pickles
+    script = write(tmp_path / "prog.py", '''
+        import multiprocessing as mp, flowmap
+
+        if __name__ == "__main__":
+            q = mp.get_context("fork").Queue()
+            for s in range(20):
+                flowmap.step(s)
+                q.put([s] * 1000)  # pickled later, in the queue's feeder thread
+            flowmap.step(20)
+            assert [q.get()[0] for _ in range(20)] == list(range(20))
+    ''')
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    # THEN every hop carries the step of its put, not the step its feeder thread saw
+    hops = [h for h in flowmap.load(str(tmp_path / "run")).hops if h.name == "list"]
+    assert [h.step for h in sorted(hops, key=lambda h: h.t_ns)] == list(range(20))

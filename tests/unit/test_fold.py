@@ -253,3 +253,68 @@ def test_a_long_stepless_prefix_still_leaves_the_first_steps_in_detail(tmp_path,
     assert hops == [("warmup", None)] * 10 + [("batch", 0)] * 2
     got = sorted((s.name, s.step, s.hops) for s in seam_steps(tmp_path / "run"))
     assert got == [("batch", 1, 2), ("batch", 2, 2), ("warmup", None, 20)]  # one per seam-step
+
+
+def noisy(steps: int, per_step: int) -> None:
+    """A counter sampled at every hop, a marker per hop, drops: all of them grow with hops."""
+    for s in range(steps):
+        flowmap.step(s)
+        flowmap.mark("step.begin")  # once a step: its own line even when folded
+        for i in range(per_step):
+            flowmap.hop("rollout/0", "buffer", b"x" * (10 + i), name="sample", items=[i])
+            flowmap.counter("depth", (s * 7 + i * 3) % 11 + 0.25)
+            flowmap.mark("push")
+            if i % 4 == 0:
+                flowmap.drop([i, i + 1, i + 2][: 1 + i % 3], reason="stale")
+        flowmap.counter("loss", 1.0 / (s + 1))
+
+
+def test_counters_marks_and_drops_fold_to_the_full_figures(tmp_path):
+    for name, aggregate in (("full", None), ("agg", 1)):
+        with flowmap.tracing(str(tmp_path / name), children=False, aggregate=aggregate):
+            noisy(10, 12)
+    full, agg = flowmap.load(str(tmp_path / "full")), flowmap.load(str(tmp_path / "agg"))
+    assert set(full.counters) == set(agg.counters) == {"depth", "loss"}
+    for name in full.counters:
+        f, a = full.counters[name], agg.counters[name]
+        assert (a.count, a.min, a.max, a.last, a.owners) == (f.count, f.min, f.max, f.last,
+                                                              f.owners)
+        assert a.mean == pytest.approx(f.mean, rel=1e-12)
+    # one series point per folded step, where a fold holds more than one sample
+    assert len(agg.counters["depth"].series) == 12 + 9  # step 0 in detail
+    assert len(agg.counters["loss"].series) == 10  # one sample a step: written as it was
+    shards, _ = read_run_shards(str(tmp_path / "agg"))
+    (sh,) = shards
+    marks = {(m.name, m.step): m.count for m in sh.mark_folds}
+    assert marks == {("push", s): 12 for s in range(1, 10)}
+    assert sum(1 for m in sh.marks if m.name == "step.begin") == 10
+    drops = sorted((d.step, d.count, d.num_items) for d in sh.drop_folds)
+    assert drops == [(s, 3, 1 + 2 + 3) for s in range(1, 10)]
+    assert sum(len(d.items) for d in sh.drops) == 6  # the detail window, ids and all
+    # Perfetto draws them: a marker instant per fold, a drop instant with its counts
+    from flowmap.export.perfetto import perfetto_trace
+    from flowmap.model.view import build_view
+
+    events = perfetto_trace(build_view(agg))["traceEvents"]
+    assert sum(e.get("name") == "push (x12)" for e in events) == 9
+    assert sorted(e["args"]["num_items"] for e in events if e.get("cat") == "drop") == \
+        [1, 2, 3] + [6] * 9
+    assert len([e for e in events if e.get("ph") == "C" and e["name"] == "depth"]) == 21
+
+
+def test_counters_and_marks_per_hop_keep_the_trace_within_the_seam_step_bound(tmp_path):
+    sizes = {}
+    for per_step in (10, 100):
+        run = tmp_path / f"agg{per_step}"
+        with flowmap.tracing(str(run), children=False, aggregate=1):
+            noisy(40, per_step)
+        (shard,) = [run / n for n in os.listdir(run) if n.endswith(tf.SHARD_SUFFIX)]
+        lines = open(shard, "rb").read().split(b"\n")
+        last_detail = max(i for i, line in enumerate(lines)
+                          if line.startswith((b'["h",', b'["d",')))
+        after = sum(len(line) + 1 for line in lines[last_detail + 1:])
+        # per step: one seam, one counter and one marker folded, one drop fold, and the
+        # lines that are per step anyway (the step, its marker and loss)
+        sizes[per_step] = after / 39
+        assert sizes[per_step] <= 5 * 200, sizes
+    assert sizes[100] < sizes[10] * 1.15, sizes

@@ -25,6 +25,11 @@ GOOD = {
     tf.SEND_HALF: ["x", 10, 0, 1, 0, 0, 96, [], 3, None, 2, None, 1, "digest", 120],
     tf.RECEIVE_HALF: ["y", 10, 1, 0, 2, 1, "digest", None],
     tf.AGGREGATE: ["a", 10, 0, 1, 0, 0, 3, 2, 5, 480, 64, 128, None, 9, None, 2, 4],
+    tf.SEND_FOLD: ["X", 10, 0, 1, 0, 0, 3, 2, 5, 480, 64, 128, 500, 0, None, None, 4, 1],
+    tf.RECEIVE_FOLD: ["Y", 10, 1, 0, 2, 1, None, 5, 500, 4],
+    tf.COUNTER_FOLD: ["C", 10, 0, 1, 3, 4, 10.5, 0.5, 4.0, 2.0, 4],
+    tf.MARK_FOLD: ["M", 10, 0, 1, 3, 7, 4],
+    tf.DROP_FOLD: ["D", 10, 0, 1, None, 2, 5, 4],
 }
 HOSTILE = ["x" * (tf.MAX_TEXT + 1), 10**400, -(10**400), float("nan"), float("inf"), 2**70,
            [], {}, None, True, 1.5, 999, "\ud800", [[[[]]]]]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from flowmap.model.halves import ReceiveHalf, SendHalf, join
+from flowmap.model.events import SeamStep
+from flowmap.model.halves import ReceiveFold, ReceiveHalf, SendFold, SendHalf, join, join_run
 from flowmap.model.reader import Hop, Shard
 
 
@@ -60,3 +61,94 @@ def test_fan_out_is_one_hop_per_receiver():
 
 def test_no_halves_no_hops():
     assert join([shard(1)]) == []
+
+
+# -- folded halves (`trace --aggregate`): joined by count per channel ----------------
+
+
+def send_fold(t, src, channel, hops, nbytes_sum, step=0, lo=1, hi=100, items=0):
+    st = SeamStep(t_ns=t, t_first_ns=t - 1, pid=1, src=src, dst="(untraced)", name="msg",
+                  step=step, transport="pickle", hops=hops, nbytes_sum=nbytes_sum,
+                  nbytes_min=lo, nbytes_max=hi, wire_bytes_sum=nbytes_sum, num_items=items,
+                  version_min=None, version_max=None, leaves=())
+    return SendFold(st, channel)
+
+
+def recv_fold(t, owner, channel, count, wire=None, step=0):
+    return ReceiveFold(t, t - 1, 2, owner, "got", "pickle", channel, step, count, wire)
+
+
+def figures(hops, steps):
+    """(src, dst) -> [hops, bytes, items] over kept hops and seam-steps."""
+    out: dict = {}
+    for h in hops:
+        f = out.setdefault((h.src, h.dst), [0, 0, 0])
+        f[0] += 1
+        f[1] += h.nbytes
+        f[2] += len(h.items)
+    for s in steps:
+        f = out.setdefault((s.src, s.dst), [0, 0, 0])
+        f[0] += s.hops
+        f[1] += s.nbytes_sum
+        f[2] += s.num_items
+    return out
+
+
+def test_a_channel_with_one_reader_gets_every_send_whole():
+    # two producers, one consumer (a result queue); the consumer folded, the producers partly
+    hops, steps = join_run([
+        shard(1, send(1, "rank0", "q", "k1", 7), send_fold(5, "rank0", "q", 3, 90, step=1),
+              send_fold(6, "rank1", "q", 4, 400, step=1)),
+        shard(2, recv(2, "driver", "q", "other"), recv_fold(9, "driver", "q", 7)),
+    ])
+    assert figures(hops, steps) == {("rank0", "driver"): [4, 97, 0],
+                                    ("rank1", "driver"): [4, 400, 0]}
+    # whole: each fold is the sender's record with its receiver filled in, min and max kept
+    assert sorted((s.src, s.hops, s.nbytes_min, s.nbytes_max) for s in steps) == [
+        ("rank0", 3, 1, 100), ("rank1", 4, 1, 100)]
+
+
+def test_a_shared_queue_splits_by_count_and_the_parts_add_up():
+    hops, steps = join_run([
+        shard(1, *[send_fold(10 * i, "driver", "q", 5, 1001 + i, step=i, items=5)
+                   for i in range(4)]),
+        shard(2, recv_fold(100, "worker/0", "q", 12), recv_fold(101, "worker/1", "q", 8)),
+    ])
+    got = figures(hops, steps)
+    assert got[("driver", "worker/0")][0] == 12 and got[("driver", "worker/1")][0] == 8
+    assert got[("driver", "worker/0")][1] + got[("driver", "worker/1")][1] == 4 * 1001 + 6
+    assert got[("driver", "worker/0")][2] + got[("driver", "worker/1")][2] == 20
+    assert ("driver", "(untraced)") not in got
+    # every send fold's parts add up to it, step by step
+    for i in range(4):
+        parts = [s for s in steps if s.step == i]
+        assert sum(s.hops for s in parts) == 5 and sum(s.nbytes_sum for s in parts) == 1001 + i
+
+
+def test_sends_nobody_received_go_to_the_fallback_and_extra_receipts_to_untraced():
+    hops, steps = join_run([
+        shard(1, send_fold(5, "driver", "q", 10, 1000)),
+        shard(2, recv_fold(9, "worker/0", "q", 6)),
+        shard(3, recv_fold(9, "engine", "other", 3, wire=300)),  # no traced sender at all
+    ])
+    got = figures(hops, steps)
+    assert got[("driver", "worker/0")][:2] == [6, 600]
+    assert got[("driver", "(untraced)")][:2] == [4, 400]
+    assert got[("(untraced)", "engine")][:2] == [3, 300]
+
+
+def test_fan_out_gives_every_reader_a_copy():
+    hops, steps = join_run([
+        shard(1, send_fold(5, "pub", "zmq:tcp://127.0.0.1:1", 4, 400)),
+        shard(2, recv_fold(9, "sub/0", "zmq:tcp://127.0.0.1:1", 4)),
+        shard(3, recv_fold(9, "sub/1", "zmq:tcp://127.0.0.1:1", 4)),
+    ])
+    assert figures(hops, steps) == {("pub", "sub/0"): [4, 400, 0], ("pub", "sub/1"): [4, 400, 0]}
+
+
+def test_channels_without_folds_join_as_before():
+    hops, steps = join_run([
+        shard(1, send(1, "a", "q", "k", 5), send_fold(2, "a", "r", 1, 9)),
+        shard(2, recv(3, "b", "q", "k")),
+    ])
+    assert edges(hops) == [("a", "b", 5)] and steps[0].dst == "(untraced)"

@@ -47,7 +47,9 @@ _INTERNAL_CALLERS = ("multiprocessing.resource_sharer",)
 MAX_PENDING_PUTS = 10_000
 
 _tl = threading.local()
-_pending: dict[int, list[tuple[int, str]]] = {}  # id(obj) -> [(t_ns, owner)] of puts not yet fed
+# id(obj) -> [(t_ns, owner, step)] of puts not yet fed: a message belongs to the step it was
+# put in, whenever the feeder thread gets to it
+_pending: dict[int, list[tuple[int, str, int | None]]] = {}
 _installed: set[str] = set()
 _real_pickler: Any = None
 
@@ -125,7 +127,7 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
     def flowmap_put(self: Any, obj: Any, *args: Any, **kwargs: Any) -> Any:
         if state.tracer is None:
             return put(self, obj, *args, **kwargs)
-        entry = (record.now_ns(), current_owner())
+        entry = (record.now_ns(), current_owner(), _step())
         if len(_pending) >= MAX_PENDING_PUTS:
             _pending.clear()
         _pending.setdefault(id(obj), []).append(entry)
@@ -138,7 +140,7 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_put
 
 
-def _forget(key: int, entry: tuple[int, str]) -> None:
+def _forget(key: int, entry: tuple[int, str, int | None]) -> None:
     entries = _pending.get(key)
     if entries and entry in entries:
         entries.remove(entry)
@@ -179,12 +181,12 @@ def _fed(send_bytes: Callable[[Any], Any], writer: Any) -> Callable[[Any], Any]:
         if state.tracer is not None and pickled is buf:
             entries = _pending.get(id(obj))
             if entries:
-                t_ns, owner = entries.pop(0)
+                t_ns, owner, step = entries.pop(0)
                 if not entries:
                     _pending.pop(id(obj), None)
             else:
-                t_ns, owner = record.now_ns(), state.default_owner
-            _record_send(owner, obj, buf, channel, t_ns)
+                t_ns, owner, step = record.now_ns(), state.default_owner, _step()
+            _record_send(owner, obj, buf, channel, t_ns, step)
         return out
 
     return flowmap_send_bytes
@@ -205,20 +207,21 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
         finally:
             _tl.seen = outer
         if seen.buf is not None:
-            _record_send(current_owner(), obj, seen.buf, _channel(conn_of(self)), t_ns)
+            _record_send(current_owner(), obj, seen.buf, _channel(conn_of(self)), t_ns, _step())
         return out
 
     return flowmap_send
 
 
-def _record_send(owner: str, obj: Any, buf: Any, channel: str, t_ns: int) -> None:
+def _record_send(owner: str, obj: Any, buf: Any, channel: str, t_ns: int,
+                 step: int | None) -> None:
     try:
         key, wire = record.key_of(buf)
         d = describe(obj)
         shm = _has_tensors(d) and _torch_shares_tensors()
         record.send_half(owner, record.UNTRACED, type(obj).__name__, d,
                          d.nbytes if shm else wire, "shm" if shm else "pickle", channel, key,
-                         wire, t_ns)
+                         wire, t_ns, step)
     except Exception as exc:
         record.error(exc)
 
@@ -250,6 +253,15 @@ def _wrap_get(get: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Callabl
 
 
 # -- helpers ---------------------------------------------------------------------------
+def _step() -> int | None:
+    """The step of this process's tracer now (a put's, before its feeder thread runs)."""
+    try:
+        step = getattr(state.tracer, "step", None)
+        return step if type(step) is int else None
+    except Exception:  # never into the user's put
+        return None
+
+
 def _channel(conn: Any) -> str:
     """A name for the pipe under `conn` that every process holding it agrees on."""
     try:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from flowmap.capture.describe import Description
 
 UNTRACED = "(untraced)"
+NOW = object()  # `send_half(step=)` not given: the process's step when it is recorded
 
 
 def describe(payload: Any) -> Description:
@@ -101,15 +102,15 @@ def _t_us(t: Tracer, t_ns: int) -> int:
 
 
 def _hop_fields(t: Tracer, src: str, dst: str, name: str, d: Description, nbytes: int,
-                transport: str) -> str:
+                transport: str, step: int | None) -> str:
     """The fields a hop and a send half share, after the time (lock held)."""
     ids = t.storage_ids
     storages = ",".join([str(ids[k] if k in ids else t._storage_id(k)) for k in d.storages])
     names = t.seam_ids.get((src, dst, name))
     if names is None:
         names = t.seam_ids[(src, dst, name)] = f"{t._sid(src)},{t._sid(dst)},{t._sid(name)}"
-    step = "null" if t.step is None else str(int(t.step))
-    return (f"{names},{t._schema_id(d.leaves)},{int(nbytes)},[{storages}],{step},null,"
+    return (f"{names},{t._schema_id(d.leaves)},{int(nbytes)},[{storages}],"
+            f"{'null' if step is None else int(step)},null,"
             f"{t._sid(transport)},null")
 
 
@@ -132,20 +133,38 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
     ):
         return  # folded (`trace --aggregate`, past the detail window)
     _write(lambda t: f'["{tf.HOP}",{_t_us(t, t_ns)},'
-                     f'{_hop_fields(t, src, dst, name, d, nbytes, transport)}]')
+                     f'{_hop_fields(t, src, dst, name, d, nbytes, transport, t.step)}]')
 
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
-              channel: str, key: str, wire: int | None, t_ns: int) -> None:
-    """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it."""
+              channel: str, key: str, wire: int | None, t_ns: int, step: Any = NOW) -> None:
+    """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it.
+
+    `step` is the step the message was sent in (a queue's feeder thread records it
+    later, when the sender may be in the next step); by default the process's step now.
+    """
+    t = tracer()
+    if t is None:
+        return
+    if step is NOW:
+        step = t.step
+    if t.fold is not None and t.fold.send_half(
+        src, fallback, name, d, nbytes, transport, channel, wire, _t_us(t, t_ns), step
+    ):
+        return  # folded (`trace --aggregate`, past the detail window)
     _write(lambda t: f'["{tf.SEND_HALF}",{_t_us(t, t_ns)},'
-                     f'{_hop_fields(t, src, fallback, name, d, nbytes, transport)},'
+                     f'{_hop_fields(t, src, fallback, name, d, nbytes, transport, step)},'
                      f'{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
                  wire: int | None, t_ns: int) -> None:
     """The receiver's half: who got the message with `key` on `channel`."""
+    t = tracer()
+    if t is not None and t.fold is not None and t.fold.receive_half(
+        owner, name, transport, channel, wire, _t_us(t, t_ns)
+    ):
+        return
     _write(lambda t: f'["{tf.RECEIVE_HALF}",{_t_us(t, t_ns)},{t._sid(owner)},{t._sid(name)},'
                      f'{t._sid(transport)},{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
 
