@@ -70,3 +70,22 @@ def test_importing_torch_arms_the_transports_without_the_describers(tmp_path) ->
     assert got == {"flowmap.integrations.transports.dist": True,
                    "flowmap.integrations.transports.mp": True,
                    "flowmap.capture.describers": False}
+
+
+def test_multiprocessings_resource_tracker_is_not_traced(tmp_path) -> None:
+    # GIVEN a traced child that starts the resource tracker (every spawn or semaphore does)
+    got = _child(tmp_path, """
+        import json
+        from multiprocessing import resource_tracker
+        import flowmap
+
+        resource_tracker.ensure_running()
+        flowmap.hop("child", "main", [1, 2], name="n")
+        print(json.dumps({"tracker": resource_tracker._resource_tracker._pid}))
+    """)
+    # THEN the tracker, which never runs the program's code, leaves no shard and no cost;
+    # the child that started it has its own
+    tracker = got["tracker"]
+    assert isinstance(tracker, int) and tracker > 0
+    shards = shard_paths(str(tmp_path / "run"))
+    assert len(shards) == 1 and f"-{tracker}-" not in os.path.basename(shards[0])

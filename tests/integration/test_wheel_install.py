@@ -119,7 +119,7 @@ def test_a_spawned_child_is_traced_after_a_regular_install(installed, tmp_path):
     assert set(by_name) == {"from_child", "done"}
     assert by_name["from_child"].nbytes == 1234
     assert by_name["from_child"].pid != by_name["done"].pid
-    # the child's own shard (multiprocessing's resource tracker leaves a third, hop-less one)
+    # the child's own shard
     child_pid = by_name["from_child"].pid
     assert len(list((tmp_path / "run").glob(f"*-{child_pid}-*.flowmap.jsonl"))) == 1
 

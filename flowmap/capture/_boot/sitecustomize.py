@@ -25,13 +25,24 @@ def _chain_original() -> None:
         spec.loader.exec_module(module)
 
 
+# Helper processes that Python starts and that never run the program's code: tracing
+# them would cost their start-up and leave an empty shard in the run.
+_HELPERS = ("from multiprocessing.resource_tracker import main",)
+
+
 def _start() -> None:
     run_dir = os.environ.get("FLOWMAP_RUN_DIR")
-    if not run_dir:
+    if not run_dir or _helper():
         return
     session = _import_flowmap("flowmap.capture.session")
     if session is not None and session.start(run_dir, _process_name()) is not None:
         _instrument()
+
+
+def _helper() -> bool:
+    """Whether this process is one of `_HELPERS` (`python -c '<one of them>;main(fd)'`)."""
+    argv = getattr(sys, "orig_argv", ())
+    return len(argv) >= 3 and argv[-2] == "-c" and argv[-1].startswith(_HELPERS)
 
 
 def _import_flowmap(name: str) -> ModuleType | None:
@@ -68,7 +79,7 @@ def _instrument() -> None:
 
 def _discover() -> None:
     """A child of `flowmap discover` (FLOWMAP_DISCOVER names its dir): watch it too."""
-    if not os.environ.get("FLOWMAP_DISCOVER"):
+    if not os.environ.get("FLOWMAP_DISCOVER") or _helper():
         return
     discover = _import_flowmap("flowmap.discover.process")
     if discover is not None:
