@@ -41,7 +41,7 @@ def _start() -> None:
 
 def _helper() -> bool:
     """Whether this process is one of `_HELPERS` (`python -c '<one of them>;main(fd)'`)."""
-    argv = getattr(sys, "orig_argv", ())
+    argv: list[str] = getattr(sys, "orig_argv", [])
     return len(argv) >= 3 and argv[-2] == "-c" and argv[-1].startswith(_HELPERS)
 
 
