@@ -55,7 +55,8 @@ def _detail(view: RunView) -> dict[str, Any]:
     d = view.detail
     return {"hops": d.hops, "folded_hops": d.folded_hops, "steps": len(d.steps),
             "first_step": d.steps[0] if d.steps else None,
-            "last_step": d.steps[-1] if d.steps else None, "note": d.note}
+            "last_step": d.steps[-1] if d.steps else None,
+            "shared_channels": list(d.shared_channels), "note": d.note}
 
 
 def leaf_dict(leaf: LeafStats) -> dict[str, Any]:

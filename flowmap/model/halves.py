@@ -111,20 +111,29 @@ def decode(ev: list[Any], t_ns: int, pid: int, s: Callable[[int], str],
     return ReceiveHalf(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), s(ev[5]), str(ev[6]), ev[7])
 
 
+@dataclass(slots=True)
+class Joined:
+    """What the halves of a run make: hops, and seam-steps where halves were folded."""
+
+    hops: list[Hop]
+    seam_steps: list[SeamStep]
+    shared: list[str]  # channels several owners read, whose folded sends were shared out
+
+
 def join(shards: list[Shard]) -> list[Hop]:
     """Every half of every shard, as hops (unsorted); folded halves are left out (see
     `join_run`)."""
-    return join_run(shards)[0]
+    return join_run(shards).hops
 
 
-def join_run(shards: list[Shard]) -> tuple[list[Hop], list[SeamStep]]:
+def join_run(shards: list[Shard]) -> Joined:
     """Every half of every shard, as hops and, where halves were folded, seam-steps."""
     sends = [h for sh in shards for h in sh.halves if isinstance(h, SendHalf)]
     receives = [h for sh in shards for h in sh.halves if isinstance(h, ReceiveHalf)]
     send_folds = [h for sh in shards for h in sh.halves if isinstance(h, SendFold)]
     receive_folds = [h for sh in shards for h in sh.halves if isinstance(h, ReceiveFold)]
     if not sends and not receives and not send_folds and not receive_folds:
-        return [], []
+        return Joined([], [], [])
     sends.sort(key=lambda h: h.t_ns)
     receives.sort(key=lambda h: h.t_ns)
     out: list[Hop] = []
@@ -166,13 +175,15 @@ def join_run(shards: list[Shard]) -> tuple[list[Hop], list[SeamStep]]:
             still.append(r)
     # folded halves: what is left on their channels is joined by count
     folded_steps: list[SeamStep] = []
+    shared: list[str] = []
     pooled = {f.channel for f in send_folds} | {f.channel for f in receive_folds}
     if pooled:
         pool_sends = [s for s in unclaimed if id(s) not in taken and s.channel in pooled]
         taken.update(id(s) for s in pool_sends)
         pool_receives = [r for r in still if r.channel in pooled]
         still = [r for r in still if r.channel not in pooled]
-        hops, folded_steps = _by_count(pool_sends, send_folds, pool_receives, receive_folds)
+        hops, folded_steps, shared = _by_count(pool_sends, send_folds, pool_receives,
+                                               receive_folds)
         out += hops
     # 3. a message already claimed reached one more receiver (fan-out); else no sender
     for r in still:
@@ -180,7 +191,7 @@ def join_run(shards: list[Shard]) -> tuple[list[Hop], list[SeamStep]]:
         out.append(_hop(sender, r.owner) if sender is not None else _untraced_sender(r))
     # 4. sends nobody traced received
     out.extend(s.hop for s in unclaimed if id(s) not in taken)
-    return out, folded_steps
+    return Joined(out, folded_steps, shared)
 
 
 @dataclass(slots=True)
@@ -193,8 +204,9 @@ class _Receiver:
 
 
 def _by_count(sends: list[SendHalf], send_folds: list[SendFold], receives: list[ReceiveHalf],
-              receive_folds: list[ReceiveFold]) -> tuple[list[Hop], list[SeamStep]]:
-    """Join left-over halves of channels with folded halves, per channel, by count."""
+              receive_folds: list[ReceiveFold]) -> tuple[list[Hop], list[SeamStep], list[str]]:
+    """Join left-over halves of channels with folded halves, per channel, by count; also
+    the channels whose sends were shared out among several owners."""
     records: dict[str, list[SendHalf | SendFold]] = defaultdict(list)
     for s in sends:
         records[s.channel].append(s)
@@ -212,6 +224,7 @@ def _by_count(sends: list[SendHalf], send_folds: list[SendFold], receives: list[
             got.first = r
     hops: list[Hop] = []
     steps: list[SeamStep] = []
+    shared: list[str] = []
     for channel in sorted(records.keys() | takers.keys()):
         sent = sorted(records.get(channel, ()), key=_first_ns)
         total = sum(1 if isinstance(s, SendHalf) else s.seam_step.hops for s in sent)
@@ -221,6 +234,8 @@ def _by_count(sends: list[SendHalf], send_folds: list[SendFold], receives: list[
         # owners that together took no more than was sent share it out (a work queue);
         # more than that, and each took its own copy (PUB/SUB fan-out)
         partition = sum(share for _, share in shares) <= 1.0 + 1e-9
+        if partition and len(owners) > 1 and total:
+            shared.append(channel)
         given = dict.fromkeys((o for o, _ in owners), 0)
         done = 0  # hops of the records before this one
         for rec in sent:
@@ -244,7 +259,7 @@ def _by_count(sends: list[SendHalf], send_folds: list[SendFold], receives: list[
             extra = got.count - min(got.count, total)
             if extra and got.first is not None:
                 _untraced(got.first, got, owner, extra, hops, steps)
-    return hops, steps
+    return hops, steps, shared
 
 
 def _first_ns(rec: SendHalf | SendFold) -> int:

@@ -80,9 +80,11 @@ class Run:
         self.problems = problems if problems is not None else [p for s in shards for p in s.problems()]
         self.shards = shards
         self.meta = meta
-        joined, joined_folded = join_halves(shards)
-        hops = [h for s in shards for h in s.hops] + joined
-        folded = [st for s in shards for st in s.seam_steps] + joined_folded
+        joined = join_halves(shards)
+        hops = [h for s in shards for h in s.hops] + joined.hops
+        folded = [st for s in shards for st in s.seam_steps] + joined.seam_steps
+        # Channels several owners read whose folded sends were shared out by count.
+        self.shared_channels: list[str] = joined.shared
         cut = _detail_cut(shards)
         if cut is not None:  # one detail window for the whole run: fold what lies past it
             past = [cut.past(h.step, h.t_ns) for h in hops]

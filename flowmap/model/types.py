@@ -187,6 +187,9 @@ class Detail:
     folded_hops: int
     steps: tuple[int, ...]  # steps every hop of which was kept
     num_steps: int  # the "per step" denominator of figures read from kept hops: at least 1
+    # Queues several owners read, whose folded messages were shared out among them by
+    # count (`model/halves.py`): hops per reader exact, bytes apportioned.
+    shared_channels: tuple[str, ...] = ()
 
     @property
     def note(self) -> str:
@@ -194,9 +197,14 @@ class Detail:
         if not self.folded:
             return ""
         span = f", steps {self.steps[0]}..{self.steps[-1]}" if self.steps else ""
+        shared = ""
+        if self.shared_channels:
+            n = len(self.shared_channels)
+            shared = (f"; {n} queue{'s' if n > 1 else ''} read by several owners: their folded "
+                      f"messages are shared out by count, bytes per reader apportioned")
         return (f"detail window: {self.hops:,} of {self.hops + self.folded_hops:,} hops kept"
                 f"{span}; findings that follow one payload or item read only these, "
-                f"per-seam figures count every hop")
+                f"per-seam figures count every hop{shared}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,4 +168,5 @@ def _detail(run: Run) -> Detail:
         return Detail(False, len(run.hops), 0, tuple(run.steps), run.num_steps)
     kept = {h.step for h in run.hops if h.step is not None}
     steps = tuple(sorted(kept.difference(st.step for st in run.seam_steps)))
-    return Detail(True, len(run.hops), folded_hops, steps, max(1, len(steps)))
+    return Detail(True, len(run.hops), folded_hops, steps, max(1, len(steps)),
+                  tuple(run.shared_channels))

@@ -308,3 +308,7 @@ def test_queue_halves_fold_and_join_by_count(tmp_path, run_cli):
                     for run, seams in (("full", full), ("agg", agg))}
     assert shared_bytes["agg"] == shared_bytes["full"]
     assert not any(k[1] == "(untraced)" or k[0] == "(untraced)" for k in agg)
+    # the outputs say which queue's figures were shared out, and only that one
+    doc = json.loads(run_cli(["report", str(tmp_path / "agg"), "--json"]).stdout)
+    (channel,) = doc["detail"]["shared_channels"]
+    assert channel.startswith("mp:") and "1 queue read by several owners" in doc["detail"]["note"]

@@ -78,6 +78,11 @@ def recv_fold(t, owner, channel, count, wire=None, step=0):
     return ReceiveFold(t, t - 1, 2, owner, "got", "pickle", channel, step, count, wire)
 
 
+def run_join(shards):
+    joined = join_run(shards)
+    return joined.hops, joined.seam_steps
+
+
 def figures(hops, steps):
     """(src, dst) -> [hops, bytes, items] over kept hops and seam-steps."""
     out: dict = {}
@@ -96,7 +101,7 @@ def figures(hops, steps):
 
 def test_a_channel_with_one_reader_gets_every_send_whole():
     # two producers, one consumer (a result queue); the consumer folded, the producers partly
-    hops, steps = join_run([
+    hops, steps = run_join([
         shard(1, send(1, "rank0", "q", "k1", 7), send_fold(5, "rank0", "q", 3, 90, step=1),
               send_fold(6, "rank1", "q", 4, 400, step=1)),
         shard(2, recv(2, "driver", "q", "other"), recv_fold(9, "driver", "q", 7)),
@@ -109,7 +114,7 @@ def test_a_channel_with_one_reader_gets_every_send_whole():
 
 
 def test_a_shared_queue_splits_by_count_and_the_parts_add_up():
-    hops, steps = join_run([
+    hops, steps = run_join([
         shard(1, *[send_fold(10 * i, "driver", "q", 5, 1001 + i, step=i, items=5)
                    for i in range(4)]),
         shard(2, recv_fold(100, "worker/0", "q", 12), recv_fold(101, "worker/1", "q", 8)),
@@ -119,6 +124,9 @@ def test_a_shared_queue_splits_by_count_and_the_parts_add_up():
     assert got[("driver", "worker/0")][1] + got[("driver", "worker/1")][1] == 4 * 1001 + 6
     assert got[("driver", "worker/0")][2] + got[("driver", "worker/1")][2] == 20
     assert ("driver", "(untraced)") not in got
+    assert join_run([shard(1, send_fold(1, "a", "q", 5, 10)),
+                     shard(2, recv_fold(2, "w0", "q", 2), recv_fold(2, "w1", "q", 3))]
+                    ).shared == ["q"]  # the outputs say which figures were shared out
     # every send fold's parts add up to it, step by step
     for i in range(4):
         parts = [s for s in steps if s.step == i]
@@ -126,7 +134,7 @@ def test_a_shared_queue_splits_by_count_and_the_parts_add_up():
 
 
 def test_sends_nobody_received_go_to_the_fallback_and_extra_receipts_to_untraced():
-    hops, steps = join_run([
+    hops, steps = run_join([
         shard(1, send_fold(5, "driver", "q", 10, 1000)),
         shard(2, recv_fold(9, "worker/0", "q", 6)),
         shard(3, recv_fold(9, "engine", "other", 3, wire=300)),  # no traced sender at all
@@ -138,7 +146,7 @@ def test_sends_nobody_received_go_to_the_fallback_and_extra_receipts_to_untraced
 
 
 def test_fan_out_gives_every_reader_a_copy():
-    hops, steps = join_run([
+    hops, steps = run_join([
         shard(1, send_fold(5, "pub", "zmq:tcp://127.0.0.1:1", 4, 400)),
         shard(2, recv_fold(9, "sub/0", "zmq:tcp://127.0.0.1:1", 4)),
         shard(3, recv_fold(9, "sub/1", "zmq:tcp://127.0.0.1:1", 4)),
@@ -147,8 +155,10 @@ def test_fan_out_gives_every_reader_a_copy():
 
 
 def test_channels_without_folds_join_as_before():
-    hops, steps = join_run([
+    hops, steps = run_join([
         shard(1, send(1, "a", "q", "k", 5), send_fold(2, "a", "r", 1, 9)),
         shard(2, recv(3, "b", "q", "k")),
     ])
     assert edges(hops) == [("a", "b", 5)] and steps[0].dst == "(untraced)"
+    assert not join_run([shard(1, send_fold(2, "a", "r", 4, 9)),
+                         shard(2, recv_fold(3, "b", "r", 4))]).shared  # one reader: exact
