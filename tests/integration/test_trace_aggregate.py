@@ -312,3 +312,48 @@ def test_queue_halves_fold_and_join_by_count(tmp_path, run_cli):
     doc = json.loads(run_cli(["report", str(tmp_path / "agg"), "--json"]).stdout)
     (channel,) = doc["detail"]["shared_channels"]
     assert channel.startswith("mp:") and "1 queue read by several owners" in doc["detail"]["note"]
+
+
+RANKS = textwrap.dedent("""
+    import torch
+    import torch.distributed as dist
+    import flowmap
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    for s in range(6):
+        flowmap.step(s)
+        grads = torch.ones(100 + 10 * s)
+        dist.all_reduce(grads)  # a collective: both ends known, folded as a hop
+        n = 16 + 8 * ((s + rank) % 3)
+        if rank == 0:  # p2p: a send half and a receive half, joined by their pair's channel
+            dist.send(torch.ones(n, dtype=torch.float64), dst=1)
+            dist.recv(torch.zeros(16 + 8 * ((s + 1) % 3), dtype=torch.float64), src=1)
+        else:
+            dist.recv(torch.zeros(16 + 8 * (s % 3), dtype=torch.float64), src=0)
+            dist.send(torch.ones(n, dtype=torch.float64), dst=0)
+    dist.destroy_process_group()
+""")
+
+
+@pytest.mark.slow
+def test_torch_distributed_ranks_folded_equal_the_full_trace(tmp_path, run_cli):
+    """Two gloo ranks under torchrun: collectives and p2p halves, folded past one step."""
+    import socket
+
+    (tmp_path / "ranks.py").write_text(RANKS)
+    for name, extra in (("full", []), ("agg", ["--aggregate", "--detail-steps", "1"])):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        p = run_cli(["trace", "-o", str(tmp_path / name), *extra, "-m", "torch.distributed.run",
+                     "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port",
+                     str(port), str(tmp_path / "ranks.py")], cwd=str(tmp_path), timeout=240,
+                    env={"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"})
+        assert p.returncode == 0, p.stderr[-3000:]
+    shards, _ = read_run_shards(str(tmp_path / "agg"))
+    ranks = [sh for sh in shards if sh.seam_steps]
+    assert len(ranks) == 2 and all(any(type(h).__name__ == "SendFold" for h in sh.halves)
+                                   for sh in ranks)
+    full, agg = _per_seam(str(tmp_path / "full")), _per_seam(str(tmp_path / "agg"))
+    assert {k[2] for k in full} >= {"all_reduce", "send"} and agg == full
