@@ -12,7 +12,8 @@ here, after every shard is read:
    endpoints is `zmq`), left-over halves keyed by digests (not sequence
    numbers) are matched by key within the channel's family (`mp`, `zmq`);
 3. a receive half whose message was already claimed is a fan-out (PUB/SUB):
-   one more hop from the same sender;
+   one more hop from the same sender (claimed on its channel, or by key within
+   the family when the sender was on several endpoints);
 4. a send half still unclaimed is a hop to its fallback destination (the
    receiver was not traced); a receive half with no sender is a hop from
    `(untraced)` carrying the bytes it got.
@@ -169,26 +170,38 @@ def join_run(shards: list[Shard]) -> Joined:
         if queue:
             s = queue.popleft()
             taken.add(id(s))
-            claimed[(r.channel, r.key)] = s
+            claimed[(r.channel, r.key)] = claimed[(_family(r), r.key)] = s
             out.append(_hop(s, r.owner))
         else:
             still.append(r)
+    # 3. a message already claimed reached one more receiver (fan-out)
+    unsent: list[ReceiveHalf] = []
+    for r in still:
+        sender = claimed.get((r.channel, r.key))
+        if sender is None and _digest_keyed(r):  # a socket on several endpoints fanned out
+            sender = claimed.get((_family(r), r.key))
+        if sender is not None:
+            out.append(_hop(sender, r.owner))
+        else:
+            unsent.append(r)
     # folded halves: what is left on their channels is joined by count
     folded_steps: list[SeamStep] = []
     shared: list[str] = []
     pooled = {f.channel for f in send_folds} | {f.channel for f in receive_folds}
     if pooled:
+        # a folded side that names no single channel (a socket on two endpoints: `zmq`)
+        # pools every channel of its family
+        bare = {c for c in pooled if c == _family_name(c) and c not in SEQUENCED}
+        pooled |= {h.channel for h in [*unclaimed, *unsent] if _family(h) in bare}
         pool_sends = [s for s in unclaimed if id(s) not in taken and s.channel in pooled]
         taken.update(id(s) for s in pool_sends)
-        pool_receives = [r for r in still if r.channel in pooled]
-        still = [r for r in still if r.channel not in pooled]
+        pool_receives = [r for r in unsent if r.channel in pooled]
+        unsent = [r for r in unsent if r.channel not in pooled]
         hops, folded_steps, shared = _by_count(pool_sends, send_folds, pool_receives,
                                                receive_folds)
         out += hops
-    # 3. a message already claimed reached one more receiver (fan-out); else no sender
-    for r in still:
-        sender = claimed.get((r.channel, r.key))
-        out.append(_hop(sender, r.owner) if sender is not None else _untraced_sender(r))
+    # a receive half no traced sender sent
+    out.extend(_untraced_sender(r) for r in unsent)
     # 4. sends nobody traced received
     out.extend(s.hop for s in unclaimed if id(s) not in taken)
     return Joined(out, folded_steps, shared)
@@ -222,6 +235,7 @@ def _by_count(sends: list[SendHalf], send_folds: list[SendFold], receives: list[
             got.wire = wire + (got.wire or 0)
         if got.first is None or r.t_ns < got.first.t_ns:
             got.first = r
+    _pool_families(records, takers)
     hops: list[Hop] = []
     steps: list[SeamStep] = []
     shared: list[str] = []
@@ -260,6 +274,38 @@ def _by_count(sends: list[SendHalf], send_folds: list[SendFold], receives: list[
             if extra and got.first is not None:
                 _untraced(got.first, got, owner, extra, hops, steps)
     return hops, steps, shared
+
+
+def _pool_families(records: dict[str, list[SendHalf | SendFold]],
+                   takers: dict[str, dict[str, _Receiver]]) -> None:
+    """Put a side that names only its family (`zmq`: a socket bound or connected to
+    several endpoints) together with the channels of that family that lack that side,
+    so that its messages are shared or fanned out among all of their readers."""
+    for bare in sorted(c for c in records.keys() | takers.keys()
+                       if c == _family_name(c) and c not in SEQUENCED):
+        if bare in records and bare not in takers:
+            for c in [c for c in takers if c != bare and _family_name(c) == bare
+                      and c not in records]:
+                into = takers[bare]
+                for owner, got in takers.pop(c).items():
+                    _add_receiver(into.setdefault(owner, _Receiver()), got)
+        elif bare in takers and bare not in records:
+            for c in [c for c in records if c != bare and _family_name(c) == bare
+                      and c not in takers]:
+                records[bare] += records.pop(c)
+                records[bare].sort(key=_first_ns)
+
+
+def _add_receiver(into: _Receiver, got: _Receiver) -> None:
+    into.count += got.count
+    if got.wire is not None:
+        into.wire = got.wire + (into.wire or 0)
+    if into.first is None or (got.first is not None and got.first.t_ns < into.first.t_ns):
+        into.first = got.first
+
+
+def _family_name(channel: str) -> str:
+    return channel.split(":", 1)[0]
 
 
 def _first_ns(rec: SendHalf | SendFold) -> int:
@@ -311,7 +357,7 @@ def _untraced(r: ReceiveHalf | ReceiveFold, got: _Receiver, owner: str, extra: i
 
 
 def _family(h: Any) -> str:
-    return str(h.channel.split(":", 1)[0])
+    return _family_name(h.channel)
 
 
 def _digest_keyed(h: Any) -> bool:

@@ -357,3 +357,57 @@ def test_torch_distributed_ranks_folded_equal_the_full_trace(tmp_path, run_cli):
                                    for sh in ranks)
     full, agg = _per_seam(str(tmp_path / "full")), _per_seam(str(tmp_path / "agg"))
     assert {k[2] for k in full} >= {"all_reduce", "send"} and agg == full
+
+
+SOCKETS = textwrap.dedent("""
+    import sys, time, zmq, flowmap
+    where = sys.argv[1]
+    ctx = zmq.Context()
+    pub = ctx.socket(zmq.PUB)  # on two endpoints: its halves name only `zmq`
+    pub.bind(f"ipc://{where}/a")
+    pub.bind(f"ipc://{where}/b")
+    subs = []
+    for end in ("a", "b"):
+        s = ctx.socket(zmq.SUB); s.connect(f"ipc://{where}/{end}"); s.subscribe(b"")
+        subs.append(s)
+    push, pull = ctx.socket(zmq.PUSH), ctx.socket(zmq.PULL)
+    push.bind(f"ipc://{where}/c"); pull.connect(f"ipc://{where}/c")
+    time.sleep(0.5)  # let the subscriptions reach the publisher
+    for step in range(6):
+        flowmap.step(step)
+        for i in range(3):
+            with flowmap.owner("weights"):
+                pub.send_multipart([b"v%d" % step, b"w" * (1000 + 100 * i + step)])
+            with flowmap.owner("driver"):
+                push.send_pyobj({"step": step, "prompt": list(range(10 + i))})
+        for k, s in enumerate(subs):
+            with flowmap.owner(f"rollout/{k}"):
+                for i in range(3):
+                    s.recv_multipart()
+        with flowmap.owner("engine"):
+            for i in range(3):
+                pull.recv_pyobj()
+    for s in (pub, push, pull, *subs):
+        s.close()
+    ctx.term()
+""")
+
+
+def test_zmq_halves_fold_and_join_by_count(tmp_path, run_cli):
+    """PUB on two endpoints (fanned out to a SUB on each) and PUSH/PULL, past one step."""
+    pytest.importorskip("zmq")
+    (tmp_path / "sockets.py").write_text(SOCKETS)
+    for name, extra in (("full", []), ("agg", ["--aggregate", "--detail-steps", "1"])):
+        where = tmp_path / f"ipc-{name}"
+        where.mkdir()
+        p = run_cli(["trace", "-o", str(tmp_path / name), *extra, str(tmp_path / "sockets.py"),
+                     str(where)], cwd=str(tmp_path), timeout=120)
+        assert p.returncode == 0, p.stderr[-3000:]
+    shards, _ = read_run_shards(str(tmp_path / "agg"))
+    assert {type(h).__name__ for sh in shards for h in sh.halves} >= {"SendFold", "ReceiveFold"}
+    full, agg = ({(src, dst, name.replace(str(tmp_path / f"ipc-{run}"), "IPC")): v
+                  for (src, dst, name), v in _per_seam(str(tmp_path / run)).items()}
+                 for run in ("full", "agg"))
+    assert {(k[0], k[1]) for k in full} == {("weights", "rollout/0"), ("weights", "rollout/1"),
+                                            ("driver", "engine")}
+    assert agg == full

@@ -162,3 +162,34 @@ def test_channels_without_folds_join_as_before():
     assert edges(hops) == [("a", "b", 5)] and steps[0].dst == "(untraced)"
     assert not join_run([shard(1, send_fold(2, "a", "r", 4, 9)),
                          shard(2, recv_fold(3, "b", "r", 4))]).shared  # one reader: exact
+
+
+def test_a_socket_on_several_endpoints_pools_its_family():
+    # a PUB bound to two endpoints names only `zmq`; each SUB names the endpoint it is on
+    hops, steps = run_join([
+        shard(1, send_fold(5, "pub", "zmq", 4, 400)),
+        shard(2, recv_fold(9, "sub/0", "zmq:ipc:/a", 4)),
+        shard(3, recv_fold(9, "sub/1", "zmq:ipc:/b", 3), recv(10, "sub/1", "zmq:ipc:/b", "k")),
+    ])
+    assert figures(hops, steps) == {("pub", "sub/0"): [4, 400, 0], ("pub", "sub/1"): [4, 400, 0]}
+    # a PUSH bound to two endpoints: its messages shared out between the two PULLs
+    hops, steps = run_join([
+        shard(1, send_fold(5, "push", "zmq", 10, 1000)),
+        shard(2, recv_fold(9, "pull/0", "zmq:tcp:5555", 6)),
+        shard(3, recv_fold(9, "pull/1", "zmq:tcp:5556", 4)),
+    ])
+    assert figures(hops, steps) == {("push", "pull/0"): [6, 600, 0], ("push", "pull/1"): [4, 400, 0]}
+    # a PULL connected to two endpoints names only `zmq`: both senders' messages reach it
+    hops, steps = run_join([
+        shard(1, send_fold(5, "push/0", "zmq:tcp:5555", 3, 30)),
+        shard(2, send_fold(6, "push/1", "zmq:tcp:5556", 2, 20)),
+        shard(3, recv_fold(9, "pull", "zmq", 5)),
+    ])
+    assert figures(hops, steps) == {("push/0", "pull"): [3, 30, 0], ("push/1", "pull"): [2, 20, 0]}
+
+
+def test_a_publisher_on_two_endpoints_fans_out_to_both():
+    # the PUB names only `zmq`; its message reaches a SUB on each endpoint
+    hops = join([shard(1, send(1, "pub", "zmq", "k", 30)),
+                 shard(2, recv(2, "sub/0", "zmq:ipc:/a", "k"), recv(3, "sub/1", "zmq:ipc:/b", "k"))])
+    assert edges(hops) == [("pub", "sub/0", 30), ("pub", "sub/1", 30)]
