@@ -192,7 +192,8 @@ def join_run(shards: list[Shard]) -> Joined:
         # a folded side that names no single channel (a socket on two endpoints: `zmq`)
         # pools every channel of its family
         bare = {c for c in pooled if c == _family_name(c) and c not in SEQUENCED}
-        pooled |= {h.channel for h in [*unclaimed, *unsent] if _family(h) in bare}
+        pooled |= {s.channel for s in unclaimed if _family(s) in bare}
+        pooled |= {r.channel for r in unsent if _family(r) in bare}
         pool_sends = [s for s in unclaimed if id(s) not in taken and s.channel in pooled]
         taken.update(id(s) for s in pool_sends)
         pool_receives = [r for r in unsent if r.channel in pooled]
