@@ -308,12 +308,7 @@ class Folder:
     def _seam_fields(self, src: str, dst: str, name: str) -> str:
         """`src,dst,name,schema` of an aggregate's line: the seam's merged schema."""
         tr = self.tracer
-        seam = tr.seam_ids.get((src, dst, name))
-        if seam is None:
-            seam = tr.seam_ids[(src, dst, name)] = (
-                f"{tr._sid(src)},{tr._sid(dst)},{tr._sid(name)}"
-            )
-        return f"{seam},{tr._schema_id(self.merged[(src, dst, name)].leaves)}"
+        return f"{tr._seam(src, dst, name)},{tr._schema_id(self.merged[(src, dst, name)].leaves)}"
 
 
 def _add_hop(table: dict[Any, list[Any]], key: Any, t_us: int, nbytes: int, n_items: int,

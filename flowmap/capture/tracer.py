@@ -241,6 +241,15 @@ class Tracer:
             self._write(_dumps([tf.SCHEMA, i, enc]))
         return i
 
+    def _seam(self, src: str, dst: str, name: str) -> str:
+        """The `src,dst,name` string ids of a seam's lines, interned at its first event
+        (lock held)."""
+        seam = self.seam_ids.get((src, dst, name))
+        if seam is None:
+            seam = self.seam_ids[(src, dst, name)] = (
+                f"{self._sid(src)},{self._sid(dst)},{self._sid(name)}")
+        return seam
+
     def _storage_id(self, key: StorageKey) -> str:
         i = self.storage_ids.get(key)
         if i is None:
@@ -338,10 +347,7 @@ class Tracer:
                     storages = ",".join(map(get, d.storages))  # type: ignore[arg-type]
                 except TypeError:  # a new one (`get` gave None): give it an id
                     storages = ",".join([get(k) or self._storage_id(k) for k in d.storages])
-            key = (src, dst, name)
-            seam = self.seam_ids.get(key)
-            if seam is None:
-                seam = self.seam_ids[key] = f"{self._sid(src)},{self._sid(dst)},{self._sid(name)}"
+            seam = self.seam_ids.get((src, dst, name)) or self._seam(src, dst, name)
             leaves = d.leaves
             last = self.last_schema.get(seam)
             if last is not None and last[0] == leaves:  # equal by value: nothing goes stale

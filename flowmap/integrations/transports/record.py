@@ -106,10 +106,7 @@ def _hop_fields(t: Tracer, src: str, dst: str, name: str, d: Description, nbytes
     """The fields a hop and a send half share, after the time (lock held)."""
     ids = t.storage_ids
     storages = ",".join([str(ids[k] if k in ids else t._storage_id(k)) for k in d.storages])
-    names = t.seam_ids.get((src, dst, name))
-    if names is None:
-        names = t.seam_ids[(src, dst, name)] = f"{t._sid(src)},{t._sid(dst)},{t._sid(name)}"
-    return (f"{names},{t._schema_id(d.leaves)},{int(nbytes)},[{storages}],"
+    return (f"{t._seam(src, dst, name)},{t._schema_id(d.leaves)},{int(nbytes)},[{storages}],"
             f"{'null' if step is None else int(step)},null,"
             f"{t._sid(transport)},null")
 
