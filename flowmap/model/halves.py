@@ -21,7 +21,7 @@ here, after every shard is read:
 Under `trace --aggregate` a process past its detail window folds its halves
 (events `X` and `Y`): the sender's per seam, step and channel, the
 receiver's as a count per owner and channel. Message keys are gone then, so
-on a channel that has folded halves, what steps 1 and 2 left over is joined
+on a channel that has folded halves, what steps 1 to 3 left over is joined
 by count (`_by_count`): each owner that received from the channel takes its
 share of every send record, its count over the count sent. A channel read
 by one owner (a result queue, a pipe to one worker, a p2p pair) gets every
@@ -229,13 +229,9 @@ def _by_count(sends: list[SendHalf], send_folds: list[SendFold], receives: list[
     takers: dict[str, dict[str, _Receiver]] = defaultdict(dict)
     taken_by: list[ReceiveHalf | ReceiveFold] = [*receives, *receive_folds]
     for r in taken_by:
-        got = takers[r.channel].setdefault(r.owner, _Receiver())
-        n, wire = (1, r.wire_bytes) if isinstance(r, ReceiveHalf) else (r.count, r.wire_bytes_sum)
-        got.count += n
-        if wire is not None:
-            got.wire = wire + (got.wire or 0)
-        if got.first is None or r.t_ns < got.first.t_ns:
-            got.first = r
+        one = (_Receiver(1, r.wire_bytes, r) if isinstance(r, ReceiveHalf)
+               else _Receiver(r.count, r.wire_bytes_sum, r))
+        _add_receiver(takers[r.channel].setdefault(r.owner, _Receiver()), one)
     _pool_families(records, takers)
     hops: list[Hop] = []
     steps: list[SeamStep] = []
