@@ -73,7 +73,7 @@ def _root(
 
 # One module per verb; each exposes `register(app)`.
 VERBS = ["trace", "discover", "report"]
-OPTIONAL_VERBS = ["render", "export", "baseline", "check", "diff", "merge"]
+OPTIONAL_VERBS = ["render", "export", "baseline", "check", "diff", "merge", "top", "serve"]
 
 
 def _register() -> None:

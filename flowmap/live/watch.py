@@ -1,0 +1,93 @@
+"""One watch over a run: poll the incremental reader, rebuild the model when it grew, keep rates.
+
+`top`, the live page and `/metrics` each hold a `Watch` and call `update()`
+about once a second; what they show is the `Frame` it returns. The model is
+rebuilt whole from the reader (the read model is built whole, never
+patched), only when new bytes came, and never more often than its own cost
+allows (`MAX_BUSY`), so watching a busy run stays a small share of a core.
+Findings, the costliest part, are recomputed at most every
+`FINDINGS_EVERY_S`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from flowmap.live.rates import Rates
+from flowmap.live.status import RUNNING, Status, status
+from flowmap.model.findings import Finding
+from flowmap.model.run import Run
+from flowmap.model.types import SeamKey
+from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
+
+MAX_BUSY = 0.03  # share of wall time spent rebuilding the model, at most
+FINDINGS_EVERY_S = 5.0
+MAX_REBUILD_GAP_S = 1.5  # a hop shows within this (plus one poll) even when rebuilds are costly
+
+
+@dataclass(slots=True)
+class Frame:
+    """What a viewer shows at one moment."""
+
+    run: Run
+    status: Status
+    rates: dict[SeamKey, tuple[float, float]]  # seam -> (bytes/s, hops/s), recent window
+    findings: tuple[Finding, ...]
+    updated_s: float  # wall time of the model's last rebuild
+    gone: str | None = None  # the sentence once the run was removed; the frame is the last one
+    notes: list[str] = field(default_factory=list)
+
+
+class Watch:
+    def __init__(self, path: str, detail_hops: int | None = LIVE_DETAIL_HOPS) -> None:
+        self.reader = IncrementalReader(path, detail_hops)
+        self.rates = Rates()
+        self.frame: Frame | None = None
+        self._built_s = 0.0
+        self._build_cost_s = 0.0
+        self._findings_s = 0.0
+        self._findings_cost_s = 0.0
+        self._pending = False  # bytes read that the model does not show yet
+
+    @property
+    def path(self) -> str:
+        return self.reader.path
+
+    def update(self) -> Frame:
+        """Poll; rebuild the model if it grew (and its cost allows); the frame to show."""
+        if self.frame is not None and self.frame.gone:
+            return self.frame
+        try:
+            self._pending |= self.reader.poll() > 0
+        except RunGone as exc:
+            if self.frame is None:
+                raise
+            self.frame.gone = str(exc)
+            return self.frame
+        now = time.monotonic()
+        wait = min(MAX_REBUILD_GAP_S, self._build_cost_s / MAX_BUSY)
+        if self.frame is None or (self._pending and now - self._built_s >= wait):
+            self._rebuild(now)
+        frame = self.frame
+        assert frame is not None
+        if frame.status.state == RUNNING or self._pending:
+            frame.status = status(frame.run)  # a program's death shows without new bytes
+            self.rates.add(time.time(), frame.run.seams)
+            frame.rates = self.rates.per_second()
+        return frame
+
+    def _rebuild(self, now: float) -> None:
+        t = time.perf_counter()
+        run = self.reader.run()
+        _ = run.seams, run.owners, run.counters
+        self._build_cost_s = time.perf_counter() - t
+        self._built_s, self._pending = now, False
+        found = self.frame.findings if self.frame is not None else ()
+        if (self.frame is None or now - self._findings_s >= max(
+                FINDINGS_EVERY_S, self._findings_cost_s / MAX_BUSY)):
+            t = time.perf_counter()
+            found = run.view.findings
+            self._findings_cost_s = time.perf_counter() - t
+            self._findings_s = now
+        self.frame = Frame(run, status(run), {}, found, time.time())

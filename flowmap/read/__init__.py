@@ -1,0 +1,1 @@
+"""Reading runs: shards -> records, and a run still being written (`incremental`)."""

@@ -1,0 +1,248 @@
+"""Read a run while it is written: each poll takes only what every shard appended since.
+
+`flowmap top`, the live page and `/metrics` are three consumers of this one
+reader (py-spy's sampler and its viewers). A shard is followed by its byte
+offset: a poll reads from there to the first NUL (a mapped shard's unwritten
+tail) and hands the complete lines to the very decoder the finished reader
+uses (`flowmap.model.reader._Decoder`), so a growing run reads exactly as the
+finished reader reads the same bytes; a line still being written waits for
+its newline. New shards (a rank or Ray worker that starts later) are picked
+up at the next poll.
+
+State stays bounded, whatever the run's length: past a detail window the
+decoder folds hops into per-seam, per-step records (as `flowmap.load` does
+for a long trace), and a shard's counter samples, marks and drops past
+`MAX_RECORDS` are folded, oldest first, into per-name records whose count,
+sum, least, largest and last value are exact. What grows is what an
+aggregated trace holds: seams x steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections import defaultdict
+from typing import Any
+
+from flowmap import trace_format as tf
+from flowmap.errors import FlowmapError, NotATrace
+from flowmap.model.events import CounterFold, DropFold, MarkFold, Shard
+from flowmap.model.fold import shard_budget
+from flowmap.model.reader import MAX_HEADER, _Decoder, _header, _int, _show, _text, open_regular
+from flowmap.model.run import Run
+from flowmap.model.run_meta import read_run_meta
+from flowmap.model.shards import scan_run
+
+# Hops a live run keeps one by one (shared among its shards), for the findings
+# that need per-hop identity; past it every hop is folded per seam and step.
+LIVE_DETAIL_HOPS = 20_000
+MAX_READ = 32 << 20  # bytes taken from one shard in one poll; the rest waits for the next
+MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
+
+
+class RunGone(FlowmapError):
+    """The run directory (or shard) being watched was removed."""
+
+
+class _Tail:
+    """One shard being followed: its offset, its decoder's state, and what it holds so far."""
+
+    def __init__(self, path: str, budget: int | None) -> None:
+        self.path = path
+        self.budget = budget
+        self.offset = 0  # bytes handled: the header and every complete line after it
+        self.decoder: _Decoder | None = None
+        self.skipping = False  # inside an over-long line, until its newline
+        self.problem: str | None = None  # why this file is not read (not a flowmap shard)
+
+    @property
+    def shard(self) -> Shard | None:
+        return self.decoder.shard if self.decoder is not None else None
+
+    def poll(self) -> int:
+        """Read what was appended; returns the bytes handled (0: nothing new)."""
+        if self.problem is not None:
+            return 0
+        try:
+            with open_regular(self.path) as f:
+                if os.fstat(f.fileno()).st_size < self.offset:  # cut and rewritten: start over
+                    self.offset, self.decoder, self.skipping = 0, None, False
+                f.seek(self.offset)
+                data = f.read(MAX_READ)
+        except NotATrace:
+            return 0  # vanished between listing and opening; the next listing says so
+        nul = data.find(b"\0")
+        if nul >= 0:
+            data = data[:nul]
+        start = self.offset
+        if self.decoder is None:
+            data = self._start(data)
+            if self.decoder is None:
+                return 0
+        self._lines(data)
+        return self.offset - start
+
+    def _start(self, data: bytes) -> bytes:
+        """Read the header line once it is complete; returns the bytes after it."""
+        nl = data.find(b"\n", 0, MAX_HEADER + 1)
+        if nl < 0:
+            if len(data) > MAX_HEADER:
+                self.problem = f"{_show(self.path)} is not a flowmap trace; skipped"
+            return b""
+        try:
+            header = _header(data[:nl + 1], self.path)
+        except NotATrace as exc:
+            self.problem = f"{exc}; skipped"
+            return b""
+        argv = header.get("argv")
+        shard = Shard(
+            path=self.path, pid=_int(header.get("pid")), ppid=_int(header.get("ppid")),
+            host=_text(header.get("host"), ""),
+            argv=[_text(a, "") for a in argv if type(a) is str][:1000]
+            if type(argv) is list else [],
+            process=_text(header.get("process"), None),
+            t0_mono_ns=_int(header.get("t0_mono_ns")), t0_wall_ns=_int(header.get("t0_wall_ns")),
+        )
+        self.decoder = _Decoder(shard, self.budget)
+        self.offset += nl + 1
+        return data[nl + 1:]
+
+    def _lines(self, data: bytes) -> None:
+        """Hand the complete lines of `data` to the decoder, as the finished reader's blocks do."""
+        d = self.decoder
+        assert d is not None
+        if self.skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self.offset += len(data)
+                return
+            self.skipping = False
+            self.offset += nl + 1
+            data = data[nl + 1:]
+        end = data.rfind(b"\n")
+        if end >= 0:
+            d._batch(data[:end].split(b"\n"))
+            self.offset += end + 1
+            data = data[end + 1:]
+        if len(data) > tf.MAX_LINE:  # a partial line already past the bound: skip it
+            self.skipping = True
+            d.line += 1
+            d.bad(d.line, f"a line over {tf.MAX_LINE} bytes")
+            self.offset += len(data)
+        _bound(d.shard)
+
+    def snapshot(self) -> Shard | None:
+        """The shard as `read_shard` would return it for the bytes handled so far."""
+        d = self.decoder
+        if d is None:
+            return None
+        sh = d.shard
+        copy = dataclasses.replace(
+            sh, hops=list(sh.hops), counters=list(sh.counters), marks=list(sh.marks),
+            drops=list(sh.drops), errors=list(sh.errors), halves=list(sh.halves),
+            seam_steps=list(sh.seam_steps), counter_folds=list(sh.counter_folds),
+            mark_folds=list(sh.mark_folds), drop_folds=list(sh.drop_folds),
+            bad_notes=list(sh.bad_notes),
+        )
+        if d.folder is not None and d.cut is not None:
+            copy.seam_steps += d.folder.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)
+            copy.fold_cut = (d.cut.step, d.cut.t_ns)
+        return copy
+
+
+def _bound(sh: Shard) -> None:
+    """Fold all but the newest half-bound of a shard's samples, marks and drops past the bound."""
+    if len(sh.counters) > MAX_RECORDS:
+        cut = len(sh.counters) - MAX_RECORDS // 2  # the newest half stays one by one
+        old, sh.counters[:] = sh.counters[:cut], sh.counters[cut:]
+        by: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for c in old:
+            by[(c.name, c.owner)].append(c)
+        for (name, owner), cs in by.items():
+            vals = [c.value for c in cs]
+            sh.counter_folds.append(CounterFold(cs[-1].t_ns, cs[0].t_ns, cs[0].pid, name, owner,
+                                                None, len(cs), sum(vals), min(vals), max(vals),
+                                                vals[-1]))
+    if len(sh.marks) > MAX_RECORDS:
+        cut = len(sh.marks) - MAX_RECORDS // 2  # the newest half stays one by one
+        old_m, sh.marks[:] = sh.marks[:cut], sh.marks[cut:]
+        marks: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for m in old_m:
+            marks[(m.name, m.owner)].append(m)
+        for (name, owner), ms in marks.items():
+            sh.mark_folds.append(MarkFold(ms[-1].t_ns, ms[0].t_ns, ms[0].pid, name, owner, None,
+                                          len(ms)))
+    if len(sh.drops) > MAX_RECORDS:
+        cut = len(sh.drops) - MAX_RECORDS // 2  # the newest half stays one by one
+        old_d, sh.drops[:] = sh.drops[:cut], sh.drops[cut:]
+        drops: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for dr in old_d:
+            drops[(dr.owner, dr.reason)].append(dr)
+        for (owner, reason), ds in drops.items():
+            sh.drop_folds.append(DropFold(ds[-1].t_ns, ds[0].t_ns, ds[0].pid, owner, reason, None,
+                                          len(ds), sum(len(x.items) for x in ds)))
+
+
+class IncrementalReader:
+    """Follows a run directory (or one shard file) as it grows.
+
+    `poll()` reads what was appended since the last poll; `run()` is the run
+    as `flowmap.load(path, detail_hops)` would read the bytes handled so far.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], detail_hops: int | None = LIVE_DETAIL_HOPS
+                 ) -> None:
+        self.path = os.fspath(path)
+        self.detail_hops = detail_hops
+        self.tails: dict[str, _Tail] = {}
+        self.skipped: list[str] = []  # entries of the directory that are not shard files
+        self.bytes_read = 0
+
+    def poll(self) -> int:
+        """Read every shard's new bytes (new shards too); returns the bytes handled.
+
+        Raises RunGone once the run is removed, NotATrace if it never held a run.
+        """
+        try:
+            paths, self.skipped = scan_run(self.path)
+        except NotATrace as exc:
+            if self.tails and not os.path.exists(self.path):
+                raise RunGone(f"the run {_show(self.path)} was removed while watched") from None
+            if "holds no flowmap shards" in str(exc):
+                return 0  # a run directory whose first process has not written yet
+            raise
+        for p in paths:
+            if p not in self.tails:
+                budget = shard_budget(self.detail_hops, max(len(paths), len(self.tails) + 1))
+                self.tails[p] = _Tail(p, budget)
+        got = sum(t.poll() for t in self.tails.values())
+        self.bytes_read += got
+        return got
+
+    @property
+    def num_shards(self) -> int:
+        return sum(1 for t in self.tails.values() if t.decoder is not None)
+
+    def shards(self) -> list[Shard]:
+        """The shards read so far, each as the finished reader would return it (sorted by path)."""
+        out = []
+        for p in sorted(self.tails):
+            sh = self.tails[p].snapshot()
+            if sh is not None:
+                out.append(sh)
+        return out
+
+    def run(self) -> Run:
+        """The run as read so far (a new `Run` each call: the model is built whole)."""
+        shards = self.shards()
+        problems = list(self.skipped)
+        for p in sorted(self.tails):
+            t = self.tails[p]
+            if t.problem is not None:
+                problems.append(t.problem)
+            elif t.shard is not None:
+                problems.extend(t.shard.problems())
+        meta: dict[str, Any] = {}
+        if os.path.isdir(self.path):
+            meta = read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
+        return Run(self.path, shards, meta, problems)

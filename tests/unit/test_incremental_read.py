@@ -1,0 +1,150 @@
+"""The incremental reader reads a growing run exactly as the finished reader reads the same bytes.
+
+GIVEN a finished run, WHEN its shards are written out again piece by piece
+(cut anywhere, mid-line too, with a mapped shard's zero tail after the cut,
+and one shard appearing only later), THEN at every point the reader that
+polled along gives the same report document as `flowmap.load` of the bytes
+on disk at that moment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pytest
+import runs
+
+import flowmap
+from flowmap import trace_format as tf
+from flowmap.model.document import report_document
+from flowmap.read.incremental import MAX_RECORDS, IncrementalReader, RunGone
+from flowmap.strict_json import dumps
+
+
+def _doc(run: flowmap.Run) -> str:
+    return dumps(report_document(run.view), sort_keys=True)
+
+
+def _shards(src: str) -> dict[str, bytes]:
+    out = {}
+    for name in sorted(os.listdir(src)):
+        if name.endswith(tf.SHARD_SUFFIX):
+            with open(os.path.join(src, name), "rb") as f:
+                out[name] = f.read()
+    return out
+
+
+def _grow(src: str, dst: str, points: int, seed: int, detail_hops: int | None) -> int:
+    """Write `src`'s shards into `dst` in `points` pieces, comparing after each; returns the
+    number of comparisons made."""
+    rng = random.Random(seed)
+    data = _shards(src)
+    names = list(data)
+    late = names[-1]  # a process that starts later: its shard appears half-way
+    os.makedirs(dst)
+    with open(os.path.join(src, tf.RUN_META), "rb") as f:
+        meta = f.read()
+    with open(os.path.join(dst, tf.RUN_META), "wb") as f:
+        f.write(meta)
+    reader = IncrementalReader(dst, detail_hops=detail_hops)
+    done = dict.fromkeys(names, 0)
+    compared = 0
+    for k in range(1, points + 1):
+        for name in names:
+            if name == late and k <= points // 2:
+                continue
+            n = len(data[name])
+            header = data[name].index(b"\n") + 1  # a process writes its header as it starts
+            cut = n if k == points else max(done[name], header,
+                                            min(n, rng.randint(0, n * k // points + 1)))
+            done[name] = cut
+            # a mapped shard: the written prefix, then zeros (its reserved, unwritten tail)
+            with open(os.path.join(dst, name), "wb") as f:
+                f.write(data[name][:cut] + b"\0" * (0 if k == points else 4096))
+        reader.poll()
+        if any(os.path.exists(os.path.join(dst, n)) and b"\n" not in data[n][:done[n]]
+               for n in names):
+            continue  # a header still being written: the finished reader would skip the file
+        assert _doc(reader.run()) == _doc(flowmap.load(dst, detail_hops=detail_hops)), k
+        compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("detail_hops", [None, 40])
+def test_growing_rl_run_reads_as_the_finished_reader_reads_it(tmp_path, detail_hops):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=6))
+    assert _grow(src, str(tmp_path / "live"), 12, 1, detail_hops) >= 8
+
+
+def test_growing_run_polled_byte_by_byte_at_its_line_ends(tmp_path):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=2))
+    assert _grow(src, str(tmp_path / "live"), 40, 7, None) >= 20
+
+
+def test_reader_reads_only_what_was_appended(tmp_path):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=3))
+    dst = tmp_path / "live"
+    dst.mkdir()
+    name, data = next(iter(_shards(src).items()))
+    reader = IncrementalReader(str(dst))
+    half = data.rfind(b"\n", 0, len(data) // 2) + 1
+    (dst / name).write_bytes(data[:half] + b"\0" * 100)
+    assert reader.poll() == half
+    assert reader.poll() == 0  # nothing new
+    (dst / name).write_bytes(data)
+    assert reader.poll() == len(data) - half
+
+
+def test_a_line_still_being_written_waits_for_its_newline(tmp_path):
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    w.hop(10, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.hop(20, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.close(30)
+    data = (tmp_path / "run" / "h-1-1.flowmap.jsonl").read_bytes()
+    path = tmp_path / "run" / "h-1-1.flowmap.jsonl"
+    cut = data.rfind(b'["h"') + 5  # inside the second hop
+    path.write_bytes(data[:cut])
+    reader = IncrementalReader(str(tmp_path / "run"))
+    reader.poll()
+    assert reader.run().num_hops == 1
+    path.write_bytes(data)
+    reader.poll()
+    run = reader.run()
+    assert run.num_hops == 2 and not run.truncated and run.health.bad_lines == 0
+
+
+def test_counter_samples_are_folded_past_the_bound_with_exact_statistics(tmp_path):
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    values = [float((i * 37) % 101) for i in range(3 * MAX_RECORDS)]
+    for i, v in enumerate(values):
+        w.counter(i, "depth", v, "buf")
+    w.close(len(values))
+    reader = IncrementalReader(str(tmp_path / "run"))
+    reader.poll()
+    shard = reader.tails[str(tmp_path / "run" / "h-1-1.flowmap.jsonl")].shard
+    assert shard is not None and len(shard.counters) <= MAX_RECORDS
+    live, whole = reader.run().counters["depth"], flowmap.load(str(tmp_path / "run")).counters["depth"]
+    assert (live.count, live.min, live.max, live.last) == (whole.count, whole.min, whole.max, whole.last)
+    assert live.mean == pytest.approx(whole.mean)
+
+
+def test_removed_run_says_so(tmp_path):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=1))
+    reader = IncrementalReader(src)
+    reader.poll()
+    for name in os.listdir(src):
+        os.remove(os.path.join(src, name))
+    os.rmdir(src)
+    with pytest.raises(RunGone, match="was removed while watched"):
+        reader.poll()
+
+
+def test_not_a_trace_among_shards_is_one_problem(tmp_path):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=1))
+    with open(os.path.join(src, "zz-1-1" + tf.SHARD_SUFFIX), "w") as f:
+        f.write(json.dumps({"not": "a trace"}) + "\n")
+    reader = IncrementalReader(src)
+    reader.poll()
+    assert any("is not a flowmap trace" in p for p in reader.run().problems)
