@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -27,6 +28,7 @@ def top(
     console = Console(width=width) if width else Console()
     frame = top_once(path, console, sort) if once else run_top(path, console, sort)
     if frame.gone:
+        sys.stderr.write(f"flowmap: {frame.gone}\n")
         raise typer.Exit(1)
 
 

@@ -32,8 +32,8 @@ MAX_FINDINGS = 3
 def screen(frame: Frame, *, sort: str = "rate", rows: int = 15, paused: bool = False,
            width: int = 120) -> RenderableType:
     """The whole screen for `frame`: title, health, seams table, findings, keys."""
-    return Group(_title(frame, paused), _health(frame), _seams(frame, sort, rows, width),
-                 _findings(frame), _keys(frame, sort))
+    return Group(_title(frame, paused), _health(frame), _keys(sort), _seams(frame, sort, rows, width),
+                 _findings(frame))
 
 
 def _title(frame: Frame, paused: bool) -> Text:
@@ -116,6 +116,6 @@ def _findings(frame: Frame) -> Text:
     return t
 
 
-def _keys(frame: Frame, sort: str) -> Text:
-    t = Text(f"sorted by {sort}  ·  keys: t total · r rate · h hops · p pause · q quit", style="dim")
-    return t
+def _keys(sort: str) -> Text:
+    return Text(f"sorted by {sort}  ·  keys: t total · r rate · h hops · p pause · q quit",
+                style="dim")

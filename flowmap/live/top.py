@@ -37,12 +37,18 @@ def top_once(path: str, console: Console, sort: str = "rate") -> Frame:
     return frame
 
 
+def _rows(console: Console) -> int:
+    """Seam rows that fit the terminal with the lines around them (title, health, findings)."""
+    return max(3, console.height - 14)
+
+
 def top(path: str, console: Console, sort: str = "rate") -> Frame:
     """Redraw until `q` (or Ctrl-C); returns the last frame."""
     watch = Watch(path)
     paused = False
     frame = watch.update()
-    with _keys() as read_key, Live(screen(frame, sort=sort, width=console.width), console=console,
+    with _keys() as read_key, Live(screen(frame, sort=sort, rows=_rows(console),
+                                          width=console.width), console=console,
                                    auto_refresh=False, screen=False, transient=False) as live:
         next_s = time.monotonic() + REFRESH_S
         while True:
@@ -59,7 +65,8 @@ def top(path: str, console: Console, sort: str = "rate") -> Frame:
                     frame = watch.update()
             elif key is None:
                 continue
-            live.update(screen(frame, sort=sort, paused=paused, width=console.width), refresh=True)
+            live.update(screen(frame, sort=sort, paused=paused, rows=_rows(console),
+                               width=console.width), refresh=True)
             if (frame.gone or frame.status.state != RUNNING) and not sys.stdin.isatty():
                 break  # nobody to press `q`: the last screen stays printed
     return frame

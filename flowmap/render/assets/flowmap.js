@@ -9,10 +9,7 @@
   var SVG_NS = "http://www.w3.org/2000/svg";
   var RAMP = ["#a6bddb", "#74a9cf", "#3690c0", "#0570b0", "#8c6bb1", "#dd3497", "#f16913", "#d7301f"];
   var SERIES = ["#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#d6616b"];
-  var D = JSON.parse(document.getElementById("flowmap-data").textContent);
-  var seamById = {};
-  var ownerById = {};
-  var state = { sel: null, from: 0, to: Math.max(0, D.bins.length - 1), query: "" };
+  var D, seamById, ownerById, state;
   var view = { k: 1, x: 0, y: 0 };
   // Labels are never drawn below this many CSS px: the graph opens at no less than 1:1
   // (the layout's label fonts are >= 11 px) and is panned, not shrunk to fit; zoomed out
@@ -20,9 +17,17 @@
   var LEGIBLE_PX = 11, EDGE_FONT = 11, NODE_FONT = 12, MAX_OPEN_K = 1.5;
   var ui = {};
 
-  D.seams.forEach(function (s) { seamById[s.id] = s; });
-  D.owners.forEach(function (o) { ownerById[o.id] = o; o.ins = []; o.outs = []; });
-  D.seams.forEach(function (s) { ownerById[s.src].outs.push(s); ownerById[s.dst].ins.push(s); });
+  // The run's data; the live page (`flowmap serve`) loads newer data into the same page.
+  function load(data) {
+    D = data;
+    seamById = {};
+    ownerById = {};
+    state = { sel: null, from: 0, to: Math.max(0, D.bins.length - 1), query: state ? state.query : "" };
+    D.seams.forEach(function (s) { seamById[s.id] = s; });
+    D.owners.forEach(function (o) { ownerById[o.id] = o; o.ins = []; o.outs = []; });
+    D.seams.forEach(function (s) { ownerById[s.src].outs.push(s); ownerById[s.dst].ins.push(s); });
+  }
+  load(JSON.parse(document.getElementById("flowmap-data").textContent));
 
   // --- small DOM helpers: text only, never markup ---------------------------------
 
@@ -269,10 +274,11 @@
     update();
     applyFilter();
     fromHash();
-    window.addEventListener("popstate", fromHash);
-    window.addEventListener("hashchange", fromHash);
     document.body.setAttribute("data-ready", "1");
   }
 
   main();
+  window.addEventListener("popstate", fromHash);
+  window.addEventListener("hashchange", fromHash);
+  /* @include live.js */
 })();
