@@ -28,16 +28,28 @@ from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
 from flowmap.model.events import CounterFold, DropFold, MarkFold, Shard
 from flowmap.model.fold import shard_budget
-from flowmap.model.reader import MAX_HEADER, _Decoder, _header, _int, _show, _text, open_regular
+from flowmap.model.reader import (
+    MAX_HEADER,
+    Hop,
+    _Decoder,
+    _header,
+    _int,
+    _loads,
+    _show,
+    _text,
+    open_regular,
+)
 from flowmap.model.run import Run
 from flowmap.model.run_meta import read_run_meta
 from flowmap.model.shards import scan_run
+from flowmap.model.validate import CHECKS
 
 # Hops a live run keeps one by one (shared among its shards), for the findings
 # that need per-hop identity; past it every hop is folded per seam and step.
-LIVE_DETAIL_HOPS = 20_000
+LIVE_DETAIL_HOPS = 2_000
 MAX_READ = 32 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
+MAX_SEEN = 4096  # distinct hop lines (but for their time) a shard remembers as already checked
 
 
 class RunGone(FlowmapError):
@@ -54,6 +66,7 @@ class _Tail:
         self.decoder: _Decoder | None = None
         self.skipping = False  # inside an over-long line, until its newline
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
+        self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
 
     @property
     def shard(self) -> Shard | None:
@@ -121,7 +134,7 @@ class _Tail:
             data = data[nl + 1:]
         end = data.rfind(b"\n")
         if end >= 0:
-            d._batch(data[:end].split(b"\n"))
+            self._feed(data[:end].split(b"\n"))
             self.offset += end + 1
             data = data[end + 1:]
         if len(data) > tf.MAX_LINE:  # a partial line already past the bound: skip it
@@ -130,6 +143,51 @@ class _Tail:
             d.bad(d.line, f"a line over {tf.MAX_LINE} bytes")
             self.offset += len(data)
         _bound(d.shard)
+
+    def _feed(self, lines: list[bytes]) -> None:
+        """Decode `lines` in order; a hop line whose every field but its time was seen
+        before (most lines of a steady run) skips JSON decoding and checking."""
+        d = self.decoder
+        assert d is not None
+        seen = self.seen
+        slow: list[bytes] = []
+        for raw in lines:
+            if raw[:5] == b'["h",' and len(raw) <= tf.MAX_LINE:
+                comma = raw.find(b",", 5)
+                t = raw[5:comma]
+                ev = seen.get(raw[comma:])
+                if ev is None and len(seen) < MAX_SEEN:
+                    if slow:  # the strings and schemas this line names may be among them
+                        d._batch(slow)
+                        slow = []
+                    ev = self._learn(raw, comma)
+                if ev is not None and t.isdigit() and (len(t) == 1 or t[0] != 48) and len(t) < 17 \
+                        and int(t) <= tf.MAX_TIME_US:
+                    if slow:
+                        d._batch(slow)
+                        slow = []
+                    ev[1] = int(t)
+                    _hop(d, ev)
+                    continue
+            slow.append(raw)
+        if slow:
+            d._batch(slow)
+
+    def _learn(self, raw: bytes, comma: int) -> list[Any] | None:
+        """The event of hop line `raw` if it is valid as the finished reader checks it, kept
+        under its bytes after the time (ids only grow, so a valid suffix stays valid)."""
+        d = self.decoder
+        assert d is not None
+        if comma < 0 or b"\\ud" in raw or b"\\uD" in raw:
+            return None
+        try:
+            ev = _loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):
+            return None
+        if type(ev) is not list or not CHECKS[tf.HOP](ev, d.strings, d.schemas):
+            return None
+        self.seen[raw[comma:]] = ev
+        return ev
 
     def snapshot(self) -> Shard | None:
         """The shard as `read_shard` would return it for the bytes handled so far."""
@@ -148,6 +206,19 @@ class _Tail:
             copy.seam_steps += d.folder.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)
             copy.fold_cut = (d.cut.step, d.cut.t_ns)
         return copy
+
+
+def _hop(d: _Decoder, ev: list[Any]) -> None:
+    """A checked hop event, as `_Decoder._batch` takes one (kept, or folded past the window)."""
+    sh = d.shard
+    d.line += 1
+    sh.num_events += 1
+    if d.keep is not None and len(sh.hops) >= d.keep and d._folded(ev):
+        return
+    s = d.strings
+    sh.hops.append(Hop(d.t0 + ev[1] * 1000, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], ev[6],
+                       d.schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], s[ev[10]],
+                       tuple(ev[11]) if ev[11] else ()))
 
 
 def _bound(sh: Shard) -> None:
