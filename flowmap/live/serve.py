@@ -21,13 +21,30 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from flowmap.errors import FlowmapError
 from flowmap.live.metrics import registry
+from flowmap.live.status import RUNNING
 from flowmap.live.watch import Frame, Watch
 from flowmap.render.html import page
 from flowmap.render.html_data import html_document
+from flowmap.render.layout import EdgeSpec, Layout, NodeSpec, layout_graph
 from flowmap.strict_json import finite
 
 POLL_S = 1.0
-LAYOUT = "layered"  # the built-in layout: no `dot` process per update
+
+
+class _SameLayout:
+    """Lays the graph out again only when it changed (owners, seams, their label sizes):
+    a running run's graph settles early, and `dot` need not run on every update."""
+
+    def __init__(self) -> None:
+        self._key: Any = None
+        self._placed: Layout | None = None
+
+    def __call__(self, nodes: list[NodeSpec], edges: list[EdgeSpec], engine: str) -> Layout:
+        key = (engine, [(n.id, n.width, n.height) for n in nodes],
+               [(e.id, e.src, e.dst, e.label_width, e.label_lines) for e in edges])
+        if key != self._key or self._placed is None:
+            self._placed, self._key = layout_graph(nodes, edges, engine), key
+        return self._placed
 
 
 class PortInUse(FlowmapError):
@@ -43,6 +60,7 @@ class LiveServer:
         self._doc_text = ""
         self._doc_run: Any = None
         self._version = 0
+        self._place = _SameLayout()
         self._lock = threading.Lock()
         self._doc_lock = threading.Lock()  # one request builds a frame's data; the others wait
         self._stop = threading.Event()
@@ -84,7 +102,7 @@ class LiveServer:
                 frame, sentence = self.frame, str(exc)
             else:
                 sentence = frame.gone or (frame.status.sentence
-                                          if frame.status.state != "running" else "")
+                                          if frame.status.state != RUNNING else "")
             with self._lock:
                 self.frame = frame
             if sentence and sentence != said:
@@ -106,9 +124,11 @@ class LiveServer:
             return self._doc_text
 
     def _build(self, frame: Frame, key: Any, state: str, sentence: str) -> None:
-        doc = html_document(frame.run.view, LAYOUT)
+        doc = html_document(frame.run.view, "auto", self._place)
         self._version += 1
         doc["live"] = {"version": self._version, "state": state, "sentence": sentence}
+        if state == RUNNING:  # shards still being written are not cut short
+            doc["run"]["truncated"] = False
         self._doc_text = json.dumps(finite(doc), sort_keys=True, separators=(",", ":"))
         self._doc_run = key
 

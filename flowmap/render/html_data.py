@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowmap.model.document import leaf_dict
@@ -44,14 +44,19 @@ MAX_EDGE_LABEL_CHARS = 18
 NODE_HEIGHT_PX = 30
 
 
-def html_document(view: RunView, engine: str = "auto") -> dict[str, Any]:
-    """Everything the page shows, as JSON-ready plain data."""
+Place = Callable[[list[NodeSpec], list[EdgeSpec], str], Layout]
+
+
+def html_document(view: RunView, engine: str = "auto", place: Place = layout_graph
+                  ) -> dict[str, Any]:
+    """Everything the page shows, as JSON-ready plain data. `place` lays the graph out
+    (the live page passes one that reuses the last layout while the graph is unchanged)."""
     # Owners in pipeline order, seams heaviest first: ids are stable per run.
     nodes = view.pipeline.nodes
     seams = list(view.seams.values())
     owner_id = {n.name: f"o{i}" for i, n in enumerate(nodes)}
     seam_id = {s.key: f"s{i}" for i, s in enumerate(seams)}
-    placed = _layout([n.name for n in nodes], seams, owner_id, engine)
+    placed = _layout([n.name for n in nodes], seams, owner_id, engine, place)
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
     return {
         "flowmap": "html",
@@ -96,13 +101,13 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
 
 
 def _layout(owners: list[str], seams: list[SeamStats], owner_id: dict[str, str],
-            engine: str) -> Layout:
+            engine: str, place: Place = layout_graph) -> Layout:
     nodes = [NodeSpec(owner_id[name], _node_width(name), NODE_HEIGHT_PX) for name in owners]
     edges = [
         EdgeSpec(f"s{i}", owner_id[s.src], owner_id[s.dst], _label_width(s.name), 2)
         for i, s in enumerate(seams)
     ]
-    return layout_graph(nodes, edges, engine)
+    return place(nodes, edges, engine)
 
 
 def _upwards(points: list[tuple[float, float]]) -> bool:

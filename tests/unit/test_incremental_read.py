@@ -148,3 +148,28 @@ def test_not_a_trace_among_shards_is_one_problem(tmp_path):
     reader = IncrementalReader(src)
     reader.poll()
     assert any("is not a flowmap trace" in p for p in reader.run().problems)
+
+
+def test_repeated_hop_lines_read_as_the_finished_reader_reads_them(tmp_path):
+    # GIVEN a shard of hop lines equal but for their time, among them times the format
+    # refuses (a leading zero is not JSON, one past the bound) and one it takes (negative)
+    w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    for i in range(50):
+        w.hop(10 * i, "a", "b", "x", [runs.tensor("t", (4,))], step=i // 10)
+    good = w.lines[-1]
+    w.lines += [good.replace('["h",490,', '["h",0491,'), good.replace('["h",490,', '["h",' + "9" * 16 + ","),
+                good.replace('["h",490,', '["h",-5,'), good.replace('["h",490,', '["h", 492,'),
+                good.replace('["h",490,', '["h",493,') + " "]
+    w.close(1000)
+    data = (tmp_path / "src" / "h-1-1.flowmap.jsonl").read_bytes()
+    (tmp_path / "live").mkdir()
+    path = tmp_path / "live" / "h-1-1.flowmap.jsonl"
+    reader = IncrementalReader(str(tmp_path / "live"), detail_hops=None)
+    # WHEN it is read in two pieces; THEN as `load` reads it, bad lines counted alike
+    for cut in (len(data) // 3, len(data)):
+        path.write_bytes(data[:cut])
+        reader.poll()
+        live, whole = reader.run(), flowmap.load(str(tmp_path / "live"), detail_hops=None)
+        assert _doc(live) == _doc(whole)
+        assert live.health.bad_lines == whole.health.bad_lines
+    assert whole.health.bad_lines == 2 and whole.num_hops == 53
