@@ -46,6 +46,8 @@ def _title(frame: Frame, paused: bool) -> Text:
         t.append(frame.status.sentence, style="bold red")
     elif frame.status.state == EXITED:
         t.append(frame.status.sentence + "; this is the last screen", style="bold yellow")
+    elif frame.behind:
+        t.append("reading the run so far…", style="bold yellow")
     else:
         t.append("running", style="bold green")
     if paused:

@@ -30,7 +30,8 @@ REFRESH_S = 1.0
 def top_once(path: str, console: Console, sort: str = "rate") -> Frame:
     """Print one screen and return its frame (`--once`): two polls a second apart, so rates show."""
     watch = Watch(path)
-    watch.update()
+    while watch.update().behind:  # a script wants the whole run so far, however large
+        pass
     time.sleep(REFRESH_S)
     frame = watch.update()
     console.print(screen(frame, sort=sort, width=console.width))

@@ -23,6 +23,7 @@ from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGon
 
 MAX_BUSY = 0.03  # share of wall time spent rebuilding the model, at most
 FINDINGS_EVERY_S = 5.0
+READ_BUDGET_S = 0.5  # reading per update at most, while a large run is caught up with
 MAX_REBUILD_GAP_S = 1.5  # a hop shows within this (plus one poll) even when rebuilds are costly
 
 
@@ -36,6 +37,7 @@ class Frame:
     findings: tuple[Finding, ...]
     updated_s: float  # wall time of the model's last rebuild
     gone: str | None = None  # the sentence once the run was removed; the frame is the last one
+    behind: bool = False  # read in pieces: the run has bytes not read yet
     notes: list[str] = field(default_factory=list)
 
 
@@ -49,6 +51,7 @@ class Watch:
         self._findings_s = 0.0
         self._findings_cost_s = 0.0
         self._pending = False  # bytes read that the model does not show yet
+        self.behind = False  # the last update stopped reading with bytes left: catching up
 
     @property
     def path(self) -> str:
@@ -59,7 +62,7 @@ class Watch:
         if self.frame is not None and self.frame.gone:
             return self.frame
         try:
-            self._pending |= self.reader.poll() > 0
+            self._read()
         except RunGone as exc:
             if self.frame is None:
                 raise
@@ -71,11 +74,25 @@ class Watch:
             self._rebuild(now)
         frame = self.frame
         assert frame is not None
-        if frame.status.state == RUNNING or self._pending:
+        frame.behind = self.behind
+        if self.behind:  # a run read in part can look cut short: its `end` lines are unread
+            frame.status = Status(RUNNING, "reading the run so far")
+        elif frame.status.state == RUNNING or self._pending:
             frame.status = status(frame.run)  # a program's death shows without new bytes
             self.rates.add(time.time(), frame.run.seams)
             frame.rates = self.rates.per_second()
         return frame
+
+    def _read(self) -> None:
+        """Poll until nothing is new or the time for one update is spent: a large run is
+        read in pieces, so the first screen comes fast and later ones keep their pace."""
+        end = time.monotonic() + READ_BUDGET_S
+        while True:
+            got = self.reader.poll()
+            self._pending |= got > 0
+            self.behind = got > 0 and time.monotonic() >= end
+            if got == 0 or self.behind:
+                return
 
     def _rebuild(self, now: float) -> None:
         t = time.perf_counter()
@@ -90,4 +107,5 @@ class Watch:
             found = run.view.findings
             self._findings_cost_s = time.perf_counter() - t
             self._findings_s = now
-        self.frame = Frame(run, status(run), {}, found, time.time())
+        self.frame = Frame(run, Status(RUNNING, "reading the run so far") if self.behind
+                           else status(run), {}, found, time.time(), behind=self.behind)

@@ -47,7 +47,7 @@ from flowmap.model.validate import CHECKS
 # Hops a live run keeps one by one (shared among its shards), for the findings
 # that need per-hop identity; past it every hop is folded per seam and step.
 LIVE_DETAIL_HOPS = 2_000
-MAX_READ = 32 << 20  # bytes taken from one shard in one poll; the rest waits for the next
+MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
 MAX_SEEN = 4096  # distinct hop lines (but for their time) a shard remembers as already checked
 
@@ -73,7 +73,7 @@ class _Tail:
         return self.decoder.shard if self.decoder is not None else None
 
     def poll(self) -> int:
-        """Read what was appended; returns the bytes handled (0: nothing new)."""
+        """Read what was appended (up to MAX_READ); returns the bytes handled (0: nothing new)."""
         if self.problem is not None:
             return 0
         try:

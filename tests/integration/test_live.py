@@ -134,6 +134,10 @@ def test_top_and_serve_follow_a_running_trainer(tmp_path):
             assert page_seams == len(report["seams"])
             assert not page.errors(), page.errors()
             assert all(u.startswith(url) or u.startswith("data:") for u in page.requests())
+            # q quits top: its command ends, and tmux closes the session with it
+            _tmux("send-keys", "-t", session, "q")
+            _wait(lambda: subprocess.run(["tmux", "has-session", "-t", session],
+                                         capture_output=True).returncode != 0, 10, "top to quit")
         end = _metrics(url)
         by_seam = {(dict(k)["src"], dict(k)["dst"], dict(k)["name"]): v
                    for k, v in end["flowmap_seam_bytes_total"].items()}
