@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` stays on this machine (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def serve(
@@ -20,7 +30,7 @@ def serve(
     from flowmap.model.run import resolve
 
     path = resolve(run)
-    if bind not in LOOPBACK:
+    if not is_loopback(bind):
         sys.stderr.write(f"flowmap: warning: serving on {bind}, beyond this machine: the page and "
                          "/metrics show the run's owner, seam and payload names and shapes\n")
     run_serve(path, bind, port)

@@ -241,3 +241,22 @@ def test_serve_on_a_port_in_use_is_one_sentence(tmp_path):
     assert r.stderr.strip().splitlines()[-1] == (
         f"flowmap: port {port} on 127.0.0.1 is in use; pick another with --port N")
     assert "Traceback" not in r.stderr
+
+
+def test_serve_beyond_loopback_warns_first(tmp_path):
+    # GIVEN the port taken on loopback, WHEN serve is asked to bind every address, THEN it
+    # warns that the run's names would be exposed, and fails on the port: nothing listens
+    import runs
+
+    src = runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=1))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = run_cli(["serve", src, "--port", str(port), "--bind", "0.0.0.0"], cwd=tmp_path,
+                    timeout=30)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 2, r.stderr
+    assert lines[0].startswith("flowmap: warning: serving on 0.0.0.0, beyond this machine")
+    assert "names and shapes" in lines[0]
+    assert lines[1] == f"flowmap: port {port} on 0.0.0.0 is in use; pick another with --port N"
