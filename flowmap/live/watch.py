@@ -21,7 +21,8 @@ from flowmap.model.run import Run
 from flowmap.model.types import SeamKey
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
 
-MAX_BUSY = 0.03  # share of wall time spent rebuilding the model, at most
+MAX_BUSY = 0.03  # share of wall time spent rebuilding the model, as a rule
+MAX_BUSY_HARD = 0.10  # ... and at most, where keeping a hop's delay under 2 s would cost more
 FINDINGS_EVERY_S = 5.0
 READ_BUDGET_S = 0.5  # reading per update at most, while a large run is caught up with
 MAX_REBUILD_GAP_S = 1.5  # a hop shows within this (plus one poll) even when rebuilds are costly
@@ -69,7 +70,10 @@ class Watch:
             self.frame.gone = str(exc)
             return self.frame
         now = time.monotonic()
-        wait = min(MAX_REBUILD_GAP_S, self._build_cost_s / MAX_BUSY)
+        # as fresh as MAX_REBUILD_GAP_S allows while a rebuild is cheap; a run whose model
+        # costs more (seams x steps) is rebuilt less often, never past MAX_BUSY_HARD
+        wait = max(min(MAX_REBUILD_GAP_S, self._build_cost_s / MAX_BUSY),
+                   self._build_cost_s / MAX_BUSY_HARD)
         if self.frame is None or (self._pending and now - self._built_s >= wait):
             self._rebuild(now)
         frame = self.frame

@@ -26,8 +26,8 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
-from flowmap.model.events import CounterFold, DropFold, MarkFold, Shard
-from flowmap.model.fold import shard_budget
+from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep, Shard
+from flowmap.model.fold import Folder, shard_budget
 from flowmap.model.reader import (
     MAX_HEADER,
     Hop,
@@ -67,6 +67,7 @@ class _Tail:
         self.skipping = False  # inside an over-long line, until its newline
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
         self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
+        self.steps_made: dict[Any, tuple[int, SeamStep]] = {}  # fold cell -> (hops, its record)
 
     @property
     def shard(self) -> Shard | None:
@@ -80,6 +81,7 @@ class _Tail:
             with open_regular(self.path) as f:
                 if os.fstat(f.fileno()).st_size < self.offset:  # cut and rewritten: start over
                     self.offset, self.decoder, self.skipping = 0, None, False
+                    self.seen, self.steps_made = {}, {}
                 f.seek(self.offset)
                 data = f.read(MAX_READ)
         except NotATrace:
@@ -203,9 +205,26 @@ class _Tail:
             bad_notes=list(sh.bad_notes),
         )
         if d.folder is not None and d.cut is not None:
-            copy.seam_steps += d.folder.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)
+            copy.seam_steps += self._folded_steps(d.folder)
             copy.fold_cut = (d.cut.step, d.cut.t_ns)
         return copy
+
+    def _folded_steps(self, folder: Folder) -> list[SeamStep]:
+        """`folder.seam_steps(...)`, building anew only the cells that took hops since the
+        last snapshot (a long run's older steps no longer change)."""
+        d = self.decoder
+        assert d is not None
+        one = Folder(folder.pid)
+        out = []
+        for key, cell in folder.cells.items():
+            hit = self.steps_made.get(key)
+            if hit is None or hit[0] != cell[0]:  # cell[0]: its hops, grown by every add
+                one.cells = {key: cell}
+                hit = self.steps_made[key] = (
+                    cell[0], one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0])
+            out.append(hit[1])
+        out.sort(key=lambda st: st.t_ns)
+        return out
 
 
 def _hop(d: _Decoder, ev: list[Any]) -> None:
