@@ -92,10 +92,10 @@ class Watch:
         read in pieces, so the first screen comes fast and later ones keep their pace."""
         end = time.monotonic() + READ_BUDGET_S
         while True:
-            got = self.reader.poll()
-            self._pending |= got > 0
-            self.behind = got > 0 and time.monotonic() >= end
-            if got == 0 or self.behind:
+            self._pending |= self.reader.poll() > 0
+            more = self.reader.more  # a shard had more than one read's worth waiting
+            self.behind = more and time.monotonic() >= end
+            if not more or self.behind:
                 return
 
     def _rebuild(self, now: float) -> None:

@@ -68,6 +68,7 @@ class _Tail:
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
         self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
         self.steps_made: dict[Any, tuple[int, SeamStep]] = {}  # fold cell -> (hops, its record)
+        self.capped = False  # the last poll stopped at MAX_READ: more is waiting
 
     @property
     def shard(self) -> Shard | None:
@@ -84,6 +85,7 @@ class _Tail:
                     self.seen, self.steps_made = {}, {}
                 f.seek(self.offset)
                 data = f.read(MAX_READ)
+                self.capped = len(data) == MAX_READ
         except NotATrace:
             return 0  # vanished between listing and opening; the next listing says so
         nul = data.find(b"\0")
@@ -308,6 +310,11 @@ class IncrementalReader:
         got = sum(t.poll() for t in self.tails.values())
         self.bytes_read += got
         return got
+
+    @property
+    def more(self) -> bool:
+        """Whether the last poll left bytes unread (a shard read up to MAX_READ)."""
+        return any(t.capped for t in self.tails.values())
 
     @property
     def num_shards(self) -> int:
