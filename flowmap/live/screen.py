@@ -46,10 +46,9 @@ def _title(frame: Frame, paused: bool) -> Text:
         t.append(frame.status.sentence, style="bold red")
     elif frame.status.state == EXITED:
         t.append(frame.status.sentence + "; this is the last screen", style="bold yellow")
-    elif frame.behind:
-        t.append("reading the run so far…", style="bold yellow")
-    else:
-        t.append("running", style="bold green")
+    else:  # running, waiting for a first event, or reading a large run so far
+        t.append(frame.status.sentence, style="bold green" if frame.run.shards and not frame.behind
+                 else "bold yellow")
     if paused:
         t.append("  [paused]", style="bold magenta")
     ago = max(0.0, time.time() - frame.updated_s)
