@@ -34,7 +34,7 @@ def _grow(src: str, dst: str, points: int, seed: int, detail_hops: int | None) -
     rng = random.Random(seed)
     data = _shards(src)
     names = list(data)
-    late = names[-1]  # a process that starts later: its shard appears half-way
+    late = names[-1] if len(names) > 1 else None  # a later process: its shard appears half-way
     os.makedirs(dst)
     with open(os.path.join(src, tf.RUN_META), "rb") as f:
         meta = f.read()

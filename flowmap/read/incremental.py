@@ -150,11 +150,14 @@ class _Tail:
 
     def _feed(self, lines: list[bytes]) -> None:
         """Decode `lines` in order; a hop line whose every field but its time was seen
-        before (most lines of a steady run) skips JSON decoding and checking."""
+        before (most lines of a steady run) skips JSON decoding and checking, and a run of
+        such lines folds at once (`_hops`)."""
         d = self.decoder
         assert d is not None
         seen = self.seen
         slow: list[bytes] = []
+        same: list[int] = []  # times of consecutive hop lines equal but for their time
+        last: list[Any] | None = None  # their event
         for raw in lines:
             if raw[:5] == b'["h",' and len(raw) <= tf.MAX_LINE:
                 comma = raw.find(b",", 5)
@@ -164,16 +167,27 @@ class _Tail:
                     if slow:  # the strings and schemas this line names may be among them
                         d._batch(slow)
                         slow = []
+                    if same:
+                        _hops(d, last, same)
+                        same = []
                     ev = self._learn(raw, comma)
                 if ev is not None and t.isdigit() and (len(t) == 1 or t[0] != 48) and len(t) < 17 \
                         and int(t) <= tf.MAX_TIME_US:
                     if slow:
                         d._batch(slow)
                         slow = []
-                    ev[1] = int(t)
-                    _hop(d, ev)
+                    if ev is not last and same:
+                        _hops(d, last, same)
+                        same = []
+                    last = ev
+                    same.append(int(t))
                     continue
+            if same:
+                _hops(d, last, same)
+                same = []
             slow.append(raw)
+        if same:
+            _hops(d, last, same)
         if slow:
             d._batch(slow)
 
@@ -227,6 +241,48 @@ class _Tail:
             out.append(hit[1])
         out.sort(key=lambda st: st.t_ns)
         return out
+
+
+def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
+    """Hop lines equal but for their `times`, as `_Decoder._batch` takes them one by one.
+
+    Past the detail window, where every one of them folds (their step lies past the
+    window's end), they are added to their fold cell at once: the same sums, least and
+    largest values and times as `Folder.add_event` reaches one hop at a time (its cell
+    slots: hops, sum, min, max, first t, last t, items, version min, version max, wire,
+    schemas)."""
+    folder, cut, sh = d.folder, d.cut, d.shard
+    step = ev[8]
+    if (len(times) < 2 or folder is None or cut is None or d.keep is None
+            or len(sh.hops) < d.keep or step is None or cut.step is None or step <= cut.step):
+        for t in times:
+            ev[1] = t
+            _hop(d, ev)
+        return
+    n = len(times)
+    d.line += n
+    sh.num_events += n
+    folder.hops += n
+    nbytes, version, schema = ev[6], ev[9], ev[5]
+    items = len(ev[11]) if ev[11] else 0
+    first, last = d.t0 + min(times) * 1000, d.t0 + max(times) * 1000
+    key = (ev[2], ev[3], ev[4], step, ev[10])
+    c = folder.cells.get(key)
+    if c is None:
+        folder.cells[key] = [n, nbytes * n, nbytes, nbytes, first, last, items * n, version,
+                             version, None, [schema]]
+        return
+    c[0] += n
+    c[1] += nbytes * n
+    c[2], c[3] = min(c[2], nbytes), max(c[3], nbytes)
+    c[4], c[5] = min(c[4], first), max(c[5], last)
+    c[6] += items * n
+    if version is not None:
+        c[7] = version if c[7] is None else min(c[7], version)
+        c[8] = version if c[8] is None else max(c[8], version)
+    seen = c[10]
+    if seen[-1] is not schema and schema not in seen:
+        seen.append(schema)
 
 
 def _hop(d: _Decoder, ev: list[Any]) -> None:

@@ -122,3 +122,24 @@ def test_repeated_hop_lines_read_as_the_finished_reader_reads_them(tmp_path):
         assert _doc(live) == _doc(whole)
         assert live.health.bad_lines == whole.health.bad_lines
     assert whole.health.bad_lines == 2 and whole.num_hops == 53
+
+
+def test_runs_of_equal_hop_lines_fold_as_one_by_one(tmp_path):
+    # GIVEN steady hop lines past a small detail window, in runs of equal lines (two seams
+    # interleaved in blocks, versions and sizes varying by block), WHEN read as it grows,
+    # THEN every point reads as `load` reads it
+    w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    t = 0
+    for step in range(12):
+        w.step(t, step)
+        for block in range(6):
+            for _ in range(7):
+                t += 3
+                w.hop(t, "rollout/0", "buffer" if block % 2 else "driver", "traj",
+                      [runs.tensor("x", (4 + block % 3,))], step=step, version=step - block % 2,
+                      items=[block] if block == 5 else None)
+    w.close(t + 1)
+    with open(tmp_path / "src" / "run.json", "w") as f:
+        f.write("{}")
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 9, 5, 30) >= 6
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live2"), 9, 6, None) >= 6
