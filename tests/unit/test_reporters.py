@@ -7,6 +7,8 @@ import importlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 import typer
@@ -75,3 +77,18 @@ def test_every_verb_module_is_registered_and_every_verb_is_a_command():
     assert sorted(VERBS) == modules
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     assert sorted(commands) == sorted(VERBS)
+
+
+def test_no_reporter_imports_torch():
+    """Outputs read the model only: importing every reporter leaves torch unloaded."""
+    modules = sorted(FORMATS.values()) + ["flowmap.reporters.check_formats",
+                                          "flowmap.model.open_view", "flowmap.cli.errors"]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
