@@ -57,13 +57,13 @@ def _split_words(words: list[str], html: bool) -> tuple[str | None, str | None]:
 
 def _write_graph(view: RunView, dot: str | None, svg: str | None, png: str | None,
                  instances: bool) -> None:
-    from flowmap.reporters.dot import dot_source
+    from flowmap.reporters import dot as dot_reporter
     from flowmap.reporters.output import check_output, write_output
 
     for path in (dot, svg, png):  # every path checked before the first is written
         if path:
             check_output(path)
-    source = dot_source(view, instances=instances)
+    source = dot_reporter.report(view, dot_reporter.DotOptions(instances=instances))
     if dot:
         typer.echo(write_output(dot, source))
     if svg or png:
