@@ -3,7 +3,7 @@
 Never imports torch. See docs/architecture.md for the layers and the types.
 
 `Run`, `RunView` and `load` are loaded on first use: `flowmap trace` reads and
-writes `run.json` through `flowmap.model.run_meta` while the user's program
+writes `run.json` through `flowmap.read.run_meta` while the user's program
 runs, and importing the whole model there would cost every traced run ~20 ms.
 """
 

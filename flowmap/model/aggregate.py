@@ -20,8 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from flowmap.model.events import CounterFold, SeamStep
-from flowmap.model.reader import CounterSample, Drop, Hop, Leaf
 from flowmap.model.types import (
     CounterStats,
     Dim,
@@ -36,6 +34,8 @@ from flowmap.model.types import (
     Shape,
     role_of,
 )
+from flowmap.read.events import CounterFold, SeamStep
+from flowmap.read.reader import CounterSample, Drop, Hop, Leaf
 
 if TYPE_CHECKING:
     from flowmap.model.run import Run

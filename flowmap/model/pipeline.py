@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from flowmap.model.aggregate import seam_stats
-from flowmap.model.events import DropFold, SeamStep
 from flowmap.model.format import seam_label
-from flowmap.model.reader import Drop, Hop
 from flowmap.model.run import paused_gc
 from flowmap.model.types import Edge, ItemId, Level, Node, Pipeline, SeamKey, SeamStats, role_of
+from flowmap.read.events import DropFold, SeamStep
+from flowmap.read.reader import Drop, Hop
 
 if TYPE_CHECKING:
     from flowmap.model.run import Run

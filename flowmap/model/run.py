@@ -17,20 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace
-from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
-from flowmap.model.fold import DETAIL_HOPS, Cut, fold_hops
-from flowmap.model.halves import join_run as join_halves
-from flowmap.model.reader import (
-    MAX_HEADER,
-    CounterSample,
-    Drop,
-    Hop,
-    Mark,
-    Shard,
-    open_regular,
-)
-from flowmap.model.run_meta import read_run_meta
-from flowmap.model.shards import read_run_shards
 from flowmap.model.types import (
     CounterStats,
     Health,
@@ -40,6 +26,20 @@ from flowmap.model.types import (
     SeamKey,
     SeamStats,
 )
+from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep
+from flowmap.read.fold import DETAIL_HOPS, Cut, fold_hops
+from flowmap.read.halves import join_run as join_halves
+from flowmap.read.reader import (
+    MAX_HEADER,
+    CounterSample,
+    Drop,
+    Hop,
+    Mark,
+    Shard,
+    open_regular,
+)
+from flowmap.read.run_meta import read_run_meta
+from flowmap.read.shards import read_run_shards
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -91,7 +91,7 @@ class Run:
             folded += fold_hops(h for h, p in zip(hops, past) if p)
             hops = [h for h, p in zip(hops, past) if not p]
         self.hops: list[Hop] = sorted(hops, key=lambda h: h.t_ns)
-        # Hops folded per seam and step (`flowmap.model.fold`), past the detail window.
+        # Hops folded per seam and step (`flowmap.read.fold`), past the detail window.
         self.seam_steps: list[SeamStep] = sorted(folded, key=lambda st: st.t_ns)
         self.counter_samples: list[CounterSample] = sorted(
             (c for s in shards for c in s.counters), key=lambda c: c.t_ns

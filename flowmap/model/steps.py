@@ -15,8 +15,8 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from flowmap.model.events import Hop, SeamStep
 from flowmap.model.types import SeamKey, StepBin, StepBins, Totals
+from flowmap.read.events import Hop, SeamStep
 
 if TYPE_CHECKING:
     from flowmap.model.run import Run

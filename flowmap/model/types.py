@@ -86,7 +86,7 @@ class SeamStats:
     residency_max_s: float | None
     items: int  # item ids carried, summed over hops
     hop_bytes: tuple[int, ...]  # each kept hop's bytes, in time order (for histograms)
-    # (mean bytes per hop, hops) of each folded step (`flowmap.model.fold`), in time order
+    # (mean bytes per hop, hops) of each folded step (`flowmap.read.fold`), in time order
     folded_bytes: tuple[tuple[int, int], ...] = ()
 
     @property
@@ -188,7 +188,7 @@ class Detail:
     steps: tuple[int, ...]  # steps every hop of which was kept
     num_steps: int  # the "per step" denominator of figures read from kept hops: at least 1
     # Queues several owners read, whose folded messages were shared out among them by
-    # count (`model/halves.py`): hops per reader exact, bytes apportioned.
+    # count (`read/halves.py`): hops per reader exact, bytes apportioned.
     shared_channels: tuple[str, ...] = ()
 
     @property

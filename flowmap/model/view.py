@@ -24,9 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
 from flowmap.model.pipeline import build_pipeline
-from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard
 from flowmap.model.run import paused_gc
 from flowmap.model.steps import step_bins, totals
 from flowmap.model.types import (
@@ -42,6 +40,8 @@ from flowmap.model.types import (
     StepBins,
     Totals,
 )
+from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep
+from flowmap.read.reader import CounterSample, Drop, Hop, Mark, Shard
 
 if TYPE_CHECKING:
     from flowmap.model.findings import Finding

@@ -16,9 +16,9 @@ from rich.text import Text
 
 from flowmap.model.findings import Finding
 from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema
-from flowmap.model.reader import clean_text
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
+from flowmap.read.reader import clean_text
 from flowmap.report.layout import Column, fit_table, shorten, shorten_parts, wrap
 from flowmap.units import fmt_count, plural
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from flowmap.model.findings.common import DUPLICATE, Finding, RoleKey, per_step
 from flowmap.model.format import seam_label
-from flowmap.model.reader import Hop
 from flowmap.model.types import role_of
+from flowmap.read.reader import Hop
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView

@@ -14,8 +14,8 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from flowmap.model.findings.common import leaf_name
-from flowmap.model.reader import Leaf
 from flowmap.model.types import ARRAY_KINDS, ITEMSIZE, ItemId, LeafStats, SeamKey, SeamStats
+from flowmap.read.reader import Leaf
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView

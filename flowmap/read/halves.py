@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flowmap import trace_format as tf
-from flowmap.model.events import SeamStep
+from flowmap.read.events import SeamStep
 
 if TYPE_CHECKING:
-    from flowmap.model.reader import Hop, Leaf, Shard
+    from flowmap.read.reader import Hop, Leaf, Shard
 
 UNTRACED = "(untraced)"
 # Channels whose keys are sequence numbers: matched on the exact channel only.
@@ -103,7 +103,7 @@ def decode(ev: list[Any], t_ns: int, pid: int, s: Callable[[int], str],
            schemas: dict[int, tuple[Leaf, ...]]) -> SendHalf | ReceiveHalf:
     """One `x` or `y` event of a shard (`s` resolves interned strings)."""
     if ev[0] == tf.SEND_HALF:
-        from flowmap.model.reader import Hop
+        from flowmap.read.reader import Hop
 
         hop = Hop(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), int(ev[6]), schemas[ev[5]],
                   tuple(ev[7]), ev[8], ev[9], s(ev[10]), tuple(ev[11]) if ev[11] else (),
@@ -366,7 +366,7 @@ def _hop(s: SendHalf, dst: str) -> Hop:
 
 
 def _untraced_sender(r: ReceiveHalf) -> Hop:
-    from flowmap.model.reader import Hop
+    from flowmap.read.reader import Hop
 
     nbytes = r.wire_bytes or 0
     return Hop(r.t_ns, r.pid, UNTRACED, r.owner, r.name, nbytes, (), (), None, None,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
-from flowmap.model.halves import ReceiveFold, SendFold
+from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep
+from flowmap.read.halves import ReceiveFold, SendFold
 
 
 def _seam_step(decoder: Any, ev: list[Any]) -> SeamStep:

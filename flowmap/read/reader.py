@@ -5,7 +5,7 @@ tail of its file mapping) or lacks its `end` event; the reader keeps every
 complete event and marks the shard truncated. The file is trusted in nothing:
 only regular files are opened (no FIFOs, devices, symlinks out of the run or
 loops), read in blocks with a cap on line length, and every event is checked
-against the format (`flowmap.model.validate`) — a bad one is skipped and
+against the format (`flowmap.read.validate`) — a bad one is skipped and
 counted with its line number. A single file that is not a flowmap shard
 raises `NotATrace` with one sentence; in a run directory such a shard is
 reported and the others are read.
@@ -20,15 +20,15 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
-from flowmap.model import folded, halves
-from flowmap.model.events import CounterSample as CounterSample  # re-exported: readers' records
-from flowmap.model.events import Drop as Drop
-from flowmap.model.events import Hop as Hop
-from flowmap.model.events import Leaf as Leaf
-from flowmap.model.events import Mark as Mark
-from flowmap.model.events import Shard as Shard
-from flowmap.model.fold import FINISH_STEP_FACTOR, Cut, Folder
-from flowmap.model.validate import CHECKS
+from flowmap.read import folded, halves
+from flowmap.read.events import CounterSample as CounterSample  # re-exported: readers' records
+from flowmap.read.events import Drop as Drop
+from flowmap.read.events import Hop as Hop
+from flowmap.read.events import Leaf as Leaf
+from flowmap.read.events import Mark as Mark
+from flowmap.read.events import Shard as Shard
+from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, Folder
+from flowmap.read.validate import CHECKS
 
 BLOCK = 4 << 20  # bytes read at a time
 MAX_HEADER = 1 << 20
@@ -167,7 +167,7 @@ class _Decoder:
 
         The window ends at the budget's last step (hops of steps up to it are
         still kept, to at most FINISH_STEP_FACTOR times the budget; past that,
-        it ends at the budget's time). See `flowmap.model.fold`.
+        it ends at the budget's time). See `flowmap.read.fold`.
         """
         t_ns = self.t0 + ev[1] * 1000
         cut, folder = self.cut, self.folder
