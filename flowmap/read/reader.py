@@ -27,6 +27,7 @@ from flowmap.read.events import Hop as Hop
 from flowmap.read.events import Leaf as Leaf
 from flowmap.read.events import Mark as Mark
 from flowmap.read.events import Shard as Shard
+from flowmap.read.fields import Interned
 from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, Folder
 from flowmap.read.validate import CHECKS
 
@@ -146,6 +147,7 @@ class _Decoder:
         self.strings: dict[int, str] = {}
         self.schemas: dict[int, tuple[Leaf, ...]] = {}
         self.t0 = shard.t0_mono_ns
+        self.at = Interned(shard.pid, self.t0, self.strings, self.schemas)  # the same tables
         self.line = 1  # number of the last line handled (the header is line 1)
 
     def bad(self, line: int, why: str) -> None:
@@ -331,6 +333,10 @@ class _Decoder:
                              self.strings[ev[3]], tuple(ev[4] or ())))
         sh.num_events += 1
 
+    def _folded_event(self, ev: list[Any]) -> None:
+        folded.BUILDERS[ev[0]](self.shard, ev, self.at)
+        self.shard.num_events += 1
+
     def _step(self, ev: list[Any]) -> None:
         self.shard.num_events += 1
 
@@ -354,10 +360,8 @@ BUILDERS = {
     tf.STRING: _Decoder._string, tf.SCHEMA: _Decoder._schema, tf.HOP: _Decoder._hop,
     tf.COUNTER: _Decoder._counter, tf.MARK: _Decoder._mark, tf.DROP: _Decoder._drop,
     tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
-    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half, tf.AGGREGATE: folded.build,
-    tf.SEND_FOLD: folded.build_send, tf.RECEIVE_FOLD: folded.build_receive,
-    tf.COUNTER_FOLD: folded.build_counter, tf.MARK_FOLD: folded.build_mark,
-    tf.DROP_FOLD: folded.build_drop,
+    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half,
+    **dict.fromkeys(folded.BUILDERS, _Decoder._folded_event),
 }
 
 
