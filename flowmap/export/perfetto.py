@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap.errors import FlowmapError, UsageError
 from flowmap.export.perfetto_folded import folded_events
+from flowmap.gc_pause import paused_gc
 from flowmap.model.format import fmt_dims, seam_label
-from flowmap.model.run import paused_gc
 from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep
 from flowmap.read.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
 from flowmap.strict_json import finite

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from flowmap.findings import findings
 from flowmap.model.types import CounterStats, LeafStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
 
@@ -37,7 +38,7 @@ def report_document(view: RunView) -> dict[str, Any]:
             "dropped": items.dropped_total,
             "dropped_by_reason": dict(items.dropped),
         },
-        "findings": [f.as_dict() for f in view.findings],
+        "findings": [f.as_dict() for f in findings(view)],
         **({"detail": _detail(view)} if view.detail.folded else {}),
         "health": {
             "shards": h.shards,

@@ -25,8 +25,7 @@ import yaml
 from flowmap.errors import UsageError
 from flowmap.model.run import Run
 from flowmap.model.types import Dim, Projection
-from flowmap.read.events import SeamStep
-from flowmap.read.reader import Hop, Leaf
+from flowmap.read.events import Hop, Leaf, SeamStep
 
 PRESET_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets")
 _PRESET_KEYS = {"name", "description", "dims", "contexts", "default_context"}

@@ -37,6 +37,16 @@ def role_of(owner: str) -> str:
     return owner.split("/", 1)[0]
 
 
+def seam_label(key: SeamKey) -> str:
+    """`("rollout/0", "ready_buffer", "trajectory")` -> `rollout/0 -> ready_buffer : trajectory`.
+
+    The key's text form, kept with the key so that `SeamStats.label` and every
+    output (through `flowmap.model.format`) spell a seam the same way.
+    """
+    src, dst, name = key
+    return f"{src} -> {dst} : {name}"
+
+
 @dataclass(frozen=True, slots=True)
 class LeafStats:
     """A leaf path of a seam's payload, merged over every hop that carried it."""
@@ -111,8 +121,6 @@ class SeamStats:
 
     @property
     def label(self) -> str:
-        from flowmap.model.format import seam_label
-
         return seam_label(self.key)
 
     @property

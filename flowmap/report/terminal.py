@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
-from flowmap.model.findings import Finding
+from flowmap.findings import Finding
+from flowmap.findings import findings as detect_findings
 from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
@@ -43,7 +44,7 @@ def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
     width = max(width, 40)
     out: list[tuple[str, str]] = []
     out += _summary(view, width)
-    out += _findings(view.findings, width, findings)
+    out += _findings(detect_findings(view), width, findings)
     out += _seams(view, width, top)
     out += _owners(list(view.owners.values()), width)
     if view.counters:
