@@ -1,21 +1,30 @@
-"""An event's fields by name, each resolved by its type in the format's table.
+"""An event's fields by name, each read as the type the format's table gives it.
 
 `flowmap.trace_format.EVENTS` names every field of every event kind and says
-its type; this reads an event through that table instead of by position, so
-a builder says `fields["t_first_us"]` where it once said `ev[16]`, and a field
-added to the table moves no index here. Interned ids come back as their text
-or schema, times on the host's monotonic clock. The hop, the one event a
-trace holds millions of, is still read by position in `reader` (a call per
-field there would cost the scale targets); rarer events come here.
+its type; `Fields` reads an event through that table instead of by position,
+so a builder says `f.time_ns("t_first_us")` where it once said `ev[16]`, a
+field added to the table moves no index here, and asking for a field as a
+type the table does not give it fails at once. Interned ids come back as
+their text or schema, times on the host's monotonic clock. The hop, the one
+event a trace holds millions of, is still read by position in `reader` (a
+call per field there would cost the scale targets); rarer events come here,
+already checked against the table (`flowmap.read.validate`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from flowmap import trace_format as tf
 from flowmap.read.events import Leaf
+
+# kind -> field name -> (position in the event array, field type)
+_INDEX: dict[str, dict[str, tuple[int, str]]] = {
+    kind: {name: (i, ftype) for i, (name, ftype) in enumerate(fields, start=1)}
+    for kind, fields in tf.EVENTS.items()
+}
 
 
 @dataclass(slots=True)
@@ -27,22 +36,40 @@ class Interned:
     strings: dict[int, str]
     schemas: dict[int, tuple[Leaf, ...]]
 
-    def time_ns(self, t_us: int) -> int:
-        return self.t0_ns + t_us * 1000
 
+class Fields:
+    """One checked event of a shard, its fields read by name."""
 
-def named(ev: list[Any], at: Interned) -> dict[str, Any]:
-    """The checked event `ev` as `{field name: value}`: ids resolved, times in ns.
+    __slots__ = ("_at", "_ev", "_index")
 
-    Optional fields an older writer left out are absent from the result.
-    """
-    out: dict[str, Any] = {}
-    for (name, ftype), v in zip(tf.EVENTS[ev[0]], ev[1:]):
-        if ftype == tf.STR_REF:
-            v = at.strings[v]
-        elif ftype == tf.SCHEMA_REF:
-            v = at.schemas[v]
-        elif ftype == tf.TIME:
-            v = at.time_ns(v)
-        out[name] = v
-    return out
+    def __init__(self, ev: Sequence[object], at: Interned) -> None:
+        self._ev = ev
+        self._at = at
+        self._index = _INDEX[cast(str, ev[0])]
+
+    def _raw(self, name: str, *types: str) -> object:
+        i, ftype = self._index[name]
+        if ftype not in types:
+            raise TypeError(f"field {name!r} of a {self._ev[0]!r} event is a {ftype}")
+        return self._ev[i]
+
+    def text(self, name: str) -> str:
+        """An interned string's text."""
+        return self._at.strings[cast(int, self._raw(name, tf.STR_REF))]
+
+    def leaves(self, name: str) -> tuple[Leaf, ...]:
+        """An interned schema's leaves."""
+        return self._at.schemas[cast(int, self._raw(name, tf.SCHEMA_REF))]
+
+    def time_ns(self, name: str) -> int:
+        """A time, on the host's monotonic clock."""
+        return self._at.t0_ns + cast(int, self._raw(name, tf.TIME)) * 1000
+
+    def count(self, name: str) -> int:
+        return cast(int, self._raw(name, tf.COUNT))
+
+    def opt_int(self, name: str) -> int | None:
+        return cast("int | None", self._raw(name, tf.OPT_INT))
+
+    def number(self, name: str) -> float:
+        return float(cast(float, self._raw(name, tf.NUMBER)))

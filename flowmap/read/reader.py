@@ -27,7 +27,7 @@ from flowmap.read.events import Hop as Hop
 from flowmap.read.events import Leaf as Leaf
 from flowmap.read.events import Mark as Mark
 from flowmap.read.events import Shard as Shard
-from flowmap.read.fields import Interned
+from flowmap.read.fields import Fields, Interned
 from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, Folder
 from flowmap.read.validate import CHECKS
 
@@ -334,7 +334,7 @@ class _Decoder:
         sh.num_events += 1
 
     def _folded_event(self, ev: list[Any]) -> None:
-        folded.BUILDERS[ev[0]](self.shard, ev, self.at)
+        folded.BUILDERS[ev[0]](self.shard, Fields(ev, self.at))
         self.shard.num_events += 1
 
     def _step(self, ev: list[Any]) -> None:
