@@ -6,7 +6,7 @@ payload, the receiver knows who it is. When one side cannot learn the other
 send half carries the payload's description, the receive half only who got
 it; both carry the channel and a message key (a digest of the bytes that
 crossed, or a sequence number), and the reader joins them into hops
-(`flowmap.model.halves`). Hops whose both ends are known (collectives) are
+(`flowmap.read.halves`). Hops whose both ends are known (collectives) are
 plain hop events, written with the byte count the transport moved.
 
 These functions format lines with the tracer's own interning (under its

@@ -21,9 +21,9 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import UsageError
-from flowmap.model.reader import MAX_HEADER, clean_text, open_regular
-from flowmap.model.run_meta import read_run_meta
-from flowmap.model.shards import shard_paths
+from flowmap.read.reader import MAX_HEADER, clean_text, open_regular
+from flowmap.read.run_meta import read_run_meta
+from flowmap.read.shards import shard_paths
 
 
 @dataclass(slots=True)

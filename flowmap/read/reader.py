@@ -5,7 +5,7 @@ tail of its file mapping) or lacks its `end` event; the reader keeps every
 complete event and marks the shard truncated. The file is trusted in nothing:
 only regular files are opened (no FIFOs, devices, symlinks out of the run or
 loops), read in blocks with a cap on line length, and every event is checked
-against the format (`flowmap.model.validate`) — a bad one is skipped and
+against the format (`flowmap.read.validate`) — a bad one is skipped and
 counted with its line number. A single file that is not a flowmap shard
 raises `NotATrace` with one sentence; in a run directory such a shard is
 reported and the others are read.
@@ -20,15 +20,16 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
-from flowmap.model import folded, halves
-from flowmap.model.events import CounterSample as CounterSample  # re-exported: readers' records
-from flowmap.model.events import Drop as Drop
-from flowmap.model.events import Hop as Hop
-from flowmap.model.events import Leaf as Leaf
-from flowmap.model.events import Mark as Mark
-from flowmap.model.events import Shard as Shard
-from flowmap.model.fold import FINISH_STEP_FACTOR, Cut, Folder
-from flowmap.model.validate import CHECKS
+from flowmap.read import folded, halves
+from flowmap.read.events import CounterSample as CounterSample  # re-exported: readers' records
+from flowmap.read.events import Drop as Drop
+from flowmap.read.events import Hop as Hop
+from flowmap.read.events import Leaf as Leaf
+from flowmap.read.events import Mark as Mark
+from flowmap.read.events import Shard as Shard
+from flowmap.read.fields import Fields, Interned
+from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, Folder
+from flowmap.read.validate import CHECKS
 
 BLOCK = 4 << 20  # bytes read at a time
 MAX_HEADER = 1 << 20
@@ -146,6 +147,7 @@ class _Decoder:
         self.strings: dict[int, str] = {}
         self.schemas: dict[int, tuple[Leaf, ...]] = {}
         self.t0 = shard.t0_mono_ns
+        self.at = Interned(shard.pid, self.t0, self.strings, self.schemas)  # the same tables
         self.line = 1  # number of the last line handled (the header is line 1)
 
     def bad(self, line: int, why: str) -> None:
@@ -167,7 +169,7 @@ class _Decoder:
 
         The window ends at the budget's last step (hops of steps up to it are
         still kept, to at most FINISH_STEP_FACTOR times the budget; past that,
-        it ends at the budget's time). See `flowmap.model.fold`.
+        it ends at the budget's time). See `flowmap.read.fold`.
         """
         t_ns = self.t0 + ev[1] * 1000
         cut, folder = self.cut, self.folder
@@ -331,6 +333,10 @@ class _Decoder:
                              self.strings[ev[3]], tuple(ev[4] or ())))
         sh.num_events += 1
 
+    def _folded_event(self, ev: list[Any]) -> None:
+        folded.BUILDERS[ev[0]](self.shard, Fields(ev, self.at))
+        self.shard.num_events += 1
+
     def _step(self, ev: list[Any]) -> None:
         self.shard.num_events += 1
 
@@ -354,10 +360,8 @@ BUILDERS = {
     tf.STRING: _Decoder._string, tf.SCHEMA: _Decoder._schema, tf.HOP: _Decoder._hop,
     tf.COUNTER: _Decoder._counter, tf.MARK: _Decoder._mark, tf.DROP: _Decoder._drop,
     tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
-    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half, tf.AGGREGATE: folded.build,
-    tf.SEND_FOLD: folded.build_send, tf.RECEIVE_FOLD: folded.build_receive,
-    tf.COUNTER_FOLD: folded.build_counter, tf.MARK_FOLD: folded.build_mark,
-    tf.DROP_FOLD: folded.build_drop,
+    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half,
+    **dict.fromkeys(folded.BUILDERS, _Decoder._folded_event),
 }
 
 

@@ -12,9 +12,9 @@ import stat
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
-from flowmap.model.events import Shard
-from flowmap.model.fold import DETAIL_HOPS, shard_budget
-from flowmap.model.reader import _show, read_shard
+from flowmap.read.events import Shard
+from flowmap.read.fold import DETAIL_HOPS, shard_budget
+from flowmap.read.reader import _show, read_shard
 
 
 def scan_run(run_path: str) -> tuple[list[str], list[str]]:

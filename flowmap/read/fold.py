@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from flowmap.model.events import Hop, Leaf, SeamStep
+from flowmap.read.events import Hop, Leaf, SeamStep
 
 # Hops kept one by one, for the whole run (shared among its shards); past it,
 # hops are folded. The built-in trainer's ~7,000 hops stay far inside it.
