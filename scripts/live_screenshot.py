@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _wait_for_hops(run: str, hops: int, timeout_s: float = 240.0) -> None:
+    from flowmap.model.run import Run
     from flowmap.read.incremental import IncrementalReader
 
     reader = IncrementalReader(run)
@@ -65,7 +66,7 @@ def _wait_for_hops(run: str, hops: int, timeout_s: float = 240.0) -> None:
     while time.monotonic() < end:
         if os.path.isdir(run):
             reader.poll()
-            if reader.num_shards and reader.run().num_hops >= hops:
+            if reader.num_shards and reader.records(Run).num_hops >= hops:
                 return
         time.sleep(0.5)
     raise SystemExit(f"live_screenshot: the run had not {hops} hops after {timeout_s:.0f} s")

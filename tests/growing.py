@@ -10,8 +10,9 @@ import random
 
 import flowmap
 from flowmap import trace_format as tf
-from flowmap.model.document import report_document
+from flowmap.model.run import Run
 from flowmap.read.incremental import IncrementalReader
+from flowmap.reporters.json_document import report_document
 from flowmap.strict_json import dumps
 
 
@@ -59,7 +60,7 @@ def _grow(src: str, dst: str, points: int, seed: int, detail_hops: int | None) -
         if any(os.path.exists(os.path.join(dst, n)) and b"\n" not in data[n][:done[n]]
                for n in names):
             continue  # a header still being written: the finished reader would skip the file
-        assert _doc(reader.run()) == _doc(flowmap.load(dst, detail_hops=detail_hops)), k
+        assert _doc(reader.records(Run)) == _doc(flowmap.load(dst, detail_hops=detail_hops)), k
         compared += 1
     return compared
 

@@ -23,9 +23,10 @@ from flowmap.errors import FlowmapError
 from flowmap.live.metrics import registry
 from flowmap.live.status import RUNNING
 from flowmap.live.watch import Frame, Watch
-from flowmap.render.html import page
-from flowmap.render.html_data import html_document
-from flowmap.render.layout import EdgeSpec, Layout, NodeSpec, layout_graph
+from flowmap.reporters.html import page
+from flowmap.reporters.html_data import html_document
+from flowmap.reporters.layout import layout_graph
+from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 from flowmap.strict_json import finite
 
 POLL_S = 1.0

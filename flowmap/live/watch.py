@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from flowmap.findings import Finding, findings
 from flowmap.live.rates import Rates
 from flowmap.live.status import RUNNING, Status, status
-from flowmap.model.findings import Finding
 from flowmap.model.run import Run
 from flowmap.model.types import SeamKey
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
@@ -100,7 +100,7 @@ class Watch:
 
     def _rebuild(self, now: float) -> None:
         t = time.perf_counter()
-        run = self.reader.run()
+        run = self.reader.records(Run)
         _ = run.seams, run.owners, run.counters
         self._build_cost_s = time.perf_counter() - t
         self._built_s, self._pending = now, False
@@ -108,7 +108,7 @@ class Watch:
         if (self.frame is None or now - self._findings_s >= max(
                 FINDINGS_EVERY_S, self._findings_cost_s / MAX_BUSY)):
             t = time.perf_counter()
-            found = run.view.findings
+            found = tuple(findings(run.view))
             self._findings_cost_s = time.perf_counter() - t
             self._findings_s = now
         self.frame = Frame(run, Status(RUNNING, "reading the run so far") if self.behind

@@ -4,7 +4,7 @@
 reader (py-spy's sampler and its viewers). A shard is followed by its byte
 offset: a poll reads from there to the first NUL (a mapped shard's unwritten
 tail) and hands the complete lines to the very decoder the finished reader
-uses (`flowmap.model.reader._Decoder`), so a growing run reads exactly as the
+uses (`flowmap.read.reader._Decoder`), so a growing run reads exactly as the
 finished reader reads the same bytes; a line still being written waits for
 its newline. New shards (a rank or Ray worker that starts later) are picked
 up at the next poll.
@@ -26,9 +26,9 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
-from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep, Shard
-from flowmap.model.fold import Folder, shard_budget
-from flowmap.model.reader import (
+from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep, Shard
+from flowmap.read.fold import Folder, shard_budget
+from flowmap.read.reader import (
     MAX_HEADER,
     Hop,
     _Decoder,
@@ -39,10 +39,10 @@ from flowmap.model.reader import (
     _text,
     open_regular,
 )
-from flowmap.model.run import Run
-from flowmap.model.run_meta import read_run_meta
-from flowmap.model.shards import scan_run
-from flowmap.model.validate import CHECKS
+from flowmap.read.records import R
+from flowmap.read.run_meta import read_run_meta
+from flowmap.read.shards import scan_run
+from flowmap.read.validate import CHECKS
 
 # Hops a live run keeps one by one (shared among its shards), for the findings
 # that need per-hop identity; past it every hop is folded per seam and step.
@@ -334,7 +334,7 @@ def _bound(sh: Shard) -> None:
 class IncrementalReader:
     """Follows a run directory (or one shard file) as it grows.
 
-    `poll()` reads what was appended since the last poll; `run()` is the run
+    `poll()` reads what was appended since the last poll; `records(Run)` is the run
     as `flowmap.load(path, detail_hops)` would read the bytes handled so far.
     """
 
@@ -385,8 +385,10 @@ class IncrementalReader:
                 out.append(sh)
         return out
 
-    def run(self) -> Run:
-        """The run as read so far (a new `Run` each call: the model is built whole)."""
+    def records(self, cls: type[R]) -> R:
+        """The run as read so far, as `cls.read(path, detail_hops)` would read the bytes
+        handled (`flowmap.model.run.Run` for the figures); a new one each call: the model
+        is built whole."""
         shards = self.shards()
         problems = list(self.skipped)
         for p in sorted(self.tails):
@@ -398,4 +400,4 @@ class IncrementalReader:
         meta: dict[str, Any] = {}
         if os.path.isdir(self.path):
             meta = read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
-        return Run(self.path, shards, meta, problems)
+        return cls(self.path, shards, meta, problems)

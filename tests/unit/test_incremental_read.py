@@ -18,6 +18,7 @@ from growing import _doc, _grow, _shards
 
 import flowmap
 from flowmap import trace_format as tf
+from flowmap.model.run import Run
 from flowmap.read.incremental import MAX_RECORDS, IncrementalReader, RunGone
 
 
@@ -57,10 +58,10 @@ def test_a_line_still_being_written_waits_for_its_newline(tmp_path):
     path.write_bytes(data[:cut])
     reader = IncrementalReader(str(tmp_path / "run"))
     reader.poll()
-    assert reader.run().num_hops == 1
+    assert reader.records(Run).num_hops == 1
     path.write_bytes(data)
     reader.poll()
-    run = reader.run()
+    run = reader.records(Run)
     assert run.num_hops == 2 and not run.truncated and run.health.bad_lines == 0
 
 
@@ -74,7 +75,7 @@ def test_counter_samples_are_folded_past_the_bound_with_exact_statistics(tmp_pat
     reader.poll()
     shard = reader.tails[str(tmp_path / "run" / "h-1-1.flowmap.jsonl")].shard
     assert shard is not None and len(shard.counters) <= MAX_RECORDS
-    live, whole = reader.run().counters["depth"], flowmap.load(str(tmp_path / "run")).counters["depth"]
+    live, whole = reader.records(Run).counters["depth"], flowmap.load(str(tmp_path / "run")).counters["depth"]
     assert (live.count, live.min, live.max, live.last) == (whole.count, whole.min, whole.max, whole.last)
     assert live.mean == pytest.approx(whole.mean)
 
@@ -96,7 +97,7 @@ def test_not_a_trace_among_shards_is_one_problem(tmp_path):
         f.write(json.dumps({"not": "a trace"}) + "\n")
     reader = IncrementalReader(src)
     reader.poll()
-    assert any("is not a flowmap trace" in p for p in reader.run().problems)
+    assert any("is not a flowmap trace" in p for p in reader.records(Run).problems)
 
 
 def test_repeated_hop_lines_read_as_the_finished_reader_reads_them(tmp_path):
@@ -118,7 +119,7 @@ def test_repeated_hop_lines_read_as_the_finished_reader_reads_them(tmp_path):
     for cut in (len(data) // 3, len(data)):
         path.write_bytes(data[:cut])
         reader.poll()
-        live, whole = reader.run(), flowmap.load(str(tmp_path / "live"), detail_hops=None)
+        live, whole = reader.records(Run), flowmap.load(str(tmp_path / "live"), detail_hops=None)
         assert _doc(live) == _doc(whole)
         assert live.health.bad_lines == whole.health.bad_lines
     assert whole.health.bad_lines == 2 and whole.num_hops == 53
