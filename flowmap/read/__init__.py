@@ -7,6 +7,6 @@ reading their fields by name (`fields`), and `halves` joins the transport
 halves; `shards` finds and reads every shard of a run; `records` puts them
 all on one clock (`Records`, what the model aggregates); `merge` copies runs
 from several hosts into one; `run_meta` reads `run.json`; `incremental` follows a run still being written, reading
-only what each shard appended since its last poll. Nothing here
+only what each shard appended since its last poll (`tail`: one shard). Nothing here
 aggregates, and nothing imports torch or the layers above.
 """
