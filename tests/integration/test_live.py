@@ -260,3 +260,25 @@ def test_serve_beyond_loopback_warns_first(tmp_path):
     assert lines[0].startswith("flowmap: warning: serving on 0.0.0.0, beyond this machine")
     assert "names and shapes" in lines[0]
     assert lines[1] == f"flowmap: port {port} on 0.0.0.0 is in use; pick another with --port N"
+
+
+def test_serve_keeps_the_last_data_of_a_run_removed_while_watched(tmp_path):
+    import runs
+
+    src = runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=2))
+    server = subprocess.Popen([*FLOWMAP, "serve", src, "--port", "0"], cwd=tmp_path,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"at (http://127\.0\.0\.1:\d+/)", server.stderr.readline()).group(1)
+        before = json.loads(_get(url + "data.json"))
+        shutil.rmtree(src)
+        line = server.stderr.readline()  # the one sentence, once the next poll finds it gone
+        assert line.strip() == f"flowmap: the run {src} was removed while watched"
+        after = json.loads(_get(url + "data.json"))
+        assert after["live"]["state"] == "gone"
+        assert after["run"]["hops"] == before["run"]["hops"] > 0
+        assert _metrics(url)["flowmap_hops_total"][()] == before["run"]["hops"]
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=10)
+    assert "Traceback" not in err
