@@ -12,7 +12,7 @@ Findings, the costliest part, are recomputed at most every
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from flowmap.findings import Finding, findings
 from flowmap.live.rates import Rates
@@ -39,10 +39,11 @@ class Frame:
     updated_s: float  # wall time of the model's last rebuild
     gone: str | None = None  # the sentence once the run was removed; the frame is the last one
     behind: bool = False  # read in pieces: the run has bytes not read yet
-    notes: list[str] = field(default_factory=list)
 
 
 class Watch:
+    """One viewer's hold on a run: the reader, the latest frame, and what rebuilding costs."""
+
     def __init__(self, path: str, detail_hops: int | None = LIVE_DETAIL_HOPS) -> None:
         self.reader = IncrementalReader(path, detail_hops)
         self.rates = Rates()
