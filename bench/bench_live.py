@@ -10,7 +10,7 @@ Three measures, as issue 28 bounds them:
    would, only more often). Prints each watcher's share of one core and its
    RSS at the start and end of the second half (flat memory: the two agree);
 2. latency: a hop on a new seam, written while watched; the seconds until
-   `/metrics` shows it;
+   `/metrics` shows it; and the seconds from starting `top` to its first screen;
 3. throughput: the same 4 processes writing as fast as they can for a few
    seconds, watched and unwatched, rounds alternating (paired, so load on a
    shared machine hits both alike). Prints hops/s of each and their ratio.
@@ -102,6 +102,8 @@ class Watchers:
 
     def __init__(self, run: str) -> None:
         master, slave = pty.openpty()
+        self.started = time.monotonic()
+        self.first_screen_s: float | None = None  # from start to top's first screen
         self.top = subprocess.Popen([*FLOWMAP, "top", run], stdin=slave, stdout=slave,
                                     stderr=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "140",
                                                                     "LINES": "45"})
@@ -119,9 +121,16 @@ class Watchers:
         threading.Thread(target=self._browse, daemon=True).start()
 
     def _drain(self) -> None:
+        seen = b""
         try:
-            while os.read(self._master, 65536):
-                pass
+            while True:
+                chunk = os.read(self._master, 65536)
+                if not chunk:
+                    return
+                if self.first_screen_s is None:
+                    seen = (seen + chunk)[-4096:]
+                    if b"processes traced" in seen:
+                        self.first_screen_s = time.monotonic() - self.started
         except OSError:
             pass
 
@@ -192,6 +201,8 @@ def paced(seconds: float, tmp: str) -> None:
         print(f"  {k:6s} CPU {100 * cpu[k]:5.1f} % of a core   RSS {half[0]:6.1f} -> {half[-1]:6.1f} MiB "
               f"(second half)   peak {max(rss[k] or [0.0]):6.1f} MiB")
     print(f"  both   CPU {100 * sum(cpu.values()):5.1f} % of a core")
+    print(f"  top's first screen {w.first_screen_s:.2f} s after it started (interpreter start "
+          "included)" if w.first_screen_s is not None else "  top drew no screen")
     print(f"  update latency (hop written -> /metrics shows it): "
           f"{'over 10 s' if latency is None else f'{latency:.2f} s'}")
 

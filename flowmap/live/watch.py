@@ -5,8 +5,8 @@ about once a second; what they show is the `Frame` it returns. The model is
 rebuilt whole from the reader (the read model is built whole, never
 patched), only when new bytes came, and never more often than its own cost
 allows (`MAX_BUSY`), so watching a busy run stays a small share of a core.
-Findings, the costliest part, are recomputed at most every
-`FINDINGS_EVERY_S`.
+Findings, the costliest part, wait for the second update (the first screen
+comes without them) and are recomputed at most every `FINDINGS_EVERY_S`.
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ class Watch:
         self.frame: Frame | None = None
         self._built_s = 0.0
         self._build_cost_s = 0.0
-        self._findings_s = 0.0
         self._findings_cost_s = 0.0
+        self._findings_s = -FINDINGS_EVERY_S  # due at the second update
+        self._found_run: Run | None = None  # the run the frame's findings were found in
         self._pending = False  # bytes read that the model does not show yet
         self.behind = False  # the last update stopped reading with bytes left: catching up
 
@@ -75,10 +76,13 @@ class Watch:
         # costs more (seams x steps) is rebuilt less often, never past MAX_BUSY_HARD
         wait = max(min(MAX_REBUILD_GAP_S, self._build_cost_s / MAX_BUSY),
                    self._build_cost_s / MAX_BUSY_HARD)
-        if self.frame is None or (self._pending and now - self._built_s >= wait):
+        first = self.frame is None
+        if first or (self._pending and now - self._built_s >= wait):
             self._rebuild(now)
         frame = self.frame
         assert frame is not None
+        if not first:
+            self._find(frame, now)
         frame.behind = self.behind
         if self.behind:  # a run read in part can look cut short: its `end` lines are unread
             frame.status = Status(RUNNING, "reading the run so far")
@@ -106,11 +110,16 @@ class Watch:
         self._build_cost_s = time.perf_counter() - t
         self._built_s, self._pending = now, False
         found = self.frame.findings if self.frame is not None else ()
-        if (self.frame is None or now - self._findings_s >= max(
-                FINDINGS_EVERY_S, self._findings_cost_s / MAX_BUSY)):
-            t = time.perf_counter()
-            found = tuple(findings(run.view))
-            self._findings_cost_s = time.perf_counter() - t
-            self._findings_s = now
         self.frame = Frame(run, Status(RUNNING, "reading the run so far") if self.behind
                            else status(run), {}, found, time.time(), behind=self.behind)
+
+    def _find(self, frame: Frame, now: float) -> None:
+        """Findings of the frame's run, when due: never on the first update (the first
+        screen does not wait for them), then at most every FINDINGS_EVERY_S."""
+        if self._found_run is frame.run or now - self._findings_s < max(
+                FINDINGS_EVERY_S, self._findings_cost_s / MAX_BUSY):
+            return
+        t = time.perf_counter()
+        frame.findings = tuple(findings(frame.run.view))
+        self._findings_cost_s = time.perf_counter() - t
+        self._findings_s, self._found_run = now, frame.run
