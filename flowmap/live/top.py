@@ -68,15 +68,19 @@ def top(path: str, console: Console, sort: str = "rate") -> Frame:
                 continue
             live.update(screen(frame, sort=sort, paused=paused, rows=_rows(console),
                                width=console.width), refresh=True)
-            if (frame.gone or frame.status.state != RUNNING) and not sys.stdin.isatty():
+            if (frame.gone or frame.status.state != RUNNING) and not _interactive():
                 break  # nobody to press `q`: the last screen stays printed
     return frame
+
+
+def _interactive() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
 
 
 @contextlib.contextmanager
 def _keys() -> Iterator[Callable[[float], str | None]]:
     """A function reading one key with a timeout (None: none came); stdin in cbreak mode."""
-    fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
+    fd = sys.stdin.fileno() if _interactive() else None
     if fd is None:
         def wait(timeout: float) -> str | None:
             time.sleep(timeout)
