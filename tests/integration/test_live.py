@@ -66,6 +66,24 @@ def _hops_on_screen(screen: str) -> int | None:
     return int(m.group(1).replace(",", "")) if m else None
 
 
+def _compare_while_growing(run: str, copy: str, points: int) -> None:
+    """At `points` moments of a run being written, copy its bytes; the incremental reader
+    that polled the growing copy reads it as `flowmap.load` reads the copy."""
+    from growing import _doc
+
+    from flowmap.model.run import Run, load
+    from flowmap.read.incremental import IncrementalReader
+
+    os.makedirs(copy)
+    reader = IncrementalReader(copy, detail_hops=None)
+    for _ in range(points):
+        for name in _shards(run):
+            shutil.copyfile(os.path.join(run, name), os.path.join(copy, name))
+        reader.poll()
+        assert _doc(reader.records(Run)) == _doc(load(copy, detail_hops=None))
+        time.sleep(0.5)
+
+
 def _screen_hops(session: str) -> list[int] | None:
     """[hops] as top's screen shows them (a list, so that 0 is an answer), or None."""
     n = _hops_on_screen(_tmux("capture-pane", "-p", "-t", session))
@@ -108,6 +126,7 @@ def test_top_and_serve_follow_a_running_trainer(tmp_path):
             assert trainer.poll() is None, "the trainer ended before the live views were checked"
             mid = _metrics(url)
             assert mid["flowmap_hops_total"][()] > 0
+            _compare_while_growing(run, str(tmp_path / "copy"), points=3)
             # a key: sort by total
             _tmux("send-keys", "-t", session, "t")
             _wait(lambda: "sorted by total" in _tmux("capture-pane", "-p", "-t", session), 10,
