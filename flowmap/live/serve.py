@@ -118,14 +118,14 @@ class LiveServer:
             return "{}"
         state = "gone" if frame.gone else frame.status.state
         sentence = frame.gone or frame.status.sentence
-        key = (id(frame.run), state, sentence)
+        key = (frame.updated_s, frame.found_s, state, sentence)  # a rebuild, new findings
         with self._doc_lock:
             if key != self._doc_run:
                 self._build(frame, key, state, sentence)
             return self._doc_text
 
     def _build(self, frame: Frame, key: Any, state: str, sentence: str) -> None:
-        doc = html_document(frame.run.view, "auto", self._place)
+        doc = html_document(frame.run.view, "auto", self._place, frame.findings)
         self._version += 1
         doc["live"] = {"version": self._version, "state": state, "sentence": sentence}
         if state == RUNNING:  # shards still being written are not cut short

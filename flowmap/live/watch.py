@@ -39,6 +39,7 @@ class Frame:
     updated_s: float  # wall time of the model's last rebuild
     gone: str | None = None  # the sentence once the run was removed; the frame is the last one
     behind: bool = False  # read in pieces: the run has bytes not read yet
+    found_s: float = 0.0  # when `findings` were found (monotonic; 0: not yet)
 
 
 class Watch:
@@ -109,9 +110,10 @@ class Watch:
         _ = run.seams, run.owners, run.counters
         self._build_cost_s = time.perf_counter() - t
         self._built_s, self._pending = now, False
-        found = self.frame.findings if self.frame is not None else ()
+        old = self.frame
         self.frame = Frame(run, Status(RUNNING, "reading the run so far") if self.behind
-                           else status(run), {}, found, time.time(), behind=self.behind)
+                           else status(run), {}, old.findings if old else (), time.time(),
+                           behind=self.behind, found_s=old.found_s if old else 0.0)
 
     def _find(self, frame: Frame, now: float) -> None:
         """Findings of the frame's run, when due: never on the first update (the first
@@ -123,3 +125,4 @@ class Watch:
         frame.findings = tuple(findings(frame.run.view))
         self._findings_cost_s = time.perf_counter() - t
         self._findings_s, self._found_run = now, frame.run
+        frame.found_s = now

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from flowmap.findings import findings
+from flowmap.findings import Finding, findings
 from flowmap.model.format import fmt_per_step
 from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
@@ -49,10 +49,11 @@ NODE_HEIGHT_PX = 30
 Place = Callable[[list[NodeSpec], list[EdgeSpec], str], Layout]
 
 
-def html_document(view: RunView, engine: str = "auto", place: Place = layout_graph
-                  ) -> dict[str, Any]:
-    """Everything the page shows, as JSON-ready plain data. `place` lays the graph out
-    (the live page passes one that reuses the last layout while the graph is unchanged)."""
+def html_document(view: RunView, engine: str = "auto", place: Place = layout_graph,
+                  found: Sequence[Finding] | None = None) -> dict[str, Any]:
+    """Everything the page shows, as JSON-ready plain data. `place` lays the graph out, and
+    `found` are the view's findings if already found (the live page passes a layout that
+    stays while the graph is unchanged, and the findings its watch keeps)."""
     # Owners in pipeline order, seams heaviest first: ids are stable per run.
     nodes = view.pipeline.nodes
     seams = list(view.seams.values())
@@ -69,7 +70,8 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
         "bins": [_bin(b) for b in binned.bins],
         "counters": _counters(view),
         "charts": chart_groups(list(view.counters)),
-        "findings": _findings(view, {s.label: seam_id[s.key] for s in seams}),
+        "findings": _findings(findings(view) if found is None else found,
+                              {s.label: seam_id[s.key] for s in seams}),
     }
 
 
@@ -264,7 +266,7 @@ def chart_groups(names: list[str]) -> list[list[str]]:
     return ([together] if together else []) + [[n] for n in rest]
 
 
-def _findings(view: RunView, seam_by_label: dict[str, str]) -> list[dict[str, Any]]:
+def _findings(found: Sequence[Finding], seam_by_label: dict[str, str]) -> list[dict[str, Any]]:
     return [
         {
             "kind": f.kind,
@@ -274,7 +276,7 @@ def _findings(view: RunView, seam_by_label: dict[str, str]) -> list[dict[str, An
             "bytes_per_step_text": fmt_per_step(f.bytes_per_step),  # as the message rounds it
             "message": f.message,
         }
-        for f in findings(view)[:MAX_FINDINGS]
+        for f in found[:MAX_FINDINGS]
     ]
 
 
