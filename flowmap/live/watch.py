@@ -6,7 +6,9 @@ rebuilt whole from the reader (the read model is built whole, never
 patched), only when new bytes came, and never more often than its own cost
 allows (`MAX_BUSY`), so watching a busy run stays a small share of a core.
 Findings, the costliest part, wait for the second update (the first screen
-comes without them) and are recomputed at most every `FINDINGS_EVERY_S`.
+comes without them) and are recomputed at most every `FINDINGS_EVERY_S`. Once
+the program has ended, the run is read once more as `flowmap report` reads
+it, so the last screen and page are the report's, findings included.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from flowmap.errors import FlowmapError
 from flowmap.findings import Finding, findings
 from flowmap.live.rates import Rates
 from flowmap.live.status import RUNNING, Status, status
-from flowmap.model.run import Run
+from flowmap.model.run import Run, load
 from flowmap.model.types import SeamKey
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
 
@@ -56,6 +59,7 @@ class Watch:
         self._found_run: Run | None = None  # the run the frame's findings were found in
         self._pending = False  # bytes read that the model does not show yet
         self.behind = False  # the last update stopped reading with bytes left: catching up
+        self._final = False  # the frame holds the finished run, read as `report` reads it
 
     @property
     def path(self) -> str:
@@ -91,7 +95,24 @@ class Watch:
             frame.status = status(frame.run)  # a program's death shows without new bytes
             self.rates.add(time.time(), frame.run.seams)
             frame.rates = self.rates.per_second()
+        if frame.status.state != RUNNING and not self.behind and not self._pending \
+                and not self._final:
+            self._finish(frame)
         return frame
+
+    def _finish(self, frame: Frame) -> None:
+        """The program has ended: read the run once as `flowmap report` reads it (its
+        detail window, not the live one), so the last screen and page are the report's."""
+        self._final = True
+        try:
+            run = load(self.reader.path)
+        except FlowmapError:
+            return  # removed or unreadable since: the live read stays
+        frame.run = run
+        frame.findings = tuple(findings(run.view))
+        frame.updated_s = time.time()
+        frame.found_s = self._findings_s = time.monotonic()
+        self._found_run = run
 
     def _read(self) -> None:
         """Poll until nothing is new or the time for one update is spent: a large run is
@@ -109,7 +130,7 @@ class Watch:
         run = self.reader.records(Run)
         _ = run.seams, run.owners, run.counters
         self._build_cost_s = time.perf_counter() - t
-        self._built_s, self._pending = now, False
+        self._built_s, self._pending, self._final = now, False, False
         old = self.frame
         self.frame = Frame(run, Status(RUNNING, "reading the run so far") if self.behind
                            else status(run), {}, old.findings if old else (), time.time(),

@@ -143,16 +143,9 @@ def test_top_and_serve_follow_a_running_trainer(tmp_path):
             _wait(lambda: page.eval("document.getElementById('live-status').textContent")
                   .startswith("the program exited"), 15, "the page to say the program exited")
             page_seams = page.eval("document.querySelectorAll('tr[data-seam]').length")
-            # findings follow within a few seconds: the run's, read with the live detail window
-            # (per-seam figures are exact with any window; findings that follow a payload or
-            # an item read the hops kept one by one, docs/live.md)
-            from flowmap.findings import findings
-            from flowmap.model.run import load
-            from flowmap.read.incremental import LIVE_DETAIL_HOPS
-
-            expected = [f.message for f in findings(load(run, LIVE_DETAIL_HOPS).view)][:50]
+            # once the program has ended, the page is the report's, findings included
             _wait(lambda: [f["message"] for f in json.loads(_get(url + "data.json"))["findings"]]
-                  == expected, 20, "the run's findings")
+                  == [f["message"] for f in report["findings"]][:50], 20, "the report's findings")
             doc = json.loads(_get(url + "data.json"))
             assert doc["run"]["hops"] == hops
             assert page.eval("document.querySelector('#top .stats').textContent").startswith(
