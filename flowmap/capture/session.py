@@ -60,7 +60,8 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
         return None
     detail = fold.detail_from_environment() if aggregate is None and environment else aggregate
     if detail is not None:
-        tracer.fold = fold.Folder(tracer, detail)
+        tracer.fold = fold.ProcessFolder(tracer, detail)
+    tracer.on_stop = _forget
     state.tracer = tracer
     if not _hooks_installed:
         _hooks_installed = True
@@ -69,6 +70,12 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
         _register_multiprocessing_finalizer()
     _install_sigterm()
     return tracer
+
+
+def _forget(tracer: Tracer) -> None:
+    """A tracer that stopped for good (a full disk) no longer records this process's events."""
+    if state.tracer is tracer:
+        state.tracer = None
 
 
 def stop() -> None:

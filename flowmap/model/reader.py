@@ -27,7 +27,7 @@ from flowmap.model.events import Hop as Hop
 from flowmap.model.events import Leaf as Leaf
 from flowmap.model.events import Mark as Mark
 from flowmap.model.events import Shard as Shard
-from flowmap.model.fold import FINISH_STEP_FACTOR, Cut, Folder
+from flowmap.model.fold import FINISH_STEP_FACTOR, Cut, SeamStepFolder
 from flowmap.model.validate import CHECKS
 
 BLOCK = 4 << 20  # bytes read at a time
@@ -142,7 +142,7 @@ class _Decoder:
         self.shard = shard
         self.keep = detail_hops  # hops built one by one before `_folded` is asked
         self.cut: Cut | None = None
-        self.folder: Folder | None = None
+        self.folder: SeamStepFolder | None = None
         self.strings: dict[int, str] = {}
         self.schemas: dict[int, tuple[Leaf, ...]] = {}
         self.t0 = shard.t0_mono_ns
@@ -172,7 +172,7 @@ class _Decoder:
         t_ns = self.t0 + ev[1] * 1000
         cut, folder = self.cut, self.folder
         if cut is None or folder is None:
-            self.cut, self.folder = Cut(ev[8], t_ns), Folder(self.shard.pid)
+            self.cut, self.folder = Cut(ev[8], t_ns), SeamStepFolder(self.shard.pid)
             return False
         step = ev[8]
         past = step > cut.step if step is not None and cut.step is not None else t_ns > cut.t_ns
