@@ -25,7 +25,7 @@ from flowmap.capture.api import (
     set_owner,
     step,
 )
-from flowmap.capture.session import tracing
+from flowmap.run_tracing import tracing
 
 # `flowmap.model.fold.DETAIL_HOPS`, written out: importing the model here would
 # cost every traced child's start-up (tests/unit/test_streaming_read.py keeps them equal)

@@ -25,7 +25,7 @@ from operator import is_
 from time import monotonic_ns
 from typing import Any
 
-from flowmap import trace_format as tf
+from flowmap import rundir
 from flowmap.capture import describe_lazy
 from flowmap.capture.names import MAX_ITEMS, NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
@@ -68,7 +68,7 @@ class Tracer:
         # socket (~5 ms of every traced child's start-up)
         hostname = os.uname().nodename if hasattr(os, "uname") else os.environ.get("COMPUTERNAME", "")
         host = hostname.replace("-", "_") or "host"
-        name = f"{host}-{os.getpid()}-{os.urandom(2).hex()}{tf.SHARD_SUFFIX}"
+        name = rundir.shard_file_name(host, os.getpid(), os.urandom(2).hex())
         self.path = os.path.join(self.run_dir, name)
         self.file = ShardFile(self.path)
         self.t0_ns = time.monotonic_ns()

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from flowmap.integrations import importhook
+from flowmap.capture import importhook
 from flowmap.seams.spec import SeamMap, SeamSpec
 from flowmap.seams.wrapper import MARKER, wrap
 
