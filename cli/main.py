@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from flowmap.cli.options import VALUE_OPTIONS
 from flowmap.errors import FlowmapError
 
 if TYPE_CHECKING:
@@ -134,9 +135,7 @@ def _module_args_verbatim(argv: list[str]) -> list[str]:
         a = argv[j]
         if a == "-m" and j + 1 < len(argv):
             return argv[: j + 2] + ["--"] + argv[j + 2 :]
-        if a in ("-o", "--output", "--process", "--seams", "--preset", "--no-transport",
-                 "--seconds", "--calls",
-                 "--steps", "--include", "--exclude", "--min-bytes"):
+        if a in VALUE_OPTIONS:
             j += 2
         elif a.startswith("-"):
             j += 1
