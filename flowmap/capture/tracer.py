@@ -259,7 +259,7 @@ class Tracer:
         d = describe_lazy.describe(payload, dims)  # the describers load at the first hop
         if self.fold is not None and self.fold.hop(src, dst, name, d, items, step, version, transport, t):
             return
-        items_text = _items_text(items)
+        items_text = "null" if type(items) is tuple and not items else _items_text(items)
         if items_text is None:  # a type not read: one warning, the hop is kept without items
             self.read_items(items)
             items_text = "null"
@@ -267,8 +267,15 @@ class Tracer:
             if self.closed:
                 return
             w = self.writer
-            w.hop(t, src, dst, name, d.leaves, d.nbytes,
-                  w.storage_ids(d.storages),
+            keys = d.storages
+            if keys:  # arrays: their storage ids (a hop of Python objects has none)
+                try:  # every storage seen before: one C-level pass (`storage_ids`, inlined)
+                    storages = ",".join(map(w.storages.get, keys))  # type: ignore[arg-type]
+                except TypeError:  # a new one: `storage_ids` gives it an id
+                    storages = w.storage_ids(keys)
+            else:
+                storages = ""
+            w.hop(t, src, dst, name, d.leaves, d.nbytes, storages,
                   self.step if step is None else step, version, transport, items_text)
 
     def counter(self, owner: Any, name: Any, value: float) -> None:

@@ -190,8 +190,13 @@ class TraceWriter:
         """An `h` line. `storages` is `storage_ids`' text; `items` the JSON of the ids
         (`items_json`)."""
         seam = self.seams.get((src, dst, name)) or self.seam(src, dst, name)
+        last = self.last_schema.get(seam)  # `seam_schema`, inlined: this runs once per hop
+        if last is not None and last[0] == leaves:
+            schema = last[1]
+        else:
+            schema = self.seam_schema(seam, leaves)
         self.emit(
-            f'["h",{t_us},{seam},{self.seam_schema(seam, leaves)},{nbytes},[{storages}],'
+            f'["h",{t_us},{seam},{schema},{nbytes},[{storages}],'
             f"{'null' if step is None else int(step)},"
             f"{'null' if version is None else int(version)},"
             f"{self.strings.get(transport) or self.string_id(transport)},{items}]"
