@@ -267,15 +267,7 @@ class Tracer:
             if self.closed:
                 return
             w = self.writer
-            keys = d.storages
-            if keys:  # arrays: their storage ids (a hop of Python objects has none)
-                try:  # every storage seen before: one C-level pass (`storage_ids`, inlined)
-                    storages = ",".join(map(w.storages.get, keys))  # type: ignore[arg-type]
-                except TypeError:  # a new one: `storage_ids` gives it an id
-                    storages = w.storage_ids(keys)
-            else:
-                storages = ""
-            w.hop(t, src, dst, name, d.leaves, d.nbytes, storages,
+            w.hop(t, src, dst, name, d.leaves, d.nbytes, w.storage_ids(d.storages),
                   self.step if step is None else step, version, transport, items_text)
 
     def counter(self, owner: Any, name: Any, value: float) -> None:

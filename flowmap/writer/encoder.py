@@ -157,11 +157,25 @@ class TraceWriter:
         """The `storages` list of a hop line, without its brackets: one id per key."""
         if not keys:
             return ""
-        get = self.storages.get
-        try:  # every storage seen before: one C-level pass
-            return ",".join(map(get, keys))  # type: ignore[arg-type]
-        except TypeError:  # a new one (`get` gave None): give it an id
-            return ",".join([get(k) or self.storage_id(k) for k in keys])
+        table = self.storages
+        # One C-level pass; not join's TypeError on a new one: raising it costs more than a
+        # hop's other work, and a training step's tensors are mostly new storages.
+        ids = list(map(table.get, keys))
+        if None not in ids:
+            return ",".join(ids)  # type: ignore[arg-type]
+        if len(table) + len(ids) >= MAX_STORAGE_IDS:  # the table may be cleared midway
+            return ",".join([table.get(k) or self.storage_id(k) for k in keys])
+        n = self.next_storage
+        for i, got in enumerate(ids):  # `storage_id` for the new ones, inlined
+            if got is None:
+                key = keys[i]
+                got = table.get(key)  # a storage met twice in one hop has its id by now
+                if got is None:
+                    got = table[key] = str(n)
+                    n += 1
+                ids[i] = got
+        self.next_storage = n
+        return ",".join(ids)  # type: ignore[arg-type]
 
     # -- header and end ---------------------------------------------------------
     def header(self, fields: dict[str, Any]) -> None:
