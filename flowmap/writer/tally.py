@@ -2,7 +2,7 @@
 
 Both folds add hops into it: the traced process under `--aggregate`
 (`flowmap.capture.fold`, which writes it as an `a` or `X` line) and the reader
-past its detail window (`flowmap.model.fold`, which turns it into a
+past its detail window (`flowmap.read.fold`, which turns it into a
 `SeamStep`). Its fields are the figures those lines carry; it is updated once
 per folded hop, so it is a slotted object with one short method.
 """
