@@ -1,10 +1,9 @@
-"""Figures of the house: import circles, arrows against the layers, long files, `Any`.
+"""Figures of the house for any checkout: import circles, arrows against the layers, long files, `Any`.
 
     python scripts/house.py [ROOT]
 
-Reads the source as text (the AST), imports nothing, so it measures any checkout,
-an old one included: issue 24's before-and-after figures come from here, and
-tests/unit/test_layers.py holds the layers to the same table (`LAYERS`).
+The layers and the import graph come from tests/layers.py (the contract CI holds the
+tree to); issue 24's before-and-after figures were measured with this script.
 """
 
 from __future__ import annotations
@@ -12,98 +11,42 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from collections.abc import Iterator
 
-import networkx as nx
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from layers import arrows_against_layers, circles, import_graph, modules  # noqa: E402
 
-# Source folders and the import names they have installed (setup.py maps them).
-ROOTS = {"flowmap": "flowmap", "cli": "flowmap.cli", "trainer": "flowmap.trainer"}
 LONG_FILE_LINES = 400
 
 
-def modules(root: str) -> dict[str, str]:
-    """Import name -> file, for every module of the library, the CLI and the trainer."""
-    out: dict[str, str] = {}
-    for folder, package in ROOTS.items():
-        base = os.path.join(root, folder)
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            rel = os.path.relpath(dirpath, base)
-            prefix = package if rel == "." else package + "." + rel.replace(os.sep, ".")
-            for f in sorted(filenames):
-                if f.endswith(".py"):
-                    name = prefix if f == "__init__.py" else f"{prefix}.{f[:-3]}"
-                    out[name] = os.path.join(dirpath, f)
-    return out
-
-
-def imported_names(path: str, module: str) -> Iterator[str]:
-    """Every module name `module` imports, at any depth of its code (lazy imports are arrows
-    too), resolved relative to it; `from a import b` yields `a.b` and `a`."""
-    tree = ast.parse(open(path, encoding="utf-8").read(), path)
-    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parts = parts[: len(parts) - node.level + 1]
-                base = ".".join(parts + ([base] if base else []))
-            yield base
-            for alias in node.names:
-                yield f"{base}.{alias.name}"
-
-
-def import_graph(root: str) -> nx.DiGraph:
-    """Module -> module it imports, within the project."""
-    mods = modules(root)
-    graph = nx.DiGraph()
-    graph.add_nodes_from(mods)
-    for name, path in mods.items():
-        for target in imported_names(path, name):
-            while target and target not in mods:
-                target = target.rpartition(".")[0]
-            if target and target != name and not name.startswith(target + "."):
-                graph.add_edge(name, target)  # a package's own __init__ is not an arrow
-    return graph
-
-
-def circles(graph: nx.DiGraph) -> list[list[str]]:
-    """The strongly connected groups of two or more modules: each is one circle of imports."""
-    return sorted(sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1)
-
-
 def long_files(root: str) -> list[tuple[str, int]]:
-    out = []
-    for path in modules(root).values():
-        n = sum(1 for _ in open(path, encoding="utf-8"))
-        if n > LONG_FILE_LINES:
-            out.append((os.path.relpath(path, root), n))
-    return sorted(out, key=lambda x: -x[1])
+    sizes = [(os.path.relpath(p, root), sum(1 for _ in open(p, encoding="utf-8")))
+             for p in modules(root).values()]
+    return sorted(((p, n) for p, n in sizes if n > LONG_FILE_LINES), key=lambda x: -x[1])
 
 
 def any_count(root: str) -> int:
-    """Uses of `Any` in the library (flowmap/), as a name in annotations or code."""
+    """Uses of `Any` in the library (flowmap/, not the CLI or the trainer)."""
     total = 0
     for name, path in modules(root).items():
-        if name.startswith(("flowmap.cli", "flowmap.trainer")):
-            continue
-        tree = ast.parse(open(path, encoding="utf-8").read(), path)
-        total += sum(1 for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "Any")
-        total += sum(1 for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "Any")
+        if not name.startswith(("flowmap.cli", "flowmap.trainer")):
+            tree = ast.parse(open(path, encoding="utf-8").read(), path)
+            total += sum(1 for n in ast.walk(tree)
+                         if (isinstance(n, ast.Name) and n.id == "Any")
+                         or (isinstance(n, ast.Attribute) and n.attr == "Any"))
     return total
 
 
 def main(root: str) -> None:
     graph = import_graph(root)
-    found = circles(graph)
     print(f"modules: {graph.number_of_nodes()}, import arrows: {graph.number_of_edges()}")
+    found = circles(graph)
     print(f"import circles: {len(found)}")
     for c in found:
         print(f"  {len(c)} modules: {', '.join(c)}")
+    against = arrows_against_layers(graph)
+    print(f"arrows against the layers: {len(against)}")
+    for src, dst in against:
+        print(f"  {src} -> {dst}")
     longs = long_files(root)
     print(f"files over {LONG_FILE_LINES} lines: {len(longs)}")
     for path, n in longs:

@@ -20,7 +20,7 @@ from typing import Any
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
 from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep, Shard
-from flowmap.read.fold import Folder
+from flowmap.read.fold import SeamStepFolder
 from flowmap.read.reader import (
     MAX_HEADER,
     Hop,
@@ -208,19 +208,19 @@ class ShardTail:
             copy.fold_cut = (d.cut.step, d.cut.t_ns)
         return copy
 
-    def _folded_steps(self, folder: Folder) -> list[SeamStep]:
+    def _folded_steps(self, folder: SeamStepFolder) -> list[SeamStep]:
         """`folder.seam_steps(...)`, building anew only the cells that took hops since the
         last snapshot (a long run's older steps no longer change)."""
         d = self.decoder
         assert d is not None
-        one = Folder(folder.pid)
+        one = SeamStepFolder(folder.pid)
         out = []
         for key, cell in folder.cells.items():
             hit = self.steps_made.get(key)
-            if hit is None or hit[0] != cell[0]:  # cell[0]: its hops, grown by every add
+            if hit is None or hit[0] != cell.hops:  # grown by every hop added
                 one.cells = {key: cell}
                 hit = self.steps_made[key] = (
-                    cell[0], one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0])
+                    cell.hops, one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0])
             out.append(hit[1])
         out.sort(key=lambda st: st.t_ns)
         return out
@@ -230,10 +230,10 @@ def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
     """Hop lines equal but for their `times`, as `_Decoder._batch` takes them one by one.
 
     Past the detail window, where every one of them folds (their step lies past the
-    window's end), they are added to their fold cell at once: the same sums, least and
-    largest values and times as `Folder.add_event` reaches one hop at a time (its cell
-    slots: hops, sum, min, max, first t, last t, items, version min, version max, wire,
-    schemas)."""
+    window's end), the first is folded as one hop and the rest are added to its cell at
+    once: the same count, sums and times as `SeamStepFolder.add_event` reaches one hop at
+    a time (equal hops leave least and largest bytes, versions and schemas as they are).
+    """
     folder, cut, sh = d.folder, d.cut, d.shard
     step = ev[8]
     if (len(times) < 2 or folder is None or cut is None or d.keep is None
@@ -242,30 +242,19 @@ def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
             ev[1] = t
             _hop(d, ev)
         return
-    n = len(times)
+    ev[1] = times[0]
+    _hop(d, ev)  # folds: its step is past the window
+    rest = times[1:]
+    n = len(rest)
     d.line += n
     sh.num_events += n
     folder.hops += n
-    nbytes, version, schema = ev[6], ev[9], ev[5]
-    items = len(ev[11]) if ev[11] else 0
-    first, last = d.t0 + min(times) * 1000, d.t0 + max(times) * 1000
-    key = (ev[2], ev[3], ev[4], step, ev[10])
-    c = folder.cells.get(key)
-    if c is None:
-        folder.cells[key] = [n, nbytes * n, nbytes, nbytes, first, last, items * n, version,
-                             version, None, [schema]]
-        return
-    c[0] += n
-    c[1] += nbytes * n
-    c[2], c[3] = min(c[2], nbytes), max(c[3], nbytes)
-    c[4], c[5] = min(c[4], first), max(c[5], last)
-    c[6] += items * n
-    if version is not None:
-        c[7] = version if c[7] is None else min(c[7], version)
-        c[8] = version if c[8] is None else max(c[8], version)
-    seen = c[10]
-    if seen[-1] is not schema and schema not in seen:
-        seen.append(schema)
+    c = folder.cells[(ev[2], ev[3], ev[4], step, ev[10])]
+    c.hops += n
+    c.nbytes_sum += ev[6] * n
+    c.num_items += (len(ev[11]) if ev[11] else 0) * n
+    c.t_first = min(c.t_first, d.t0 + min(rest) * 1000)
+    c.t_last = max(c.t_last, d.t0 + max(rest) * 1000)
 
 
 def _hop(d: _Decoder, ev: list[Any]) -> None:
