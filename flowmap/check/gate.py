@@ -50,6 +50,7 @@ def check(opts: Options) -> tuple[CheckReport, Snapshot]:
         results, run=opts.run, baseline=opts.baseline, budget=opts.budget,
         tolerance=opts.tolerance, min_bytes_per_step=opts.min_bytes_per_step,
         accepting=opts.update, detail=run.detail.note,
+        ended=run.ending.sentence if run.ending.failed else "",
     )
     return report, snap
 

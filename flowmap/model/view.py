@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from flowmap.model.ending import Ending, read_ending
 from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
 from flowmap.model.pipeline import build_pipeline
 from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard
@@ -85,10 +86,17 @@ class RunView:
     events: Events = field(repr=False)
     _run: Run = field(repr=False, compare=False)
     exit_code: int | None = None  # the traced program's, from run.json; None: not recorded
+    ending: Ending = Ending(None, None)  # how the program ended and how long it ran (run.json)
 
     @property
     def duration_s(self) -> float:
+        """The span of the recorded hops: the timeline's extent."""
         return (self.t_end_ns - self.t0_ns) / 1e9
+
+    @property
+    def wall_s(self) -> float:
+        """How long the program ran: run.json's start to finish, else the span of its hops."""
+        return self.ending.wall_s if self.ending.wall_s is not None else self.duration_s
 
     @property
     def order(self) -> tuple[str, ...]:
@@ -158,6 +166,7 @@ def _build(run: Run) -> RunView:
         events=Events(run.shards, run.hops, run.counter_samples, run.marks, run.drops,
                       run.seam_steps, run.counter_folds, run.mark_folds, run.drop_folds),
         exit_code=run.meta.get("exit_code") if type(run.meta.get("exit_code")) is int else None,
+        ending=read_ending(run.meta),
         _run=run,
     )
 

@@ -62,7 +62,7 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
              plural(len(view.seams), "seam"), plural(len(view.owners), "owner"),
              f"{fmt_per_step(view.totals.bytes_per_step_mean)} payload",
              f"{fmt_per_step(view.totals.moved_bytes_per_step_mean)} moved (no in-process refs)",
-             f"{view.duration_s:.1f} s"]
+             f"{view.wall_s:.1f} s"]
     lines += [(ln, "") for ln in wrap(" · ".join(facts), width)]
     if view.projection:
         lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
@@ -81,6 +81,9 @@ def _health(view: RunView) -> tuple[str, str]:
     counts = (f"{plural(h.shards, 'shard')}, {plural(h.events, 'event')}, "
               f"{plural(h.tracer_errors, 'tracer error')}")
     problems = []
+    ended = view.ending.sentence
+    if view.ending.failed:  # first: every figure below stops where the program did
+        problems.append(f"{ended}; the figures cover what it recorded until then")
     reaped = view.truncated and view.exit_code == 0
     if view.truncated and not reaped:
         problems.append("the run was cut short (a process was killed); showing everything "
@@ -98,7 +101,7 @@ def _health(view: RunView) -> tuple[str, str]:
         return (f"health: ok ({counts}); {plural(n, 'worker')} ended without closing "
                 f"{'its shard' if n == 1 else 'their shards'} after the program exited 0 "
                 "(reaped, as Ray does): every event recorded is kept", "green")
-    return f"health: ok ({counts})", "green"
+    return f"health: ok ({counts})" + (f"; {ended}" if ended else ""), "green"
 
 
 def _items(view: RunView) -> str:

@@ -9,7 +9,8 @@ from flowmap.check.tolerance import fmt_percent
 
 
 def render_check(report: CheckReport) -> str:
-    lines = [_context(report), *([report.detail] if report.detail else []), ""]
+    lines = [_context(report), *([report.detail] if report.detail else []),
+             *([f"{report.ended}: the run holds what it recorded until then"] if report.ended else []), ""]
     for r in report.ordered():
         word = STATUS_WORD.get(r.status, r.status)
         if r.status == "ok" and not r.details:

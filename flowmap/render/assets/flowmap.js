@@ -166,10 +166,13 @@
       fmtBytes(r.total_bytes) + " payload",
       "layout: " + r.layout.engine
     ];
+    if (r.wall_s !== null && r.wall_s !== undefined) stats.push(r.wall_s.toFixed(1) + " s");
+    if (r.exit_code !== null && r.exit_code !== undefined && !r.failed) stats.push("exit " + r.exit_code);
     if (r.items.total) stats.push(r.items.total + " items, " + r.items.dropped + " dropped");
     var warn = null;
-    if (r.truncated || r.health.tracer_errors || r.projection || r.detail) {
+    if (r.failed || r.truncated || r.health.tracer_errors || r.projection || r.detail) {
       warn = el("span", { "class": "warn", id: "run-warning" },
+        (r.failed ? r.ended + " — showing what it recorded until then. " : "") +
         (r.projection ? "PROJECTION — " + r.projection + " " : "") +
         (r.detail ? r.detail + " " : "") +
         (r.truncated ? "trace cut short " : "") + (r.health.tracer_errors ? r.health.tracer_errors + " tracer errors" : ""));
