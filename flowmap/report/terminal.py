@@ -19,7 +19,7 @@ from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema
 from flowmap.model.reader import clean_text
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
-from flowmap.report.layout import Column, fit_table, shorten, shorten_parts, wrap
+from flowmap.report.layout import Column, fit_table, shorten, shorten_parts, wrap, wrap_parts
 from flowmap.units import fmt_count, plural
 
 TOP_SEAMS = 15  # default rows of the seam table: what fits one screen next to the findings
@@ -152,7 +152,8 @@ def _transports(s: SeamStats) -> str:
 
 _SEAM_COLUMNS = (
     Column("seam", lambda s: f"{s.src} → {s.dst} : {s.name}", 0, right=False, flexible=True,
-           min_width=40, fit=lambda s, w: shorten_parts((s.src, s.dst, s.name), (" → ", " : "), w)),
+           min_width=40, fit=lambda s, w: shorten_parts((s.src, s.dst, s.name), (" → ", " : "), w),
+           wrap=lambda s, w: wrap_parts((s.src, s.dst, s.name), (" → ", " : "), w)),
     Column("hops", lambda s: f"{s.hops:,}", 2),
     Column("total", lambda s: fmt_bytes(s.total_bytes), 4),
     Column("per step", lambda s: fmt_bytes(s.bytes_per_step_mean), 1),
