@@ -180,15 +180,16 @@ def _seams(view: RunView, width: int, top: int | None) -> list[tuple[str, str]]:
 def _owners(owners: Sequence[OwnerStats], width: int) -> list[tuple[str, str]]:
     cols = [
         Column("owner", lambda o: o.name, 0, right=False, flexible=True, min_width=12),
-        Column("bytes in", lambda o: fmt_bytes(o.bytes_in), 1),
-        Column("bytes out", lambda o: fmt_bytes(o.bytes_out), 1),
-        Column("hops in", lambda o: f"{o.hops_in:,}", 2),
-        Column("hops out", lambda o: f"{o.hops_out:,}", 2),
+        # whole-run figures, where the seams above are per step: the unit is in every title
+        Column("bytes in/run", lambda o: fmt_bytes(o.bytes_in), 1),
+        Column("bytes out/run", lambda o: fmt_bytes(o.bytes_out), 1),
+        Column("hops in/run", lambda o: f"{o.hops_in:,}", 2),
+        Column("hops out/run", lambda o: f"{o.hops_out:,}", 2),
     ]
     if width >= WIDE:
         cols.insert(1, Column("role", lambda o: o.role, 3, right=False))
     table = fit_table(cols, owners, width)
-    return [("", ""), ("Owners", "bold"), (table[0], "dim")] + [(ln, "") for ln in table[1:]]
+    return [("", ""), ("Owners, totals over the whole run", "bold"), (table[0], "dim")] + [(ln, "") for ln in table[1:]]
 
 
 def _counters(counters: Sequence[CounterStats], width: int) -> list[tuple[str, str]]:

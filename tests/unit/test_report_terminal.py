@@ -183,3 +183,18 @@ def test_through_the_cli_at_columns_80(tmp_path):
     assert max(cell_len(ln) for ln in r.output.splitlines()) <= 80
     table = r.output.split("Seams")[1].split("Owners")[0]
     assert "zero_pad_sequences" in table and "replay_buffer" in table and "…" not in table
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_owners_figures_say_they_are_whole_run_totals(view, width):
+    lines = _render(view, width)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Owners"))
+    assert "whole run" in lines[at]
+    header = lines[at + 1].split()
+    figures = [t for t in header if t not in ("owner", "role")]
+    # every figure column carries its unit, as the seams' `per step` and `max/hop` do
+    assert figures and all(t.endswith("/run") or t in ("bytes", "hops", "in", "out") for t in figures)
+    assert "in/run" in header and "out/run" in header
+    trainer = view.owners["trainer/rank0"]  # and the figures are the run's: bytes in over every step
+    row = next(ln for ln in lines[at + 2:] if ln.startswith("trainer/rank0 "))
+    assert fmt_bytes(trainer.bytes_in) in row
