@@ -14,10 +14,11 @@
   var ownerById = {};
   var state = { sel: null, from: 0, to: Math.max(0, D.bins.length - 1), query: "" };
   var view = { k: 1, x: 0, y: 0 };
-  // Labels are never drawn below this many CSS px: the graph opens at no less than 1:1
-  // (the layout's label fonts are >= 11 px) and is panned, not shrunk to fit; zoomed out
-  // past it, edge labels hide and owner names keep their size.
-  var LEGIBLE_PX = 11, EDGE_FONT = 11, NODE_FONT = 12, MAX_OPEN_K = 1.5;
+  // Labels are never drawn below this many CSS px. The graph opens fitted to its panel, so
+  // the first view shows the whole flow; below 1:1 edge labels hide and owner names keep
+  // their size. It never opens below MIN_OPEN_K, where an owner's box (30 px high in the
+  // layout) still holds its 11 px name: a graph too large for that opens there and pans.
+  var LEGIBLE_PX = 11, EDGE_FONT = 11, NODE_FONT = 12, MAX_OPEN_K = 1.5, MIN_OPEN_K = 0.5;
   var ui = {};
 
   D.seams.forEach(function (s) { seamById[s.id] = s; });
@@ -266,8 +267,11 @@
     ui.details = el("section", { id: "details" });
     var side = el("aside", { id: "side" }, [ui.details, findingsPanel(), seamList()]);
     var body = el("main", { id: "app" }, [graphPanel(), side, chartsPanel()]);
-    document.body.appendChild(header());
+    var top = header();
+    document.body.appendChild(top);
     document.body.appendChild(body);
+    // the header wraps to a second line where its facts need one: the graph gets the rest
+    document.documentElement.style.setProperty("--top-h", top.offsetHeight + "px");
     openView();
     update();
     applyFilter();
