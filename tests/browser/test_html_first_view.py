@@ -103,3 +103,20 @@ def test_one_to_one_shows_every_label_and_pans(browser, demo):
     assert len(labels) == len(run.view.owners) + len(run.view.seams)
     assert min(px for _, px in labels) >= 11
     assert page.eval(OWNERS_OUTSIDE) != []  # at 1:1 this graph is larger than the panel
+
+
+def test_a_crashed_program_is_said_in_the_header(browser, tmp_path):
+    import json
+
+    from browser.runs_html import write_rl_run
+
+    run_dir = write_rl_run(str(tmp_path / "crashed"), steps=2)
+    with open(os.path.join(run_dir, "run.json"), "w", encoding="utf-8") as f:
+        json.dump({"flowmap": "run", "schema": 1, "exit_code": 1, "started_wall_ns": 10**18,
+                   "finished_wall_ns": 10**18 + 11 * 10**9}, f)
+    path = write_html(flowmap.load(run_dir).view, tmp_path / "crashed.html")
+    page = browser.open_report(str(path), width=WIDTH, height=HEIGHT)
+    warning = page.eval("document.getElementById('run-warning').textContent")
+    assert "the program failed (exit code 1)" in warning
+    assert "11.0 s" in page.eval("document.querySelector('#top .stats').textContent")
+    assert page.eval(HEADER_CLIPPED) == []
