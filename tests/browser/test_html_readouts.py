@@ -12,7 +12,7 @@ from browser.runs_html import write_rl_run
 
 import flowmap
 from flowmap.model.format import fmt_bytes
-from flowmap.render.html import write_html
+from flowmap.reporters.html import write_html
 from flowmap.units import fmt_count
 
 pytestmark = pytest.mark.slow

@@ -12,8 +12,8 @@ from runs import RLRunSpec, ShardWriter, tensor, write_rl_run, write_two_owner_r
 
 import flowmap
 from flowmap.model.findings import KINDS, Finding, findings, heaviest
-from flowmap.report.document import report_document
-from flowmap.report.terminal import print_report
+from flowmap.reporters.json_document import report_document
+from flowmap.reporters.terminal import print_report
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 import flowmap
 from flowmap.cli.main import app
-from flowmap.render.html import render_html
+from flowmap.reporters.html import render_html
 
 S = 1_000_000_000
 STARTED = 1_796_395_998_762_344_094

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 import flowmap
 from flowmap.cli.main import app
 from flowmap.model.format import fmt_bytes, fmt_per_step
-from flowmap.report.layout import shorten_parts, wrap
-from flowmap.report.terminal import TOP_FINDINGS, TOP_SEAMS, print_report
+from flowmap.reporters.columns import shorten_parts, wrap
+from flowmap.reporters.terminal import TOP_FINDINGS, TOP_SEAMS, print_report
 
 SCREEN = 24  # rows of a default terminal: the findings must start on it
 

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from flowmap.errors import FlowmapError, UsageError
+
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
 
 FORMATS = ("svg", "png")
 TIMEOUT_S = 120
@@ -22,6 +27,21 @@ INSTALL_HINT = (
 
 class GraphvizMissing(FlowmapError):
     """`dot` is not on PATH."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImageOptions:
+    """`fmt` is svg or png; `instances`: one node per owner rather than per role."""
+
+    fmt: str = "svg"
+    instances: bool = False
+
+
+def report(view: RunView, options: ImageOptions) -> bytes:
+    """The run's DOT (`flowmap.reporters.dot`) drawn by Graphviz as `options.fmt`."""
+    from flowmap.reporters.dot import dot_source
+
+    return run_dot(dot_source(view, instances=options.instances), options.fmt)
 
 
 def find_dot() -> str | None:
@@ -51,7 +71,7 @@ def run_dot(source: str, fmt: str) -> bytes:
 
 def write_image(source: str, fmt: str, path: str) -> str:
     """Draw `source` into `path` (written only once `dot` succeeded); returns the path."""
-    from flowmap.render.output import check_output, write_output
+    from flowmap.reporters.output import check_output, write_output
 
     check_output(path)
     return write_output(path, run_dot(source, fmt))

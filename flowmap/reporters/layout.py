@@ -1,69 +1,38 @@
 """Place owners and route seams for the HTML graph: Graphviz `dot` when present, else our own.
 
 The HTML must look the same whether or not Graphviz is installed, so both
-engines return one `Layout`: node centres, and every edge as a cubic Bezier
-(`3k+1` points, the last one the arrow tip) plus its label centre, in pixels
-with y growing downwards. Names from user code never reach `dot`: nodes and
+engines return one `Layout` (`flowmap.reporters.layout_records`). Names from user code never reach `dot`: nodes and
 edges go in under generated ids, and edge labels as placeholders of the
 same length, so nothing needs quoting and nothing can be injected.
 
-The built-in engine, a small Sugiyama layered layout, is `flowmap.render.layered`.
+The built-in engine, a small Sugiyama layered layout, is `flowmap.reporters.layered`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from typing import Any
 
 from flowmap.errors import UsageError
+from flowmap.reporters.layered import layered
+from flowmap.reporters.layout_records import (
+    NODE_GAP_PX,
+    RANK_GAP_PX,
+    EdgeRoute,
+    EdgeSpec,
+    Layout,
+    NodeSpec,
+    Point,
+)
 
-Point = tuple[float, float]
-
-#: Pixels between two layers of nodes; every edge label sits on a half layer.
-RANK_GAP_PX = 34.0
-#: Horizontal gap between two owners in one layer.
-NODE_GAP_PX = 22.0
 #: `dot` gets this long before we fall back to the built-in engine.
 DOT_TIMEOUT_S = 20.0
 #: Beyond this many nodes + edges, `dot` can take minutes; use the built-in engine.
 DOT_MAX_ELEMENTS = 4000
 
 ENGINES = ("auto", "dot", "layered")
-
-
-@dataclass(slots=True)
-class NodeSpec:
-    id: str
-    width: float
-    height: float
-
-
-@dataclass(slots=True)
-class EdgeSpec:
-    id: str
-    src: str
-    dst: str
-    label_width: float = 0.0
-    label_lines: int = 1
-
-
-@dataclass(slots=True)
-class EdgeRoute:
-    points: list[Point]  # cubic Bezier: start, then (c1, c2, end) triples; the last end is the tip
-    label: Point
-
-
-@dataclass(slots=True)
-class Layout:
-    engine: str  # "dot" or "layered": which one actually placed the graph
-    width: float
-    height: float
-    nodes: dict[str, Point] = field(default_factory=dict)  # node id -> centre
-    edges: dict[str, EdgeRoute] = field(default_factory=dict)
 
 
 def layout_graph(nodes: list[NodeSpec], edges: list[EdgeSpec], engine: str = "auto") -> Layout:
@@ -74,8 +43,6 @@ def layout_graph(nodes: list[NodeSpec], edges: list[EdgeSpec], engine: str = "au
         placed = _dot(nodes, edges)
         if placed is not None:
             return placed
-    from flowmap.render.layered import layered  # imports this module's records
-
     return layered(nodes, edges)
 
 
@@ -156,8 +123,3 @@ def _dot_spline(pos: str) -> tuple[list[Point], Point | None]:
         elif parts[0] != "s":
             points.append((float(parts[0]), float(parts[1])))
     return points, tip
-
-
-def text_width_px(text: str, font_px: float) -> float:
-    """A font-free estimate of rendered width: layout must not depend on the browser's fonts."""
-    return math.ceil(len(text) * font_px * 0.6)

@@ -3,13 +3,14 @@
 Like `memray stats` and `py-spy top` it fits a screen: a short summary (the
 run, its health, the top findings with the bytes at stake per step), then the
 heaviest seams — truncated (`--top N`, `--all`) — then owners and counters.
-Lines are laid out by `flowmap.report.layout`, so at any width (80 in a
+Lines are laid out by `flowmap.reporters.columns`, so at any width (80 in a
 piped CI log) a line never exceeds the width and a figure never wraps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.text import Text
@@ -19,7 +20,7 @@ from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema
 from flowmap.model.reader import clean_text
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
-from flowmap.report.layout import Column, fit_table, shorten, shorten_parts, wrap, wrap_parts
+from flowmap.reporters.columns import Column, fit_table, shorten, shorten_parts, wrap, wrap_parts
 from flowmap.units import fmt_count, plural
 
 TOP_SEAMS = 15  # default rows of the seam table: what fits one screen next to the findings
@@ -28,11 +29,25 @@ WIDE = 120  # at this width and above, the owners table shows roles too
 MAX_PROBLEMS = 20  # capture problems listed under the health line
 
 
+@dataclass(frozen=True, slots=True)
+class TerminalOptions:
+    """The width to fit, and how many seams and findings to show (None: every one)."""
+
+    width: int = 80
+    top: int | None = TOP_SEAMS
+    findings: int | None = TOP_FINDINGS
+
+
+def report(view: RunView, options: TerminalOptions) -> list[tuple[str, str]]:
+    """The report as `(line, rich style)` pairs, every line at most `options.width` cells."""
+    return report_lines(view, options.width, top=options.top, findings=options.findings)
+
+
 def print_report(view: RunView, console: Console | None = None, *, top: int | None = TOP_SEAMS,
                  findings: int | None = TOP_FINDINGS) -> None:
     """Print the report at the console's width; `top`/`findings` None shows every row."""
     console = console or Console()
-    for line, style in report_lines(view, console.width, top=top, findings=findings):
+    for line, style in report(view, TerminalOptions(console.width, top, findings)):
         console.print(Text(line, style=style), no_wrap=True, overflow="ignore", crop=False,
                       highlight=False)
 

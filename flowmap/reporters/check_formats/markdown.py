@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from flowmap.check.diff import SeamDelta
-from flowmap.check.formats.cells import (
+from flowmap.check.result import CheckReport, Result
+from flowmap.check.tolerance import fmt_percent
+from flowmap.reporters.check_formats.cells import (
     STATUS_ICON,
     bytes_cell,
     change_cell,
@@ -12,8 +14,6 @@ from flowmap.check.formats.cells import (
     fmt_step,
     measured_cell,
 )
-from flowmap.check.result import CheckReport, Result
-from flowmap.check.tolerance import fmt_percent
 
 
 def esc(text: str) -> str:

@@ -1,5 +1,5 @@
 /* flowmap HTML view: the counter charts. Included into flowmap.js's closure by
- * flowmap.render.html (at its `@include charts.js` line): it shares that closure's
+ * flowmap.reporters.html (at its `@include charts.js` line): it shares that closure's
  * state (D, state, view, ui) and helpers. */
   // --- counters ---------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ _MODULES = {"text": "text", "markdown": "markdown", "json": "jsondoc", "junit": 
 def _module(fmt: str, allowed: tuple[str, ...], verb: str) -> Any:
     if fmt not in allowed:
         raise UsageError(f"unknown --format {fmt!r} for {verb}; choose one of {', '.join(allowed)}")
-    return importlib.import_module(f"flowmap.check.formats.{_MODULES[fmt]}")
+    return importlib.import_module(f"flowmap.reporters.check_formats.{_MODULES[fmt]}")
 
 
 def check_renderer(fmt: str) -> Callable[..., str]:

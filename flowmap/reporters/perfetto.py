@@ -20,16 +20,17 @@ import json
 import math
 import os
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flowmap.errors import FlowmapError, UsageError
-from flowmap.export.perfetto_folded import folded_events
+from flowmap.errors import UsageError
 from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
 from flowmap.model.format import fmt_dims, seam_label
 from flowmap.model.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
 from flowmap.model.run import paused_gc
+from flowmap.reporters.output import check_output, write_output
+from flowmap.reporters.perfetto_folded import folded_events
 from flowmap.strict_json import finite
 
 if TYPE_CHECKING:
@@ -145,12 +146,31 @@ def _trace(run: _Part) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class PerfettoOptions:
+    """`steps=(first, last)` keeps those training steps only (inclusive); None keeps all."""
+
+    steps: tuple[int, int] | None = None
+
+
+def report(view: RunView, options: PerfettoOptions) -> Iterator[str]:
+    """The trace as compact JSON (keys sorted), in chunks that together are one document.
+
+    The trace is built before the first chunk; each chunk encodes `WRITE_CHUNK`
+    events, so a long run's text is never held whole.
+    """
+    return _chunks(perfetto_trace(view, steps=options.steps))
+
+
 def write_perfetto(view: RunView, path: str, *, steps: tuple[int, int] | None = None) -> str:
     """Write the trace to `path` (compact JSON, keys sorted); returns the path written."""
-    from flowmap.render.output import check_output
-
     check_output(path)
-    trace = perfetto_trace(view, steps=steps)
+    chunks = report(view, PerfettoOptions(steps))
+    with paused_gc():
+        return write_output(path, chunks)
+
+
+def _chunks(trace: dict[str, Any]) -> Iterator[str]:
     encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
 
     def dumps(doc: Any) -> str:
@@ -161,16 +181,11 @@ def write_perfetto(view: RunView, path: str, *, steps: tuple[int, int] | None = 
 
     events = trace.pop("traceEvents")
     head = dumps(trace)[:-1]  # the other top-level keys sort before "traceEvents"
-    try:
-        with open(path, "w", encoding="utf-8") as f, paused_gc():
-            f.write(head + ',"traceEvents":[')
-            # The C encoder works on whole lists; `json.dump` would take the slow path.
-            for i in range(0, len(events), WRITE_CHUNK):
-                f.write(("," if i else "") + dumps(events[i:i + WRITE_CHUNK])[1:-1])
-            f.write("]}")
-    except OSError as exc:
-        raise FlowmapError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return path
+    yield head + ',"traceEvents":['
+    # The C encoder works on whole lists; `json.dump` would take the slow path.
+    for i in range(0, len(events), WRITE_CHUNK):
+        yield ("," if i else "") + dumps(events[i:i + WRITE_CHUNK])[1:-1]
+    yield "]}"
 
 
 def _us(run: _Part, t_ns: int) -> int:

@@ -1,8 +1,9 @@
 """The `flowmap report --json` document: the `RunView` serialised, stable, documented, sorted.
 
 `report_document` is the one function that turns the read model into JSON;
-the per-record helpers (`seam_dict`, `leaf_dict`, ...) are the one JSON form
-of each record, for any other output that embeds one. Its fields are
+the per-record helpers (`seam_dict`, `owner_dict`, ...) are the one JSON form
+of each record, for any other output that embeds one (a leaf's is
+`flowmap.model.json_forms.leaf_dict`, which the model's networkx graph uses too). Its fields are
 a contract (docs/report-json.md); add fields, never rename or remove them
 without raising `REPORT_SCHEMA`.
 """
@@ -10,13 +11,28 @@ without raising `REPORT_SCHEMA`.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
-from flowmap.model.types import CounterStats, LeafStats, OwnerStats, SeamStats
+from flowmap.model.json_forms import leaf_dict
+from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
+from flowmap.strict_json import dumps
 
 REPORT_SCHEMA = 1
 MAX_ERROR_MESSAGES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class JsonOptions:
+    """`indent` None writes one line; the keys are sorted either way."""
+
+    indent: int | None = 2
+
+
+def report(view: RunView, options: JsonOptions) -> str:
+    """The document as strict JSON text (NaN and infinity as null), ending in a newline."""
+    return dumps(report_document(view), indent=options.indent, sort_keys=True) + "\n"
 
 
 def report_document(view: RunView) -> dict[str, Any]:
@@ -67,20 +83,6 @@ def _detail(view: RunView) -> dict[str, Any]:
             "shared_channels": list(d.shared_channels), "note": d.note}
 
 
-def leaf_dict(leaf: LeafStats) -> dict[str, Any]:
-    return {
-        "path": leaf.path,
-        "kind": leaf.kind,
-        "dtype": leaf.dtype,
-        "shape": _plain(leaf.shape),
-        "dims": list(leaf.dims) if leaf.dims else None,
-        "bytes": round(leaf.mean_bytes),
-        "max_bytes": leaf.max_bytes,
-        "total_bytes": leaf.total_bytes,
-        "hops": leaf.hops,
-    }
-
-
 def seam_dict(s: SeamStats) -> dict[str, Any]:
     return {
         "src": s.src,
@@ -110,8 +112,3 @@ def owner_dict(o: OwnerStats) -> dict[str, Any]:
 def counter_dict(c: CounterStats) -> dict[str, Any]:
     return {"count": c.count, "min": c.min, "max": c.max, "mean": c.mean, "last": c.last,
             "owners": list(c.owners), "series": [[round(t, 6), v] for t, v in c.series]}
-
-
-def _plain(shape: tuple[Any, ...]) -> list[Any]:
-    """JSON's form of a shape: a dim that varied is a `[min, max]` list."""
-    return [list(d) if isinstance(d, tuple) else d for d in shape]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from flowmap.check.diff import SeamDelta
-from flowmap.check.formats.cells import STATUS_WORD, fmt_delta, fmt_ratio, fmt_step
 from flowmap.check.result import CheckReport
 from flowmap.check.tolerance import fmt_percent
+from flowmap.reporters.check_formats.cells import STATUS_WORD, fmt_delta, fmt_ratio, fmt_step
 
 
 def render_check(report: CheckReport) -> str:

@@ -8,6 +8,7 @@ sentence naming the path and exit 2, like any other usage error.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from flowmap.errors import FlowmapError, UsageError
 
@@ -25,8 +26,11 @@ def check_output(path: str | os.PathLike[str]) -> str:
     return out
 
 
-def write_output(path: str | os.PathLike[str], data: str | bytes) -> str:
-    """Write `data` (text as UTF-8 with `\\n` line ends) to a checked `path`; returns the path."""
+def write_output(path: str | os.PathLike[str], data: str | bytes | Iterable[str]) -> str:
+    """Write `data` (text as UTF-8 with `\\n` line ends, or text in chunks) to a checked `path`.
+
+    Returns the path written.
+    """
     out = check_output(path)
     try:
         if isinstance(data, bytes):
@@ -34,7 +38,7 @@ def write_output(path: str | os.PathLike[str], data: str | bytes) -> str:
                 f.write(data)
         else:
             with open(out, "w", encoding="utf-8", newline="\n") as f:
-                f.write(data)
+                f.writelines([data] if isinstance(data, str) else data)
     except OSError as exc:
         raise FlowmapError(f"cannot write {out}: {exc.strerror or exc}") from None
     return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flowmap.model.format import fmt_bytes, fmt_per_step
@@ -124,6 +125,18 @@ def _attrs(pairs: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in pairs.items())
 
 
+@dataclass(frozen=True, slots=True)
+class DotOptions:
+    """`instances`: one node per owner rather than per role; `title` replaces the heading."""
+
+    instances: bool = False
+    title: str | None = None
+
+
+def report(view: RunView, options: DotOptions) -> str:
+    return dot_source(view, instances=options.instances, title=options.title)
+
+
 def dot_source(view: RunView, *, instances: bool = False, title: str | None = None) -> str:
     """The DOT text of the run's pipeline, one node per role (or per owner); deterministic.
 
@@ -164,8 +177,7 @@ def dot_source(view: RunView, *, instances: bool = False, title: str | None = No
 
 
 def write_dot(view: RunView, path: str, *, instances: bool = False) -> str:
-    """Write the DOT of the run to `path`; returns the path written."""
-    text = dot_source(view, instances=instances)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return path
+    """Write the DOT of the run to a checked `path`; returns the path written."""
+    from flowmap.reporters.output import write_output
+
+    return write_output(path, dot_source(view, instances=instances))

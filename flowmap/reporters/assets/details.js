@@ -1,5 +1,5 @@
 /* flowmap HTML view: selection, the details panel, findings and the seam list. Included into flowmap.js's closure by
- * flowmap.render.html (at its `@include details.js` line): it shares that closure's
+ * flowmap.reporters.html (at its `@include details.js` line): it shares that closure's
  * state (D, state, view, ui) and helpers. */
   // --- selection and details --------------------------------------------------------
 

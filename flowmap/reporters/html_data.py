@@ -16,11 +16,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from flowmap.model.document import leaf_dict
 from flowmap.model.format import fmt_per_step
+from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
 from flowmap.model.view import RunView
-from flowmap.render.layout import EdgeSpec, Layout, NodeSpec, layout_graph, text_width_px
+from flowmap.reporters.layout import layout_graph
+from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec, text_width_px
 
 HTML_SCHEMA = 1
 #: The step-range filter works on at most this many bins of consecutive steps.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flowmap.render.layout import (
+from flowmap.reporters.layout_records import (
     NODE_GAP_PX,
     RANK_GAP_PX,
     EdgeRoute,

@@ -22,11 +22,13 @@ import html
 import json
 import os
 import re
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
 from flowmap.model.view import RunView
-from flowmap.render.html_data import html_document
+from flowmap.reporters.html_data import html_document
+from flowmap.reporters.output import check_output, write_output
 
 _JSON_ESCAPES = {
     "<": "\\u003c",
@@ -36,6 +38,19 @@ _JSON_ESCAPES = {
     "\u2029": "\\u2029",
 }
 DEFAULT_HTML_NAME = "flowmap.html"
+
+
+@dataclass(frozen=True, slots=True)
+class HtmlOptions:
+    """`layout`: "auto" (Graphviz `dot` when installed, else the built-in layered
+    layout), "dot" or "layered"; `title` replaces the page's title."""
+
+    layout: str = "auto"
+    title: str | None = None
+
+
+def report(view: RunView, options: HtmlOptions) -> str:
+    return render_html(view, layout=options.layout, title=options.title)
 
 
 def write_html(
@@ -48,10 +63,8 @@ def write_html(
     single-shard run). `layout` is "auto" (Graphviz `dot` when installed,
     else the built-in layered layout), "dot" or "layered".
     """
-    from flowmap.render.output import check_output, write_output
-
     out = check_output(path if path is not None else default_html_path(view))
-    return write_output(out, render_html(view, layout=layout, title=title))
+    return write_output(out, report(view, HtmlOptions(layout, title)))
 
 
 def default_html_path(view: RunView) -> str:
@@ -112,7 +125,7 @@ def _script() -> str:
 
 
 def _asset(name: str) -> str:
-    text = resources.files("flowmap.render").joinpath("assets", name).read_text(encoding="utf-8")
+    text = resources.files("flowmap.reporters").joinpath("assets", name).read_text(encoding="utf-8")
     if "</script" in text.lower() or "</style" in text.lower():  # would end the inline element early
         raise RuntimeError(f"asset {name} must not contain a closing script or style tag")
     return text
