@@ -2,7 +2,7 @@
 
 Targets (issue 15): `flowmap report` and `flowmap render --html` of a 10 M-hop
 full trace each <= 60 s and <= 2 GB peak RSS; 1 M hops <= 10 s end to end.
-Past the detail window (`flowmap.model.fold.DETAIL_HOPS`) the reader folds
+Past the detail window (`flowmap.read.fold.DETAIL_HOPS`) the reader folds
 hops per seam and step, so memory stays bounded as the trace grows.
 
 Run: python bench/bench_million.py [--hops 1000000 | --ten-million] [--keep DIR]

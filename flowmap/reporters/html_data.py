@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from flowmap.findings import findings
 from flowmap.model.format import fmt_per_step
 from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
@@ -272,7 +273,7 @@ def _findings(view: RunView, seam_by_label: dict[str, str]) -> list[dict[str, An
             "bytes_per_step_text": fmt_per_step(f.bytes_per_step),  # as the message rounds it
             "message": f.message,
         }
-        for f in view.findings[:MAX_FINDINGS]
+        for f in findings(view)[:MAX_FINDINGS]
     ]
 
 

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from flowmap.findings import findings
 from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
@@ -54,7 +55,7 @@ def report_document(view: RunView) -> dict[str, Any]:
             "dropped": items.dropped_total,
             "dropped_by_reason": dict(items.dropped),
         },
-        "findings": [f.as_dict() for f in view.findings],
+        "findings": [f.as_dict() for f in findings(view)],
         **({"detail": _detail(view)} if view.detail.folded else {}),
         "health": {
             "shards": h.shards,

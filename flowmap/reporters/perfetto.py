@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap.errors import UsageError
-from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
+from flowmap.gc_pause import paused_gc
 from flowmap.model.format import fmt_dims, seam_label
-from flowmap.model.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
-from flowmap.model.run import paused_gc
+from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep
+from flowmap.read.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
 from flowmap.reporters.output import check_output, write_output
 from flowmap.reporters.perfetto_folded import folded_events
 from flowmap.strict_json import finite

@@ -1,7 +1,7 @@
 """Perfetto slices for folded hops: one slice per seam and step, on a track per seam.
 
 Past a long run's detail window hops are folded per seam and step
-(`flowmap.model.fold`); there is no single hop left to draw, so each
+(`flowmap.read.fold`); there is no single hop left to draw, so each
 `SeamStep` becomes one `X` slice from its first hop to its last, on a track
 of its own (`⋯ src → dst : name`, in the process that recorded it) so that
 it never overlaps the slices of kept hops. Its args hold the step's hops and
@@ -14,8 +14,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from flowmap.model.events import SeamStep
 from flowmap.model.format import seam_label
+from flowmap.read.events import SeamStep
 
 MIN_SLICE_US = 2  # as wide as a kept hop's slice at its narrowest
 

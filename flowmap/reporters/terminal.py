@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.text import Text
 
-from flowmap.model.findings import Finding
+from flowmap.findings import Finding
+from flowmap.findings import findings as detect_findings
 from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema
-from flowmap.model.reader import clean_text
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
+from flowmap.read.reader import clean_text
 from flowmap.reporters.columns import Column, fit_table, shorten, shorten_parts, wrap, wrap_parts
 from flowmap.units import fmt_count, plural
 
@@ -58,7 +59,7 @@ def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
     width = max(width, 40)
     out: list[tuple[str, str]] = []
     out += _summary(view, width)
-    out += _findings(view.findings, width, findings)
+    out += _findings(detect_findings(view), width, findings)
     out += _seams(view, width, top)
     out += _owners(list(view.owners.values()), width)
     if view.counters:

@@ -131,7 +131,7 @@ def test_readers_of_the_model_never_import_torch(tmp_path):
         import sys
         import flowmap
         from flowmap.model.graph import build_graph
-        from flowmap.model.findings import findings
+        from flowmap.findings import findings
         from flowmap.reporters.dot import dot_source
         from flowmap.reporters import graphviz
         from flowmap.reporters.perfetto import perfetto_trace

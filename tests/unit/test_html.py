@@ -12,8 +12,8 @@ from browser.runs_html import HOSTILE, HOSTILE_SCRIPT, synthetic_run, write_rl_r
 
 import flowmap
 from flowmap.errors import FlowmapError, UsageError
-from flowmap.model.reader import CounterSample, Shard
 from flowmap.model.run import Run
+from flowmap.read.reader import CounterSample, Shard
 from flowmap.reporters.html import embed_json, render_html, write_html
 from flowmap.reporters.html_data import (
     chart_groups,

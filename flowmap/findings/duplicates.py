@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from flowmap.model.findings.common import DUPLICATE, Finding, RoleKey, per_step
+from flowmap.findings.common import DUPLICATE, Finding, RoleKey, per_step
 from flowmap.model.format import seam_label
-from flowmap.model.reader import Hop
 from flowmap.model.types import role_of
+from flowmap.read.events import Hop
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from flowmap.model.findings.common import PASS_THROUGH, Finding, leaf_name, per_step
+from flowmap.findings.common import PASS_THROUGH, Finding, leaf_name, per_step
 from flowmap.model.types import ARRAY_KINDS, role_of
 
 if TYPE_CHECKING:

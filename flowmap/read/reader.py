@@ -5,7 +5,7 @@ tail of its file mapping) or lacks its `end` event; the reader keeps every
 complete event and marks the shard truncated. The file is trusted in nothing:
 only regular files are opened (no FIFOs, devices, symlinks out of the run or
 loops), read in blocks with a cap on line length, and every event is checked
-against the format (`flowmap.model.validate`) — a bad one is skipped and
+against the format (`flowmap.read.validate`) — a bad one is skipped and
 counted with its line number. A single file that is not a flowmap shard
 raises `NotATrace` with one sentence; in a run directory such a shard is
 reported and the others are read.
@@ -15,23 +15,24 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
-from flowmap.model import folded, halves
-from flowmap.model.events import CounterSample as CounterSample  # re-exported: readers' records
-from flowmap.model.events import Drop as Drop
-from flowmap.model.events import Hop as Hop
-from flowmap.model.events import Leaf as Leaf
-from flowmap.model.events import Mark as Mark
-from flowmap.model.events import Shard as Shard
-from flowmap.model.fold import FINISH_STEP_FACTOR, Cut, Folder
-from flowmap.model.validate import CHECKS
+from flowmap.read import folded, halves
+from flowmap.read.events import CounterSample as CounterSample  # re-exported: readers' records
+from flowmap.read.events import Drop as Drop
+from flowmap.read.events import Hop as Hop
+from flowmap.read.events import Leaf as Leaf
+from flowmap.read.events import Mark as Mark
+from flowmap.read.events import Shard as Shard
+from flowmap.read.fields import Fields, Interned
+from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, SeamStepFolder
+from flowmap.read.validate import CHECKS
+from flowmap.rundir import MAX_HEADER as MAX_HEADER  # re-exported, with the safe open of a shard
+from flowmap.rundir import open_regular as open_regular
 
 BLOCK = 4 << 20  # bytes read at a time
-MAX_HEADER = 1 << 20
 MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
 
 
@@ -63,23 +64,6 @@ def read_shard(path: str, detail_hops: int | None = None) -> Shard:
 def _empty_shard(path: str) -> Shard:
     return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
                  t0_wall_ns=0, empty=True)
-
-
-def open_regular(path: str) -> Any:
-    """Open `path` for reading if it is a regular file; never blocks on a FIFO."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise NotATrace(f"cannot read {_show(path)}: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError as exc:
-        os.close(fd)
-        raise NotATrace(f"cannot read {_show(path)}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise NotATrace(f"{_show(path)} is not a regular file (a FIFO, device or directory)")
-    return os.fdopen(fd, "rb")
 
 
 def _show(path: str) -> str:
@@ -142,10 +126,11 @@ class _Decoder:
         self.shard = shard
         self.keep = detail_hops  # hops built one by one before `_folded` is asked
         self.cut: Cut | None = None
-        self.folder: Folder | None = None
+        self.folder: SeamStepFolder | None = None
         self.strings: dict[int, str] = {}
         self.schemas: dict[int, tuple[Leaf, ...]] = {}
         self.t0 = shard.t0_mono_ns
+        self.at = Interned(shard.pid, self.t0, self.strings, self.schemas)  # the same tables
         self.line = 1  # number of the last line handled (the header is line 1)
 
     def bad(self, line: int, why: str) -> None:
@@ -167,12 +152,12 @@ class _Decoder:
 
         The window ends at the budget's last step (hops of steps up to it are
         still kept, to at most FINISH_STEP_FACTOR times the budget; past that,
-        it ends at the budget's time). See `flowmap.model.fold`.
+        it ends at the budget's time). See `flowmap.read.fold`.
         """
         t_ns = self.t0 + ev[1] * 1000
         cut, folder = self.cut, self.folder
         if cut is None or folder is None:
-            self.cut, self.folder = Cut(ev[8], t_ns), Folder(self.shard.pid)
+            self.cut, self.folder = Cut(ev[8], t_ns), SeamStepFolder(self.shard.pid)
             return False
         step = ev[8]
         past = step > cut.step if step is not None and cut.step is not None else t_ns > cut.t_ns
@@ -331,6 +316,10 @@ class _Decoder:
                              self.strings[ev[3]], tuple(ev[4] or ())))
         sh.num_events += 1
 
+    def _folded_event(self, ev: list[Any]) -> None:
+        folded.BUILDERS[ev[0]](self.shard, Fields(ev, self.at))
+        self.shard.num_events += 1
+
     def _step(self, ev: list[Any]) -> None:
         self.shard.num_events += 1
 
@@ -354,10 +343,8 @@ BUILDERS = {
     tf.STRING: _Decoder._string, tf.SCHEMA: _Decoder._schema, tf.HOP: _Decoder._hop,
     tf.COUNTER: _Decoder._counter, tf.MARK: _Decoder._mark, tf.DROP: _Decoder._drop,
     tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
-    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half, tf.AGGREGATE: folded.build,
-    tf.SEND_FOLD: folded.build_send, tf.RECEIVE_FOLD: folded.build_receive,
-    tf.COUNTER_FOLD: folded.build_counter, tf.MARK_FOLD: folded.build_mark,
-    tf.DROP_FOLD: folded.build_drop,
+    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half,
+    **dict.fromkeys(folded.BUILDERS, _Decoder._folded_event),
 }
 
 

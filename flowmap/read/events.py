@@ -1,4 +1,4 @@
-"""The records a shard is read into: hops, counter samples, marks, drops, their folds, a shard.
+"""The records a shard is read into: hops, counter samples, marks, drops, their folds, halves, a shard.
 
 Plain slotted dataclasses with no behaviour beyond a shard's own summary of
 its problems, kept apart from `reader` (which turns untrusted bytes into
@@ -164,6 +164,58 @@ class SeamStep:
 
 
 @dataclass(slots=True)
+class SendHalf:
+    """The sender's hop, its `dst` being where it goes if no receive half joins it."""
+
+    hop: Hop
+    channel: str
+    key: str
+
+    @property
+    def t_ns(self) -> int:
+        return self.hop.t_ns
+
+
+@dataclass(slots=True)
+class ReceiveHalf:
+    t_ns: int
+    pid: int
+    owner: str
+    name: str
+    transport: str
+    channel: str
+    key: str
+    wire_bytes: int | None
+
+
+@dataclass(slots=True)
+class SendFold:
+    """Send halves of one seam, step and channel folded by their process (event `X`)."""
+
+    seam_step: SeamStep  # its `dst` is the fallback destination
+    channel: str
+
+
+@dataclass(slots=True)
+class ReceiveFold:
+    """Receive halves of one owner and channel in one step, folded (event `Y`): a count."""
+
+    t_ns: int  # the last
+    t_first_ns: int
+    pid: int
+    owner: str
+    name: str
+    transport: str
+    channel: str
+    step: int | None
+    count: int
+    wire_bytes_sum: int | None
+
+
+Half = SendHalf | ReceiveHalf | SendFold | ReceiveFold  # what a shard holds until the run joins them
+
+
+@dataclass(slots=True)
 class Shard:
     """One process's events, as read."""
 
@@ -180,7 +232,7 @@ class Shard:
     marks: list[Mark] = field(default_factory=list)
     drops: list[Drop] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    halves: list[Any] = field(default_factory=list)  # transport hop halves, joined by the run
+    halves: list[Half] = field(default_factory=list)  # transport hop halves, joined by the run
     seam_steps: list[SeamStep] = field(default_factory=list)  # folded hops (`trace --aggregate`)
     counter_folds: list[CounterFold] = field(default_factory=list)
     mark_folds: list[MarkFold] = field(default_factory=list)

@@ -37,74 +37,29 @@ import dataclasses
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flowmap import trace_format as tf
-from flowmap.model.events import SeamStep
-
-if TYPE_CHECKING:
-    from flowmap.model.reader import Hop, Leaf, Shard
+from flowmap.read.events import (
+    Hop,
+    Leaf,
+    ReceiveFold,
+    ReceiveHalf,
+    SeamStep,
+    SendFold,
+    SendHalf,
+    Shard,
+)
 
 UNTRACED = "(untraced)"
 # Channels whose keys are sequence numbers: matched on the exact channel only.
 SEQUENCED = ("dist",)
 
 
-@dataclass(slots=True)
-class SendHalf:
-    """The sender's hop, its `dst` being where it goes if no receive half joins it."""
-
-    hop: Hop
-    channel: str
-    key: str
-
-    @property
-    def t_ns(self) -> int:
-        return self.hop.t_ns
-
-
-@dataclass(slots=True)
-class ReceiveHalf:
-    t_ns: int
-    pid: int
-    owner: str
-    name: str
-    transport: str
-    channel: str
-    key: str
-    wire_bytes: int | None
-
-
-@dataclass(slots=True)
-class SendFold:
-    """Send halves of one seam, step and channel folded by their process (event `X`)."""
-
-    seam_step: SeamStep  # its `dst` is the fallback destination
-    channel: str
-
-
-@dataclass(slots=True)
-class ReceiveFold:
-    """Receive halves of one owner and channel in one step, folded (event `Y`): a count."""
-
-    t_ns: int  # the last
-    t_first_ns: int
-    pid: int
-    owner: str
-    name: str
-    transport: str
-    channel: str
-    step: int | None
-    count: int
-    wire_bytes_sum: int | None
-
-
 def decode(ev: list[Any], t_ns: int, pid: int, s: Callable[[int], str],
            schemas: dict[int, tuple[Leaf, ...]]) -> SendHalf | ReceiveHalf:
     """One `x` or `y` event of a shard (`s` resolves interned strings)."""
     if ev[0] == tf.SEND_HALF:
-        from flowmap.model.reader import Hop
-
         hop = Hop(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), int(ev[6]), schemas[ev[5]],
                   tuple(ev[7]), ev[8], ev[9], s(ev[10]), tuple(ev[11]) if ev[11] else (),
                   ev[14])
@@ -366,8 +321,6 @@ def _hop(s: SendHalf, dst: str) -> Hop:
 
 
 def _untraced_sender(r: ReceiveHalf) -> Hop:
-    from flowmap.model.reader import Hop
-
     nbytes = r.wire_bytes or 0
     return Hop(r.t_ns, r.pid, UNTRACED, r.owner, r.name, nbytes, (), (), None, None,
                r.transport, (), r.wire_bytes)

@@ -4,7 +4,8 @@ One detector per module, each a function of the `RunView` (its seams, and
 its events where identity matters: storages, items). flowmap sees metadata
 only — shapes, dtypes, sizes, storage addresses, item ids — never tensor
 values, so every figure here is either counted from the trace or an estimate
-whose method is written in docs/findings.md. Read them as `view.findings`.
+whose method is written in docs/findings.md. They read the view and nothing else:
+`findings(run.view)` lists them; the reporters call it for the view they show.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from flowmap.model.findings import (
+from flowmap.findings import (
     dropped,
     duplicates,
     heaviest,
@@ -20,7 +21,7 @@ from flowmap.model.findings import (
     pass_through,
     serialisation,
 )
-from flowmap.model.findings.common import (
+from flowmap.findings.common import (
     DROPPED,
     DUPLICATE,
     HEAVIEST,
@@ -30,7 +31,7 @@ from flowmap.model.findings.common import (
     SERIALISATION,
     Finding,
 )
-from flowmap.model.run import paused_gc
+from flowmap.gc_pause import paused_gc
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView

@@ -3,7 +3,7 @@
 The padded fraction comes from a counter the pipeline reports
 (`padding/<payload>` or `padding/<payload>/<mask path>`, 0..1), else it is
 estimated from the unpadded leaves that carried the same items earlier (see
-`flowmap.model.findings.lengths`).
+`flowmap.findings.lengths`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from flowmap.model.findings.common import (
+from flowmap.findings.common import (
     PADDING,
     Finding,
     RoleKey,
@@ -19,7 +19,7 @@ from flowmap.model.findings.common import (
     per_step,
     role_key,
 )
-from flowmap.model.findings.lengths import UnpaddedLengths
+from flowmap.findings.lengths import UnpaddedLengths
 from flowmap.model.format import role_label
 from flowmap.model.types import ARRAY_KINDS, LeafStats, SeamKey, SeamStats
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flowmap.model.findings.common import HEAVIEST, Finding, per_step
+from flowmap.findings.common import HEAVIEST, Finding, per_step
 from flowmap.model.format import fmt_schema, leaf_label
 
 if TYPE_CHECKING:

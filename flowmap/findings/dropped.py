@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from flowmap.model.findings.common import DROPPED, Finding, per_step
+from flowmap.findings.common import DROPPED, Finding, per_step
 from flowmap.model.format import seam_label
 from flowmap.model.types import ItemId, SeamKey, role_of
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from flowmap.model.findings.common import leaf_name
-from flowmap.model.reader import Leaf
+from flowmap.findings.common import leaf_name
 from flowmap.model.types import ARRAY_KINDS, ITEMSIZE, ItemId, LeafStats, SeamKey, SeamStats
+from flowmap.read.events import Leaf
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView

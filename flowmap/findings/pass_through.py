@@ -13,8 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from flowmap.model.findings import leaf_chains
-from flowmap.model.findings.common import (
+from flowmap.findings import leaf_chains
+from flowmap.findings.common import (
     PASS_THROUGH,
     Finding,
     RoleKey,

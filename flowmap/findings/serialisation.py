@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from flowmap.model.findings.common import SERIALISATION, Finding, RoleKey, per_step, role_key
+from flowmap.findings.common import SERIALISATION, Finding, RoleKey, per_step, role_key
 from flowmap.model.format import seam_label
 from flowmap.model.types import SeamKey
 
