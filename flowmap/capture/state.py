@@ -6,6 +6,7 @@ Kept in a module of its own so the hot path is a single attribute load
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
@@ -19,3 +20,7 @@ tracer: Tracer | None = None
 # set one (a new thread starts with an empty context).
 current_owner: ContextVar[str | None] = ContextVar("flowmap_owner", default=None)
 default_owner: str = "main"
+
+# Called with the new step whenever the process's step changes (outside the tracer's
+# lock): the Flight Recorder's reader places the collectives it reads later by time.
+step_hooks: list[Callable[[int], None]] = []

@@ -409,6 +409,13 @@ class Tracer:
 
     def set_step(self, step: int) -> None:
         t = self._now_us()
+        from flowmap.capture import state
+
+        for hook in state.step_hooks:
+            try:
+                hook(step)
+            except Exception as exc:
+                self.error(exc)
         with self.lock:
             if self.fold is not None:
                 self.fold.step_moved(step)

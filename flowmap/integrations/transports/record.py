@@ -122,15 +122,19 @@ def _write(line: Callable[[Tracer], str]) -> None:
 
 
 def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: str,
-        t_ns: int) -> None:
-    """A hop whose both ends are known, carrying `nbytes` (what the transport moved)."""
+        t_ns: int, step: Any = NOW) -> None:
+    """A hop whose both ends are known, carrying `nbytes` (what the transport moved).
+
+    `step`: the step it happened in (a collective read later from the Flight
+    Recorder); by default the process's step now."""
     t = tracer()
     if t is not None and t.fold is not None and t.fold.hop(
-        src, dst, name, d, (), None, None, transport, _t_us(t, t_ns), nbytes
+        src, dst, name, d, (), None if step is NOW else step, None, transport,
+        _t_us(t, t_ns), nbytes, exact_step=step is not NOW
     ):
         return  # folded (`trace --aggregate`, past the detail window)
     _write(lambda t: f'["{tf.HOP}",{_t_us(t, t_ns)},'
-                     f'{_hop_fields(t, src, dst, name, d, nbytes, transport, t.step)}]')
+                     f'{_hop_fields(t, src, dst, name, d, nbytes, transport, t.step if step is NOW else step)}]')
 
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
