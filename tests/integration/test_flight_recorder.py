@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import socket
 from collections import defaultdict
 
@@ -42,7 +43,7 @@ rank = dist.get_rank()
 torch.manual_seed(0)
 model = torch.nn.Sequential(torch.nn.Linear({IN}, {HIDDEN}), torch.nn.ReLU(),
                             torch.nn.Linear({HIDDEN}, {OUT}))
-if mode == "ddp":
+if mode in ("ddp", "ring"):
     from torch.nn.parallel import DistributedDataParallel
     model = DistributedDataParallel(model)
 else:
@@ -53,8 +54,9 @@ else:
     fully_shard(model)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 buckets = []
-for step in range({STEPS}):
-    flowmap.step(step)
+for step in range({STEPS} if mode != "ring" else 30):
+    if mode != "ring":  # "ring": no step boundary, a small ring (TORCH_FR_BUFFER_SIZE)
+        flowmap.step(step)
     loss = model(torch.randn(4, {IN})).square().mean()
     loss.backward()
     opt.step()
@@ -62,8 +64,9 @@ for step in range({STEPS}):
     if mode == "ddp":
         sizes = str(model._get_ddp_logging_data().get("bucket_sizes"))  # "37408" or "a, b"
         buckets.append([int(x) for x in sizes.split(",") if x.strip()])
+entries = json.loads(torch._C._distributed_c10d._dump_fr_trace_json(True, False))["entries"]
 with open(os.path.join(out, f"expect{{rank}}.json"), "w") as f:
-    json.dump({{"bucket_sizes": buckets}}, f)
+    json.dump({{"bucket_sizes": buckets, "recorded": entries[-1]["record_id"] + 1}}, f)
 dist.destroy_process_group()
 '''
 
@@ -74,7 +77,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun(tmp_path, run_cli, mode, name, *flags):
+def torchrun(tmp_path, run_cli, mode, name, *flags, env=None):
     (tmp_path / "train.py").write_text(TRAIN)
     r = run_cli(
         ["trace", "-o", str(tmp_path / name), *flags,
@@ -82,7 +85,7 @@ def torchrun(tmp_path, run_cli, mode, name, *flags):
          "--master-addr", "127.0.0.1", "--master-port", str(free_port()), "train.py",
          mode, str(tmp_path)],
         cwd=tmp_path, timeout=240,
-        env={"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"},
+        env={"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1", **(env or {})},
     )
     assert r.returncode == 0, r.stderr[-3000:]
     return tmp_path / name
@@ -152,3 +155,26 @@ def test_fsdp2_all_gathers_and_reduce_scatters_per_step(tmp_path, run_cli):
     sizes = sorted({h.nbytes for h in run.hops if h.name == "all_gather_single"})
     assert sizes == sorted({n * FLOAT // 2 for n in LAYERS})  # one shard per layer
     assert_aggregate_equal(tmp_path, run_cli, "fsdp", run_dir)
+
+
+def test_entries_the_ring_dropped_are_counted_in_the_run_health(tmp_path, run_cli):
+    # GIVEN a DDP job with no step boundary and a ring of 4 entries: most of its
+    # collectives are overwritten before flowmap reads the ring
+    run_dir = torchrun(tmp_path, run_cli, "ring", "run", env={"TORCH_FR_BUFFER_SIZE": "4"})
+    run = flowmap.load(str(run_dir))
+    for rank in (0, 1):
+        recorded = json.loads((tmp_path / f"expect{rank}.json").read_text())["recorded"]
+        pid = next(s.pid for s in run.shards if s.process == f"rank{rank}")
+        shard = next(s for s in run.shards if s.pid == pid)
+        lost = sum(int(re.search(r"dropped (\d+) collective", m).group(1))
+                   for m in shard.errors if "Flight Recorder" in m)
+        hops = [h for h in run.hops if h.pid == pid and h.transport == "collective"]
+        # THEN every collective the rank issued is either a hop or counted as lost. The
+        # start-up broadcast is a hop of the Python wrapper (`_broadcast_coalesced`); its
+        # ring entry is either among the lost, or was read and skipped as the wrapper's
+        # (when the reader's thread came by in time)
+        assert lost > 0
+        by_wrapper = [h for h in hops if h.name == "broadcast" and h.nbytes == PARAM_BYTES]
+        assert len(by_wrapper) == 1
+        assert len(hops) - len(by_wrapper) + lost in (recorded - 1, recorded)
+        assert "TORCH_FR_BUFFER_SIZE" in " ".join(shard.errors)

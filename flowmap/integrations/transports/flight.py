@@ -79,7 +79,8 @@ class Reader:
         self.owner = owner  # this process's rank owner
         self.dumps = dumps  # (device, dump function) per recorder
         self.lock = threading.Lock()
-        self.start_wall_ns = time.time_ns()
+        t0 = getattr(state.tracer, "t0_ns", None)  # entries from before tracing began: not ours
+        self.start_wall_ns = time.time_ns() - (time.monotonic_ns() - t0 if t0 else 0)
         self.last_id: dict[str, int] = {}  # recorder -> last record id read
         self.last_seq: dict[str, int] = {}  # group name -> last collective sequence id written
         self.windows: list[tuple[int, int, int]] = []  # (thread, wall start, wall end)
@@ -164,13 +165,15 @@ class Reader:
         offset_ns = time.time_ns() - time.monotonic_ns()  # wall - monotonic, now
         for e in entries:
             rid = int(e["record_id"])
+            created = int(e.get("time_created_ns") or 0)
             if rid <= last:
                 continue
-            if last >= 0 and rid > last + 1:
+            # a gap: overwritten before it was read (before the first read, counted only
+            # when the oldest entry left is the run's, so the lost ones were too)
+            if rid > last + 1 and (last >= 0 or created >= self.start_wall_ns):
                 lost += rid - last - 1
                 lost_from = last + 1 if lost_from is None else lost_from
             last = rid
-            created = int(e.get("time_created_ns") or 0)
             if created < self.start_wall_ns or e.get("is_p2p"):
                 continue
             self._entry(e, device, configs, created, offset_ns, seen)
