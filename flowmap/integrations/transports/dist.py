@@ -263,7 +263,7 @@ def _wrap_init(init: Callable[..., Any]) -> Callable[..., Any]:
         out = init(*args, **kwargs)
         try:
             _rank = _c10d.get_rank()
-            if state.default_owner == "main":
+            if state.default_owner == "main" or state.auto_owner:
                 set_owner(f"rank{_c10d.get_rank()}")
             _wrap_package_extras()
             _start_reader()
