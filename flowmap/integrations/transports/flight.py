@@ -22,8 +22,9 @@ this rank sends), transport `collective`, on the step in which it was issued.
 - When: a dump costs time in proportion to the ring's contents, so it is not
   read at every step. A daemon thread looks at the process groups' sequence
   numbers (a counter read, well under a microsecond) once a second, and reads
-  when half the ring is new or new entries have waited `STALE_S`; the ring is
-  also read before `destroy_process_group` and at exit. Entries are placed on
+  when half the ring is new, or when new entries have waited `STALE_S` and 100
+  times what the last read took (so reading costs under 1% of the time); the
+  ring is also read before `destroy_process_group` and at exit. Entries are placed on
   steps by their creation time against the times the process's step changed.
 - Not known to the recorder: a broadcast's or scatter's root. The group's first
   rank is taken as the root (DDP, FSDP and `_broadcast_coalesced` callers
@@ -50,6 +51,7 @@ from flowmap.integrations.transports import record
 ENV = "FLOWMAP_FLIGHT_RECORDER"
 POLL_S = 1.0
 STALE_S = 10.0  # new entries wait at most this long (a SIGKILLed worker loses only those)
+READ_SHARE = 100  # a read waits at least this many times the last read's duration
 MAX_WINDOWS = 200_000  # wrapper calls remembered between two reads
 DEFAULT_RING = 2000
 
@@ -89,6 +91,7 @@ class Reader:
         self.labels: dict[str, str] = {}  # group name -> "group[0,1]"
         self.issued = 0  # the groups' sequence numbers, summed, at the last read
         self.last_read_s = time.monotonic()
+        self.read_s = 0.0  # how long the last read took
         self.lost = 0
         self.stopped = False
 
@@ -121,7 +124,9 @@ class Reader:
         issued = self._issued()
         new = issued - self.issued if issued is not None else 1
         waited = time.monotonic() - self.last_read_s
-        return new >= ring_size() // 2 or (new > 0 and waited >= STALE_S)
+        # a dump costs in proportion to the ring: waiting 100 reads' time keeps it under 1%
+        patience = max(STALE_S, READ_SHARE * self.read_s)
+        return new >= ring_size() // 2 or (new > 0 and waited >= patience)
 
     def _issued(self) -> int | None:
         world = getattr(self.c10d, "_world", None)
@@ -139,6 +144,7 @@ class Reader:
         if not self.lock.acquire(blocking=False):
             return  # another thread reads right now
         try:
+            t0 = time.monotonic()
             issued = self._issued()
             self.remember_groups()
             seen: set[tuple[str, int]] = set()
@@ -147,6 +153,7 @@ class Reader:
             if issued is not None:
                 self.issued = issued
             self.last_read_s = time.monotonic()
+            self.read_s = self.last_read_s - t0
         except Exception as exc:
             record.error(exc)
         finally:
