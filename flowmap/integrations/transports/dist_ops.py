@@ -26,6 +26,7 @@ the output one (`scatter_object_output_list`), else the in-place one.
 from __future__ import annotations
 
 import inspect
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +50,10 @@ IN_PLACE = ("tensor", "tensors", "obj", "object_list")
 def ops(c10d: Any) -> dict[str, Op]:
     """Every data-moving function `c10d` exports, by name."""
     found: dict[str, Op] = {}
-    for name in getattr(c10d, "__all__", ()):
-        fn = getattr(c10d, name, None)
-        if not inspect.isfunction(fn):
+    names = vars(c10d)  # not getattr: a deprecated name (`reduce_op`) warns when got
+    for name in names.get("__all__", ()):
+        fn = names.get(name)
+        if type(fn) is not types.FunctionType:  # not isinstance: `reduce_op` warns on it
             continue
         try:
             params = list(inspect.signature(fn).parameters)
