@@ -65,11 +65,15 @@ def test_an_entry_inside_a_call_the_wrapper_recorded_is_the_wrappers(tmp_path):
         t0 = time.time_ns()
         me = threading.get_ident()
         reader = flight.Reader(groups(), lambda: "rank1", [("cpu", dump_of([
-            entry(0, 1, t0 + 10, thread=me), entry(1, 2, t0 + 30, thread=me)]))])
+            entry(0, 1, t0 + 10, thread=me), entry(1, 2, t0 + 30, thread=me),
+            entry(2, 3, t0 + 30, thread=me + 1), entry(3, 4, t0 + 60, thread=me)]))])
         reader.start_wall_ns = t0
-        reader.windows.append((me, t0 + 5, t0 + 15))  # the wrapper's call around entry 0
+        reader.windows.append([me, t0 + 5, t0 + 15])  # the wrapper's call around entry 0
+        # a call still running when the ring is read: its entry is the wrapper's too
+        reader.windows.append([me, t0 + 50, flight.OPEN])
         reader.read()
         reader.stopped = True
     run = flowmap.load(str(tmp_path / "run"))
-    assert [(h.name, h.nbytes) for h in run.hops] == [("all_reduce", 4000)]
+    # entry 1 (no call around it) and entry 2 (another thread's) are the recorder's alone
+    assert [(h.name, h.nbytes) for h in run.hops] == [("all_reduce", 4000)] * 2
     assert reader.lost == 0

@@ -114,11 +114,13 @@ def _recorded(fn: Callable[..., Any], recorder: Callable[..., None]) -> Callable
         if state.tracer is None or _tl.depth:
             return fn(*args, **kwargs)
         t_ns = record.now_ns()
-        start_wall = time.time_ns()
-        out, pickled = _inside(fn, args, kwargs)
+        span = _reader.opened() if _reader is not None else None
         try:
-            if _reader is not None:
-                _reader.covered(start_wall, time.time_ns())
+            out, pickled = _inside(fn, args, kwargs)
+        finally:
+            if span is not None:
+                span[2] = time.time_ns()  # the Flight Recorder's entries of this call are ours
+        try:
             recorder(args, kwargs, out, pickled, t_ns)
         except Exception as exc:
             record.error(exc)

@@ -52,7 +52,8 @@ ENV = "FLOWMAP_FLIGHT_RECORDER"
 POLL_S = 1.0
 STALE_S = 10.0  # new entries wait at most this long (a SIGKILLed worker loses only those)
 READ_SHARE = 100  # a read waits at least this many times the last read's duration
-MAX_WINDOWS = 200_000  # wrapper calls remembered between two reads
+MAX_WINDOWS = 200_000
+OPEN = 1 << 62  # the end of a span whose call is still running  # wrapper calls remembered between two reads
 DEFAULT_RING = 2000
 
 # c10d's ScalarType names whose torch name differs from the lower-cased one
@@ -85,7 +86,8 @@ class Reader:
         self.start_wall_ns = time.time_ns() - (time.monotonic_ns() - t0 if t0 else 0)
         self.last_id: dict[str, int] = {}  # recorder -> last record id read
         self.last_seq: dict[str, int] = {}  # group name -> last collective sequence id written
-        self.windows: list[tuple[int, int, int]] = []  # (thread, wall start, wall end)
+        self.windows: list[list[int]] = []  # [thread, wall start, wall end (OPEN: running)]
+        self._sorted: tuple[int, dict[int, list[tuple[int, int]]]] | None = None  # per read
         t = state.tracer
         self.steps: list[tuple[int, int | None]] = [(0, getattr(t, "step", None))]
         self.labels: dict[str, str] = {}  # group name -> "group[0,1]"
@@ -96,12 +98,16 @@ class Reader:
         self.stopped = False
 
     # -- what the rest of flowmap tells the reader ------------------------------------
-    def covered(self, start_wall_ns: int, end_wall_ns: int) -> None:
-        """The wrapper recorded a call of this thread in this window: its entries are its."""
+    def opened(self) -> list[int]:
+        """The wrapper begins recording a call of this thread: entries issued from now until
+        it sets the span's end (`span[2]`) are its. Open, the span covers every entry
+        after its start, so a read during the call does not take its entry as unseen."""
         w = self.windows
         if len(w) >= MAX_WINDOWS:
             del w[: MAX_WINDOWS // 2]
-        w.append((threading.get_ident(), start_wall_ns, end_wall_ns))
+        span = [threading.get_ident(), time.time_ns(), OPEN]
+        w.append(span)
+        return span
 
     def step_moved(self, step: int) -> None:
         self.steps.append((time.time_ns(), step))
@@ -145,6 +151,7 @@ class Reader:
             return  # another thread reads right now
         try:
             t0 = time.monotonic()
+            self._sorted = None
             issued = self._issued()
             self.remember_groups()
             seen: set[tuple[str, int]] = set()
@@ -216,18 +223,34 @@ class Reader:
                    step=self._step_at(created))
 
     def _by_wrapper(self, e: dict[str, Any], created: int) -> bool:
+        """Whether the entry was issued inside a call the wrapper recorded, on its thread.
+
+        A thread's recorded calls never overlap (only the outermost is recorded),
+        so per thread, sorted by start, the one window to look at is found by bisection.
+        """
         try:
             thread = int(e.get("thread_id") or 0)
         except (TypeError, ValueError):
             thread = 0
-        for tid, start, end in reversed(self.windows):
-            if end < created:
-                if start < created - 60_000_000_000:
-                    return False  # windows are in time order: none further back can hold it
-                continue
-            if start <= created <= end and (thread == 0 or tid == thread):
-                return True
+        by_thread = self._by_thread()
+        for tid in (thread,) if thread else tuple(by_thread):
+            spans = by_thread.get(tid)
+            if spans:
+                i = bisect.bisect_right(spans, (created, float("inf"))) - 1
+                if i >= 0 and spans[i][0] <= created <= spans[i][1]:
+                    return True
         return False
+
+    def _by_thread(self) -> dict[int, list[tuple[int, int]]]:
+        """The windows per thread, sorted by start; rebuilt when windows were added."""
+        if self._sorted is None:  # once per read: windows added meanwhile are of later calls
+            spans: dict[int, list[tuple[int, int]]] = {}
+            for tid, start, end in list(self.windows):
+                spans.setdefault(tid, []).append((start, end))
+            for v in spans.values():
+                v.sort()
+            self._sorted = (len(self.windows), spans)
+        return self._sorted[1]
 
     def _label(self, name: str, configs: dict[str, Any]) -> str:
         label = self.labels.get(name)
@@ -257,7 +280,14 @@ class Reader:
         if not entries:
             return
         newest = max(int(e.get("time_created_ns") or 0) for e in entries)
-        self.windows = [w for w in self.windows if w[2] >= newest]
+        # windows are appended as calls end: the leading ones ended first (a slice `del`
+        # leaves the wrapper's appends from other threads alone)
+        w = self.windows
+        k = 0
+        while k < len(w) and w[k][2] < newest:
+            k += 1
+        del w[:k]
+        self._sorted = None
         i = bisect.bisect_right(self.steps, (newest, float("inf"))) - 1
         if i > 0:
             del self.steps[:i]
