@@ -301,8 +301,8 @@ def _wrap_package_extras() -> None:
 def _start_reader() -> None:
     """Read the Flight Recorder from now on: the collectives issued from C++."""
     global _reader
-    if _reader is not None or not flight.enabled():
-        return
+    if _reader is not None or not flight.enabled() or flight.ring_size() == 0:
+        return  # off, or torch's recorder is (TORCH_FR_BUFFER_SIZE=0)
     dumps = flight.recorders()
     if not dumps:
         return
