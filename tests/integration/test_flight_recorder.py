@@ -178,3 +178,35 @@ def test_entries_the_ring_dropped_are_counted_in_the_run_health(tmp_path, run_cl
         assert len(by_wrapper) == 1
         assert len(hops) - len(by_wrapper) + lost in (recorded - 1, recorded)
         assert "TORCH_FR_BUFFER_SIZE" in " ".join(shard.errors)
+
+
+SPAWN = '''
+import socket, sys
+import torch, torch.distributed as dist, torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel
+
+
+def train(rank, port):
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=2)
+    model = DistributedDataParallel(torch.nn.Linear(16, 4))
+    for _ in range(2):
+        model(torch.randn(2, 16)).sum().backward()
+    # no destroy_process_group, and a forked child leaves through os._exit (no atexit)
+
+
+if __name__ == "__main__":
+    mp.start_processes(train, args=(int(sys.argv[1]),), nprocs=2, start_method="fork")
+'''
+
+
+def test_a_forked_rank_that_never_destroys_its_group_still_shows_its_all_reduces(
+        tmp_path, run_cli):
+    (tmp_path / "spawn_ddp.py").write_text(SPAWN)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), "spawn_ddp.py", str(free_port())],
+                cwd=tmp_path, timeout=240, env={"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    params = (16 * 4 + 4) * FLOAT
+    for rank in (0, 1):  # named rank<N> at init_process_group (started as train/<N>)
+        assert per_step(run, rank, "all_reduce") == {None: 2 * params}

@@ -40,6 +40,7 @@ import atexit
 import bisect
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -295,6 +296,14 @@ class Reader:
     # -- the poller -----------------------------------------------------------
     def start(self) -> None:
         atexit.register(self.final_read)
+        # a forked multiprocessing child leaves through os._exit (no atexit): its finalizers
+        # run, this one before the one that closes the shard (exitpriority -100)
+        util = sys.modules.get("multiprocessing.util")
+        if util is not None:
+            try:
+                util.Finalize(self, self.final_read, exitpriority=-50)
+            except Exception:
+                pass
         threading.Thread(target=self._poll, name="flowmap-flight-recorder", daemon=True).start()
 
     def _poll(self) -> None:
