@@ -6,7 +6,6 @@ Kept in a module of its own so the hot path is a single attribute load
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
@@ -23,7 +22,3 @@ default_owner: str = "main"
 # True while `default_owner` is one flowmap chose for a multiprocessing child (its target's
 # name): `init_process_group` may still make it `rank<N>`; `set_owner` makes it False.
 auto_owner: bool = False
-
-# Called with the new step whenever the process's step changes (outside the tracer's
-# lock): the Flight Recorder's reader places the collectives it reads later by time.
-step_hooks: list[Callable[[int], None]] = []

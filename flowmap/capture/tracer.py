@@ -26,7 +26,7 @@ from time import monotonic_ns
 from typing import Any
 
 from flowmap import rundir
-from flowmap.capture import describe_lazy
+from flowmap.capture import describe_lazy, step_hooks
 from flowmap.capture.names import MAX_ITEMS, NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 from flowmap.writer.encoder import TraceWriter, dumps, encode_line, items_json
@@ -312,9 +312,7 @@ class Tracer:
 
     def set_step(self, step: int) -> None:
         t = self.now_us()
-        from flowmap.capture import state
-
-        for hook in state.step_hooks:
+        for hook in step_hooks.hooks:
             try:
                 hook(step)
             except Exception as exc:

@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from flowmap.capture import state
+from flowmap.capture import state, step_hooks
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.integrations.transports import dist_ops, flight, record
 from flowmap.integrations.transports.flight import ranks_text
@@ -308,7 +308,7 @@ def _start_reader() -> None:
         return
     reader = flight.Reader(_c10d, _process_owner, dumps)
     reader.remember_groups()
-    state.step_hooks.append(reader.step_moved)
+    step_hooks.hooks.append(reader.step_moved)
     _reader = reader
     reader.start()
 
