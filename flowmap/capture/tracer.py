@@ -26,7 +26,7 @@ from time import monotonic_ns
 from typing import Any
 
 from flowmap import rundir
-from flowmap.capture import describe_lazy
+from flowmap.capture import describe_lazy, step_hooks
 from flowmap.capture.names import MAX_ITEMS, NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 from flowmap.writer.encoder import TraceWriter, dumps, encode_line, items_json
@@ -312,6 +312,11 @@ class Tracer:
 
     def set_step(self, step: int) -> None:
         t = self.now_us()
+        for hook in step_hooks.hooks:
+            try:
+                hook(step)
+            except Exception as exc:
+                self.error(exc)
         with self.lock:
             if self.fold is not None:
                 self.fold.step_moved(step)

@@ -39,6 +39,8 @@ def render(d: Discovery) -> str:
         if c.folded:
             folded = ", ".join(f"{k} ({n})" for k, n in c.folded.most_common(3))
             lines.append(f"  {c.fn.target} folds in: {folded}")
+        for key, why in sorted(c.helpers.items()):
+            lines.append(f"not a seam: {key}: {why}")
     for c in d.unnamed:
         lines.append(f"not a target: {c.fn.key} ({c.calls} calls, "
                      f"{fmt_bytes(c.bytes_in_per_call + c.bytes_out_per_call)}/call): "
