@@ -210,3 +210,31 @@ def test_a_forked_rank_that_never_destroys_its_group_still_shows_its_all_reduces
     params = (16 * 4 + 4) * FLOAT
     for rank in (0, 1):  # named rank<N> at init_process_group (started as train/<N>)
         assert per_step(run, rank, "all_reduce") == {None: 2 * params}
+
+
+FORK_AFTER_COLLECTIVES = '''
+import atexit, os, sys
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[1], rank=0, world_size=1)
+group = dist.distributed_c10d._get_default_group()
+for _ in range(3):  # issued on the group object: only the Flight Recorder sees them
+    group.allreduce([torch.ones(256)]).wait()
+pid = os.fork()
+if pid == 0:  # the child's exit handlers run, with its parent's reader and ring: they write nothing
+    atexit._run_exitfuncs()
+    os._exit(0)  # (not sys.exit: gloo's teardown in a forked child waits on its parent's threads)
+os.waitpid(pid, 0)
+dist.destroy_process_group()
+'''
+
+
+def test_a_child_forked_from_a_rank_never_writes_its_parents_collectives(tmp_path, run_cli):
+    (tmp_path / "fork_rank.py").write_text(FORK_AFTER_COLLECTIVES)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), "fork_rank.py", str(free_port())],
+                cwd=tmp_path, timeout=120, env={"GLOO_SOCKET_IFNAME": "lo"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    all_reduces = [h for h in run.hops if h.name == "all_reduce"]
+    assert len(all_reduces) == 3 and {h.pid for h in all_reduces} == {all_reduces[0].pid}

@@ -83,6 +83,9 @@ class Reader:
         self.owner = owner  # this process's rank owner
         self.dumps = dumps  # (device, dump function) per recorder
         self.lock = threading.Lock()
+        # A child forked from this process (a DataLoader worker) inherits this reader and a copy
+        # of the ring, but the entries are its parent's to write: only this process reads.
+        self.pid = os.getpid()
         t0 = getattr(state.tracer, "t0_ns", None)  # entries from before tracing began: not ours
         self.start_wall_ns = time.time_ns() - (time.monotonic_ns() - t0 if t0 else 0)
         self.last_id: dict[str, int] = {}  # recorder -> last record id read
@@ -148,7 +151,7 @@ class Reader:
 
     def read(self) -> None:
         """Write the entries recorded since the last read (never raises)."""
-        if not self.lock.acquire(blocking=False):
+        if os.getpid() != self.pid or not self.lock.acquire(blocking=False):
             return  # another thread reads right now
         try:
             t0 = time.monotonic()
