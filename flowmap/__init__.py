@@ -24,6 +24,7 @@ from flowmap.capture.api import (
     seam,
     set_owner,
     step,
+    tag_items,
 )
 from flowmap.capture.session import tracing
 
@@ -48,6 +49,7 @@ __all__ = [
     "seam",
     "set_owner",
     "step",
+    "tag_items",
     "tracing",
 ]
 

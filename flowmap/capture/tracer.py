@@ -364,6 +364,16 @@ class Tracer:
                 f"{self.strings.get(transport) or self._sid(transport)},{items_text}]"
             )
 
+    def notes(self, src: str, dst: str, name: str, transport: str, step: int | None,
+              notes: list[list[Any]]) -> None:
+        """What the schema of the hop just recorded cannot say (`flowmap.capture.leaf_notes`)."""
+        t = self._now_us()
+        with self.lock:
+            if not self.closed:
+                self._emit(_dumps([tf.LEAF_NOTES, t, self._sid(src), self._sid(dst),
+                                   self._sid(name), self._sid(transport),
+                                   self.step if step is None else step, notes]))
+
     def counter(self, owner: Any, name: Any, value: float) -> None:
         t = (monotonic_ns() - self.t0_ns) // 1000
         if type(owner) is not str or type(name) is not str:

@@ -25,6 +25,7 @@ from flowmap.model.events import CounterSample as CounterSample  # re-exported: 
 from flowmap.model.events import Drop as Drop
 from flowmap.model.events import Hop as Hop
 from flowmap.model.events import Leaf as Leaf
+from flowmap.model.events import LeafNote
 from flowmap.model.events import Mark as Mark
 from flowmap.model.events import Shard as Shard
 from flowmap.model.fold import FINISH_STEP_FACTOR, Cut, Folder
@@ -331,6 +332,15 @@ class _Decoder:
                              self.strings[ev[3]], tuple(ev[4] or ())))
         sh.num_events += 1
 
+    def _notes(self, ev: list[Any]) -> None:
+        sh = self.shard
+        s = self.strings
+        t_ns = self.t0 + ev[1] * 1000
+        sh.notes.extend(LeafNote(t_ns, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], s[ev[5]], ev[6],
+                                 path, nbytes, storage, real)
+                        for path, nbytes, storage, real in ev[7])
+        sh.num_events += 1
+
     def _step(self, ev: list[Any]) -> None:
         self.shard.num_events += 1
 
@@ -357,7 +367,7 @@ BUILDERS = {
     tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half, tf.AGGREGATE: folded.build,
     tf.SEND_FOLD: folded.build_send, tf.RECEIVE_FOLD: folded.build_receive,
     tf.COUNTER_FOLD: folded.build_counter, tf.MARK_FOLD: folded.build_mark,
-    tf.DROP_FOLD: folded.build_drop,
+    tf.DROP_FOLD: folded.build_drop, tf.LEAF_NOTES: _Decoder._notes,
 }
 
 

@@ -109,6 +109,9 @@ class Run:
         self.t0_ns = min(starts) if starts else 0
         # Set by `flowmap.model.projection.project`: what the figures were scaled to.
         self.projection: Projection | None = None
+        # The run as traced, when this one is its projection: findings that read how a
+        # leaf's shape changed from hop to hop (`prefix_resend`) read the traced shapes.
+        self.traced: Run | None = None
 
     @property
     def truncated(self) -> bool:

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowmap.capture import state
+from flowmap.capture import item_tags, state
 from flowmap.capture.api import current_owner
 from flowmap.integrations.transports import record
 from flowmap.integrations.transports.record import describe
@@ -219,9 +219,12 @@ def _record_send(owner: str, obj: Any, buf: Any, channel: str, t_ns: int,
         key, wire = record.key_of(buf)
         d = describe(obj)
         shm = _has_tensors(d) and _torch_shares_tensors()
+        transport = "shm" if shm else "pickle"
         record.send_half(owner, record.UNTRACED, type(obj).__name__, d,
-                         d.nbytes if shm else wire, "shm" if shm else "pickle", channel, key,
-                         wire, t_ns, step)
+                         d.nbytes if shm else wire, transport, channel, key,
+                         wire, t_ns, step, item_tags.take(obj))
+        if _has_tensors(d):
+            record.notes(owner, record.UNTRACED, type(obj).__name__, transport, step, obj)
     except Exception as exc:
         record.error(exc)
 

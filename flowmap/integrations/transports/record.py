@@ -102,13 +102,13 @@ def _t_us(t: Tracer, t_ns: int) -> int:
 
 
 def _hop_fields(t: Tracer, src: str, dst: str, name: str, d: Description, nbytes: int,
-                transport: str, step: int | None) -> str:
+                transport: str, step: int | None, items: list[Any] | None = None) -> str:
     """The fields a hop and a send half share, after the time (lock held)."""
     ids = t.storage_ids
     storages = ",".join([str(ids[k] if k in ids else t._storage_id(k)) for k in d.storages])
     return (f"{t._seam(src, dst, name)},{t._schema_id(d.leaves)},{int(nbytes)},[{storages}],"
             f"{'null' if step is None else int(step)},null,"
-            f"{t._sid(transport)},null")
+            f"{t._sid(transport)},{_dumps(items) if items else 'null'}")
 
 
 def _write(line: Callable[[Tracer], str]) -> None:
@@ -134,11 +134,13 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
 
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
-              channel: str, key: str, wire: int | None, t_ns: int, step: Any = NOW) -> None:
+              channel: str, key: str, wire: int | None, t_ns: int, step: Any = NOW,
+              items: list[Any] | None = None) -> None:
     """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it.
 
     `step` is the step the message was sent in (a queue's feeder thread records it
     later, when the sender may be in the next step); by default the process's step now.
+    `items`: the ids the program tagged the message with (`flowmap.tag_items`).
     """
     t = tracer()
     if t is None:
@@ -150,7 +152,7 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     ):
         return  # folded (`trace --aggregate`, past the detail window)
     _write(lambda t: f'["{tf.SEND_HALF}",{_t_us(t, t_ns)},'
-                     f'{_hop_fields(t, src, fallback, name, d, nbytes, transport, step)},'
+                     f'{_hop_fields(t, src, fallback, name, d, nbytes, transport, step, items)},'
                      f'{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
 
 
@@ -164,6 +166,18 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
         return
     _write(lambda t: f'["{tf.RECEIVE_HALF}",{_t_us(t, t_ns)},{t._sid(owner)},{t._sid(name)},'
                      f'{t._sid(transport)},{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
+
+
+def notes(src: str, dst: str, name: str, transport: str, step: int | None, payload: Any) -> None:
+    """The leaf notes of a message that moved `payload` (`flowmap.capture.leaf_notes`)."""
+    from flowmap.capture import leaf_notes
+
+    t = tracer()
+    if t is None:
+        return
+    found = leaf_notes.collect(payload)
+    if found:
+        t.notes(src, dst, name, transport, step, found)
 
 
 def _int(n: int | None) -> str:

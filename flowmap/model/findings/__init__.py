@@ -13,21 +13,29 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flowmap.model.findings import (
+    chatty,
     dropped,
     duplicates,
     heaviest,
     padding,
     pass_through,
+    prefix_resend,
     serialisation,
+    views,
+    wide_ids,
 )
 from flowmap.model.findings.common import (
+    CHATTY,
     DROPPED,
     DUPLICATE,
     HEAVIEST,
     KINDS,
     PADDING,
     PASS_THROUGH,
+    PREFIX_RESEND,
     SERIALISATION,
+    VIEW,
+    WIDE_IDS,
     Finding,
 )
 from flowmap.model.run import paused_gc
@@ -35,15 +43,15 @@ from flowmap.model.run import paused_gc
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
-__all__ = ["DROPPED", "DUPLICATE", "HEAVIEST", "KINDS", "MAX_PER_KIND", "PADDING", "PASS_THROUGH",
-           "SERIALISATION", "Finding", "findings"]
+__all__ = ["CHATTY", "DROPPED", "DUPLICATE", "HEAVIEST", "KINDS", "MAX_PER_KIND", "PADDING",
+           "PASS_THROUGH", "PREFIX_RESEND", "SERIALISATION", "VIEW", "WIDE_IDS", "Finding", "findings"]
 
 # Detectors that can fire once per seam keep their heaviest few: a findings
 # list is a to-do list, not a second copy of the seam table.
 MAX_PER_KIND = 5
 DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
     heaviest.detect, pass_through.detect, dropped.detect, padding.detect, duplicates.detect,
-    serialisation.detect,
+    serialisation.detect, views.detect, chatty.detect, prefix_resend.detect, wide_ids.detect,
 )
 
 
