@@ -61,7 +61,7 @@ def note(src: Any, dst: Any, name: Any, payload: Any, step: int | None, transpor
     t = state.tracer
     if t is None or not all(type(s) is str for s in (src, dst, name, transport)):
         return
-    found = leaf_notes.collect(payload)
+    found = leaf_notes.collect(payload, transport)
     if found:
         t.notes(src, dst, name, transport, step, found)
 

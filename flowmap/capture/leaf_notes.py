@@ -20,6 +20,7 @@ the user's code; paths are the describers' (`batch.attention_mask`).
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any
 
 from flowmap.capture.describers import introspect
@@ -34,25 +35,38 @@ MASK_DTYPES = ("torch.bool", "torch.uint8", "torch.int8", "torch.int32", "torch.
 Note = list[Any]
 
 
-def collect(payload: Any) -> list[Note]:
-    """Notes for the tensors of `payload` that have something to say; [] for most payloads."""
+# Tensors whose storage this process already moved to shared memory, by the id of the
+# tensor that owns the storage (a view's `_base`), held weakly: `share_memory_` moves a
+# storage once, and later messages with views of it send a handle only. An address
+# cannot key this: a freed shared block's address is soon mapped again for the next one.
+MAX_SHARED = 65_536
+_shared: dict[int, weakref.ref[Any]] = {}
+
+
+def collect(payload: Any, transport: str = "pickle") -> list[Note]:
+    """Notes for the tensors of `payload` that have something to say; [] for most payloads.
+
+    Under `shm`, a storage's bytes are noted the first time only (see `_shared`), and
+    only on the host: a device tensor crosses by handle, its storage stays where it is.
+    """
     torch = sys.modules.get("torch")
     if torch is None:
         return []
     out: list[Note] = []
     seen = [0]
     with torch._C.DisableTorchFunction():
-        _walk(torch, payload, "", 0, out, seen)
+        _walk(torch, payload, "", 0, out, seen, transport == "shm")
     return out
 
 
-def _walk(torch: Any, obj: Any, path: str, depth: int, out: list[Note], seen: list[int]) -> None:
+def _walk(torch: Any, obj: Any, path: str, depth: int, out: list[Note], seen: list[int],
+          shm: bool) -> None:
     if seen[0] >= MAX_TENSORS:
         return
     t = type(obj)
     if t is torch.Tensor or t is torch.nn.Parameter:
         seen[0] += 1
-        note = _note(torch, obj, path)
+        note = _note(torch, obj, path, shm)
         if note is not None:
             out.append(note)
         return
@@ -68,13 +82,22 @@ def _walk(torch: Any, obj: Any, path: str, depth: int, out: list[Note], seen: li
         return
     for k, v in list(dict.items(d))[:MAX_TENSORS]:
         if type(k) is str:
-            _walk(torch, v, f"{path}.{k}" if path else k, depth + 1, out, seen)
+            _walk(torch, v, f"{path}.{k}" if path else k, depth + 1, out, seen, shm)
 
 
-def _note(torch: Any, t: Any, path: str) -> Note | None:
+def _note(torch: Any, t: Any, path: str, shm: bool) -> Note | None:
     try:
         nbytes = int(t.nbytes)
         storage = int(t.untyped_storage().nbytes())
+        if shm and storage > nbytes:
+            owner = t._base if t._base is not None else t
+            known = _shared.get(id(owner))
+            if not t.is_cpu or (known is not None and known() is owner):
+                storage = 0  # moved before, or never: a handle crosses
+            else:
+                if len(_shared) >= MAX_SHARED:
+                    _shared.clear()
+                _shared[id(owner)] = weakref.ref(owner)
         real = None
         name = path.rsplit(".", 1)[-1].lower()
         if ("mask" in name and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS

@@ -175,7 +175,7 @@ def notes(src: str, dst: str, name: str, transport: str, step: int | None, paylo
     t = tracer()
     if t is None:
         return
-    found = leaf_notes.collect(payload)
+    found = leaf_notes.collect(payload, transport)
     if found:
         t.notes(src, dst, name, transport, step, found)
 

@@ -4,9 +4,10 @@ Weight sync as one message per parameter (allenai/open-instruct #1535: ~200 Ray
 calls per sync, >120 s where NCCL itself took 0.5 s; huggingface/trl #5249)
 pays a fixed cost per message — a call, a launch, a handshake — that bucketing
 removes. The figure is messages per step on one seam; the ranking prices each
-message the bucketed transfer would not need at `MESSAGE_COST_BYTES`, the bytes
-one message's overhead could have moved (about 100 µs at 10 GB/s), so a chatty
-seam sorts among the byte findings.
+message the bucketed transfer would not need at `MESSAGE_COST_BYTES` (64 KiB),
+the bytes one message's fixed cost could have moved (about 10 µs of a call or a
+round trip at 6 GB/s; far more through Ray or HTTP), so a chatty seam sorts
+among the byte findings.
 
 A seam is chatty when, over the run's steps, its hops that moved bytes (not
 `ref`) number at least `MIN_MESSAGES` a step, each smaller on average than
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 MIN_MESSAGES = 16
 BUCKET_BYTES = 512 << 20
-MESSAGE_COST_BYTES = 1 << 20
+MESSAGE_COST_BYTES = 64 << 10
 
 
 def detect(view: RunView) -> list[Finding]:

@@ -1,7 +1,8 @@
 """Arrays pickled across processes, by role-level seam and transport.
 
 Only `pickle` and `rpc` hops that carry arrays, at least `MIN_HOP_BYTES` a hop
-on average, are a finding: their tensors could move through shared memory or a
+on average, are a finding: below the fixed cost of a message (the price
+`chatty` puts on one), pickling is not what a transfer pays for: their tensors could move through shared memory or a
 handle with only the metadata pickled. Shared memory and collectives already
 move raw bytes (what they carry is another finding's business: `duplicate`,
 `view`, `padding`, `chatty`), and a few bytes of pickled control messages
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from flowmap.model.findings.chatty import MESSAGE_COST_BYTES
 from flowmap.model.findings.common import SERIALISATION, Finding, RoleKey, per_step, role_key
 from flowmap.model.format import seam_label
 from flowmap.model.types import ARRAY_KINDS, SeamKey
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
 SERIALISED = ("pickle", "rpc")
-MIN_HOP_BYTES = 1024
+MIN_HOP_BYTES = MESSAGE_COST_BYTES
 
 
 def detect(view: RunView) -> list[Finding]:
