@@ -60,11 +60,14 @@ def _detail(view: RunView) -> dict[str, Any]:
 
 
 def leaf_dict(leaf: LeafStats) -> dict[str, Any]:
+    # a leaf whose rank varied has no shape (null), and says its ranks
+    ranks = {"ranks": list(leaf.ranks)} if leaf.ranks is not None else {}
     return {
+        **ranks,
         "path": leaf.path,
         "kind": leaf.kind,
         "dtype": leaf.dtype,
-        "shape": _plain(leaf.shape),
+        "shape": None if leaf.ranks is not None else _plain(leaf.shape),
         "dims": list(leaf.dims) if leaf.dims else None,
         "bytes": round(leaf.mean_bytes),
         "max_bytes": leaf.max_bytes,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from flowmap.model.findings.common import HEAVIEST, Finding, per_step
-from flowmap.model.format import fmt_schema, leaf_label
+from flowmap.model.format import fmt_leaf_schema, leaf_label
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -31,7 +31,7 @@ def detect(view: RunView) -> list[Finding]:
         if bps / total < MIN_SHARE:
             continue
         leaf = s.leaves[0] if s.leaves else None
-        where = (f"its largest leaf `{leaf_label(s.name, leaf.path)}` ({fmt_schema(leaf.dtype or leaf.kind, leaf.shape)}) "
+        where = (f"its largest leaf `{leaf_label(s.name, leaf.path)}` ({fmt_leaf_schema(leaf)}) "
                  "is where a handle, a narrower dtype or sending only the rows the receiver reads "
                  "would pay most" if leaf else "check that the receiver needs all of it")
         out.append(Finding(

@@ -1,0 +1,208 @@
+"""The findings of the field's seam bugs on variants the gallery does not show.
+
+examples/field/ holds one script per reported bug (tests/integration/
+test_field_gallery.py); these are other shapes of the same patterns — other
+names, sizes, nesting, several instances, and the look-alikes that must stay
+quiet — so the detectors are checked on cases they were not tuned to. Figures
+are computed here from the sizes written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from runs import ShardWriter, tensor
+
+import flowmap
+from flowmap.integrations.transports.zmq import stable_endpoint
+from flowmap.model.document import leaf_dict
+from flowmap.model.findings import findings
+from flowmap.model.findings.chatty import BUCKET_BYTES, MESSAGE_COST_BYTES
+from flowmap.model.format import fmt_leaf_schema
+from flowmap.model.projection import project
+
+
+def _of(view, kind):
+    return [f for f in findings(view) if f.kind == kind]
+
+
+def _shard(tmp_path: Path) -> ShardWriter:
+    os.makedirs(tmp_path / "run", exist_ok=True)
+    return ShardWriter(str(tmp_path / "run" / "h-1-0001.flowmap.jsonl"), 1)
+
+
+def _view(tmp_path: Path, w: ShardWriter, end: int = 10**6):
+    w.close(end)
+    return flowmap.load(str(tmp_path / "run")).view
+
+
+# -- chatty ---------------------------------------------------------------------------------
+def test_chatty_weight_sync_to_two_engines_with_large_parameters(tmp_path):
+    # GIVEN 300 update_weight calls a step to each of two engines, 2 MiB a parameter
+    w, param = _shard(tmp_path), tensor("weight", (512, 1024))  # float32: 2 MiB
+    t = 0
+    for s in range(2):
+        for i in range(300):
+            for e in (0, 1):
+                t += 1
+                w.hop(t, "actor", f"engine/{e}", "update_weight", [param], step=s, transport="rpc")
+    (f,) = _of(_view(tmp_path, w), "chatty")
+    # 600 MiB a step on each seam: 2 buckets of 512 MiB, 298 messages spared on each
+    needed = -(-300 * (2 << 20) // BUCKET_BYTES)
+    assert needed == 2
+    assert f.bytes_per_step == 2 * (300 - needed) * MESSAGE_COST_BYTES
+    assert f.seams == ["actor -> engine/0 : update_weight", "actor -> engine/1 : update_weight"]
+
+
+def test_streamed_items_references_and_stepless_runs_are_not_chatty(tmp_path):
+    w = _shard(tmp_path)
+    t = 0
+    for s in range(2):
+        for i in range(100):
+            t += 1  # trajectories one by one, each an item: the pipeline's unit
+            w.hop(t, "rollout/0", "buffer", "trajectory", [tensor("ids", (64,), "int64")],
+                  step=s, transport="pickle", items=[f"{s}-{i}"])
+            w.hop(t, "buffer", "batcher", "trajectory", [tensor("ids", (64,), "int64")], step=s)
+    assert not _of(_view(tmp_path, w), "chatty")
+    w = ShardWriter(str(tmp_path / "stepless" / "h-1-0001.flowmap.jsonl"), 1)
+    for i in range(100):
+        w.hop(i, "a", "b", "msg", [tensor("x", (8,))], transport="pickle")
+    w.close(1000)
+    assert not _of(flowmap.load(str(tmp_path / "stepless")).view, "chatty")
+
+
+# -- prefix resend --------------------------------------------------------------------------
+def test_two_interleaved_conversations_each_resend_their_prefix(tmp_path):
+    # GIVEN conversations "a" and "b" whose log-probs leaf (1, n) grows turn by turn, interleaved
+    w, t = _shard(tmp_path), 0
+    sizes = {"a": (10, 25, 31, 50, 52), "b": (7, 9, 30)}
+    for turn in range(5):
+        for conv, lens in sizes.items():
+            if turn < len(lens):
+                t += 1
+                w.hop(t, "sglang/0", "env_worker", "generate",
+                      [tensor("out.logprobs", (1, lens[turn])), tensor("out.text", (3,), "int64")],
+                      step=0, transport="zmq", items=[conv])
+    (f,) = _of(_view(tmp_path, w), "prefix_resend")
+    resent = (10 + 25 + 31 + 50 + 7 + 9) * 4  # every turn but each conversation's last, float32
+    assert f.bytes_per_step == resent and "out.logprobs" in f.message
+
+
+def test_growth_without_the_same_item_is_no_resent_prefix(tmp_path):
+    w = _shard(tmp_path)
+    for i, n in enumerate((5, 9, 14, 20, 31)):  # growing lengths, a new trajectory each time
+        w.hop(i, "rollout", "trainer", "traj", [tensor("ids", (n,), "int64")], step=0,
+              transport="pickle", items=[i])
+    for i, n in enumerate((5, 9, 14, 20, 31)):  # growing, no item ids at all
+        w.hop(100 + i, "rollout", "critic", "traj", [tensor("ids", (n,), "int64")], step=0,
+              transport="pickle")
+    assert not _of(_view(tmp_path, w), "prefix_resend")
+
+
+# -- wide ids -------------------------------------------------------------------------------
+def test_expert_ids_bounded_by_the_preset_under_projection(tmp_path):
+    # GIVEN int64 routed experts of 2 trajectories a hop, dims named; no range declared
+    w = _shard(tmp_path)
+    dims = ("tokens", "layers", "topk")
+    for s in range(2):
+        w.hop(s, "rollout", "trainer", "samples",
+              [tensor("[*].rollout_routed_experts", (10, 3, 2), "int64", count=2, dims=dims)],
+              step=s, transport="rpc")
+    run = flowmap.load(_view(tmp_path, w).path)
+    assert not _of(run.view, "wide_ids")  # the number of experts is not known
+    projected = project(run, "deepseek-v3.2@32k").view
+    (f,) = _of(projected, "wide_ids")
+    leaf = 32768 * 61 * 8 * 8 * 2  # tokens × layers × topk × int64, two trajectories
+    assert f.bytes_per_step == pytest.approx(leaf * 7 / 8)  # 256 experts: uint8
+    assert "uint8" in f.message and "experts=256" in f.message
+
+
+def test_indexer_positions_bounded_by_their_tokens_dim(tmp_path):
+    w = _shard(tmp_path)
+    for s in range(3):
+        w.hop(s, "engine", "learner", "replay",
+              [tensor("indexer_topk", (300, 2, 16), "int32", dims=("tokens", "layers", "index_topk")),
+               tensor("token_ids", (300,), "int64")], step=s, transport="shm")
+    (f,) = _of(_view(tmp_path, w), "wide_ids")
+    assert f.bytes_per_step == 300 * 2 * 16 * 4 / 2  # 300 positions and -1: int16
+    assert "int16" in f.message
+
+
+def test_declared_range_is_read_only_for_integer_leaves(tmp_path):
+    w = _shard(tmp_path)
+    w.counter(1, "range/choice", 1000)
+    w.counter(1, "range/probs", 10)
+    for s in range(2):
+        w.hop(10 + s, "a", "b", "c", [tensor("choice", (50,), "int64"), tensor("probs", (50,))],
+              step=s, transport="pickle")
+    (f,) = _of(_view(tmp_path, w), "wide_ids")
+    assert f.bytes_per_step == 50 * 8 * 6 / 8 and "int16" in f.message  # 1,000 ids
+
+
+# -- views and masks, through the real tracer ------------------------------------------------
+class Sample:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def test_a_nested_view_pickled_and_shared(tmp_path):
+    # GIVEN a (512, 64) float32 block (128 KiB); rows 2..4 of it nested in an object, pickled
+    # each step, and views of one kept block sent through shared memory twice
+    with flowmap.tracing(str(tmp_path / "run")):
+        kept = torch.zeros(256, 256)
+        for s in range(2):
+            flowmap.step(s)
+            block = torch.zeros(512, 64)
+            flowmap.hop("engine", "learner", Sample(extra={"hidden": block[2:4]}),
+                        name="out", transport="pickle")
+            flowmap.hop("engine", "learner", {"copy": block[2:4].clone()}, name="copied",
+                        transport="pickle")
+            flowmap.hop("engine", "ref_user", {"hidden": block[2:4]}, name="out")  # no copy
+            flowmap.hop("engine", "pool", {"kv": kept[s]}, name="kv", transport="shm")
+    found = _of(flowmap.load(str(tmp_path / "run")).view, "view")
+    by_seam = {tuple(f.seams): f for f in found}
+    assert set(by_seam) == {("engine -> learner : out",), ("engine -> pool : kv",)}
+    assert by_seam[("engine -> learner : out",)].bytes_per_step == (512 - 2) * 64 * 4
+    assert "`extra.hidden`" in by_seam[("engine -> learner : out",)].message
+    # the kept block moved to shared memory once, over two steps
+    assert by_seam[("engine -> pool : kv",)].bytes_per_step == (256 * 256 - 256) * 4 / 2
+
+
+def test_padding_counted_from_a_nested_loss_mask(tmp_path):
+    lengths = (3, 17, 9)
+    with flowmap.tracing(str(tmp_path / "run")):
+        for s in range(2):
+            flowmap.step(s)
+            mask = torch.zeros(3, 32, dtype=torch.int64)
+            for i, n in enumerate(lengths):
+                mask[i, :n] = 1
+            flowmap.hop("batcher", "trainer/rank0", {"mb": {"loss_mask": mask,
+                                                            "logprobs": torch.zeros(3, 32)}},
+                        name="micro_batch", transport="shm")
+    (f,) = _of(flowmap.load(str(tmp_path / "run")).view, "padding")
+    masked = 3 * 32 * 8 + 3 * 32 * 4
+    assert f.bytes_per_step == pytest.approx(masked * (1 - sum(lengths) / 96))
+    assert "counted from the mask" in f.message
+
+
+# -- no false names -------------------------------------------------------------------------
+def test_a_leaf_whose_rank_varies_is_not_a_0d_leaf(tmp_path):
+    w = _shard(tmp_path)
+    w.hop(1, "a", "b", "c", [tensor("x", (3,)), ("n", "int", (), "", "", 8, 1, None)], step=0)
+    w.hop(2, "a", "b", "c", [tensor("x", (2, 4)), ("n", "int", (), "", "", 8, 1, None)], step=0)
+    leaves = {leaf.path: leaf for leaf in _view(tmp_path, w).seams[("a", "b", "c")].leaves}
+    assert leaves["x"].ranks == (1, 2) and leaf_dict(leaves["x"])["shape"] is None
+    assert fmt_leaf_schema(leaves["x"]) == "float32[rank 1..2]"
+    assert leaves["n"].ranks is None and leaf_dict(leaves["n"])["shape"] == []
+
+
+@pytest.mark.parametrize(("endpoint", "name"), [
+    ("tcp://127.0.0.1:44803", "tcp://127.0.0.1:*"),  # bind_to_random_port, port 0
+    ("tcp://127.0.0.1:5555", "tcp://127.0.0.1:5555"),  # a port the program chose
+    ("ipc:///tmp/engine.sock", "ipc:///tmp/engine.sock"),
+])
+def test_zmq_seam_names_leave_out_ports_the_os_chose(endpoint, name):
+    assert stable_endpoint(endpoint) == name
