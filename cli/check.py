@@ -38,6 +38,7 @@ def check(
     opts = Options(
         run=resolve(run), baseline=baseline, budget=budget,
         tolerance=parse_fraction(tolerance), min_bytes_per_step=_size(min_bytes), update=update,
+        findings=fmt in ("markdown", "github"),
     )
     report, snap = run_check(opts)
     _emit(render(report), output, report.headline())

@@ -20,7 +20,6 @@ the user's code; paths are the describers' (`batch.attention_mask`).
 from __future__ import annotations
 
 import sys
-import weakref
 from typing import Any
 
 from flowmap.capture.describers import introspect
@@ -35,19 +34,13 @@ MASK_DTYPES = ("torch.bool", "torch.uint8", "torch.int8", "torch.int32", "torch.
 Note = list[Any]
 
 
-# Tensors whose storage this process already moved to shared memory, by the id of the
-# tensor that owns the storage (a view's `_base`), held weakly: `share_memory_` moves a
-# storage once, and later messages with views of it send a handle only. An address
-# cannot key this: a freed shared block's address is soon mapped again for the next one.
-MAX_SHARED = 65_536
-_shared: dict[int, weakref.ref[Any]] = {}
-
-
 def collect(payload: Any, transport: str = "pickle") -> list[Note]:
     """Notes for the tensors of `payload` that have something to say; [] for most payloads.
 
-    Under `shm`, a storage's bytes are noted the first time only (see `_shared`), and
-    only on the host: a device tensor crosses by handle, its storage stays where it is.
+    Under `shm`, a storage already in shared memory (`is_shared()`: moved by an earlier
+    message, or a pool the program made) crosses as a handle, and so does a device
+    tensor's: only a host storage not yet shared moves, so notes must be taken before
+    the message is pickled (pickling shares it).
     """
     torch = sys.modules.get("torch")
     if torch is None:
@@ -89,15 +82,8 @@ def _note(torch: Any, t: Any, path: str, shm: bool) -> Note | None:
     try:
         nbytes = int(t.nbytes)
         storage = int(t.untyped_storage().nbytes())
-        if shm and storage > nbytes:
-            owner = t._base if t._base is not None else t
-            known = _shared.get(id(owner))
-            if not t.is_cpu or (known is not None and known() is owner):
-                storage = 0  # moved before, or never: a handle crosses
-            else:
-                if len(_shared) >= MAX_SHARED:
-                    _shared.clear()
-                _shared[id(owner)] = weakref.ref(owner)
+        if shm and storage > nbytes and (not t.is_cpu or t.is_shared()):
+            storage = 0  # a handle crosses: the storage is where the receiver maps it
         real = None
         name = path.rsplit(".", 1)[-1].lower()
         if ("mask" in name and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS

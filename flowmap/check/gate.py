@@ -28,6 +28,7 @@ class Options:
     tolerance: float = DEFAULT_TOLERANCE
     min_bytes_per_step: int = DEFAULT_MIN_BYTES_PER_STEP
     update: bool = False  # write the run's snapshot as the new baseline
+    findings: bool = False  # carry the run's findings in the report (the markdown shows them)
 
 
 def check(opts: Options) -> tuple[CheckReport, Snapshot]:
@@ -50,6 +51,7 @@ def check(opts: Options) -> tuple[CheckReport, Snapshot]:
         results, run=opts.run, baseline=opts.baseline, budget=opts.budget,
         tolerance=opts.tolerance, min_bytes_per_step=opts.min_bytes_per_step,
         accepting=opts.update, detail=run.detail.note,
+        findings=tuple(f.as_dict() for f in run.findings) if opts.findings else (),
     )
     return report, snap
 

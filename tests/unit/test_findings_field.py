@@ -150,7 +150,8 @@ class Sample:
 
 def test_a_nested_view_pickled_and_shared(tmp_path):
     # GIVEN a (512, 64) float32 block (128 KiB); rows 2..4 of it nested in an object, pickled
-    # each step, and views of one kept block sent through shared memory twice
+    # each step; and views of one kept block sent through shared memory twice, which moves
+    # the block there the first time only
     with flowmap.tracing(str(tmp_path / "run")):
         kept = torch.zeros(256, 256)
         for s in range(2):
@@ -162,12 +163,14 @@ def test_a_nested_view_pickled_and_shared(tmp_path):
                         transport="pickle")
             flowmap.hop("engine", "ref_user", {"hidden": block[2:4]}, name="out")  # no copy
             flowmap.hop("engine", "pool", {"kv": kept[s]}, name="kv", transport="shm")
+            kept.share_memory_()  # what sending it did: later views of it cross as handles
     found = _of(flowmap.load(str(tmp_path / "run")).view, "view")
     by_seam = {tuple(f.seams): f for f in found}
     assert set(by_seam) == {("engine -> learner : out",), ("engine -> pool : kv",)}
     assert by_seam[("engine -> learner : out",)].bytes_per_step == (512 - 2) * 64 * 4
     assert "`extra.hidden`" in by_seam[("engine -> learner : out",)].message
-    # the kept block moved to shared memory once, over two steps
+    # the kept block moved to shared memory once, over two steps; a pool made shared
+    # beforehand (the built-in trainer's slots) never moves: no finding
     assert by_seam[("engine -> pool : kv",)].bytes_per_step == (256 * 256 - 256) * 4 / 2
 
 
@@ -206,3 +209,50 @@ def test_a_leaf_whose_rank_varies_is_not_a_0d_leaf(tmp_path):
 ])
 def test_zmq_seam_names_leave_out_ports_the_os_chose(endpoint, name):
     assert stable_endpoint(endpoint) == name
+
+
+# -- the findings lead the outputs ------------------------------------------------------------
+def test_check_markdown_leads_with_the_findings_ranked(tmp_path):
+    from flowmap.check import baseline as baseline_file
+    from flowmap.check.formats import markdown
+    from flowmap.check.gate import Options, check
+    from flowmap.check.snapshot import from_run
+
+    w = _shard(tmp_path)
+    w.counter(1, "range/expert_ids", 16)
+    for s in range(2):  # a 1 MiB pickled array and int64 ids of 16 values
+        w.hop(10 + s, "rollout", "learner", "sample",
+              [tensor("hidden", (256, 1024)), tensor("expert_ids", (64,), "int64")],
+              step=s, transport="pickle")
+    view = _view(tmp_path, w)
+    baseline_file.write(str(tmp_path / "base.json"), from_run(view))
+    report, _ = check(Options(run=view.path, baseline=str(tmp_path / "base.json"), findings=True))
+    text = markdown.render_check(report)
+    assert [f["kind"] for f in report.findings] == ["serialisation", "wide_ids"]
+    assert text.index("**serialisation**") < text.index("**wide_ids**") < text.index("| Seam |")
+    assert "1.00 MiB/step" in text and "`rollout -> learner : sample`" in text
+
+
+def test_views_of_a_shared_memory_pool_cross_as_handles(tmp_path):
+    with flowmap.tracing(str(tmp_path / "run")):
+        slot = torch.zeros(1 << 20, dtype=torch.uint8).share_memory_()
+        for s in range(2):
+            flowmap.step(s)
+            mb = {"input_ids": slot[:512].view(torch.int64).view(4, 16)}
+            flowmap.hop("batcher", "trainer/rank0", mb, name="micro_batch", transport="shm")
+    assert not _of(flowmap.load(str(tmp_path / "run")).view, "view")
+
+
+def test_gradient_all_reduce_is_no_heaviest_seam(tmp_path):
+    # GIVEN two ranks all-reducing 1 MiB of gradients a step, and a 32 KiB pickled batch
+    w = _shard(tmp_path)
+    for s in range(2):
+        for r in (0, 1):
+            w.hop(10 * s + r, f"trainer/rank{r}", "group[0,1]", "all_reduce",
+                  [tensor("", (262_144,))], step=s, transport="collective")
+        w.hop(10 * s + 5, "driver", "trainer/rank0", "batch", [tensor("ids", (4096,), "int64")],
+              step=s, transport="pickle")
+    found = findings(_view(tmp_path, w))
+    assert not [f for f in found if any("all_reduce" in seam for seam in f.seams)]
+    (heavy,) = [f for f in found if f.kind == "heaviest"]
+    assert heavy.seams == ["driver -> trainer/rank0 : batch"]

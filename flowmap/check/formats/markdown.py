@@ -14,6 +14,7 @@ from flowmap.check.formats.cells import (
 )
 from flowmap.check.result import CheckReport, Result
 from flowmap.check.tolerance import fmt_percent
+from flowmap.units import fmt_bytes
 
 
 def esc(text: str) -> str:
@@ -26,6 +27,7 @@ def render_check(report: CheckReport) -> str:
     lines = [f"### {icon} {report.headline()}", ""]
     if report.detail:
         lines += [f"_{esc(report.detail)}_", ""]
+    lines += _findings(report)
     baseline = [r for r in report.ordered() if r.group == "baseline"]
     budget = [r for r in report.ordered() if r.group == "budget"]
     if baseline:
@@ -46,6 +48,23 @@ def render_check(report: CheckReport) -> str:
         lines.append("")
     lines += _details(report)
     return "\n".join(lines).rstrip() + "\n"
+
+
+MAX_FINDINGS = 10
+
+
+def _findings(report: CheckReport) -> list[str]:
+    """Where bytes could be saved, most at stake first: what a reviewer reads before the gate."""
+    if not report.findings:
+        return []
+    lines = ["Findings, most bytes at stake per step first:", "",
+             "| At stake | Finding | Seams |", "|--:|:--|:--|"]
+    for f in report.findings[:MAX_FINDINGS]:
+        seams = "<br>".join(f"`{esc(s)}`" for s in f["seams"])
+        lines.append(f"| {fmt_bytes(f['bytes_per_step'])}/step | **{f['kind']}**: "
+                     f"{esc(f['message'])} | {seams} |")
+    more = len(report.findings) - MAX_FINDINGS
+    return lines + (["", f"_{more} more: `flowmap report --all`_"] if more > 0 else []) + [""]
 
 
 def _baseline_row(r: Result) -> str:

@@ -168,15 +168,11 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
                      f'{t._sid(transport)},{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
 
 
-def notes(src: str, dst: str, name: str, transport: str, step: int | None, payload: Any) -> None:
-    """The leaf notes of a message that moved `payload` (`flowmap.capture.leaf_notes`)."""
-    from flowmap.capture import leaf_notes
-
+def notes(src: str, dst: str, name: str, transport: str, step: int | None,
+          found: list[list[Any]]) -> None:
+    """The leaf notes of a message (`flowmap.capture.leaf_notes`, taken before it was sent)."""
     t = tracer()
-    if t is None:
-        return
-    found = leaf_notes.collect(payload, transport)
-    if found:
+    if t is not None:
         t.notes(src, dst, name, transport, step, found)
 
 

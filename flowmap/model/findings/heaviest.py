@@ -3,7 +3,11 @@
 In-process `ref` hops hand over a Python reference and move nothing, so a
 seam is weighed by the bytes it copied or sent (`SeamStats.moved_bytes_per_step`)
 and its share is of all bytes moved; a seam that moved nothing, or less than
-`MIN_SHARE` of them, is not a finding.
+`MIN_SHARE` of them, is not a finding. Nor is a seam that moves only by
+collective (a gradient all-reduce, a broadcast): data parallelism needs that
+traffic, and "use a handle" or "send fewer rows" does not apply to it; what can
+be said about collectives (too many small ones, one tensor to every rank) is
+`chatty`'s and `duplicate`'s. Shares are of the bytes moved by the other seams.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ MIN_SHARE = 0.01
 
 
 def detect(view: RunView) -> list[Finding]:
-    moved = {key: s.moved_bytes_per_step for key, s in view.seams.items()}
+    moved = {key: s.moved_bytes_per_step for key, s in view.seams.items()
+             if set(s.transports) != {"collective"}}
     total = sum(moved.values())
     if total <= 0:
         return []

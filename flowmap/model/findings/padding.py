@@ -28,6 +28,7 @@ from flowmap.model.types import ARRAY_KINDS, ITEMSIZE, LeafStats, SeamKey, SeamS
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
+MIN_PERCENT = 1.0  # of the masked bytes: less padding than this is no finding
 MaskGroup = tuple[LeafStats, list[LeafStats]]  # (mask, the leaves it masks, itself included)
 
 
@@ -70,6 +71,8 @@ def detect(view: RunView) -> list[Finding]:
                "counted from the mask" if p.methods == {"mask"} else "estimated")
         bps = p.bytes_per_step
         pct = 100 * bps / p.masked_bytes_per_step if p.masked_bytes_per_step else 0.0
+        if pct < MIN_PERCENT:  # sequences nearly as long as their batch: nothing to pack
+            continue
         out.append(Finding(
             PADDING, sorted(p.labels), bps,
             f"`{role_label(rk)}` spends about {per_step(bps)} on padding ({pct:.0f}% of its masked "
