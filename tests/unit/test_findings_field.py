@@ -45,7 +45,7 @@ def test_chatty_weight_sync_to_two_engines_with_large_parameters(tmp_path):
     w, param = _shard(tmp_path), tensor("weight", (512, 1024))  # float32: 2 MiB
     t = 0
     for s in range(2):
-        for i in range(300):
+        for _ in range(300):
             for e in (0, 1):
                 t += 1
                 w.hop(t, "actor", f"engine/{e}", "update_weight", [param], step=s, transport="rpc")
