@@ -256,3 +256,15 @@ def test_gradient_all_reduce_is_no_heaviest_seam(tmp_path):
     assert not [f for f in found if any("all_reduce" in seam for seam in f.seams)]
     (heavy,) = [f for f in found if f.kind == "heaviest"]
     assert heavy.seams == ["driver -> trainer/rank0 : batch"]
+
+
+def test_tagged_items_go_to_the_object_tagged_and_only_once(tmp_path):
+    from flowmap.capture import item_tags
+
+    with flowmap.tracing(str(tmp_path / "run")):
+        traj = {"uid": 7}
+        assert flowmap.tag_items(traj, [7, "g1"]) is traj
+        assert item_tags.take({"uid": 7}) is None  # an equal object is not the one tagged
+        assert item_tags.take(traj) == [7, "g1"]
+        assert item_tags.take(traj) is None  # taken by the send that carried it
+    assert flowmap.tag_items(traj, [8]) is traj and item_tags.take(traj) is None  # not tracing
