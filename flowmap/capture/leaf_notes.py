@@ -14,7 +14,8 @@ Two facts, each behind a finding (docs/findings.md):
 Only hops whose transport moves bytes (not `ref`) are noted, so the cost stays
 off in-process hops. The walk is bounded (`MAX_DEPTH`, `MAX_TENSORS`), goes
 through exact dicts and the `__dict__` of plain objects only, and never calls
-the user's code; paths are the describers' (`batch.attention_mask`).
+the user's code; paths are the describers' (`batch.attention_mask`). A tensor
+that is neither a view (`_base is None`) nor a mask costs one attribute read.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ def collect(payload: Any, transport: str = "pickle") -> list[Note]:
         return []
     out: list[Note] = []
     seen = [0]
-    with torch._C.DisableTorchFunction():
+    if torch._C._is_torch_function_mode_enabled():  # a mode would see every read: off meanwhile
+        with torch._C.DisableTorchFunction():
+            _walk(torch, payload, "", 0, out, seen, transport == "shm")
+    else:
         _walk(torch, payload, "", 0, out, seen, transport == "shm")
     return out
 
@@ -80,13 +84,15 @@ def _walk(torch: Any, obj: Any, path: str, depth: int, out: list[Note], seen: li
 
 def _note(torch: Any, t: Any, path: str, shm: bool) -> Note | None:
     try:
+        masked = "mask" in path.rsplit(".", 1)[-1].lower()
+        if t._base is None and not masked:  # not a view, nor a mask: nothing to note
+            return None
         nbytes = int(t.nbytes)
         storage = int(t.untyped_storage().nbytes())
         if shm and storage > nbytes and (not t.is_cpu or t.is_shared()):
             storage = 0  # a handle crosses: the storage is where the receiver maps it
         real = None
-        name = path.rsplit(".", 1)[-1].lower()
-        if ("mask" in name and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
+        if (masked and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
                 and str(t.dtype) in MASK_DTYPES):
             real = int(torch.count_nonzero(t))
         if storage <= nbytes and real is None:
