@@ -131,6 +131,17 @@ def test_indexer_positions_bounded_by_their_tokens_dim(tmp_path):
     assert "int16" in f.message
 
 
+def test_a_finding_under_one_percent_of_the_step_is_left_out(tmp_path):
+    # GIVEN 64 int64 ids of 16 values (448 B/step to spare) next to 1 MiB pickled a step
+    w = _shard(tmp_path)
+    w.counter(1, "range/expert_ids", 16)
+    for s in range(2):
+        w.hop(10 + s, "rollout", "learner", "sample",
+              [tensor("hidden", (256, 1024)), tensor("expert_ids", (64,), "int64")],
+              step=s, transport="pickle")
+    assert [f.kind for f in findings(_view(tmp_path, w))] == ["serialisation"]
+
+
 def test_declared_range_is_read_only_for_integer_leaves(tmp_path):
     w = _shard(tmp_path)
     w.counter(1, "range/choice", 1000)
@@ -220,9 +231,9 @@ def test_check_markdown_leads_with_the_findings_ranked(tmp_path):
 
     w = _shard(tmp_path)
     w.counter(1, "range/expert_ids", 16)
-    for s in range(2):  # a 1 MiB pickled array and int64 ids of 16 values
+    for s in range(2):  # a 1 MiB pickled array and 128 KiB of int64 ids of 16 values
         w.hop(10 + s, "rollout", "learner", "sample",
-              [tensor("hidden", (256, 1024)), tensor("expert_ids", (64,), "int64")],
+              [tensor("hidden", (256, 1024)), tensor("expert_ids", (16384,), "int64")],
               step=s, transport="pickle")
     view = _view(tmp_path, w)
     baseline_file.write(str(tmp_path / "base.json"), from_run(view))
@@ -230,7 +241,8 @@ def test_check_markdown_leads_with_the_findings_ranked(tmp_path):
     text = markdown.render_check(report)
     assert [f["kind"] for f in report.findings] == ["serialisation", "wide_ids"]
     assert text.index("**serialisation**") < text.index("**wide_ids**") < text.index("| Seam |")
-    assert "1.00 MiB/step" in text and "`rollout -> learner : sample`" in text
+    assert "1.12 MiB/step" in text and "112 KiB/step" in text  # 1 MiB + 128 KiB; 7/8 of 128 KiB
+    assert "`rollout -> learner : sample`" in text
 
 
 def test_views_of_a_shared_memory_pool_cross_as_handles(tmp_path):

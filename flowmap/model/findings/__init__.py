@@ -55,13 +55,19 @@ DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
 )
 
 
+# A finding must be worth reading: less at stake than this share of the run's payload
+# per step (219 B of a 50 KiB step) is a true line nobody should act on.
+MIN_SHARE_OF_STEP = 0.01
+
+
 def findings(view: RunView) -> list[Finding]:
     """Every finding of the run, most bytes per step first (ties by kind, then seams)."""
     out: list[Finding] = []
+    floor = MIN_SHARE_OF_STEP * view.totals.bytes_per_step_mean
     with paused_gc():  # the detectors build many small records that hold no cycles
         for detect in DETECTORS:
             found = sorted(detect(view), key=_rank)
-            out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > 0)
+            out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > max(0, floor))
     return sorted(_without_repeats(out), key=_rank)
 
 
