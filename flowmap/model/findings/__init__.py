@@ -56,7 +56,7 @@ DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
 
 
 # A finding must be worth reading: less at stake than this share of the run's payload
-# per step (219 B of a 50 KiB step) is a true line nobody should act on.
+# per step (219 B of a 78 KiB step) is a true line nobody should act on.
 MIN_SHARE_OF_STEP = 0.01
 
 

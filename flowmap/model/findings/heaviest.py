@@ -7,7 +7,7 @@ and its share is of all bytes moved; a seam that moved nothing, or less than
 collective (a gradient all-reduce, a broadcast): data parallelism needs that
 traffic, and "use a handle" or "send fewer rows" does not apply to it; what can
 be said about collectives (too many small ones, one tensor to every rank) is
-`chatty`'s and `duplicate`'s. Shares are of the bytes moved by the other seams.
+`chatty`'s and `duplicate`'s. Shares are of all bytes moved, collectives included.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ MIN_SHARE = 0.01
 
 
 def detect(view: RunView) -> list[Finding]:
+    total = sum(s.moved_bytes_per_step for s in view.seams.values())
     moved = {key: s.moved_bytes_per_step for key, s in view.seams.items()
              if set(s.transports) != {"collective"}}
-    total = sum(moved.values())
     if total <= 0:
         return []
     out = []
