@@ -280,3 +280,33 @@ def test_tagged_items_go_to_the_object_tagged_and_only_once(tmp_path):
         assert item_tags.take(traj) == [7, "g1"]
         assert item_tags.take(traj) is None  # taken by the send that carried it
     assert flowmap.tag_items(traj, [8]) is traj and item_tags.take(traj) is None  # not tracing
+
+
+# -- projected like the rest ------------------------------------------------------------------
+def test_a_resent_prefix_is_projected_with_its_leaf(tmp_path):
+    # GIVEN one conversation's routed experts growing 8 -> 16 -> 24 tokens, dims named
+    w = _shard(tmp_path)
+    for turn, tokens in enumerate((8, 16, 24)):
+        w.hop(turn, "engine", "agent", "turn", [tensor("routed_experts", (tokens, 2, 2), "int32",
+                                                       dims=("tokens", "layers", "topk"))],
+              step=0, transport="rpc", items=["c"])
+    run = flowmap.load(_view(tmp_path, w).path)
+    (traced,) = _of(run.view, "prefix_resend")
+    assert traced.bytes_per_step == (8 + 16) * 2 * 2 * 4
+    (projected,) = _of(project(run, "deepseek-v3.2@32k").view, "prefix_resend")
+    # each resent leaf at the preset's scale: 32,768 tokens × 61 layers × top-8, int32
+    assert projected.bytes_per_step == pytest.approx(2 * 32768 * 61 * 8 * 4)
+
+
+def test_a_view_is_projected_with_its_leaf(tmp_path):
+    with flowmap.tracing(str(tmp_path / "run")):
+        block = torch.zeros(100, 4, 2, dtype=torch.int32)  # 3,200 B; rows 0..10 are 320 B
+        flowmap.step(0)
+        flowmap.hop("engine", "learner", {"routed_experts": block[:10]}, name="out",
+                    transport="pickle", dims={"routed_experts": ("tokens", "layers", "topk")})
+    run = flowmap.load(str(tmp_path / "run"))
+    (traced,) = _of(run.view, "view")
+    assert traced.bytes_per_step == 3200 - 320
+    (projected,) = _of(project(run, "deepseek-v3.2@32k").view, "view")
+    leaf = 32768 * 61 * 8 * 4  # the view's leaf at the preset's scale; its storage 10× as large
+    assert projected.bytes_per_step == pytest.approx(leaf * 10 - leaf)
