@@ -94,3 +94,30 @@ def test_wide_expert_ids(tmp_path):
     leaf = 128 * 4 * 8 * INT32
     assert f.bytes_per_step == leaf * 3 / 4  # int32 -> uint8
     assert "uint8" in f.message and f.seams == ["rollout -> trainer : replay"]
+
+
+ZMQ_TAGGED = '''
+import sys, zmq, flowmap
+with flowmap.tracing(sys.argv[1]):
+    ctx = zmq.Context()
+    pull = ctx.socket(zmq.PULL); port = pull.bind_to_random_port("tcp://127.0.0.1")
+    push = ctx.socket(zmq.PUSH); push.connect(f"tcp://127.0.0.1:{port}")
+    flowmap.set_owner("driver")
+    for uid in (5, 6):
+        push.send_pyobj(flowmap.tag_items({"uid": uid, "tokens": list(range(100))}, [uid]))
+    with flowmap.owner("learner"):
+        pull.recv_pyobj(); pull.recv_pyobj()
+        flowmap.drop([6], reason="stale")
+    push.close(); pull.close(); ctx.term()
+'''
+
+
+def test_items_tagged_on_zmq_messages_give_a_drop_its_bytes(tmp_path):
+    pytest.importorskip("zmq")
+    proc = subprocess.run([sys.executable, "-c", ZMQ_TAGGED, str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    view = flowmap.load(str(tmp_path / "run")).view
+    (dropped,) = [f for f in view.findings if f.kind == "dropped"]
+    sent = {h.items: h.nbytes for h in view.events.hops}
+    assert set(sent) == {(5,), (6,)} and dropped.bytes_per_step == sent[(6,)]
