@@ -16,10 +16,11 @@ def baseline(
     """Record a baseline: per seam bytes per step and per hop, hops per step, leaf schema."""
     from flowmap.check import baseline as baseline_file
     from flowmap.check.snapshot import from_run
-    from flowmap.model.run import load, resolve
+    from flowmap.model.open_view import open_view
 
-    path = resolve(run)
-    snap = from_run(load(path).view, counters=counters)
+    view = open_view(run)
+    path = view.path
+    snap = from_run(view, counters=counters)
     baseline_file.write(output, snap)
     sys.stderr.write(
         f"flowmap: baseline written to {output} ({len(snap.seams)} seams, {snap.steps} steps)\n"

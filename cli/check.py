@@ -7,7 +7,7 @@ configuration error (raised as UsageError and printed as one line by main).
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,11 +26,11 @@ def check(
 ) -> None:
     """Compare a run with a baseline and budgets; exit 1 if a seam's payload regressed."""
     from flowmap.check import baseline as baseline_file
-    from flowmap.check.formats import check_renderer
     from flowmap.check.gate import Options
     from flowmap.check.gate import check as run_check
     from flowmap.check.tolerance import parse_fraction
     from flowmap.model.run import resolve
+    from flowmap.reporters.check_formats import check_renderer
 
     render = check_renderer(fmt)
     if update and baseline is None:
@@ -38,12 +38,12 @@ def check(
     opts = Options(
         run=resolve(run), baseline=baseline, budget=budget,
         tolerance=parse_fraction(tolerance), min_bytes_per_step=_size(min_bytes), update=update,
-        findings=fmt in ("markdown", "github"),
+        findings=_findings if fmt in ("markdown", "github") else None,
     )
     report, snap = run_check(opts)
     _emit(render(report), output, report.headline())
     if fmt == "github":
-        from flowmap.check.formats import github, markdown
+        from flowmap.reporters.check_formats import github, markdown
 
         github.append_step_summary(markdown.render_check(report))
     failed = report.failed
@@ -54,6 +54,13 @@ def check(
                          f"({len(snap.seams)} seams{accepted})\n")
     if failed:
         raise typer.Exit(1)
+
+
+def _findings(view: Any) -> tuple[dict[str, Any], ...]:
+    """The run's findings as the markdown report shows them, most bytes at stake first."""
+    from flowmap.findings import findings
+
+    return tuple(f.as_dict() for f in findings(view))
 
 
 def _size(text: str) -> int:

@@ -8,7 +8,9 @@ read, so a config mistake (exit 2) is reported even when the run is huge.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from flowmap.check import baseline as baseline_file
 from flowmap.check import budget_file
@@ -19,6 +21,9 @@ from flowmap.check.snapshot import Snapshot, from_run
 from flowmap.check.tolerance import DEFAULT_TOLERANCE
 from flowmap.errors import UsageError
 
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
+
 
 @dataclass(slots=True)
 class Options:
@@ -28,18 +33,20 @@ class Options:
     tolerance: float = DEFAULT_TOLERANCE
     min_bytes_per_step: int = DEFAULT_MIN_BYTES_PER_STEP
     update: bool = False  # write the run's snapshot as the new baseline
-    findings: bool = False  # carry the run's findings in the report (the markdown shows them)
+    # The run's findings for the report (the markdown shows them), from the layer above:
+    # `flowmap.findings`, passed in by the caller, which check must not import.
+    findings: Callable[[RunView], tuple[dict[str, Any], ...]] | None = None
 
 
 def check(opts: Options) -> tuple[CheckReport, Snapshot]:
     """Returns the report and the run's snapshot (which `--update` writes)."""
-    from flowmap.model.run import load
+    from flowmap.model.open_view import open_view
 
     if opts.baseline is None and opts.budget is None:
         raise UsageError("nothing to check against; give --baseline FILE and/or --budget FILE")
     old = _baseline(opts)
     budget = budget_file.read(opts.budget) if opts.budget else None
-    run = load(opts.run).view
+    run = open_view(opts.run)
     snap = from_run(run, counters=bool(old and old.counters is not None))
     results = []
     if old is not None:
@@ -51,7 +58,7 @@ def check(opts: Options) -> tuple[CheckReport, Snapshot]:
         results, run=opts.run, baseline=opts.baseline, budget=opts.budget,
         tolerance=opts.tolerance, min_bytes_per_step=opts.min_bytes_per_step,
         accepting=opts.update, detail=run.detail.note,
-        findings=tuple(f.as_dict() for f in run.findings) if opts.findings else (),
+        findings=opts.findings(run) if opts.findings is not None else (),
     )
     return report, snap
 
@@ -69,15 +76,10 @@ def load_side(path: str, project: str | None = None) -> Snapshot:
 
     `project` (`PRESET[@CONTEXT]`) scales the run's leaves with named dims first.
     """
-    from flowmap.model.run import load
+    from flowmap.model.open_view import open_view
 
     if os.path.isfile(path) and path.endswith(".json"):
         if project:
             raise UsageError(f"{path} is a baseline file; --project needs runs on both sides")
         return baseline_file.read(path)
-    run = load(path)
-    if project:
-        from flowmap.model.projection import project as project_run
-
-        run = project_run(run, project)
-    return from_run(run.view)
+    return from_run(open_view(path, project))

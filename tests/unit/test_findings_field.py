@@ -17,11 +17,11 @@ import torch
 from runs import ShardWriter, tensor
 
 import flowmap
+from flowmap.findings import findings
+from flowmap.findings.chatty import BUCKET_BYTES, MESSAGE_COST_BYTES
 from flowmap.integrations.transports.zmq import stable_endpoint
-from flowmap.model.document import leaf_dict
-from flowmap.model.findings import findings
-from flowmap.model.findings.chatty import BUCKET_BYTES, MESSAGE_COST_BYTES
 from flowmap.model.format import fmt_leaf_schema
+from flowmap.model.json_forms import leaf_dict
 from flowmap.model.projection import project
 
 
@@ -225,9 +225,9 @@ def test_zmq_seam_names_leave_out_ports_the_os_chose(endpoint, name):
 # -- the findings lead the outputs ------------------------------------------------------------
 def test_check_markdown_leads_with_the_findings_ranked(tmp_path):
     from flowmap.check import baseline as baseline_file
-    from flowmap.check.formats import markdown
     from flowmap.check.gate import Options, check
     from flowmap.check.snapshot import from_run
+    from flowmap.reporters.check_formats import markdown
 
     w = _shard(tmp_path)
     w.counter(1, "range/expert_ids", 16)
@@ -237,7 +237,8 @@ def test_check_markdown_leads_with_the_findings_ranked(tmp_path):
               step=s, transport="pickle")
     view = _view(tmp_path, w)
     baseline_file.write(str(tmp_path / "base.json"), from_run(view))
-    report, _ = check(Options(run=view.path, baseline=str(tmp_path / "base.json"), findings=True))
+    report, _ = check(Options(run=view.path, baseline=str(tmp_path / "base.json"),
+                              findings=lambda v: tuple(f.as_dict() for f in findings(v))))
     text = markdown.render_check(report)
     assert [f["kind"] for f in report.findings] == ["serialisation", "wide_ids"]
     assert text.index("**serialisation**") < text.index("**wide_ids**") < text.index("| Seam |")
