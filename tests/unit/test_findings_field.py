@@ -311,3 +311,22 @@ def test_a_view_is_projected_with_its_leaf(tmp_path):
     (projected,) = _of(project(run, "deepseek-v3.2@32k").view, "view")
     leaf = 32768 * 61 * 8 * 4  # the view's leaf at the preset's scale; its storage 10× as large
     assert projected.bytes_per_step == pytest.approx(leaf * 10 - leaf)
+
+
+def test_check_cli_markdown_shows_the_findings_and_text_does_not_compute_them(tmp_path):
+    from typer.testing import CliRunner
+
+    from flowmap.cli.main import app
+
+    w = _shard(tmp_path)
+    for s in range(2):
+        w.hop(10 + s, "rollout", "learner", "sample", [tensor("hidden", (256, 1024))], step=s,
+              transport="pickle")
+    run = _view(tmp_path, w).path
+    base = str(tmp_path / "base.json")
+    assert CliRunner().invoke(app, ["baseline", run, "-o", base]).exit_code == 0
+    md = CliRunner().invoke(app, ["check", run, "--baseline", base, "--format", "markdown"])
+    assert md.exit_code == 0, md.output
+    assert "**serialisation**" in md.output and md.output.index("Findings") < md.output.index("| Seam |")
+    text = CliRunner().invoke(app, ["check", run, "--baseline", base])
+    assert text.exit_code == 0 and "serialisation" not in text.output
