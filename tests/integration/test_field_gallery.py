@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import flowmap
+from flowmap.findings import findings
 
 FIELD = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "field")
 INT32, INT64, FLOAT32, BOOL = 4, 8, 4, 1
@@ -28,7 +29,7 @@ def _findings(tmp_path, script: str, kind: str) -> list:
                            os.path.join(FIELD, script)], capture_output=True, text=True,
                           timeout=240, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    return [f for f in flowmap.load(str(out)).view.findings if f.kind == kind]
+    return [f for f in findings(flowmap.load(str(out)).view) if f.kind == kind]
 
 
 def test_view_of_a_large_storage(tmp_path):
@@ -118,6 +119,6 @@ def test_items_tagged_on_zmq_messages_give_a_drop_its_bytes(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     view = flowmap.load(str(tmp_path / "run")).view
-    (dropped,) = [f for f in view.findings if f.kind == "dropped"]
+    (dropped,) = [f for f in findings(view) if f.kind == "dropped"]
     sent = {h.items: h.nbytes for h in view.events.hops}
     assert set(sent) == {(5,), (6,)} and dropped.bytes_per_step == sent[(6,)]
