@@ -56,7 +56,8 @@ An `n` event follows a hop (or send half) that moved bytes (transport not
 real]` per such tensor, `storage_bytes` the storage behind a view when larger
 than the view (it travels whole through pickle and shared memory), `real` the
 non-zero positions of a small CPU mask; either may be null. The findings
-`view` and `padding` read them.
+`view` and `padding` read them. Under `--aggregate` a process writes them in
+its detail window only.
 
 An `a` event stands for every hop of one seam, step and transport that a
 process folded in memory (`flowmap trace --aggregate`, past its detail

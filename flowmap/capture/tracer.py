@@ -366,7 +366,14 @@ class Tracer:
 
     def notes(self, src: str, dst: str, name: str, transport: str, step: int | None,
               notes: list[list[Any]]) -> None:
-        """What the schema of the hop just recorded cannot say (`flowmap.capture.leaf_notes`)."""
+        """What the schema of the hop just recorded cannot say (`flowmap.capture.leaf_notes`).
+
+        Under `--aggregate` only inside the detail window: notes come per hop, and a folded
+        trace must grow with seams and steps, not hops."""
+        fold = self.fold
+        if fold is not None and (fold.entered > fold.detail_steps if fold.top is not None
+                                 else fold.stepless >= fold.detail_hops):
+            return
         t = self._now_us()
         with self.lock:
             if not self.closed:

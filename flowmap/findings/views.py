@@ -9,8 +9,9 @@ metadata read) on hops that move bytes (event `n`, flowmap/capture/leaf_notes.py
 the storage (`pickle`, `shm`, `rpc`, `zmq`). The fix is one call: send
 `t[:1].clone()`, so only the row travels.
 
-Notes are written for every such hop, folded or not; under `--project` the
-figure scales with the projection of the view's leaf on its seam.
+Notes are written hop by hop, under `--aggregate` in the detail window only,
+so the figure is per step of that window; under `--project` it scales with the
+projection of the view's leaf on its seam.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def detect(view: RunView) -> list[Finding]:
         labels[(role_key(key), n.path)].add(view.seams[key].label)
     out = []
     for (rk, path), (view_bytes, storage_bytes, count) in found.items():
-        bps = (storage_bytes - view_bytes) / view.num_steps
+        bps = (storage_bytes - view_bytes) / view.detail.num_steps
         leaf = f"`{path}` of `{rk[2]}`" if path and path != rk[2] else f"`{rk[2]}`"
         out.append(Finding(
             VIEW, sorted(labels[(rk, path)]), bps,

@@ -330,3 +330,16 @@ def test_check_cli_markdown_shows_the_findings_and_text_does_not_compute_them(tm
     assert "**serialisation**" in md.output and md.output.index("Findings") < md.output.index("| Seam |")
     text = CliRunner().invoke(app, ["check", run, "--baseline", base])
     assert text.exit_code == 0 and "serialisation" not in text.output
+
+
+def test_leaf_notes_stay_in_the_detail_window_under_aggregate(tmp_path):
+    # GIVEN a 4 KiB-row view of a 64 KiB block pickled every step, 5 steps, a 1-step window
+    with flowmap.tracing(str(tmp_path / "run"), aggregate=1):
+        for s in range(5):
+            flowmap.step(s)
+            block = torch.zeros(16, 1024)
+            flowmap.hop("engine", "learner", {"row": block[:1]}, name="out", transport="pickle")
+    run = flowmap.load(str(tmp_path / "run"))
+    assert len([n for sh in run.view.events.shards for n in sh.notes]) == 1  # the window's hop
+    (f,) = _of(run.view, "view")
+    assert f.bytes_per_step == (16 - 1) * 1024 * 4  # per step of the window
