@@ -45,6 +45,25 @@ class Function:
     bytes_per_step: float = 0.0
     kernel: bool = False  # an autograd kernel: dropped, with everything it calls
     nn_module: bool = False  # a method of a torch.nn.Module
+    ignores_args: bool = False  # its body never reads its arguments
+
+    @property
+    def sink(self) -> str | None:
+        """Why this function is where data ends rather than a hand-over; None when it is not.
+
+        Two patterns, whatever the names: a body that never reads its arguments
+        and returns nothing (a disabled tracker's `log`, a null writer), and a
+        function given only scalar tensors that returns nothing (a metrics
+        logger's `log({"loss": loss})`). Neither passes a payload on.
+        """
+        if self.stats.result_calls:
+            return None
+        if self.ignores_args:
+            return "does nothing with its arguments"
+        tensors = [shape for kind, _, shape in self.stats.leaves.values() if kind in ("tensor", "ndarray")]
+        if tensors and all(_numel(shape) <= 1 for shape in tensors):
+            return "takes only scalars and returns nothing: a logging or metrics sink"
+        return None
 
     @property
     def named(self) -> bool:
@@ -53,6 +72,14 @@ class Function:
     @property
     def package(self) -> str:
         return self.module.split(".", 1)[0]
+
+
+def _numel(shape: list[Any]) -> int:
+    """Elements of a recorded shape; a dim that varied counts at its largest."""
+    n = 1
+    for d in shape:
+        n *= max(d) if isinstance(d, list) else int(d)
+    return n
 
 
 @dataclass(slots=True)
@@ -97,6 +124,7 @@ class Discovery:
 
     seams: list[Candidate]
     unnamed: list[Candidate]  # kept, but no seam map can name them (with the reason)
+    sinks: list[Candidate]  # kept, but where data ends (`Function.sink`): ranked out of the map
     below_min_bytes: int
     functions: dict[str, Function]
     processes: int
@@ -121,6 +149,7 @@ def merge(records: list[dict[str, Any]]) -> dict[str, Function]:
             fn.bytes_per_step += (stats.call_bytes + stats.result_bytes) / nsteps
             fn.kernel = fn.kernel or f.get("why_not") == KERNEL
             fn.nn_module = fn.nn_module or bool(f.get("nn_module"))
+            fn.ignores_args = fn.ignores_args or bool(f.get("ignores_args"))
             if fn.target is None and f.get("target"):
                 fn.target, fn.why_not = f["target"], None
             elif fn.target is None and fn.why_not is None:
@@ -141,9 +170,11 @@ def analyse(records: list[dict[str, Any]], min_bytes: int = 0) -> Discovery:
             kept[into].folded[key] += functions[key].stats.calls
     ranked = sorted(kept.values(), key=lambda c: (-c.fn.bytes_per_step, -c.calls, c.fn.key))
     big = [c for c in ranked if c.fn.stats.max_bytes >= min_bytes]
+    handovers = [c for c in big if c.fn.sink is None]
     return Discovery(
-        seams=[c for c in big if c.fn.target],
-        unnamed=[c for c in big if not c.fn.target],
+        seams=[c for c in handovers if c.fn.target],
+        unnamed=[c for c in handovers if not c.fn.target],
+        sinks=[c for c in big if c.fn.sink is not None],
         below_min_bytes=len(ranked) - len(big),
         functions=functions,
         processes=len(records),
