@@ -7,7 +7,7 @@ configuration error (raised as UsageError and printed as one line by main).
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -38,6 +38,7 @@ def check(
     opts = Options(
         run=resolve(run), baseline=baseline, budget=budget,
         tolerance=parse_fraction(tolerance), min_bytes_per_step=_size(min_bytes), update=update,
+        findings=_findings if fmt in ("markdown", "github") else None,
     )
     report, snap = run_check(opts)
     _emit(render(report), output, report.headline())
@@ -53,6 +54,13 @@ def check(
                          f"({len(snap.seams)} seams{accepted})\n")
     if failed:
         raise typer.Exit(1)
+
+
+def _findings(view: Any) -> tuple[dict[str, Any], ...]:
+    """The run's findings as the markdown report shows them, most bytes at stake first."""
+    from flowmap.findings import findings
+
+    return tuple(f.as_dict() for f in findings(view))
 
 
 def _size(text: str) -> int:

@@ -25,6 +25,7 @@ from flowmap.capture.api import (
     seam,
     set_owner,
     step,
+    tag_items,
 )
 from flowmap.run_tracing import tracing
 
@@ -69,6 +70,7 @@ __all__ = [
     "seam",
     "set_owner",
     "step",
+    "tag_items",
     "tracing",
 ]
 

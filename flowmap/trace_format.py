@@ -27,6 +27,8 @@ element is its kind:
     ["a", t_us, src, dst, name, schema, step, transport, hops, nbytes_sum,
      nbytes_min, nbytes_max, wire_bytes_sum, num_items, version_min,
      version_max, t_first_us]                       hops of one seam and step, folded
+    ["n", t_us, src, dst, name, transport, step, notes]
+                                                    leaf notes of the hop just recorded
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
 Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not
@@ -47,6 +49,15 @@ half to the receive half with the same `channel` (interned) and `key` (a
 string: digest of the bytes that crossed, or a sequence number) into one hop
 `src -> owner`; a send half nobody received is a hop to its `dst`.
 `wire_bytes` is what crossed the channel (the pickled size), or null.
+
+An `n` event follows a hop (or send half) that moved bytes (transport not
+`ref`) when one of its tensors has something its schema cannot say
+(flowmap/capture/leaf_notes.py): `notes` lists `[path, nbytes, storage_bytes,
+real]` per such tensor, `storage_bytes` the storage behind a view when larger
+than the view (it travels whole through pickle and shared memory), `real` the
+non-zero positions of a small CPU mask; either may be null. The findings
+`view` and `padding` read them. Under `--aggregate` a process writes them in
+its detail window only.
 
 An `a` event stands for every hop of one seam, step and transport that a
 process folded in memory (`flowmap trace --aggregate`, past its detail
@@ -90,6 +101,7 @@ RECEIVE_FOLD = "Y"
 COUNTER_FOLD = "C"
 MARK_FOLD = "M"
 DROP_FOLD = "D"
+LEAF_NOTES = "n"
 END = "end"
 
 # -- the event table -----------------------------------------------------------
@@ -110,6 +122,7 @@ ITEMS = "items"  # null, or a list of at most MAX_ITEMS ints and strings
 INTS = "ints"  # a list of at most MAX_ITEMS ints
 LEAVES = "leaves"  # a schema's leaves: [[path, kind, shape, dtype, device, nbytes, count, dims]]
 STATS = "stats"  # an object {"events": n, "errors": n}
+NOTES = "notes"  # [[path, nbytes, storage_bytes or null, real or null]] (at most MAX_LEAVES)
 
 EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     STRING: (("id", ID), ("text", TEXT)),
@@ -150,6 +163,8 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("count", COUNT), ("t_first_us", TIME)),
     DROP_FOLD: (("t_us", TIME), ("owner", STR_REF), ("reason", STR_REF), ("step", OPT_INT),
                 ("count", COUNT), ("num_items", COUNT), ("t_first_us", TIME)),
+    LEAF_NOTES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+                 ("transport", STR_REF), ("step", OPT_INT), ("notes", NOTES)),
 }
 OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3}  # field index from which fields may be absent
 

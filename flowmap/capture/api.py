@@ -15,6 +15,7 @@ from typing import Any, TypeVar, cast
 from flowmap.capture import calls, state
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def hop(
@@ -45,8 +46,23 @@ def hop(
             items, step, version, transport,
             {k: tuple(v) for k, v in dims.items()} if dims else None,
         )
+        if transport != "ref":  # bytes moved: what a view or a mask adds (`leaf_notes`)
+            note(src, dst, name if name is not None else type(payload).__name__, payload,
+                 step, transport)
     except Exception as exc:
         t.error(exc)
+
+
+def note(src: Any, dst: Any, name: Any, payload: Any, step: int | None, transport: Any) -> None:
+    """Record the leaf notes of a hop that moved `payload` (storage behind views, mask counts)."""
+    from flowmap.capture import leaf_notes  # here: most hops are `ref`, most programs never pay
+
+    t = state.tracer
+    if t is None or not all(type(s) is str for s in (src, dst, name, transport)):
+        return
+    found = leaf_notes.collect(payload, transport)
+    if found:
+        t.notes(src, dst, name, transport, step, found)
 
 
 def counter(name: str, value: float) -> None:
@@ -80,6 +96,29 @@ def drop(items: Iterable[Any], reason: str) -> None:
         t.drop(current_owner(), items, reason)
     except Exception as exc:
         t.error(exc)
+
+
+def tag_items(obj: T, items: Iterable[Any]) -> T:
+    """Name the items riding on `obj` for the transport that sends it next; returns `obj`.
+
+    For messages recorded by the transport hooks (a `multiprocessing` queue's
+    `put`, a pipe's `send`, a ZMQ `send_pyobj`), which cannot know the
+    program's item ids: `q.put(flowmap.tag_items(traj, [traj.uid]))`. The send
+    carries them, so a later `flowmap.drop` of those items counts their bytes.
+    """
+    t = state.tracer
+    if t is None:
+        return obj
+    try:
+        from flowmap.capture import item_tags
+        from flowmap.capture.names import NOT_READ, items_list
+
+        got = items_list(items)
+        if got is not NOT_READ and got:
+            item_tags.put(obj, list(got))
+    except Exception as exc:
+        t.error(exc)
+    return obj
 
 
 def step(n: int) -> None:

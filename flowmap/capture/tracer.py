@@ -270,6 +270,22 @@ class Tracer:
             w.hop(t, src, dst, name, d.leaves, d.nbytes, w.storage_ids(d.storages),
                   self.step if step is None else step, version, transport, items_text)
 
+    def notes(self, src: str, dst: str, name: str, transport: str, step: int | None,
+              notes: list[list[Any]]) -> None:
+        """What the schema of the hop just recorded cannot say (`flowmap.capture.leaf_notes`).
+
+        Under `--aggregate` only inside the detail window: notes come per hop, and a folded
+        trace must grow with seams and steps, not hops."""
+        fold = self.fold
+        if fold is not None and (fold.entered > fold.detail_steps if fold.top is not None
+                                 else fold.stepless >= fold.detail_hops):
+            return
+        t = self.now_us()
+        with self.lock:
+            if not self.closed:
+                self.writer.leaf_notes(t, src, dst, name, transport,
+                                       self.step if step is None else step, notes)
+
     def counter(self, owner: Any, name: Any, value: float) -> None:
         t = (monotonic_ns() - self.t0_ns) // 1000
         if type(owner) is not str or type(name) is not str:

@@ -8,7 +8,9 @@ read, so a config mistake (exit 2) is reported even when the run is huge.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from flowmap.check import baseline as baseline_file
 from flowmap.check import budget_file
@@ -19,6 +21,9 @@ from flowmap.check.snapshot import Snapshot, from_run
 from flowmap.check.tolerance import DEFAULT_TOLERANCE
 from flowmap.errors import UsageError
 
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
+
 
 @dataclass(slots=True)
 class Options:
@@ -28,6 +33,9 @@ class Options:
     tolerance: float = DEFAULT_TOLERANCE
     min_bytes_per_step: int = DEFAULT_MIN_BYTES_PER_STEP
     update: bool = False  # write the run's snapshot as the new baseline
+    # The run's findings for the report (the markdown shows them), from the layer above:
+    # `flowmap.findings`, passed in by the caller, which check must not import.
+    findings: Callable[[RunView], tuple[dict[str, Any], ...]] | None = None
 
 
 def check(opts: Options) -> tuple[CheckReport, Snapshot]:
@@ -53,6 +61,7 @@ def check(opts: Options) -> tuple[CheckReport, Snapshot]:
         tolerance=opts.tolerance, min_bytes_per_step=opts.min_bytes_per_step,
         accepting=opts.update, detail=run.detail.note,
         ended=run.ending.sentence if run.ending.failed else "",
+        findings=opts.findings(run) if opts.findings is not None else (),
     )
     return report, snap
 

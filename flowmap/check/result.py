@@ -7,6 +7,7 @@ PR-comment table, JUnit and the GitHub annotations always agree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 # Ordered by how loudly each is shown: a failure first, then what changed, then the rest.
 STATUSES = ("fail", "warn", "new", "improved", "gone", "ok")
@@ -49,6 +50,9 @@ class CheckReport:
     accepting: bool = False  # `--update`: baseline regressions are accepted into the new baseline
     detail: str = ""  # the run's detail-window line (`Detail.note`), "" when every hop was kept
     ended: str = ""  # how the program ended, when it did not exit 0 (`Ending.sentence`)
+    # The run's findings as `Finding.as_dict()` (kind, seams, bytes_per_step, message), most
+    # bytes at stake first; filled only for the formats that show them (markdown, github).
+    findings: tuple[dict[str, Any], ...] = ()
 
     @property
     def failed(self) -> bool:

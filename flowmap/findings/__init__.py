@@ -14,21 +14,29 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flowmap.findings import (
+    chatty,
     dropped,
     duplicates,
     heaviest,
     padding,
     pass_through,
+    prefix_resend,
     serialisation,
+    views,
+    wide_ids,
 )
 from flowmap.findings.common import (
+    CHATTY,
     DROPPED,
     DUPLICATE,
     HEAVIEST,
     KINDS,
     PADDING,
     PASS_THROUGH,
+    PREFIX_RESEND,
     SERIALISATION,
+    VIEW,
+    WIDE_IDS,
     Finding,
 )
 from flowmap.gc_pause import paused_gc
@@ -36,25 +44,31 @@ from flowmap.gc_pause import paused_gc
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
-__all__ = ["DROPPED", "DUPLICATE", "HEAVIEST", "KINDS", "MAX_PER_KIND", "PADDING", "PASS_THROUGH",
-           "SERIALISATION", "Finding", "findings"]
+__all__ = ["CHATTY", "DROPPED", "DUPLICATE", "HEAVIEST", "KINDS", "MAX_PER_KIND", "PADDING",
+           "PASS_THROUGH", "PREFIX_RESEND", "SERIALISATION", "VIEW", "WIDE_IDS", "Finding", "findings"]
 
 # Detectors that can fire once per seam keep their heaviest few: a findings
 # list is a to-do list, not a second copy of the seam table.
 MAX_PER_KIND = 5
 DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
     heaviest.detect, pass_through.detect, dropped.detect, padding.detect, duplicates.detect,
-    serialisation.detect,
+    serialisation.detect, views.detect, chatty.detect, prefix_resend.detect, wide_ids.detect,
 )
+
+
+# A finding must be worth reading: less at stake than this share of the run's payload
+# per step (219 B of a 78 KiB step) is a true line nobody should act on.
+MIN_SHARE_OF_STEP = 0.01
 
 
 def findings(view: RunView) -> list[Finding]:
     """Every finding of the run, most bytes per step first (ties by kind, then seams)."""
     out: list[Finding] = []
+    floor = MIN_SHARE_OF_STEP * view.totals.bytes_per_step_mean
     with paused_gc():  # the detectors build many small records that hold no cycles
         for detect in DETECTORS:
             found = sorted(detect(view), key=_rank)
-            out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > 0)
+            out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > max(0, floor))
     return sorted(_without_repeats(out), key=_rank)
 
 

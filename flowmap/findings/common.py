@@ -23,7 +23,15 @@ DROPPED = "dropped"
 PADDING = "padding"
 DUPLICATE = "duplicate"
 SERIALISATION = "serialisation"
-KINDS = (HEAVIEST, PASS_THROUGH, DROPPED, PADDING, DUPLICATE, SERIALISATION)
+VIEW = "view"
+CHATTY = "chatty"
+PREFIX_RESEND = "prefix_resend"
+WIDE_IDS = "wide_ids"
+KINDS = (HEAVIEST, PASS_THROUGH, DROPPED, PADDING, DUPLICATE, SERIALISATION, VIEW, CHATTY,
+         PREFIX_RESEND, WIDE_IDS)
+# Transports that move a tensor's whole storage, not only its elements: torch pickles a
+# view with its storage, and `share_memory_` moves the storage (pytorch/pytorch #182105).
+STORAGE_TRANSPORTS = ("pickle", "shm", "rpc", "zmq")
 
 RoleKey = tuple[str, str, str]  # (src role, dst role, payload name)
 

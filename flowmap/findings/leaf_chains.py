@@ -33,6 +33,7 @@ def detect(view: RunView, covered: set[str]) -> list[Finding]:
     """One finding per chained leaf whose middles are not all in `covered`."""
     edges: dict[LeafKey, dict[RoleEdge, list[tuple[str, float]]]] = defaultdict(
         lambda: defaultdict(list))
+    unshared: dict[LeafKey, set[str]] = defaultdict(set)  # roles sending it not only by shm
     for key, s in view.seams.items():
         for leaf in s.leaves:
             if not leaf.dims or leaf.kind not in ARRAY_KINDS or not leaf.total_bytes:
@@ -41,9 +42,14 @@ def detect(view: RunView, covered: set[str]) -> list[Finding]:
             lk = (leaf_name(leaf.path), leaf.dtype, dims)
             edges[lk][(role_of(key[0]), role_of(key[1]))].append(
                 (s.label, leaf.total_bytes / view.num_steps))
+            if set(s.transports) != {"shm"}:
+                unshared[lk].add(role_of(key[0]))
     out = []
-    for (name, _, dims), by_role in sorted(edges.items()):
-        middles = _middles(set(by_role))
+    for lk, by_role in sorted(edges.items()):
+        name, _, dims = lk
+        # a role that sends the leaf on only through shared memory is its store: readers
+        # map what it holds (`pass_through.is_store`)
+        middles = {m for m in _middles(set(by_role)) if m in unshared[lk]}
         if not middles or middles <= covered:
             continue
         into = {e: v for e, v in by_role.items() if e[1] in middles}

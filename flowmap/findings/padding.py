@@ -1,8 +1,9 @@
 """Bytes spent on padding in leaves that ride with a mask of the same leading shape.
 
 The padded fraction comes from a counter the pipeline reports
-(`padding/<payload>` or `padding/<payload>/<mask path>`, 0..1), else it is
-estimated from the unpadded leaves that carried the same items earlier (see
+(`padding/<payload>` or `padding/<payload>/<mask path>`, 0..1), else from the
+mask's non-zero positions the tracer counted on hops that moved it (a small CPU
+mask, `flowmap.capture.leaf_notes`), else it is estimated from the unpadded leaves that carried the same items earlier (see
 `flowmap.findings.lengths`).
 """
 
@@ -21,11 +22,13 @@ from flowmap.findings.common import (
 )
 from flowmap.findings.lengths import UnpaddedLengths
 from flowmap.model.format import role_label
-from flowmap.model.types import ARRAY_KINDS, LeafStats, SeamKey, SeamStats
+from flowmap.model.types import ARRAY_KINDS, ITEMSIZE, LeafStats, SeamKey, SeamStats
+from flowmap.read.halves import UNTRACED
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
+MIN_PERCENT = 1.0  # of the masked bytes: less padding than this is no finding
 MaskGroup = tuple[LeafStats, list[LeafStats]]  # (mask, the leaves it masks, itself included)
 
 
@@ -36,7 +39,7 @@ class _Padded:
     bytes_per_step: float = 0.0  # spent on padding
     masked_bytes_per_step: float = 0.0  # of all its masked leaves
     labels: set[str] = field(default_factory=set)
-    methods: set[str] = field(default_factory=set)  # "counter", "estimate"
+    methods: set[str] = field(default_factory=set)  # "counter", "mask", "estimate"
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -51,6 +54,8 @@ def detect(view: RunView) -> list[Finding]:
         for mask, leaves in groups:
             fraction, method = _counter_fraction(view, s.name, mask.path), "counter"
             if fraction is None:
+                fraction, method = _noted_fraction(view, s, mask), "mask"
+            if fraction is None:
                 fraction, method = lengths.padded_fraction(s, leaves), "estimate"
             if fraction is None:
                 continue
@@ -62,9 +67,12 @@ def detect(view: RunView) -> list[Finding]:
             entry.methods.add(method)
     out = []
     for rk, p in found.items():
-        how = "reported" if p.methods == {"counter"} else "estimated"
+        how = ("reported" if p.methods == {"counter"} else
+               "counted from the mask" if p.methods == {"mask"} else "estimated")
         bps = p.bytes_per_step
         pct = 100 * bps / p.masked_bytes_per_step if p.masked_bytes_per_step else 0.0
+        if pct < MIN_PERCENT:  # sequences nearly as long as their batch: nothing to pack
+            continue
         out.append(Finding(
             PADDING, sorted(p.labels), bps,
             f"`{role_label(rk)}` spends about {per_step(bps)} on padding ({pct:.0f}% of its masked "
@@ -90,6 +98,23 @@ def _mask_groups(s: SeamStats) -> list[MaskGroup]:
         taken.update(leaf.path for leaf in leaves)
         out.append((mask, leaves))
     return out
+
+
+def _noted_fraction(view: RunView, s: SeamStats, mask: LeafStats) -> float | None:
+    """1 - real / padded positions of `mask`, from the counts the tracer noted on moved hops."""
+    itemsize = ITEMSIZE.get(mask.dtype)
+    if not itemsize:
+        return None
+    real = positions = 0
+    for sh in view.events.shards:
+        for n in sh.notes:
+            if n.real is not None and n.path == mask.path and n.name == s.name and n.src == s.src \
+                    and n.dst in (s.dst, UNTRACED):
+                real += n.real
+                positions += n.nbytes // itemsize
+    if not positions:
+        return None
+    return min(1.0, max(0.0, 1 - real / positions))
 
 
 def _counter_fraction(view: RunView, name: str, mask_path: str) -> float | None:

@@ -44,7 +44,8 @@ def detect(view: RunView) -> list[Finding]:
             if matched.get((a, b)):
                 evidence = "same storage"
                 bps = min(matched[(a, b)] / view.detail.num_steps, _bps(in_seams) + _bps(out_seams))
-            elif signature[a] and signature[a] == signature[b] and _fed_by(in_seams, out_seams):
+            elif signature[a] and signature[a] == signature[b] and _fed_by(in_seams, out_seams) \
+                    and not is_store(out_seams):
                 evidence = "same leaf schema"
                 bps = min(_bps(in_seams), _bps(out_seams))
             else:
@@ -58,6 +59,16 @@ def detect(view: RunView) -> list[Finding]:
                 f"handle instead of {per_step(bps)}.",
             ))
     return out + leaf_chains.detect(view, middles)
+
+
+def is_store(out_seams: list[SeamStats]) -> bool:
+    """Whether everything leaving the middle leaves through shared memory.
+
+    Its readers then map what it holds: it is where the data rests (a replay
+    store, a shared-memory pool), reached by handle, which is what this finding
+    would advise; the bytes moved once, on the way in.
+    """
+    return bool(out_seams) and all(set(s.transports) == {"shm"} for s in out_seams)
 
 
 def _fed_by(in_seams: list[SeamStats], out_seams: list[SeamStats]) -> bool:

@@ -68,10 +68,13 @@ class _LeafAcc:
     total_bytes: int
     max_bytes: int
     hops: int
+    ranks: tuple[int, int] = (0, 0)  # least and largest number of dims seen
 
     def freeze(self) -> LeafStats:
+        lo, hi = self.ranks
         return LeafStats(self.path, self.kind, tuple(self.dtypes), self.shape, self.dims,
-                         self.total_bytes, self.max_bytes, self.hops)
+                         self.total_bytes, self.max_bytes, self.hops,
+                         (lo, hi) if lo != hi else None)
 
 
 def percentile(sorted_values: Sequence[int], q: float) -> int:
@@ -203,6 +206,7 @@ def _merge_leaf(acc: dict[str, _LeafAcc], leaf: Leaf, n: int, total: int | None 
             total_bytes=total,
             max_bytes=leaf.nbytes,
             hops=n,
+            ranks=(len(shape), len(shape)),
         )
         return
     cur.total_bytes += total
@@ -213,6 +217,7 @@ def _merge_leaf(acc: dict[str, _LeafAcc], leaf: Leaf, n: int, total: int | None 
     if leaf.kind != cur.kind:
         cur.kind = "mixed"
     cur.shape = _shape_range(cur.shape, shape)
+    cur.ranks = (min(cur.ranks[0], len(shape)), max(cur.ranks[1], len(shape)))
     if cur.dims is None and leaf.dims:
         cur.dims = tuple(leaf.dims)
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from flowmap.model.types import Dim, SeamKey, Shape, seam_label
+from flowmap.model.types import Dim, LeafStats, SeamKey, Shape, seam_label
 from flowmap.units import fmt_bytes
 
 __all__ = [
     "as_dim", "as_shape", "fmt_bytes", "fmt_dim", "fmt_dims", "fmt_named_schema", "fmt_named_shape",
-    "fmt_per_step", "fmt_schema", "leaf_label", "parse_seam_label", "role_label", "seam_label",
+    "fmt_leaf_schema", "fmt_per_step", "fmt_schema", "leaf_label", "parse_seam_label", "role_label", "seam_label",
 ]
 
 
@@ -63,6 +63,14 @@ def fmt_dims(shape: Iterable[Dim]) -> str:
 def fmt_schema(dtype: str, shape: Shape) -> str:
     """`int64[8×10..12]`, or just the dtype (or kind) for a scalar."""
     return f"{dtype}[{fmt_dims(shape)}]" if shape else dtype
+
+
+def fmt_leaf_schema(leaf: LeafStats) -> str:
+    """`fmt_schema` of a merged leaf; `int64[rank 1..2]` where hops gave it different ranks."""
+    dtype = leaf.dtype or leaf.kind
+    if leaf.ranks is not None:
+        return f"{dtype}[rank {leaf.ranks[0]}..{leaf.ranks[1]}]"
+    return fmt_schema(dtype, leaf.shape)
 
 
 def fmt_named_shape(shape: Shape, dims: Sequence[str] | None) -> str:

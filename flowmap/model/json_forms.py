@@ -14,11 +14,14 @@ from flowmap.model.types import LeafStats
 
 
 def leaf_dict(leaf: LeafStats) -> dict[str, Any]:
+    # a leaf whose rank varied has no shape (null), and says its ranks
+    ranks = {"ranks": list(leaf.ranks)} if leaf.ranks is not None else {}
     return {
+        **ranks,
         "path": leaf.path,
         "kind": leaf.kind,
         "dtype": leaf.dtype,
-        "shape": plain_shape(leaf.shape),
+        "shape": None if leaf.ranks is not None else plain_shape(leaf.shape),
         "dims": list(leaf.dims) if leaf.dims else None,
         "bytes": round(leaf.mean_bytes),
         "max_bytes": leaf.max_bytes,

@@ -115,6 +115,7 @@ def project(run: Run, spec: str) -> Run:
         folded = [_project_seam_step(st, sizes, cache) for st in shard.seam_steps]
         shards.append(dataclasses.replace(shard, hops=hops, seam_steps=folded))
     projected = Run(run.path, shards, run.meta)
+    projected.traced = run.traced or run
     projected.projection = Projection(
         preset=preset.name,
         context=context,

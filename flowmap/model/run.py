@@ -43,6 +43,9 @@ class Run(Records):
         super().__init__(path, shards, meta, problems)
         # Set by `flowmap.model.projection.project`: what the figures were scaled to.
         self.projection: Projection | None = None
+        # The run as traced, when this one is its projection: findings that read how a
+        # leaf's shape changed from hop to hop (`prefix_resend`) read the traced shapes.
+        self.traced: Run | None = None
 
     @cached_property
     def health(self) -> Health:

@@ -59,6 +59,9 @@ class LeafStats:
     total_bytes: int
     max_bytes: int  # of this leaf on one hop
     hops: int  # how many hops carried this leaf
+    # (least, largest) number of dims where hops disagreed (then `shape` is ()): a leaf
+    # whose rank varies is not a 0-d one
+    ranks: tuple[int, int] | None = None
 
     @property
     def mean_bytes(self) -> float:

@@ -111,6 +111,9 @@ class RunView:
     events: Events = field(repr=False)
     exit_code: int | None = None  # the traced program's, from run.json; None: not recorded
     ending: Ending = Ending(None, None)  # how the program ended and how long it ran (run.json)
+    # A projected view's hops as traced (same order as `events.hops`), for what reads how a
+    # leaf's shape changed from hop to hop (`findings.prefix_resend`); None when not projected.
+    traced_hops: Sequence[Hop] | None = field(default=None, repr=False)
 
     @property
     def duration_s(self) -> float:
@@ -183,7 +186,13 @@ def _build(run: ViewSource) -> RunView:
         events=run.events,
         exit_code=run.meta.get("exit_code") if type(run.meta.get("exit_code")) is int else None,
         ending=read_ending(run.meta),
+        traced_hops=_traced_hops(run),
     )
+
+
+def _traced_hops(run: ViewSource) -> Sequence[Hop] | None:
+    traced = getattr(run, "traced", None)  # set on a projected `flowmap.model.run.Run`
+    return None if traced is None else traced.hops
 
 
 def _detail(run: ViewSource) -> Detail:

@@ -76,6 +76,29 @@ class Drop:
 
 
 @dataclass(slots=True)
+class LeafNote:
+    """What a hop's schema cannot say about one of its tensors (event `n`).
+
+    `storage_bytes`: the storage behind a view, when larger than the view (it
+    travels whole through pickle and shared memory); `real`: the non-zero
+    positions of a mask. Keyed to its seam by `src`, `dst` and `name` (a send
+    half's `dst` is where it would go unreceived: `(untraced)`).
+    """
+
+    t_ns: int
+    pid: int
+    src: str
+    dst: str
+    name: str
+    transport: str
+    step: int | None
+    path: str
+    nbytes: int
+    storage_bytes: int | None
+    real: int | None
+
+
+@dataclass(slots=True)
 class CounterFold:
     """The samples of one counter in one step of one process, folded (`trace --aggregate`).
 
@@ -237,6 +260,7 @@ class Shard:
     counter_folds: list[CounterFold] = field(default_factory=list)
     mark_folds: list[MarkFold] = field(default_factory=list)
     drop_folds: list[DropFold] = field(default_factory=list)
+    notes: list[LeafNote] = field(default_factory=list)  # leaf notes of hops that moved bytes
     fold_cut: tuple[int | None, int] | None = None  # (step, t_ns) where a read began to fold
     num_events: int = 0
     num_errors: int = 0

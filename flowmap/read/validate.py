@@ -37,6 +37,7 @@ _EXPR: dict[str, str] = {
              "{v}[0].__class__ is int and 0 <= {v}[0] <= MAX_INT) or ints({v}))",
     tf.LEAVES: "(leaves({v}, S))",
     tf.STATS: "(type({v}) is dict)",
+    tf.NOTES: "(notes({v}))",
 }
 
 
@@ -66,6 +67,18 @@ def ints(v: Any) -> bool:
         return False
     for x in v:
         if type(x) is not int or not 0 <= x <= tf.MAX_INT:
+            return False
+    return True
+
+
+def notes(v: Any) -> bool:
+    """`[[path, nbytes, storage_bytes or null, real or null], ...]` (an `n` event)."""
+    if type(v) is not list or len(v) > tf.MAX_LEAVES:
+        return False
+    for n in v:
+        if not (type(n) is list and len(n) == 4 and type(n[0]) is str and len(n[0]) <= tf.MAX_TEXT
+                and type(n[1]) is int and 0 <= n[1] <= tf.MAX_INT
+                and all(x is None or (type(x) is int and 0 <= x <= tf.MAX_INT) for x in n[2:])):
             return False
     return True
 
@@ -106,7 +119,7 @@ def _compile(kind: str, fields: tuple[tuple[str, str], ...]) -> Check:
         expr = _EXPR[ftype].replace("{v}", f"ev[{i}]")
         parts.append(expr if i < optional else f"(len(ev) <= {i} or {expr})")
     source = "lambda ev, S, SC: " + " and ".join(parts)
-    env = {"number": number, "items": items, "ints": ints, "leaves": leaves,
+    env = {"number": number, "items": items, "ints": ints, "leaves": leaves, "notes": notes,
            "MAX_INT": tf.MAX_INT}
     check: Check = eval(compile(source, f"<check {kind}>", "eval"), env)  # noqa: S307 - our table
     return check

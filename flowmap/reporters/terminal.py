@@ -17,7 +17,7 @@ from rich.text import Text
 
 from flowmap.findings import Finding
 from flowmap.findings import findings as detect_findings
-from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema
+from flowmap.model.format import fmt_bytes, fmt_leaf_schema, fmt_per_step
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
 from flowmap.read.reader import clean_text
@@ -159,7 +159,7 @@ def _largest_leaf(s: SeamStats) -> str:
         return ""
     leaf = s.leaves[0]
     more = f" +{len(s.leaves) - 1}" if len(s.leaves) > 1 else ""
-    return f"{leaf.path or s.name} {fmt_schema(leaf.dtype or leaf.kind, leaf.shape)}{more}"
+    return f"{leaf.path or s.name} {fmt_leaf_schema(leaf)}{more}"
 
 
 def _transports(s: SeamStats) -> str:

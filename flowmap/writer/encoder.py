@@ -250,6 +250,13 @@ class TraceWriter:
     def step(self, t_us: int, step: int | None) -> None:
         self.emit(dumps([tf.STEP, t_us, step]))
 
+    def leaf_notes(self, t_us: int, src: str, dst: str, name: str, transport: str,
+                   step: int | None, notes: list[list[Any]]) -> None:
+        """An `n` line: what the schema of the hop just written cannot say about its tensors."""
+        sid = self.string_id
+        self.emit(dumps([tf.LEAF_NOTES, t_us, sid(src), sid(dst), sid(name), sid(transport), step,
+                         notes]))
+
     # -- folded events (`flowmap trace --aggregate`) ------------------------------
     def hop_fold(self, src: str, dst: str, name: str, leaves: Sequence[Leaf], step: int | None,
                  transport: str, tally: HopTally) -> None:

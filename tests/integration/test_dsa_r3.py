@@ -158,3 +158,16 @@ def test_diff_shows_the_control_path_going_from_gb_to_kb(
         assert s["a_bytes_per_step"] > 1e9 and s["b_bytes_per_step"] < 100e3, label
         assert any("indexer_topk removed" in x["change"] for x in s["leaves"])
     assert by_seam["replay_store -> trainer/rank0 : replay"]["status"] == "new"
+
+
+def test_the_handle_run_names_no_store_as_a_pass_through_and_narrows_the_positions(
+        runs: dict[str, Path], run_cli: Any) -> None:
+    found = _json(run_cli, "report", str(runs["handle"]), "--project", PRESET,
+                  "--json")["findings"]
+    # the store is read through shared memory: where the data rests, not a middleman
+    assert not [f for f in found if f["kind"] == "pass_through" and "replay_store" in f["message"]]
+    wide = {f["message"].split("`")[1]: f for f in found if f["kind"] == "wide_ids"}
+    # at 32K tokens, positions 0..32767 and the -1 pad fit int16 (routed experts, ~1 GiB a
+    # step next to the indexer's TiB, are under the 1 % a finding needs)
+    assert "int16 holds them" in wide["indexer_topk"]["message"]
+    assert found[0] == wide["indexer_topk"]

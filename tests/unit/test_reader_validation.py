@@ -30,6 +30,7 @@ GOOD = {
     tf.COUNTER_FOLD: ["C", 10, 0, 1, 3, 4, 10.5, 0.5, 4.0, 2.0, 4],
     tf.MARK_FOLD: ["M", 10, 0, 1, 3, 7, 4],
     tf.DROP_FOLD: ["D", 10, 0, 1, None, 2, 5, 4],
+    tf.LEAF_NOTES: ["n", 10, 0, 1, 0, 2, 3, [["row", 4096, 4194304, None], ["mask", 16, None, 9]]],
 }
 HOSTILE = ["x" * (tf.MAX_TEXT + 1), 10**400, -(10**400), float("nan"), float("inf"), 2**70,
            [], {}, None, True, 1.5, 999, "\ud800", [[[[]]]]]
@@ -57,6 +58,7 @@ def test_no_hostile_field_passes_unless_the_type_admits_it(kind):
         tf.STR_REF: lambda v: type(v) is int and v in S,
         tf.SCHEMA_REF: lambda v: type(v) is int and v in SC,
         tf.LEAVES: lambda v: v == [],
+        tf.NOTES: lambda v: v == [],
         tf.STATS: lambda v: v == {},
     }
     for i, (_, ftype) in enumerate(tf.EVENTS[kind], start=1):

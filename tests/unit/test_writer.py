@@ -29,7 +29,9 @@ def test_every_line_kind_it_writes_reads_back(tmp_path) -> None:
         w.step(1, 0)
         w.hop(2, "a", "b", "x", LEAVES, 128, w.storage_ids([11, 12]), 0, 3, "ref", items_json([1, 2]))
         w.send_half(3, "a", "(untraced)", "msg", LEAVES, 128, w.storage_ids([13]), 0, None, "mp",
-                    "null", "chan", "k1", 140)
+                    items_json(["t9"]), "chan", "k1", 140)
+        w.leaf_notes(3, "a", "(untraced)", "msg", "mp", 0, [["row", 64, 4096, None],
+                                                           ["mask", 16, None, 9]])
         w.receive_half(4, "c", "msg", "mp", "chan", "k1", 140)
         w.counter(5, "depth", 2.5, "a")
         w.mark(6, "sync", "a")
@@ -57,6 +59,10 @@ def test_every_line_kind_it_writes_reads_back(tmp_path) -> None:
     assert [(d.owner, d.items) for d in run.drops] == [("a", ("t1",))]
     assert [c.count for c in run.counter_folds] == [2] and [m.count for m in run.mark_folds] == [2]
     assert [(d.count, d.num_items) for d in run.drop_folds] == [(2, 3)]
+    assert [h.items for h in run.hops if h.name == "msg"] == [("t9",)]  # tagged at the send
+    notes = [(n.src, n.name, n.path, n.nbytes, n.storage_bytes, n.real)
+             for sh in run.shards for n in sh.notes]
+    assert notes == [("a", "msg", "row", 64, 4096, None), ("a", "msg", "mask", 16, None, 9)]
 
 
 def test_storage_ids_are_those_interning_one_by_one_gives(monkeypatch: pytest.MonkeyPatch) -> None:

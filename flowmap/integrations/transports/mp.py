@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowmap.capture import state
+from flowmap.capture import item_tags, state
 from flowmap.capture.api import current_owner
 from flowmap.integrations.transports import record
 from flowmap.integrations.transports.record import describe
@@ -47,9 +47,10 @@ _INTERNAL_CALLERS = ("multiprocessing.resource_sharer",)
 MAX_PENDING_PUTS = 10_000
 
 _tl = threading.local()
-# id(obj) -> [(t_ns, owner, step)] of puts not yet fed: a message belongs to the step it was
-# put in, whenever the feeder thread gets to it
-_pending: dict[int, list[tuple[int, str, int | None]]] = {}
+# id(obj) -> [(t_ns, owner, step, leaf notes)] of puts not yet fed: a message belongs to the
+# step it was put in, whenever the feeder thread gets to it; its leaf notes are taken at the
+# put too, while its storages are as the program left them (pickling shares them)
+_pending: dict[int, list[tuple[int, str, int | None, list[Any]]]] = {}
 _installed: set[str] = set()
 _real_pickler: Any = None
 
@@ -127,7 +128,7 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
     def flowmap_put(self: Any, obj: Any, *args: Any, **kwargs: Any) -> Any:
         if state.tracer is None:
             return put(self, obj, *args, **kwargs)
-        entry = (record.now_ns(), current_owner(), _step())
+        entry = (record.now_ns(), current_owner(), _step(), _notes_now(obj))
         if len(_pending) >= MAX_PENDING_PUTS:
             _pending.clear()
         _pending.setdefault(id(obj), []).append(entry)
@@ -140,7 +141,7 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_put
 
 
-def _forget(key: int, entry: tuple[int, str, int | None]) -> None:
+def _forget(key: int, entry: tuple[int, str, int | None, list[Any]]) -> None:
     entries = _pending.get(key)
     if entries and entry in entries:
         entries.remove(entry)
@@ -181,12 +182,12 @@ def _fed(send_bytes: Callable[[Any], Any], writer: Any) -> Callable[[Any], Any]:
         if state.tracer is not None and pickled is buf:
             entries = _pending.get(id(obj))
             if entries:
-                t_ns, owner, step = entries.pop(0)
+                t_ns, owner, step, notes = entries.pop(0)
                 if not entries:
                     _pending.pop(id(obj), None)
             else:
-                t_ns, owner, step = record.now_ns(), state.default_owner, _step()
-            _record_send(owner, obj, buf, channel, t_ns, step)
+                t_ns, owner, step, notes = record.now_ns(), state.default_owner, _step(), []
+            _record_send(owner, obj, buf, channel, t_ns, step, notes)
         return out
 
     return flowmap_send_bytes
@@ -200,6 +201,7 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
         if state.tracer is None or _internal():
             return send(self, obj)
         t_ns = record.now_ns()
+        notes = _notes_now(obj)
         outer = getattr(_tl, "seen", None)
         seen = _tl.seen = _Seen()
         try:
@@ -207,21 +209,38 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
         finally:
             _tl.seen = outer
         if seen.buf is not None:
-            _record_send(current_owner(), obj, seen.buf, _channel(conn_of(self)), t_ns, _step())
+            _record_send(current_owner(), obj, seen.buf, _channel(conn_of(self)), t_ns, _step(),
+                         notes)
         return out
 
     return flowmap_send
 
 
+def _notes_now(obj: Any) -> list[Any]:
+    """The leaf notes of `obj` before it is pickled (`flowmap.capture.leaf_notes`); never raises."""
+    if "torch" not in sys.modules:
+        return []
+    try:
+        from flowmap.capture import leaf_notes
+
+        return leaf_notes.collect(obj, "shm" if _torch_shares_tensors() else "pickle")
+    except Exception as exc:
+        record.error(exc)
+        return []
+
+
 def _record_send(owner: str, obj: Any, buf: Any, channel: str, t_ns: int,
-                 step: int | None) -> None:
+                 step: int | None, notes: list[Any]) -> None:
     try:
         key, wire = record.key_of(buf)
         d = describe(obj)
         shm = _has_tensors(d) and _torch_shares_tensors()
+        transport = "shm" if shm else "pickle"
         record.send_half(owner, record.UNTRACED, type(obj).__name__, d,
-                         d.nbytes if shm else wire, "shm" if shm else "pickle", channel, key,
-                         wire, t_ns, step)
+                         d.nbytes if shm else wire, transport, channel, key,
+                         wire, t_ns, step, item_tags.take(obj))
+        if notes:
+            record.notes(owner, record.UNTRACED, type(obj).__name__, transport, step, notes)
     except Exception as exc:
         record.error(exc)
 

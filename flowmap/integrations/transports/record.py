@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowmap.capture import describe_lazy, state
 from flowmap.capture.tracer import Tracer
+from flowmap.writer.encoder import items_json
 
 if TYPE_CHECKING:
     from flowmap.capture.describe import Description
@@ -117,11 +118,13 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
 
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
-              channel: str, key: str, wire: int | None, t_ns: int, step: Any = NOW) -> None:
+              channel: str, key: str, wire: int | None, t_ns: int, step: Any = NOW,
+              items: list[Any] | None = None) -> None:
     """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it.
 
     `step` is the step the message was sent in (a queue's feeder thread records it
     later, when the sender may be in the next step); by default the process's step now.
+    `items`: the ids the program tagged the message with (`flowmap.tag_items`).
     """
     t = tracer()
     if t is None:
@@ -136,7 +139,8 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     with w.lock:
         if not t.closed:
             w.send_half(_t_us(t, t_ns), src, fallback, name, d.leaves, nbytes,
-                        w.storage_ids(d.storages), step, None, transport, "null", channel, key,
+                        w.storage_ids(d.storages), step, None, transport, items_json(items),
+                        channel, key,
                         wire)
 
 
@@ -154,6 +158,14 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
     with w.lock:
         if not t.closed:
             w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire)
+
+
+def notes(src: str, dst: str, name: str, transport: str, step: int | None,
+          found: list[list[Any]]) -> None:
+    """The leaf notes of a message (`flowmap.capture.leaf_notes`, taken before it was sent)."""
+    t = tracer()
+    if t is not None:
+        t.notes(src, dst, name, transport, step, found)
 
 
 def now_ns() -> int:

@@ -12,7 +12,8 @@ A message is one send half on the sending side and one receive half on each
 receiving side, keyed by a digest of its frames (routing envelopes of ROUTER
 sockets and REQ delimiters left out, so both ends see the same frames) and
 named `<TYPE> <endpoint>` of the socket that recorded it (`PUSH
-tcp://127.0.0.1:5555`); the channel is the endpoint's port or path. `nbytes`
+tcp://127.0.0.1:5555`; a port from the OS's ephemeral range is written `*`, so
+a seam keeps its name from run to run); the channel is the endpoint's port or path. `nbytes`
 is the bytes of the frames the sender passed; the payload described is what
 the program passed (frames, or the object of `send_pyobj`/`send_json`).
 Nothing is recorded when a call raises (closed socket, `zmq.Again` on a
@@ -27,7 +28,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from flowmap.capture import state
+from flowmap.capture import item_tags, state
 from flowmap.capture.api import current_owner
 from flowmap.integrations.transports import record
 from flowmap.integrations.transports.record import describe
@@ -162,7 +163,8 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
             payload = msg.payload
             d = describe(payload)
             record.send_half(current_owner(), record.UNTRACED, name, d, msg.nbytes, "zmq",
-                             channel, key, msg.nbytes, msg.t_ns)
+                             channel, key, msg.nbytes, msg.t_ns,
+                             items=item_tags.take(payload))
         else:
             record.receive_half(current_owner(), name, "zmq", channel, key, msg.nbytes,
                                 record.now_ns())
@@ -211,7 +213,23 @@ def _names(sock: Any) -> tuple[str, str]:
     if not endpoints:
         return f"{kind} ?", "zmq"
     channel = channel_of(endpoints[0]) if len(endpoints) == 1 else "zmq"
-    return f"{kind} {endpoints[0]}", channel
+    return f"{kind} {stable_endpoint(endpoints[0])}", channel
+
+
+# Ports from here up are the ones an OS hands out for port 0 and pyzmq's
+# `bind_to_random_port` picks from (49152..65536; Linux's ephemeral range starts
+# at 32768): they change from run to run, so a seam named with one would be a
+# new seam in every run (`diff` and `check` would see every seam gone and new).
+EPHEMERAL_PORTS = 32768
+
+
+def stable_endpoint(endpoint: str) -> str:
+    """`tcp://127.0.0.1:44803` -> `tcp://127.0.0.1:*`: a seam name the same in every run."""
+    scheme, _, rest = endpoint.partition("://")
+    host, sep, port = rest.rpartition(":")
+    if scheme == "tcp" and sep and port.isdigit() and int(port) >= EPHEMERAL_PORTS:
+        return f"{scheme}://{host}:*"
+    return endpoint
 
 
 def channel_of(endpoint: str) -> str:

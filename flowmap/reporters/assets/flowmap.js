@@ -270,7 +270,8 @@
 
   function main() {
     ui.details = el("section", { id: "details" });
-    var side = el("aside", { id: "side" }, [ui.details, findingsPanel(), seamList()]);
+    // the findings lead: where bytes could be saved, most at stake first, each linking its seams
+    var side = el("aside", { id: "side" }, [findingsPanel(), ui.details, seamList()]);
     var body = el("main", { id: "app" }, [graphPanel(), side, chartsPanel()]);
     var top = header();
     document.body.appendChild(top);

@@ -14,6 +14,7 @@ from flowmap.reporters.check_formats.cells import (
     fmt_step,
     measured_cell,
 )
+from flowmap.units import fmt_bytes
 
 
 def esc(text: str) -> str:
@@ -28,6 +29,7 @@ def render_check(report: CheckReport) -> str:
         lines += [f"_{esc(report.detail)}_", ""]
     if report.ended:
         lines += [f"**{esc(report.ended)}**: the run holds what it recorded until then", ""]
+    lines += _findings(report)
     baseline = [r for r in report.ordered() if r.group == "baseline"]
     budget = [r for r in report.ordered() if r.group == "budget"]
     if baseline:
@@ -48,6 +50,23 @@ def render_check(report: CheckReport) -> str:
         lines.append("")
     lines += _details(report)
     return "\n".join(lines).rstrip() + "\n"
+
+
+MAX_FINDINGS = 10
+
+
+def _findings(report: CheckReport) -> list[str]:
+    """Where bytes could be saved, most at stake first: what a reviewer reads before the gate."""
+    if not report.findings:
+        return []
+    lines = ["Findings, most bytes at stake per step first:", "",
+             "| At stake | Finding | Seams |", "|--:|:--|:--|"]
+    for f in report.findings[:MAX_FINDINGS]:
+        seams = "<br>".join(f"`{esc(s)}`" for s in f["seams"])
+        lines.append(f"| {fmt_bytes(f['bytes_per_step'])}/step | **{f['kind']}**: "
+                     f"{esc(f['message'])} | {seams} |")
+    more = len(report.findings) - MAX_FINDINGS
+    return lines + (["", f"_{more} more: `flowmap report --all`_"] if more > 0 else []) + [""]
 
 
 def _baseline_row(r: Result) -> str:

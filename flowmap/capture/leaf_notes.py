@@ -1,0 +1,102 @@
+"""What a payload's schema cannot say about its tensors, for hops that move bytes.
+
+Two facts, each behind a finding (docs/findings.md):
+
+- **storage bytes**: a view (`big[:1]`) pickled or put in shared memory carries
+  its whole storage, not its own bytes (pytorch/pytorch #182105). The schema
+  records the view's bytes; the note records `untyped_storage().nbytes()`, a
+  metadata read, when it is larger.
+- **real elements of a mask**: how many positions of a padded batch are real.
+  Counted (`count_nonzero`) only for a CPU mask of at most `MAX_MASK_ELEMENTS`:
+  a read of a small host array, never of a device one (that would synchronise
+  the program with its accelerator) and never a copy.
+
+Only hops whose transport moves bytes (not `ref`) are noted, so the cost stays
+off in-process hops. The walk is bounded (`MAX_DEPTH`, `MAX_TENSORS`), goes
+through exact dicts and the `__dict__` of plain objects only, and never calls
+the user's code; paths are the describers' (`batch.attention_mask`). A tensor
+that is neither a view (`_base is None`) nor a mask costs one attribute read.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from flowmap.capture.describers import introspect
+
+MAX_DEPTH = 3
+MAX_TENSORS = 64
+MAX_MASK_ELEMENTS = 1 << 22
+MASK_DTYPES = ("torch.bool", "torch.uint8", "torch.int8", "torch.int32", "torch.int64",
+               "torch.float32", "torch.bfloat16", "torch.float16")
+
+# One note: [path, the leaf's bytes, storage bytes behind it or None, real elements or None]
+Note = list[Any]
+
+
+def collect(payload: Any, transport: str = "pickle") -> list[Note]:
+    """Notes for the tensors of `payload` that have something to say; [] for most payloads.
+
+    Under `shm`, a storage already in shared memory (`is_shared()`: moved by an earlier
+    message, or a pool the program made) crosses as a handle, and so does a device
+    tensor's: only a host storage not yet shared moves, so notes must be taken before
+    the message is pickled (pickling shares it).
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    out: list[Note] = []
+    seen = [0]
+    if torch._C._is_torch_function_mode_enabled():  # a mode would see every read: off meanwhile
+        with torch._C.DisableTorchFunction():
+            _walk(torch, payload, "", 0, out, seen, transport == "shm")
+    else:
+        _walk(torch, payload, "", 0, out, seen, transport == "shm")
+    return out
+
+
+def _walk(torch: Any, obj: Any, path: str, depth: int, out: list[Note], seen: list[int],
+          shm: bool) -> None:
+    if seen[0] >= MAX_TENSORS:
+        return
+    t = type(obj)
+    if t is torch.Tensor or t is torch.nn.Parameter:
+        seen[0] += 1
+        note = _note(torch, obj, path, shm)
+        if note is not None:
+            out.append(note)
+        return
+    if depth >= MAX_DEPTH:
+        return
+    if t is dict:
+        d: dict[Any, Any] | None = obj
+    elif t in (list, tuple, int, float, str, bytes, bool) or obj is None:
+        return
+    else:
+        d = introspect.instance_dict(obj)
+    if d is None:
+        return
+    for k, v in list(dict.items(d))[:MAX_TENSORS]:
+        if type(k) is str:
+            _walk(torch, v, f"{path}.{k}" if path else k, depth + 1, out, seen, shm)
+
+
+def _note(torch: Any, t: Any, path: str, shm: bool) -> Note | None:
+    try:
+        masked = "mask" in path.rsplit(".", 1)[-1].lower()
+        if t._base is None and not masked:  # not a view, nor a mask: nothing to note
+            return None
+        nbytes = int(t.nbytes)
+        storage = int(t.untyped_storage().nbytes())
+        if shm and storage > nbytes and (not t.is_cpu or t.is_shared()):
+            storage = 0  # a handle crosses: the storage is where the receiver maps it
+        real = None
+        if (masked and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
+                and str(t.dtype) in MASK_DTYPES):
+            real = int(torch.count_nonzero(t))
+        if storage <= nbytes and real is None:
+            return None
+        return [path, nbytes, storage if storage > nbytes else None, real]
+    except Exception:  # storage-less, sparse, nested: nothing to note
+        return None

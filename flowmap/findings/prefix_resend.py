@@ -1,0 +1,116 @@
+"""A prefix resent every turn: an array leaf that grows from hop to hop of one item on one seam.
+
+A multi-turn rollout that returns, each turn, the replay arrays (routed experts,
+log-probs) for the whole conversation so far resends every earlier turn's rows
+(sgl-project/sglang #24851: ~1 s latency spikes). Seen from metadata: the
+hops of one seam that carry the same item ids (the conversation) carry an
+array leaf whose shape grows along one dimension from hop to hop, the other
+dimensions unchanged. Each growth resends the previous hop's leaf, which the
+receiver already had; *at stake*: those bytes, per step. The values are not
+read, so this assumes the first rows are the earlier turn's (what the growth
+pattern means in every case the field reports); without item ids on the hops
+there is no finding, since sequences of varied lengths also grow now and then.
+
+Shapes are read as traced: under `--project`, each resent leaf's bytes are
+scaled by the factor the projection gave that hop's leaf.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from flowmap.findings.common import PREFIX_RESEND, Finding, RoleKey, per_step, role_key
+from flowmap.model.format import fmt_dim, role_label, seam_label
+from flowmap.model.types import ARRAY_KINDS
+
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
+    from flowmap.read.events import Leaf
+
+MIN_TURNS = 3  # hops of one item on one seam, each larger than the one before
+
+
+def detect(view: RunView) -> list[Finding]:
+    hops = list(view.events.hops)
+    traced = list(view.traced_hops) if view.traced_hops is not None else hops
+    if len(traced) != len(hops):
+        traced = hops
+    # (seam, items, leaf path) -> [(traced leaf, projected bytes)] in time order
+    chains: dict[tuple[Any, ...], list[tuple[Leaf, int]]] = defaultdict(list)
+    for h, t in zip(hops, traced):
+        if not t.items or h.transport == "ref":
+            continue
+        projected = {leaf.path: leaf.nbytes for leaf in h.leaves}
+        for leaf in t.leaves:
+            if leaf.kind in ARRAY_KINDS and leaf.shape:
+                chains[((t.src, t.dst, t.name), t.items, leaf.path)].append(
+                    (leaf, projected.get(leaf.path, leaf.nbytes)))
+    resent: dict[RoleKey, float] = defaultdict(float)
+    labels: dict[RoleKey, set[str]] = defaultdict(set)
+    example: dict[RoleKey, tuple[str, list[Any]]] = {}
+    for (key, _, path), chain in chains.items():
+        got = _resent(chain)
+        if got is None:
+            continue
+        nbytes, sizes = got
+        rk = role_key(key)
+        resent[rk] += nbytes
+        labels[rk].add(seam_label(key))
+        if rk not in example or len(sizes) > len(example[rk][1]):
+            example[rk] = (path, sizes)
+    out = []
+    for rk, nbytes in resent.items():
+        bps = nbytes / view.detail.num_steps
+        path, sizes = example[rk]
+        grows = " → ".join(fmt_dim(d) for d in sizes[:4]) + (" → …" if len(sizes) > 4 else "")
+        out.append(Finding(
+            PREFIX_RESEND, sorted(labels[rk]), bps,
+            f"`{role_label(rk)}` resends the earlier turns of `{path or rk[2]}` every turn "
+            f"(it grows {grows} on one item), {per_step(bps)} resent: send only the new rows "
+            "and keep the prefix at the receiver.",
+        ))
+    return out
+
+
+def _resent(chain: list[tuple[Leaf, int]]) -> tuple[float, list[Any]] | None:
+    """(bytes resent, the growing dim's sizes) when the leaf grew on `MIN_TURNS` hops in a row."""
+    best: tuple[float, list[Any]] | None = None
+    run_bytes, turns = 0.0, 1
+    sizes: list[Any] = []
+    for (prev, prev_bytes), (cur, _) in zip(chain, chain[1:]):
+        axis = _grown_axis(prev.shape, cur.shape)
+        if axis is None:
+            if turns >= MIN_TURNS:
+                best = _add(best, run_bytes, sizes)
+            run_bytes, sizes, turns = 0.0, [], 1
+            continue
+        if not sizes:
+            sizes = [prev.shape[axis]]
+        sizes.append(cur.shape[axis])
+        run_bytes += prev_bytes
+        turns += 1
+    if turns >= MIN_TURNS:
+        best = _add(best, run_bytes, sizes)
+    return best
+
+
+def _add(best: tuple[float, list[Any]] | None, nbytes: float,
+         sizes: list[Any]) -> tuple[float, list[Any]]:
+    if best is None:
+        return nbytes, sizes
+    return best[0] + nbytes, sizes if len(sizes) > len(best[1]) else best[1]
+
+
+def _grown_axis(a: tuple[Any, ...], b: tuple[Any, ...]) -> int | None:
+    """The one dim along which shape `b` is larger than `a`, all others equal; else None."""
+    if len(a) != len(b):
+        return None
+    grown = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    if len(grown) != 1:
+        return None
+    i = grown[0]
+    x, y = a[i], b[i]
+    if isinstance(x, tuple) or isinstance(y, tuple) or y <= x:
+        return None
+    return i

@@ -1,0 +1,88 @@
+"""A view that carries its whole storage across processes.
+
+Pickling `t[:1]`, or putting it in a `torch.multiprocessing` queue, moves the
+whole storage behind it, not the row (pytorch/pytorch #182105, #65604: a
+one-row view of a 4 MB tensor writes about 4 MB). The schema records the
+view's bytes; the tracer notes the storage's (`untyped_storage().nbytes()`, a
+metadata read) on hops that move bytes (event `n`, flowmap/capture/leaf_notes.py).
+*At stake*: storage bytes minus view bytes, per step, on transports that move
+the storage (`pickle`, `shm`, `rpc`, `zmq`). The fix is one call: send
+`t[:1].clone()`, so only the row travels.
+
+Notes are written hop by hop, under `--aggregate` in the detail window only,
+so the figure is per step of that window; under `--project` it scales with the
+projection of the view's leaf on its seam.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from flowmap.findings.common import (
+    STORAGE_TRANSPORTS,
+    VIEW,
+    Finding,
+    RoleKey,
+    per_step,
+    role_key,
+)
+from flowmap.model.format import fmt_bytes, role_label
+from flowmap.model.types import SeamKey
+from flowmap.read.halves import UNTRACED
+
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
+    from flowmap.read.events import LeafNote
+
+MIN_STORAGE_RATIO = 2.0  # a storage at least twice its view: less is alignment, not a bug
+
+
+def detect(view: RunView) -> list[Finding]:
+    notes = [n for sh in view.events.shards for n in sh.notes
+             if n.storage_bytes and n.transport in STORAGE_TRANSPORTS
+             and n.storage_bytes >= MIN_STORAGE_RATIO * max(1, n.nbytes)]
+    if not notes:
+        return []
+    # (role-level seam, leaf path) -> [view bytes, storage bytes, notes]
+    found: dict[tuple[RoleKey, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    labels: dict[tuple[RoleKey, str], set[str]] = defaultdict(set)
+    for n in notes:
+        key = _seam_of(view, n)
+        if key is None:
+            continue
+        scale = _scale(view, key, n)
+        entry = found[(role_key(key), n.path)]
+        entry[0] += n.nbytes * scale
+        entry[1] += (n.storage_bytes or 0) * scale
+        entry[2] += 1
+        labels[(role_key(key), n.path)].add(view.seams[key].label)
+    out = []
+    for (rk, path), (view_bytes, storage_bytes, count) in found.items():
+        bps = (storage_bytes - view_bytes) / view.detail.num_steps
+        leaf = f"`{path}` of `{rk[2]}`" if path and path != rk[2] else f"`{rk[2]}`"
+        out.append(Finding(
+            VIEW, sorted(labels[(rk, path)]), bps,
+            f"`{role_label(rk)}` sends {leaf} as a view: {fmt_bytes(storage_bytes / count)} of "
+            f"storage travels for {fmt_bytes(view_bytes / count)} of data, {per_step(bps)} for "
+            f"nothing: send a copy of the slice (`.clone()`), not the view.",
+        ))
+    return out
+
+
+def _seam_of(view: RunView, n: LeafNote) -> SeamKey | None:
+    """The seam the note's hop crossed: exact, or for a send half by sender and name."""
+    key = (n.src, n.dst, n.name)
+    if key in view.seams:
+        return key
+    if n.dst != UNTRACED:
+        return None
+    return next((k for k in view.seams if k[0] == n.src and k[2] == n.name), None)
+
+
+def _scale(view: RunView, key: SeamKey, n: LeafNote) -> float:
+    """Projected over traced bytes of the view's leaf on its seam (1 unless projected)."""
+    if view.projection is None or not n.nbytes:
+        return 1.0
+    leaf = next((leaf for leaf in view.seams[key].leaves if leaf.path == n.path), None)
+    return leaf.mean_bytes / n.nbytes if leaf is not None and leaf.hops else 1.0

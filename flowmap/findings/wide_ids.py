@@ -1,0 +1,91 @@
+"""Ids stored wider than their range: expert ids as int32 where 8 bits hold them.
+
+prime-rl ships routed experts as uint8 (384 B/token for Qwen3-30B-A3B, a quarter
+of int32's); sgl-project/sglang #31219 and verl #5240 send int32 or int64. An
+integer array leaf is a finding when the range of its values is known, and a
+narrower dtype holds it. The range comes from, in order:
+
+1. **declared**: a counter `range/<leaf name>` the program records once, the
+   number of values the ids take (`0..n-1`):
+   `flowmap.counter("range/routed_experts", num_experts)`;
+2. **a preset** (`--project`): a leaf whose last dimension is named `topk`
+   holds expert ids, below the preset's `experts`;
+3. **its own dims**: a leaf whose last dimension is named `index_topk` holds
+   token positions, below the size of its `tokens` dimension (the projected
+   one under `--project`); an unused slot may be -1, so the narrower dtype
+   is signed.
+
+*At stake*: the leaf's bytes moved per step (not `ref`) times the share the
+narrower dtype saves.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from flowmap.findings.common import WIDE_IDS, Finding, leaf_name, per_step
+from flowmap.model.types import ITEMSIZE, LeafStats
+
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
+
+INT_DTYPES = ("int16", "uint16", "int32", "uint32", "int64", "uint64", "long")
+# (largest number of distinct ids 0..n-1 it holds, dtype), narrowest first
+NARROW = ((256, "uint8"), (32_768, "int16"), (65_536, "uint16"), (1 << 31, "int32"))
+# Positions padded with -1 (an unused top-k slot) need a signed dtype: n positions and -1.
+NARROW_SIGNED = ((128, "int8"), (32_768, "int16"), (1 << 31, "int32"))
+RANGE_COUNTER = "range/"
+
+
+def detect(view: RunView) -> list[Finding]:
+    at_stake: dict[tuple[str, str], float] = defaultdict(float)
+    labels: dict[tuple[str, str], set[str]] = defaultdict(set)
+    why: dict[tuple[str, str], str] = {}
+    for s in view.seams.values():
+        for leaf in s.leaves:
+            if leaf.dtype not in INT_DTYPES:
+                continue
+            bound = _bound(view, leaf)
+            if bound is None:
+                continue
+            n, source, signed = bound
+            target = next((dt for most, dt in (NARROW_SIGNED if signed else NARROW) if n <= most),
+                          None)
+            if target is None or ITEMSIZE[target] >= ITEMSIZE[leaf.dtype]:
+                continue
+            saved = 1 - ITEMSIZE[target] / ITEMSIZE[leaf.dtype]
+            moved = leaf.total_bytes / view.num_steps * s.moved_fraction
+            if moved <= 0:
+                continue
+            key = (leaf_name(leaf.path) or s.name, leaf.dtype)
+            at_stake[key] += moved * saved
+            labels[key].add(s.label)
+            why[key] = f"its ids take {n:,} values ({source}): {target} holds them"
+    return [
+        Finding(WIDE_IDS, sorted(labels[key]), bps,
+                f"`{key[0]}` is sent as {key[1]} but {why[key]}; cast before sending and back "
+                f"after, {per_step(bps)} spared.")
+        for key, bps in at_stake.items()
+    ]
+
+
+def _bound(view: RunView, leaf: LeafStats) -> tuple[int, str, bool] | None:
+    """(how many values the leaf's ids take, where that comes from, whether -1 pads it), or None."""
+    declared = view.counters.get(RANGE_COUNTER + leaf_name(leaf.path))
+    if declared is not None and declared.max >= 1:
+        return int(declared.max), f"`range/{leaf_name(leaf.path)}` declared", False
+    dims = leaf.dims or ()
+    if not dims or len(dims) != len(leaf.shape):
+        return None
+    if dims[-1] == "topk" and view.projection is not None and "experts" in view.projection.sizes:
+        experts = view.projection.sizes["experts"]
+        return experts, f"`experts={experts}` in the preset", False
+    if dims[-1] == "index_topk" and "tokens" in dims:
+        tokens = leaf.shape[dims.index("tokens")]
+        n = tokens[1] if isinstance(tokens, tuple) else tokens
+        return int(n), f"token positions below its `tokens` dim, {n:,}, or -1", True
+    return None
+
+
+

@@ -1,0 +1,345 @@
+"""The findings of the field's seam bugs on variants the gallery does not show.
+
+examples/field/ holds one script per reported bug (tests/integration/
+test_field_gallery.py); these are other shapes of the same patterns — other
+names, sizes, nesting, several instances, and the look-alikes that must stay
+quiet — so the detectors are checked on cases they were not tuned to. Figures
+are computed here from the sizes written.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from runs import ShardWriter, tensor
+
+import flowmap
+from flowmap.findings import findings
+from flowmap.findings.chatty import BUCKET_BYTES, MESSAGE_COST_BYTES
+from flowmap.integrations.transports.zmq import stable_endpoint
+from flowmap.model.format import fmt_leaf_schema
+from flowmap.model.json_forms import leaf_dict
+from flowmap.model.projection import project
+
+
+def _of(view, kind):
+    return [f for f in findings(view) if f.kind == kind]
+
+
+def _shard(tmp_path: Path) -> ShardWriter:
+    os.makedirs(tmp_path / "run", exist_ok=True)
+    return ShardWriter(str(tmp_path / "run" / "h-1-0001.flowmap.jsonl"), 1)
+
+
+def _view(tmp_path: Path, w: ShardWriter, end: int = 10**6):
+    w.close(end)
+    return flowmap.load(str(tmp_path / "run")).view
+
+
+# -- chatty ---------------------------------------------------------------------------------
+def test_chatty_weight_sync_to_two_engines_with_large_parameters(tmp_path):
+    # GIVEN 300 update_weight calls a step to each of two engines, 2 MiB a parameter
+    w, param = _shard(tmp_path), tensor("weight", (512, 1024))  # float32: 2 MiB
+    t = 0
+    for s in range(2):
+        for _ in range(300):
+            for e in (0, 1):
+                t += 1
+                w.hop(t, "actor", f"engine/{e}", "update_weight", [param], step=s, transport="rpc")
+    (f,) = _of(_view(tmp_path, w), "chatty")
+    # 600 MiB a step on each seam: 2 buckets of 512 MiB, 298 messages spared on each
+    needed = -(-300 * (2 << 20) // BUCKET_BYTES)
+    assert needed == 2
+    assert f.bytes_per_step == 2 * (300 - needed) * MESSAGE_COST_BYTES
+    assert f.seams == ["actor -> engine/0 : update_weight", "actor -> engine/1 : update_weight"]
+
+
+def test_streamed_items_references_and_stepless_runs_are_not_chatty(tmp_path):
+    w = _shard(tmp_path)
+    t = 0
+    for s in range(2):
+        for i in range(100):
+            t += 1  # trajectories one by one, each an item: the pipeline's unit
+            w.hop(t, "rollout/0", "buffer", "trajectory", [tensor("ids", (64,), "int64")],
+                  step=s, transport="pickle", items=[f"{s}-{i}"])
+            w.hop(t, "buffer", "batcher", "trajectory", [tensor("ids", (64,), "int64")], step=s)
+    assert not _of(_view(tmp_path, w), "chatty")
+    w = ShardWriter(str(tmp_path / "stepless" / "h-1-0001.flowmap.jsonl"), 1)
+    for i in range(100):
+        w.hop(i, "a", "b", "msg", [tensor("x", (8,))], transport="pickle")
+    w.close(1000)
+    assert not _of(flowmap.load(str(tmp_path / "stepless")).view, "chatty")
+
+
+# -- prefix resend --------------------------------------------------------------------------
+def test_two_interleaved_conversations_each_resend_their_prefix(tmp_path):
+    # GIVEN conversations "a" and "b" whose log-probs leaf (1, n) grows turn by turn, interleaved
+    w, t = _shard(tmp_path), 0
+    sizes = {"a": (10, 25, 31, 50, 52), "b": (7, 9, 30)}
+    for turn in range(5):
+        for conv, lens in sizes.items():
+            if turn < len(lens):
+                t += 1
+                w.hop(t, "sglang/0", "env_worker", "generate",
+                      [tensor("out.logprobs", (1, lens[turn])), tensor("out.text", (3,), "int64")],
+                      step=0, transport="zmq", items=[conv])
+    (f,) = _of(_view(tmp_path, w), "prefix_resend")
+    resent = (10 + 25 + 31 + 50 + 7 + 9) * 4  # every turn but each conversation's last, float32
+    assert f.bytes_per_step == resent and "out.logprobs" in f.message
+
+
+def test_growth_without_the_same_item_is_no_resent_prefix(tmp_path):
+    w = _shard(tmp_path)
+    for i, n in enumerate((5, 9, 14, 20, 31)):  # growing lengths, a new trajectory each time
+        w.hop(i, "rollout", "trainer", "traj", [tensor("ids", (n,), "int64")], step=0,
+              transport="pickle", items=[i])
+    for i, n in enumerate((5, 9, 14, 20, 31)):  # growing, no item ids at all
+        w.hop(100 + i, "rollout", "critic", "traj", [tensor("ids", (n,), "int64")], step=0,
+              transport="pickle")
+    assert not _of(_view(tmp_path, w), "prefix_resend")
+
+
+# -- wide ids -------------------------------------------------------------------------------
+def test_expert_ids_bounded_by_the_preset_under_projection(tmp_path):
+    # GIVEN int64 routed experts of 2 trajectories a hop, dims named; no range declared
+    w = _shard(tmp_path)
+    dims = ("tokens", "layers", "topk")
+    for s in range(2):
+        w.hop(s, "rollout", "trainer", "samples",
+              [tensor("[*].rollout_routed_experts", (10, 3, 2), "int64", count=2, dims=dims)],
+              step=s, transport="rpc")
+    run = flowmap.load(_view(tmp_path, w).path)
+    assert not _of(run.view, "wide_ids")  # the number of experts is not known
+    projected = project(run, "deepseek-v3.2@32k").view
+    (f,) = _of(projected, "wide_ids")
+    leaf = 32768 * 61 * 8 * 8 * 2  # tokens × layers × topk × int64, two trajectories
+    assert f.bytes_per_step == pytest.approx(leaf * 7 / 8)  # 256 experts: uint8
+    assert "uint8" in f.message and "experts=256" in f.message
+
+
+def test_indexer_positions_bounded_by_their_tokens_dim(tmp_path):
+    w = _shard(tmp_path)
+    for s in range(3):
+        w.hop(s, "engine", "learner", "replay",
+              [tensor("indexer_topk", (300, 2, 16), "int32", dims=("tokens", "layers", "index_topk")),
+               tensor("token_ids", (300,), "int64")], step=s, transport="shm")
+    (f,) = _of(_view(tmp_path, w), "wide_ids")
+    assert f.bytes_per_step == 300 * 2 * 16 * 4 / 2  # 300 positions and -1: int16
+    assert "int16" in f.message
+
+
+def test_a_finding_under_one_percent_of_the_step_is_left_out(tmp_path):
+    # GIVEN 64 int64 ids of 16 values (448 B/step to spare) next to 1 MiB pickled a step
+    w = _shard(tmp_path)
+    w.counter(1, "range/expert_ids", 16)
+    for s in range(2):
+        w.hop(10 + s, "rollout", "learner", "sample",
+              [tensor("hidden", (256, 1024)), tensor("expert_ids", (64,), "int64")],
+              step=s, transport="pickle")
+    assert [f.kind for f in findings(_view(tmp_path, w))] == ["serialisation"]
+
+
+def test_declared_range_is_read_only_for_integer_leaves(tmp_path):
+    w = _shard(tmp_path)
+    w.counter(1, "range/choice", 1000)
+    w.counter(1, "range/probs", 10)
+    for s in range(2):
+        w.hop(10 + s, "a", "b", "c", [tensor("choice", (50,), "int64"), tensor("probs", (50,))],
+              step=s, transport="pickle")
+    (f,) = _of(_view(tmp_path, w), "wide_ids")
+    assert f.bytes_per_step == 50 * 8 * 6 / 8 and "int16" in f.message  # 1,000 ids
+
+
+# -- views and masks, through the real tracer ------------------------------------------------
+class Sample:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def test_a_nested_view_pickled_and_shared(tmp_path):
+    # GIVEN a (512, 64) float32 block (128 KiB); rows 2..4 of it nested in an object, pickled
+    # each step; and views of one kept block sent through shared memory twice, which moves
+    # the block there the first time only
+    with flowmap.tracing(str(tmp_path / "run")):
+        kept = torch.zeros(256, 256)
+        for s in range(2):
+            flowmap.step(s)
+            block = torch.zeros(512, 64)
+            flowmap.hop("engine", "learner", Sample(extra={"hidden": block[2:4]}),
+                        name="out", transport="pickle")
+            flowmap.hop("engine", "learner", {"copy": block[2:4].clone()}, name="copied",
+                        transport="pickle")
+            flowmap.hop("engine", "ref_user", {"hidden": block[2:4]}, name="out")  # no copy
+            flowmap.hop("engine", "pool", {"kv": kept[s]}, name="kv", transport="shm")
+            kept.share_memory_()  # what sending it did: later views of it cross as handles
+    found = _of(flowmap.load(str(tmp_path / "run")).view, "view")
+    by_seam = {tuple(f.seams): f for f in found}
+    assert set(by_seam) == {("engine -> learner : out",), ("engine -> pool : kv",)}
+    assert by_seam[("engine -> learner : out",)].bytes_per_step == (512 - 2) * 64 * 4
+    assert "`extra.hidden`" in by_seam[("engine -> learner : out",)].message
+    # the kept block moved to shared memory once, over two steps; a pool made shared
+    # beforehand (the built-in trainer's slots) never moves: no finding
+    assert by_seam[("engine -> pool : kv",)].bytes_per_step == (256 * 256 - 256) * 4 / 2
+
+
+def test_padding_counted_from_a_nested_loss_mask(tmp_path):
+    lengths = (3, 17, 9)
+    with flowmap.tracing(str(tmp_path / "run")):
+        for s in range(2):
+            flowmap.step(s)
+            mask = torch.zeros(3, 32, dtype=torch.int64)
+            for i, n in enumerate(lengths):
+                mask[i, :n] = 1
+            flowmap.hop("batcher", "trainer/rank0", {"mb": {"loss_mask": mask,
+                                                            "logprobs": torch.zeros(3, 32)}},
+                        name="micro_batch", transport="shm")
+    (f,) = _of(flowmap.load(str(tmp_path / "run")).view, "padding")
+    masked = 3 * 32 * 8 + 3 * 32 * 4
+    assert f.bytes_per_step == pytest.approx(masked * (1 - sum(lengths) / 96))
+    assert "counted from the mask" in f.message
+
+
+# -- no false names -------------------------------------------------------------------------
+def test_a_leaf_whose_rank_varies_is_not_a_0d_leaf(tmp_path):
+    w = _shard(tmp_path)
+    w.hop(1, "a", "b", "c", [tensor("x", (3,)), ("n", "int", (), "", "", 8, 1, None)], step=0)
+    w.hop(2, "a", "b", "c", [tensor("x", (2, 4)), ("n", "int", (), "", "", 8, 1, None)], step=0)
+    leaves = {leaf.path: leaf for leaf in _view(tmp_path, w).seams[("a", "b", "c")].leaves}
+    assert leaves["x"].ranks == (1, 2) and leaf_dict(leaves["x"])["shape"] is None
+    assert fmt_leaf_schema(leaves["x"]) == "float32[rank 1..2]"
+    assert leaves["n"].ranks is None and leaf_dict(leaves["n"])["shape"] == []
+
+
+@pytest.mark.parametrize(("endpoint", "name"), [
+    ("tcp://127.0.0.1:44803", "tcp://127.0.0.1:*"),  # bind_to_random_port, port 0
+    ("tcp://127.0.0.1:5555", "tcp://127.0.0.1:5555"),  # a port the program chose
+    ("ipc:///tmp/engine.sock", "ipc:///tmp/engine.sock"),
+])
+def test_zmq_seam_names_leave_out_ports_the_os_chose(endpoint, name):
+    assert stable_endpoint(endpoint) == name
+
+
+# -- the findings lead the outputs ------------------------------------------------------------
+def test_check_markdown_leads_with_the_findings_ranked(tmp_path):
+    from flowmap.check import baseline as baseline_file
+    from flowmap.check.gate import Options, check
+    from flowmap.check.snapshot import from_run
+    from flowmap.reporters.check_formats import markdown
+
+    w = _shard(tmp_path)
+    w.counter(1, "range/expert_ids", 16)
+    for s in range(2):  # a 1 MiB pickled array and 128 KiB of int64 ids of 16 values
+        w.hop(10 + s, "rollout", "learner", "sample",
+              [tensor("hidden", (256, 1024)), tensor("expert_ids", (16384,), "int64")],
+              step=s, transport="pickle")
+    view = _view(tmp_path, w)
+    baseline_file.write(str(tmp_path / "base.json"), from_run(view))
+    report, _ = check(Options(run=view.path, baseline=str(tmp_path / "base.json"),
+                              findings=lambda v: tuple(f.as_dict() for f in findings(v))))
+    text = markdown.render_check(report)
+    assert [f["kind"] for f in report.findings] == ["serialisation", "wide_ids"]
+    assert text.index("**serialisation**") < text.index("**wide_ids**") < text.index("| Seam |")
+    assert "1.12 MiB/step" in text and "112 KiB/step" in text  # 1 MiB + 128 KiB; 7/8 of 128 KiB
+    assert "`rollout -> learner : sample`" in text
+
+
+def test_views_of_a_shared_memory_pool_cross_as_handles(tmp_path):
+    with flowmap.tracing(str(tmp_path / "run")):
+        slot = torch.zeros(1 << 20, dtype=torch.uint8).share_memory_()
+        for s in range(2):
+            flowmap.step(s)
+            mb = {"input_ids": slot[:512].view(torch.int64).view(4, 16)}
+            flowmap.hop("batcher", "trainer/rank0", mb, name="micro_batch", transport="shm")
+    assert not _of(flowmap.load(str(tmp_path / "run")).view, "view")
+
+
+def test_gradient_all_reduce_is_no_heaviest_seam(tmp_path):
+    # GIVEN two ranks all-reducing 1 MiB of gradients a step, and a 32 KiB pickled batch
+    w = _shard(tmp_path)
+    for s in range(2):
+        for r in (0, 1):
+            w.hop(10 * s + r, f"trainer/rank{r}", "group[0,1]", "all_reduce",
+                  [tensor("", (262_144,))], step=s, transport="collective")
+        w.hop(10 * s + 5, "driver", "trainer/rank0", "batch", [tensor("ids", (4096,), "int64")],
+              step=s, transport="pickle")
+    found = findings(_view(tmp_path, w))
+    assert not [f for f in found if any("all_reduce" in seam for seam in f.seams)]
+    (heavy,) = [f for f in found if f.kind == "heaviest"]
+    assert heavy.seams == ["driver -> trainer/rank0 : batch"]
+
+
+def test_tagged_items_go_to_the_object_tagged_and_only_once(tmp_path):
+    from flowmap.capture import item_tags
+
+    with flowmap.tracing(str(tmp_path / "run")):
+        traj = {"uid": 7}
+        assert flowmap.tag_items(traj, [7, "g1"]) is traj
+        assert item_tags.take({"uid": 7}) is None  # an equal object is not the one tagged
+        assert item_tags.take(traj) == [7, "g1"]
+        assert item_tags.take(traj) is None  # taken by the send that carried it
+    assert flowmap.tag_items(traj, [8]) is traj and item_tags.take(traj) is None  # not tracing
+
+
+# -- projected like the rest ------------------------------------------------------------------
+def test_a_resent_prefix_is_projected_with_its_leaf(tmp_path):
+    # GIVEN one conversation's routed experts growing 8 -> 16 -> 24 tokens, dims named
+    w = _shard(tmp_path)
+    for turn, tokens in enumerate((8, 16, 24)):
+        w.hop(turn, "engine", "agent", "turn", [tensor("routed_experts", (tokens, 2, 2), "int32",
+                                                       dims=("tokens", "layers", "topk"))],
+              step=0, transport="rpc", items=["c"])
+    run = flowmap.load(_view(tmp_path, w).path)
+    (traced,) = _of(run.view, "prefix_resend")
+    assert traced.bytes_per_step == (8 + 16) * 2 * 2 * 4
+    (projected,) = _of(project(run, "deepseek-v3.2@32k").view, "prefix_resend")
+    # each resent leaf at the preset's scale: 32,768 tokens × 61 layers × top-8, int32
+    assert projected.bytes_per_step == pytest.approx(2 * 32768 * 61 * 8 * 4)
+
+
+def test_a_view_is_projected_with_its_leaf(tmp_path):
+    with flowmap.tracing(str(tmp_path / "run")):
+        block = torch.zeros(100, 4, 2, dtype=torch.int32)  # 3,200 B; rows 0..10 are 320 B
+        flowmap.step(0)
+        flowmap.hop("engine", "learner", {"routed_experts": block[:10]}, name="out",
+                    transport="pickle", dims={"routed_experts": ("tokens", "layers", "topk")})
+    run = flowmap.load(str(tmp_path / "run"))
+    (traced,) = _of(run.view, "view")
+    assert traced.bytes_per_step == 3200 - 320
+    (projected,) = _of(project(run, "deepseek-v3.2@32k").view, "view")
+    leaf = 32768 * 61 * 8 * 4  # the view's leaf at the preset's scale; its storage 10× as large
+    assert projected.bytes_per_step == pytest.approx(leaf * 10 - leaf)
+
+
+def test_check_cli_markdown_shows_the_findings_and_text_does_not_compute_them(tmp_path):
+    from typer.testing import CliRunner
+
+    from flowmap.cli.main import app
+
+    w = _shard(tmp_path)
+    for s in range(2):
+        w.hop(10 + s, "rollout", "learner", "sample", [tensor("hidden", (256, 1024))], step=s,
+              transport="pickle")
+    run = _view(tmp_path, w).path
+    base = str(tmp_path / "base.json")
+    assert CliRunner().invoke(app, ["baseline", run, "-o", base]).exit_code == 0
+    md = CliRunner().invoke(app, ["check", run, "--baseline", base, "--format", "markdown"])
+    assert md.exit_code == 0, md.output
+    assert "**serialisation**" in md.output and md.output.index("Findings") < md.output.index("| Seam |")
+    text = CliRunner().invoke(app, ["check", run, "--baseline", base])
+    assert text.exit_code == 0 and "serialisation" not in text.output
+
+
+def test_leaf_notes_stay_in_the_detail_window_under_aggregate(tmp_path):
+    # GIVEN a 4 KiB-row view of a 64 KiB block pickled every step, 5 steps, a 1-step window
+    with flowmap.tracing(str(tmp_path / "run"), aggregate=1):
+        for s in range(5):
+            flowmap.step(s)
+            block = torch.zeros(16, 1024)
+            flowmap.hop("engine", "learner", {"row": block[:1]}, name="out", transport="pickle")
+    run = flowmap.load(str(tmp_path / "run"))
+    assert len([n for sh in run.view.events.shards for n in sh.notes]) == 1  # the window's hop
+    (f,) = _of(run.view, "view")
+    assert f.bytes_per_step == (16 - 1) * 1024 * 4  # per step of the window
