@@ -82,6 +82,9 @@ class Tracer:
         self.errors = 0
         self.warned: set[str] = set()
         self.step: int | None = None
+        # True once the program set a step itself (flowmap.step, a seam map's `step:`):
+        # from then on, steps inferred from its optimizer are ignored.
+        self.explicit_steps = False
         self.closed = False
         self.fold: Any = None  # a `fold.Folder` under `flowmap trace --aggregate`
         self.file: ShardFile | None = None
@@ -407,9 +410,15 @@ class Tracer:
                 self._emit(_dumps([tf.DROP, t, self._sid(names[0]), self._sid(names[1]),
                                    item_list]))
 
-    def set_step(self, step: int) -> None:
+    def set_step(self, step: int, inferred: bool = False) -> None:
+        """`inferred`: a step flowmap counted (optimizer updates), which the program's own
+        steps override."""
         t = self._now_us()
         with self.lock:
+            if inferred and self.explicit_steps:
+                return
+            if not inferred:
+                self.explicit_steps = True
             if self.fold is not None:
                 self.fold.step_moved(step)
             self.step = step
