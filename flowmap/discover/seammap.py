@@ -39,9 +39,9 @@ def suggest_owner(c: Candidate) -> str:
     """The owner word found earliest in the method's name, else in its class's name."""
     parts = c.fn.qualname.split(".")
     for name in (parts[-1], parts[0] if len(parts) > 1 else ""):
-        low = name.lower()
+        low = name.lower().replace("_", "")
         hits = [(low.find(w), i, owner) for i, (words, owner) in enumerate(_OWNER_WORDS)
-                for w in words if w in low]
+                for w in words if w.replace("_", "") in low]
         if hits:
             return min(hits)[2]
     if len(parts) > 1:
@@ -68,6 +68,23 @@ def guess_dims(c: Candidate) -> dict[str, list[str]]:
         elif len(shape) == 1 and (path == last or path == "result" or
                                   any(w in last for w in _SAMPLE_WORDS)):
             out[path] = ["batch"]
+    return out
+
+
+# Calls told apart by what they were given only when that is a few objects used again and
+# again (a policy and a reference model), not a new object per call.
+MAX_SPLIT = 4
+
+
+def split_by(c: Candidate) -> list[str]:
+    """Arguments (or `self`) whose identity differed between calls, and `grad` when torch's
+    grad mode did: one function computing the policy's, the reference's and the training
+    log-probs becomes three owners' instances."""
+    stats = c.fn.stats
+    out = [name for name, n in sorted(stats.distinct_given().items(), key=lambda kv: (
+        kv[0] == "self", kv[0])) if 2 <= n <= MAX_SPLIT and c.calls >= 2 * n and name not in c.args]
+    if len(stats.grad_modes) > 1:
+        out.append("grad")
     return out
 
 
@@ -111,6 +128,9 @@ def render(d: Discovery, command: str) -> str:
             lines.append(f"    result_name: {q(result_name)}")
         else:
             lines.append("    result: false")
+        split = split_by(c)
+        if split:
+            lines.append(f"    split_by: [{', '.join(q(a) for a in split)}]")
         dims = guess_dims(c)
         if dims:
             lines.append("    dims:")

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from flowmap.model.events import Hop
 
 _TENSORS = ("tensor", "ndarray")
+# The owner of code nobody named (`flowmap.capture.state.default_owner`): a script's driver.
+UNNAMED_DRIVER = "main"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,3 +132,18 @@ def _storages(h: Hop) -> list[tuple[int, int]]:
         return list(merged.items())
     share = h.nbytes // max(1, len(set(h.storages)))
     return [(s, share) for s in dict.fromkeys(h.storages)]
+
+
+def star_center(seams: Iterable[tuple[str, str, str]]) -> str | None:
+    """The owner three quarters of the seams start or end at (`main -> f -> main`), if any:
+    the run is drawn as a star around it, and its flow tells the pipeline better."""
+    keys = list(seams)
+    if len(keys) < 3:
+        return None
+    touching: dict[str, int] = defaultdict(int)
+    for src, dst, _ in keys:
+        touching[src] += 1
+        if dst != src:
+            touching[dst] += 1
+    owner, n = max(touching.items(), key=lambda kv: (kv[1], kv[0]))
+    return owner if n * 4 >= len(keys) * 3 else None
