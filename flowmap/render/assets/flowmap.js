@@ -10,6 +10,9 @@
   var RAMP = ["#a6bddb", "#74a9cf", "#3690c0", "#0570b0", "#8c6bb1", "#dd3497", "#f16913", "#d7301f"];
   var SERIES = ["#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#d6616b"];
   var D = JSON.parse(document.getElementById("flowmap-data").textContent);
+  // A run without steps: its "per step" figures are run totals, and the page says so.
+  var PER = D.run.steps ? "/step" : " total";
+  var PER_WORD = D.run.steps ? "bytes/step" : "bytes in total";
   var seamById = {};
   var ownerById = {};
   var state = { sel: null, from: 0, to: Math.max(0, D.bins.length - 1), query: "" };
@@ -160,7 +163,7 @@
     var r = D.run;
     var stats = [
       hopsText(r.hops),
-      r.steps + " steps",
+      r.steps ? r.steps + " steps" : "no steps (figures are run totals)",
       D.seams.length + " seams",
       D.owners.length + " owners",
       fmtBytes(r.total_bytes) + " payload",
@@ -186,6 +189,7 @@
       el("div", { "class": "brand" }, "flowmap"),
       el("div", { "class": "run", title: r.path }, r.path),
       el("div", { "class": "stats", title: stats.join(" · ") }, stats.join(" · ")),
+      D.flow ? el("div", { "class": "flow", id: "flow-order", title: "stages in the order data moved through them (storage identity)" }, "flow: " + D.flow.order) : null,
       warn,
       el("div", { "class": "controls" }, [steps, ui.search, ui.count])
     ]);
