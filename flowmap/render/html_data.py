@@ -311,7 +311,7 @@ def _findings(view: RunView, seam_by_label: dict[str, str]) -> list[dict[str, An
             "labels": list(f.seams),
             "seams": [seam_by_label[label] for label in f.seams if label in seam_by_label],
             "bytes_per_step": _num(f.bytes_per_step),
-            "bytes_per_step_text": fmt_per_step(f.bytes_per_step),  # as the message rounds it
+            "bytes_per_step_text": fmt_per_step(f.bytes_per_step, view.has_steps),  # as its message
             "message": f.message,
         }
         for f in view.findings[:MAX_FINDINGS]

@@ -59,7 +59,7 @@ def test_discovery_finds_the_presets_tensor_seams(trl_discovery):
     preset = {s.target for s in load_seam_map(preset_path("trl")).seams if not s.optional}
     assert preset - found == LISTS_ONLY, preset - found
     # the preset's step path counted TRL's two optimizer steps
-    assert "2 step(s)" in r.stderr
+    assert "2 steps" in r.stderr
     # the payload was followed between GRPOTrainer's own methods, and the model's
     # forward (transformers) never became a seam
     assert not any(t.startswith("transformers") for t in found)

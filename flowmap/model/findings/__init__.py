@@ -28,6 +28,7 @@ from flowmap.model.findings.common import (
     PADDING,
     PASS_THROUGH,
     SERIALISATION,
+    STEPPED,
     Finding,
 )
 from flowmap.model.run import paused_gc
@@ -50,10 +51,14 @@ DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
 def findings(view: RunView) -> list[Finding]:
     """Every finding of the run, most bytes per step first (ties by kind, then seams)."""
     out: list[Finding] = []
-    with paused_gc():  # the detectors build many small records that hold no cycles
-        for detect in DETECTORS:
-            found = sorted(detect(view), key=_rank)
-            out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > 0)
+    token = STEPPED.set(view.has_steps)
+    try:
+        with paused_gc():  # the detectors build many small records that hold no cycles
+            for detect in DETECTORS:
+                found = sorted(detect(view), key=_rank)
+                out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > 0)
+    finally:
+        STEPPED.reset(token)
     return sorted(_without_repeats(out), key=_rank)
 
 
