@@ -35,14 +35,24 @@ _SAMPLE_WORDS = ("reward", "advantage", "score", "return", "value", "uid", "labe
 _PATH_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\.[0-9]+)*$")
 
 
+# Method names that say nothing of the role: the class's name does (`PolicyLoss.forward`).
+_GENERIC_METHODS = ("forward", "__call__", "call", "run", "apply", "compute")
+
+
 def suggest_owner(c: Candidate) -> str:
-    """The owner word found earliest in the method's name, else in its class's name."""
+    """The owner word found earliest in the method's name, else the last one in its class's
+    name (its head noun: `PolicyLoss` is a loss, `RolloutWorker` a rollout worker)."""
     parts = c.fn.qualname.split(".")
-    for name in (parts[-1], parts[0] if len(parts) > 1 else ""):
+    method, cls = parts[-1], parts[0] if len(parts) > 1 else ""
+    names = [(cls, True), (method, False)] if cls and method in _GENERIC_METHODS else \
+        [(method, False), (cls, True)]
+    for name, is_class in names:
         low = name.lower().replace("_", "")
-        hits = [(low.find(w), i, owner) for i, (words, owner) in enumerate(_OWNER_WORDS)
-                for w in words if w.replace("_", "") in low]
+        hits = [(low.find(w.replace("_", "")), i, owner) for i, (words, owner)
+                in enumerate(_OWNER_WORDS) for w in words if w.replace("_", "") in low]
         if hits:
+            if is_class:
+                return max(hits, key=lambda h: (h[0], -h[1]))[2]
             return min(hits)[2]
     if len(parts) > 1:
         snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", parts[0]).lower()
