@@ -125,3 +125,46 @@ def test_a_hand_written_main_target_is_recorded_and_a_missing_one_warned(tmp_pat
     calls = [h for h in run.hops if h.dst == "advantage"]
     results = [h for h in run.hops if h.src == "advantage"]
     assert len(calls) == len(results) == 3
+
+
+SPLIT = '''
+import torch
+
+
+def log_probs(model, seqs):
+    return torch.log_softmax(model(seqs), dim=-1)
+
+
+def main():
+    torch.manual_seed(0)
+    model, ref_model = torch.nn.Linear(4, 3), torch.nn.Linear(4, 3)
+    for _ in range(2):
+        seqs = torch.randn(2, 4)
+        with torch.no_grad():
+            old = log_probs(model, seqs)
+            ref = log_probs(ref_model, seqs)
+        new = log_probs(model, seqs)
+        (new - old - ref).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_calls_of_one_function_are_told_apart_by_the_model_and_grad_mode(tmp_path, run_cli):
+    (tmp_path / "split.py").write_text(textwrap.dedent(SPLIT))
+    found = run_cli(["discover", "-o", "seams.yaml", "split.py"], cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    spec = next(s for s in load_seam_map(str(tmp_path / "seams.yaml")).seams
+                if s.target == "__main__:log_probs")
+    assert spec.split_by == ("model", "grad")
+    t = run_cli(["trace", "-o", "run", "--seams", "seams.yaml", "split.py"], cwd=tmp_path)
+    assert t.returncode == 0, t.stderr
+    run = flowmap.load(str(tmp_path / "run"))
+    calls: dict[str, int] = {}
+    for h in run.hops:
+        if h.src == "main":
+            calls[h.dst] = calls.get(h.dst, 0) + 1
+    owner = spec.owner
+    assert calls == {f"{owner}/model": 2, f"{owner}/ref_model": 2, f"{owner}/model+grad": 2}
