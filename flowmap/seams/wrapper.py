@@ -182,7 +182,10 @@ def _items(t: Tracer, root: dict[str, Any], path: str | None) -> list[Any]:
 def _set_step(t: Tracer, bound: dict[str, Any], path: str) -> None:
     try:
         value = paths.resolve(bound, path)
-        if isinstance(value, int) and not isinstance(value, bool) and value != t.step:
+        # the program's own step, even one equal to a step counted from its optimizer: from
+        # here on its steps are the ones that count
+        if isinstance(value, int) and not isinstance(value, bool) and \
+                (value != t.step or not t.explicit_steps):
             t.set_step(value)
     except Exception as exc:
         t.error(exc)
