@@ -13,7 +13,7 @@ import time
 import torch
 
 import flowmap
-from flowmap.model.shards import shard_paths
+from flowmap.read.shards import shard_paths
 
 
 def per_call_ns(fn, n: int, repeats: int = 7, clock=time.perf_counter_ns) -> list[float]:

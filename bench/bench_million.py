@@ -2,7 +2,7 @@
 
 Targets (issue 15): `flowmap report` and `flowmap render --html` of a 10 M-hop
 full trace each <= 60 s and <= 2 GB peak RSS; 1 M hops <= 10 s end to end.
-Past the detail window (`flowmap.model.fold.DETAIL_HOPS`) the reader folds
+Past the detail window (`flowmap.read.fold.DETAIL_HOPS`) the reader folds
 hops per seam and step, so memory stays bounded as the trace grows.
 
 Run: python bench/bench_million.py [--hops 1000000 | --ten-million] [--keep DIR]
@@ -26,7 +26,7 @@ import tempfile
 import time
 
 import flowmap
-from flowmap.model.document import report_document
+from flowmap.reporters.json_document import report_document
 
 SEAMS = [
     ("dataset", "driver", "env_group"), ("driver", "rollout/0", "request"),
@@ -90,7 +90,7 @@ def run(tmp: str, hops: int, cli: bool) -> None:
     print(f"load {t1 - t0:.1f} s ({d.hops} hops kept, {d.folded_hops} folded into "
           f"{len(loaded.seam_steps)} seam-steps), aggregate {t2 - t1:.1f} s")
     try:
-        from flowmap.render.html import write_html
+        from flowmap.reporters.html import write_html
     except ImportError:
         write_html = None
     if write_html is not None:

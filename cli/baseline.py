@@ -17,10 +17,11 @@ def baseline(
     from flowmap.check import baseline as baseline_file
     from flowmap.check.snapshot import from_run
     from flowmap.model.format import fmt_steps
-    from flowmap.model.run import load, resolve
+    from flowmap.model.open_view import open_view
 
-    path = resolve(run)
-    snap = from_run(load(path).view, counters=counters)
+    view = open_view(run)
+    path = view.path
+    snap = from_run(view, counters=counters)
     baseline_file.write(output, snap)
     sys.stderr.write(
         f"flowmap: baseline written to {output} ({len(snap.seams)} seams, "

@@ -26,11 +26,11 @@ def check(
 ) -> None:
     """Compare a run with a baseline and budgets; exit 1 if a seam's payload regressed."""
     from flowmap.check import baseline as baseline_file
-    from flowmap.check.formats import check_renderer
     from flowmap.check.gate import Options
     from flowmap.check.gate import check as run_check
     from flowmap.check.tolerance import parse_fraction
     from flowmap.model.run import resolve
+    from flowmap.reporters.check_formats import check_renderer
 
     render = check_renderer(fmt)
     if update and baseline is None:
@@ -42,7 +42,7 @@ def check(
     report, snap = run_check(opts)
     _emit(render(report), output, report.headline())
     if fmt == "github":
-        from flowmap.check.formats import github, markdown
+        from flowmap.reporters.check_formats import github, markdown
 
         github.append_step_summary(markdown.render_check(report))
     failed = report.failed

@@ -16,9 +16,9 @@ def diff(
 ) -> None:
     """Bytes per step of every seam in A and B, delta and ratio, largest change first."""
     from flowmap.check.diff import diff_snapshots
-    from flowmap.check.formats import diff_renderer
     from flowmap.check.gate import load_side
     from flowmap.model.run import resolve
+    from flowmap.reporters.check_formats import diff_renderer
 
     render = diff_renderer(fmt)
     a, b = resolve(run_a), resolve(run_b)

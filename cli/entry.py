@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from typing import NamedTuple
 
-from flowmap.errors import FlowmapError
+from flowmap.cli.errors import one_line_errors
 
 # trace's options that take one value; the lists may be given more than once
 OPTIONS = {"-o": "output", "--output": "output", "--process": "process", "-m": "module",
@@ -89,14 +89,12 @@ def main() -> None:
         return
     from flowmap.cli.trace_run import trace_command
 
-    try:
-        code = trace_command(plain.target, plain.module, plain.args, output=plain.output,
-                             process=plain.process, seams=plain.seams, presets=plain.presets,
-                             no_transport=plain.no_transport, aggregate=plain.aggregate,
-                             detail_steps=plain.detail_steps)
-    except FlowmapError as exc:
-        sys.stderr.write(f"flowmap: {exc}\n")
-        code = exc.exit_code
-    except KeyboardInterrupt:
-        code = 130
+    with one_line_errors():
+        try:
+            code = trace_command(plain.target, plain.module, plain.args, output=plain.output,
+                                 process=plain.process, seams=plain.seams, presets=plain.presets,
+                                 no_transport=plain.no_transport, aggregate=plain.aggregate,
+                                 detail_steps=plain.detail_steps)
+        except KeyboardInterrupt:
+            code = 130
     sys.exit(code)

@@ -18,10 +18,10 @@ def export(
     if not perfetto:
         raise UsageError("say what to write: --perfetto PATH")
     selected = parse_steps(steps) if steps else None
-    from flowmap.export.perfetto import write_perfetto
-    from flowmap.model.run import load, resolve
+    from flowmap.model.open_view import open_view
+    from flowmap.reporters.perfetto import write_perfetto
 
-    typer.echo(write_perfetto(load(resolve(run)).view, perfetto, steps=selected))
+    typer.echo(write_perfetto(open_view(run), perfetto, steps=selected))
 
 
 def parse_steps(text: str) -> tuple[int, int]:

@@ -1,8 +1,8 @@
-"""The `flowmap` entry point: registers one command per verb, maps errors to exit codes.
+"""The `flowmap` app: registers one command per verb; every verb's errors go through one place.
 
-Library code raises `FlowmapError` subclasses carrying an exit code; this is
-the one place that turns them into one line on stderr and that code — a user
-mistake never ends in a traceback.
+Library code raises `FlowmapError` subclasses carrying an exit code;
+`flowmap.cli.errors.one_line_errors` turns them into one line on stderr and
+that code — a user mistake never ends in a traceback.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from flowmap.errors import FlowmapError
+from flowmap.cli.errors import one_line_errors
 
 if TYPE_CHECKING:
     from typer._click.core import Context  # typer vendors click: its own Context type
@@ -22,17 +22,14 @@ if TYPE_CHECKING:
 class _Verbs(TyperGroup):
     """The command group: a library error becomes one line on stderr and its exit code.
 
-    Done here rather than only in `main()` so that every way of invoking the
-    app (the console script, `python -m flowmap`, typer's `CliRunner` in the
+    Done here rather than in `main()` so that every way of invoking the app
+    (the console script, `python -m flowmap`, typer's `CliRunner` in the
     tests) prints the same sentence and exits with the same code.
     """
 
     def invoke(self, ctx: Context) -> Any:
-        try:
+        with one_line_errors():
             return super().invoke(ctx)
-        except FlowmapError as exc:
-            sys.stderr.write(f"flowmap: {exc}\n")
-            raise typer.Exit(exc.exit_code) from None
 
 
 app = typer.Typer(
@@ -71,9 +68,9 @@ def _root(
     """See what flows through your RL training pipeline, seam by seam."""
 
 
-# One module per verb; each exposes `register(app)`.
-VERBS = ["trace", "discover", "report"]
-OPTIONAL_VERBS = ["render", "export", "baseline", "check", "diff", "merge"]
+# One module per verb; each exposes `register(app)`. Every verb ships: a verb
+# that cannot be imported is an error here, never a command quietly left out.
+VERBS = ["trace", "discover", "report", "render", "export", "baseline", "check", "diff", "merge"]
 
 
 def _register() -> None:
@@ -81,14 +78,6 @@ def _register() -> None:
 
     for verb in VERBS:
         importlib.import_module(f"flowmap.cli.{verb}").register(app)
-    for verb in OPTIONAL_VERBS:
-        try:
-            mod = importlib.import_module(f"flowmap.cli.{verb}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"flowmap.cli.{verb}":
-                raise
-            continue
-        mod.register(app)
 
 
 _register()
@@ -99,9 +88,6 @@ def main(argv: list[str] | None = None) -> int:
     args = _module_args_verbatim(sys.argv[1:] if argv is None else list(argv))
     try:
         rc = app(args=args, prog_name="flowmap", standalone_mode=False)
-    except FlowmapError as exc:
-        sys.stderr.write(f"flowmap: {exc}\n")
-        return _exit(exc.exit_code, argv)
     except SystemExit as exc:
         return _exit(exc.code if isinstance(exc.code, int) else 1, argv)
     except typer.Exit as exc:

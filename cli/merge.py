@@ -15,7 +15,7 @@ def merge(
 ) -> None:
     """Merge runs from several hosts into one, aligning their clocks on one host's timeline."""
     from flowmap.errors import UsageError
-    from flowmap.model.merge import merge_runs, repeated_shard
+    from flowmap.read.merge import merge_runs, repeated_shard
 
     repeated = repeated_shard(runs)
     if repeated:

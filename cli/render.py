@@ -35,17 +35,13 @@ def render(
     run_arg, html_path = _split_words(words or [], html)
     if not (dot or svg or png or html):
         raise UsageError("say what to write: --dot PATH, --svg PATH, --png PATH or --html [PATH]")
-    from flowmap.model.run import load, resolve
+    from flowmap.model.open_view import open_view
 
-    run = load(resolve(run_arg))
-    if project:
-        from flowmap.model.projection import project as project_run
-
-        run = project_run(run, project)
+    view = open_view(run_arg, project)
     if dot or svg or png:
-        _write_graph(run.view, dot, svg, png, instances)
+        _write_graph(view, dot, svg, png, instances)
     if html:
-        typer.echo(_write_html(run.view, html_path))
+        typer.echo(_write_html(view, html_path))
 
 
 def _split_words(words: list[str], html: bool) -> tuple[str | None, str | None]:
@@ -61,17 +57,17 @@ def _split_words(words: list[str], html: bool) -> tuple[str | None, str | None]:
 
 def _write_graph(view: RunView, dot: str | None, svg: str | None, png: str | None,
                  instances: bool) -> None:
-    from flowmap.render.dot import dot_source
-    from flowmap.render.output import check_output, write_output
+    from flowmap.reporters import dot as dot_reporter
+    from flowmap.reporters.output import check_output, write_output
 
     for path in (dot, svg, png):  # every path checked before the first is written
         if path:
             check_output(path)
-    source = dot_source(view, instances=instances)
+    source = dot_reporter.report(view, dot_reporter.DotOptions(instances=instances))
     if dot:
         typer.echo(write_output(dot, source))
     if svg or png:
-        from flowmap.render.graphviz import write_image
+        from flowmap.reporters.graphviz import write_image
 
         for fmt, path in (("svg", svg), ("png", png)):
             if path:
@@ -79,7 +75,7 @@ def _write_graph(view: RunView, dot: str | None, svg: str | None, png: str | Non
 
 
 def _write_html(view: RunView, path: str | None) -> str:
-    from flowmap.render.html import write_html
+    from flowmap.reporters.html import write_html
 
     return write_html(view, path)
 

@@ -17,24 +17,19 @@ def report(
     width: Annotated[int | None, typer.Option("--width", metavar="COLUMNS", min=40, help="Lay the report out for this many columns (default: the terminal's, 80 when piped).")] = None,  # noqa: UP007
 ) -> None:
     """What to fix first: the run, its health and top findings, then the heaviest seams."""
-    from flowmap.model.document import report_document
-    from flowmap.model.run import load, resolve
+    from flowmap.model.open_view import open_view
 
-    r = load(resolve(run))
-    if project:
-        from flowmap.model.projection import project as project_run
-
-        r = project_run(r, project)
+    view = open_view(run, project)
     if as_json:
-        from flowmap.strict_json import dumps
+        from flowmap.reporters import json_document
 
-        sys.stdout.write(dumps(report_document(r.view), indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(json_document.report(view, json_document.JsonOptions()))
         return
     from rich.console import Console
 
-    from flowmap.report.terminal import TOP_FINDINGS, print_report
+    from flowmap.reporters.terminal import TOP_FINDINGS, print_report
 
-    print_report(r.view, Console(width=width) if width else None, top=None if show_all else top,
+    print_report(view, Console(width=width) if width else None, top=None if show_all else top,
                  findings=None if show_all else TOP_FINDINGS)
 
 

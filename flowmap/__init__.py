@@ -27,7 +27,7 @@ from flowmap.capture.api import (
 )
 from flowmap.capture.session import tracing
 
-# `flowmap.model.fold.DETAIL_HOPS`, written out: importing the model here would
+# `flowmap.read.fold.DETAIL_HOPS`, written out: importing the model here would
 # cost every traced child's start-up (tests/unit/test_streaming_read.py keeps them equal)
 DETAIL_HOPS = 100_000
 

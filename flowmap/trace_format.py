@@ -60,7 +60,7 @@ The other folded events follow the same rule for what a process records past
 its detail window, one line per (kind's key, step) and boundary: `X` is an
 `a` of send halves with their channel, `Y` counts the receive halves an
 owner took from a channel (the reader joins the two by channel, see
-flowmap/model/halves.py), `C` holds a counter's samples as count, sum,
+flowmap/read/halves.py), `C` holds a counter's samples as count, sum,
 least, largest and last value, `M` counts phase markers, and `D` counts
 drop events and the item ids they named. `step` is the process's step when
 they were recorded.
@@ -94,8 +94,8 @@ END = "end"
 
 # -- the event table -----------------------------------------------------------
 # Each event kind lists its fields after the kind, each with a field type that
-# the reader checks (`flowmap.model.validate`). To add a kind: add its letter
-# above, its row here, and a record builder in `flowmap.model.reader`. Fields
+# the reader checks (`flowmap.read.validate`). To add a kind: add its letter
+# above, its row here, and a record builder in `flowmap.read.reader`. Fields
 # from `OPTIONAL` on may be missing (older writers); extra fields are ignored
 # (newer minor writers); kinds not in the table are skipped.
 ID = "id"  # a new interned id: 0 <= int < MAX_ID

@@ -65,7 +65,7 @@ def _write_page(view: object, width: int, rows: int, page: str) -> int:
     from rich.terminal_theme import MONOKAI
     from rich.text import Text
 
-    from flowmap.report.terminal import report_lines
+    from flowmap.reporters.terminal import report_lines
 
     lines = report_lines(view, width)[:rows]  # type: ignore[arg-type]
     # one spare cell: rich folds a line that fills its console's width exactly, which

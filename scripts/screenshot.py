@@ -82,7 +82,7 @@ def _trace_trainer() -> str:
 
 def _render(run_path: str, page: str, seam_label: str | None, layout: str) -> tuple[str, str | None]:
     import flowmap
-    from flowmap.render.html import write_html
+    from flowmap.reporters.html import write_html
 
     run = flowmap.load(run_path)
     seams = list(run.seams.values())  # the page numbers seams s0, s1, ... in this order

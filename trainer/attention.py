@@ -19,8 +19,8 @@ from torch import Tensor, nn
 
 from flowmap.trainer.sparse_attention import LightningIndexer
 
-if TYPE_CHECKING:  # model.py builds attention from its config, and imports this module
-    from flowmap.trainer.model import ModelConfig
+if TYPE_CHECKING:
+    from flowmap.trainer.model_config import ModelConfig
 
 
 @dataclass(slots=True)

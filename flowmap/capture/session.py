@@ -231,7 +231,7 @@ def restore_environ(saved: dict[str, str | None]) -> None:
 def write_run_meta(run_dir: str, **fields: Any) -> None:
     """Create or update `run.json`, the run's small description (command, times, exit code)."""
     path = os.path.join(run_dir, tf.RUN_META)
-    from flowmap.model.run_meta import read_run_meta
+    from flowmap.read.run_meta import read_run_meta
 
     meta = read_run_meta(path)
     meta.update({"flowmap": "run", "schema": tf.SCHEMA_VERSION}, **fields)

@@ -8,8 +8,10 @@
     budgets.py     absolute limits on seams, counters, dropped items, the total
     selectors.py   seam addresses `src -> dst : name`, roles and globs
     gate.py        the whole check in one call (CLI and pytest plugin)
-    formats/       one module per output format
     pytest_plugin.py  `@pytest.mark.flowmap_budget`
+
+Their output formats (text, markdown, json, junit, github) are
+`flowmap.reporters.check_formats`.
 
 Reads the model only; never imports torch (tests/unit/test_check_no_torch.py).
 """

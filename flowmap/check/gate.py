@@ -32,13 +32,13 @@ class Options:
 
 def check(opts: Options) -> tuple[CheckReport, Snapshot]:
     """Returns the report and the run's snapshot (which `--update` writes)."""
-    from flowmap.model.run import load
+    from flowmap.model.open_view import open_view
 
     if opts.baseline is None and opts.budget is None:
         raise UsageError("nothing to check against; give --baseline FILE and/or --budget FILE")
     old = _baseline(opts)
     budget = budget_file.read(opts.budget) if opts.budget else None
-    run = load(opts.run).view
+    run = open_view(opts.run)
     snap = from_run(run, counters=bool(old and old.counters is not None))
     results = []
     if old is not None:
@@ -67,15 +67,10 @@ def load_side(path: str, project: str | None = None) -> Snapshot:
 
     `project` (`PRESET[@CONTEXT]`) scales the run's leaves with named dims first.
     """
-    from flowmap.model.run import load
+    from flowmap.model.open_view import open_view
 
     if os.path.isfile(path) and path.endswith(".json"):
         if project:
             raise UsageError(f"{path} is a baseline file; --project needs runs on both sides")
         return baseline_file.read(path)
-    run = load(path)
-    if project:
-        from flowmap.model.projection import project as project_run
-
-        run = project_run(run, project)
-    return from_run(run.view)
+    return from_run(open_view(path, project))

@@ -17,14 +17,15 @@ at every traced child's start-up.
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, cast
 
+from flowmap.capture import forksafe
+
 Callback = Callable[[ModuleType], None]
 
-_lock = threading.RLock()
+_lock = forksafe.lock(reentrant=True)  # a forked child finds it released
 _waiting: dict[str, list[Callback]] = {}
 _finder: _Finder | None = None
 

@@ -52,11 +52,10 @@ import inspect
 import itertools
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from flowmap.capture import state
+from flowmap.capture import forksafe, state
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.capture.session import restore_environ
 from flowmap.integrations import ray_refs
@@ -72,7 +71,7 @@ from flowmap.integrations.ray_callee import (
 OBJECT_STORE = ray_refs.OBJECT_STORE
 _FLOWMAP_VARS = ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "FLOWMAP_SEAMS")
 
-_install_lock = threading.Lock()
+_install_lock = forksafe.lock()
 _installed = False
 _actor_counts: dict[str, itertools.count[int]] = {}
 # The owner name of each actor this process created (actor id hex -> owner); bounded.

@@ -1,10 +1,10 @@
-"""Model: read traces, merge shards, aggregate once into the read model (`Run.view`).
+"""Model: a run's records (`flowmap.read`) aggregated once into the read model (`Run.view`).
 
 Never imports torch. See docs/architecture.md for the layers and the types.
 
-`Run`, `RunView` and `load` are loaded on first use: `flowmap trace` reads and
-writes `run.json` through `flowmap.model.run_meta` while the user's program
-runs, and importing the whole model there would cost every traced run ~20 ms.
+`Run`, `RunView` and `load` are loaded on first use: the text helpers
+(`flowmap.model.format`) and types are imported by outputs and checks that
+need no aggregation, and must not pay for the whole model.
 """
 
 from __future__ import annotations

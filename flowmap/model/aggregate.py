@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from flowmap.model.events import CounterFold, SeamStep
-from flowmap.model.reader import CounterSample, Drop, Hop, Leaf
 from flowmap.model.types import (
     CounterStats,
     Dim,
@@ -36,9 +34,10 @@ from flowmap.model.types import (
     Shape,
     role_of,
 )
+from flowmap.read.events import CounterFold, CounterSample, Drop, Hop, Leaf, SeamStep
 
 if TYPE_CHECKING:
-    from flowmap.model.run import Run
+    from flowmap.read.records import Records
 
 __all__ = ["HopSource", "counter_stats", "item_stats", "owner_stats", "percentile", "role_of",
            "seam_stats"]
@@ -265,11 +264,11 @@ class _Flow:
     hops_out: int = 0
 
 
-def owner_stats(run: Run) -> dict[str, OwnerStats]:
-    """`name -> OwnerStats`, sorted by name."""
+def owner_stats(run: Records, seams: Mapping[SeamKey, SeamStats]) -> dict[str, OwnerStats]:
+    """`name -> OwnerStats`, sorted by name: what flows in and out of each, by `seams`."""
     flows: dict[str, _Flow] = {}
     pids: dict[str, set[int]] = defaultdict(set)
-    for s in run.seams.values():
+    for s in seams.values():
         src, dst = flows.setdefault(s.src, _Flow()), flows.setdefault(s.dst, _Flow())
         src.bytes_out += s.total_bytes
         src.hops_out += s.hops
@@ -291,7 +290,7 @@ def owner_stats(run: Run) -> dict[str, OwnerStats]:
     }
 
 
-def counter_stats(run: Run) -> dict[str, CounterStats]:
+def counter_stats(run: Records) -> dict[str, CounterStats]:
     """`name -> CounterStats`, sorted by name.
 
     A fold (`trace --aggregate`) adds its count, sum, least and largest value
@@ -337,7 +336,7 @@ class _Life:
     events: list[ItemEvent]
 
 
-def item_stats(run: Run) -> ItemStats:
+def item_stats(run: Records) -> ItemStats:
     """Totals, drops by reason, and each item's life."""
     lives: dict[ItemId, _Life] = {}
     for h in run.hops:

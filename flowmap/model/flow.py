@@ -24,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from flowmap.model.events import Hop
+from flowmap.read.events import Hop
 
 _TENSORS = ("tensor", "ndarray")
 # The owner of code nobody named (`flowmap.capture.state.default_owner`): a script's driver.

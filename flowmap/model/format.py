@@ -11,19 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from flowmap.model.types import Dim, SeamKey, Shape
+from flowmap.model.types import Dim, SeamKey, Shape, seam_label
 from flowmap.units import fmt_bytes
 
 __all__ = [
     "as_dim", "as_shape", "fmt_bytes", "fmt_dim", "fmt_dims", "fmt_named_schema", "fmt_named_shape",
     "fmt_per_step", "fmt_schema", "leaf_label", "parse_seam_label", "role_label", "seam_label",
 ]
-
-
-def seam_label(key: SeamKey) -> str:
-    """`("rollout/0", "ready_buffer", "trajectory")` -> `rollout/0 -> ready_buffer : trajectory`."""
-    src, dst, name = key
-    return f"{src} -> {dst} : {name}"
 
 
 role_label = seam_label  # a role-level key reads the same: `rollout -> ready_buffer : trajectory`

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
-from flowmap.model.document import leaf_dict
+from flowmap.model.json_forms import leaf_dict
 from flowmap.model.pipeline import MAX_RESIDENT_POINTS
 from flowmap.model.types import Edge, Node
 

@@ -12,19 +12,42 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from flowmap.gc_pause import paused_gc
 from flowmap.model.aggregate import seam_stats
-from flowmap.model.events import DropFold, SeamStep
 from flowmap.model.format import seam_label
-from flowmap.model.reader import Drop, Hop
-from flowmap.model.run import paused_gc
-from flowmap.model.types import Edge, ItemId, Level, Node, Pipeline, SeamKey, SeamStats, role_of
+from flowmap.model.types import (
+    Edge,
+    ItemId,
+    Level,
+    Node,
+    OwnerStats,
+    Pipeline,
+    SeamKey,
+    SeamStats,
+    role_of,
+)
+from flowmap.read.events import Drop, DropFold, Hop, SeamStep
+from flowmap.read.records import Events
 
-if TYPE_CHECKING:
-    from flowmap.model.run import Run
+
+class PipelineSource(Protocol):
+    """What a pipeline is computed from: a run's aggregates and its events (a `RunView`)."""
+
+    @property
+    def seams(self) -> Mapping[SeamKey, SeamStats]: ...
+    @property
+    def owners(self) -> Mapping[str, OwnerStats]: ...
+    @property
+    def events(self) -> Events: ...
+    @property
+    def num_steps(self) -> int: ...
+    @property
+    def t0_ns(self) -> int: ...
+
 
 # Resident-item series are bucketed to at most this many points per node: a
 # chart needs the shape, and a million-hop run must not make a million points.
@@ -35,13 +58,13 @@ MAX_RESIDENT_POINTS = 256
 class _RoleHops:
     """The run's hops and drops with every owner replaced by its role (a `HopSource`)."""
 
-    hops: list[Hop]
-    seam_steps: list[SeamStep]
-    drops: list[Drop]
+    hops: Sequence[Hop]
+    seam_steps: Sequence[SeamStep]
+    drops: Sequence[Drop]
     num_steps: int
 
     @classmethod
-    def of(cls, run: Run) -> _RoleHops:
+    def of(cls, run: PipelineSource) -> _RoleHops:
         roles: dict[str, str] = {}
 
         def role(owner: str) -> str:
@@ -51,9 +74,10 @@ class _RoleHops:
             return r
 
         # `replace` keeps every field a hop has, whatever the reader adds later.
-        hops = [replace(h, src=role(h.src), dst=role(h.dst)) for h in run.hops]
-        folded = [replace(st, src=role(st.src), dst=role(st.dst)) for st in run.seam_steps]
-        drops = [replace(d, owner=role(d.owner)) for d in run.drops]
+        ev = run.events
+        hops = [replace(h, src=role(h.src), dst=role(h.dst)) for h in ev.hops]
+        folded = [replace(st, src=role(st.src), dst=role(st.dst)) for st in ev.seam_steps]
+        drops = [replace(d, owner=role(d.owner)) for d in ev.drops]
         return cls(hops, folded, drops, run.num_steps)
 
 
@@ -61,13 +85,13 @@ def _same(owner: str) -> str:
     return owner
 
 
-def build_pipeline(run: Run, level: Level) -> Pipeline:
+def build_pipeline(run: PipelineSource, level: Level) -> Pipeline:
     """The run's pipeline with one node per owner (`"owner"`) or per role (`"role"`)."""
-    with paused_gc():  # many small records, no cycles: see flowmap.model.run.paused_gc
+    with paused_gc():  # many small records, no cycles: see flowmap.gc_pause
         return _build(run, level)
 
 
-def _build(run: Run, level: Level) -> Pipeline:
+def _build(run: PipelineSource, level: Level) -> Pipeline:
     node_of: Callable[[str], str] = _same if level == "owner" else role_of
     seams = run.seams if level == "owner" else seam_stats(_RoleHops.of(run))
     instances = _instances(run, node_of)
@@ -88,17 +112,17 @@ def _build(run: Run, level: Level) -> Pipeline:
     )
 
 
-def _instances(run: Run, node_of: Callable[[str], str]) -> dict[str, list[str]]:
+def _instances(run: PipelineSource, node_of: Callable[[str], str]) -> dict[str, list[str]]:
     out: dict[str, set[str]] = defaultdict(set)
     for owner in run.owners:
         out[node_of(owner)].add(owner)
-    dropped: list[Drop | DropFold] = [*run.drops, *run.drop_folds]
+    dropped: list[Drop | DropFold] = [*run.events.drops, *run.events.drop_folds]
     for d in dropped:
         out[node_of(d.owner)].add(d.owner)
     return {k: sorted(out[k]) for k in sorted(out)}
 
 
-def _members(run: Run, node_of: Callable[[str], str]) -> dict[SeamKey, list[str]]:
+def _members(run: PipelineSource, node_of: Callable[[str], str]) -> dict[SeamKey, list[str]]:
     """Node-level seam -> the owner-level seam labels it merges."""
     out: dict[SeamKey, list[str]] = defaultdict(list)
     for key in sorted(run.seams):
@@ -108,7 +132,7 @@ def _members(run: Run, node_of: Callable[[str], str]) -> dict[SeamKey, list[str]
 
 
 def _node(name: str, instances: list[str], edges: list[tuple[SeamStats, tuple[str, ...]]],
-          run: Run, order: int, resident: list[tuple[float, int]]) -> Node:
+          run: PipelineSource, order: int, resident: list[tuple[float, int]]) -> Node:
     owners = [run.owners[o] for o in instances if o in run.owners]
     into = [s for s, _ in edges if s.dst == name]
     out = [s for s, _ in edges if s.src == name]
@@ -204,7 +228,7 @@ def _walk(
     return {n: i for i, n in enumerate(reversed(done))}, back
 
 
-def _residency(run: Run, node_of: Callable[[str], str]) -> dict[str, list[tuple[float, int]]]:
+def _residency(run: PipelineSource, node_of: Callable[[str], str]) -> dict[str, list[tuple[float, int]]]:
     """Items held by each node over time: +1 on arrival, -1 on leaving or being dropped.
 
     An item that is consumed where it ends (a trainer) never leaves: the
@@ -214,8 +238,8 @@ def _residency(run: Run, node_of: Callable[[str], str]) -> dict[str, list[tuple[
     series: dict[str, list[tuple[float, int]]] = defaultdict(list)
     t0 = run.t0_ns
     events: Iterator[tuple[int, int, Hop | Drop]] = heapq.merge(
-        ((h.t_ns, 0, h) for h in run.hops if h.items),
-        ((d.t_ns, 1, d) for d in run.drops if d.items),
+        ((h.t_ns, 0, h) for h in run.events.hops if h.items),
+        ((d.t_ns, 1, d) for d in run.events.drops if d.items),
         key=lambda e: (e[0], e[1]))
     for t_ns, _, ev in events:
         t = (t_ns - t0) / 1e9

@@ -23,10 +23,9 @@ from typing import Any
 import yaml
 
 from flowmap.errors import UsageError
-from flowmap.model.events import SeamStep
-from flowmap.model.reader import Hop, Leaf
 from flowmap.model.run import Run
 from flowmap.model.types import Dim, Projection
+from flowmap.read.events import Hop, Leaf, SeamStep
 
 PRESET_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets")
 _PRESET_KEYS = {"name", "description", "dims", "contexts", "default_context"}

@@ -12,25 +12,33 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Protocol
 
-from flowmap.model.events import Hop, SeamStep
-from flowmap.model.types import SeamKey, StepBin, StepBins, Totals
+from flowmap.gc_pause import paused_gc
+from flowmap.model.types import SeamKey, SeamStats, StepBin, StepBins, Totals
+from flowmap.read.events import Hop, SeamStep
+from flowmap.read.records import Events
 
-if TYPE_CHECKING:
-    from flowmap.model.run import Run
+
+class StepSource(Protocol):
+    """What step bins are counted from: a run's steps and events (a `RunView`)."""
+
+    @property
+    def steps(self) -> Sequence[int]: ...
+    @property
+    def events(self) -> Events: ...
+    @property
+    def t0_ns(self) -> int: ...
 
 
-def step_bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
+def step_bins(run: StepSource, seams: list[SeamKey], max_bins: int) -> StepBins:
     """Bytes and hops of each of `seams` (every seam of the run) per bin of consecutive steps."""
-    from flowmap.model.run import paused_gc
-
     with paused_gc():
         return _bins(run, seams, max_bins)
 
 
-def _bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
+def _bins(run: StepSource, seams: list[SeamKey], max_bins: int) -> StepBins:
     steps = run.steps
     nbins = max(1, min(len(steps), max_bins))
     bin_of = {st: i * nbins // len(steps) for i, st in enumerate(steps)}
@@ -40,7 +48,7 @@ def _bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
     t_lo = [math.inf] * nbins
     t_hi = [-math.inf] * nbins
     cur = 0
-    for h in _in_time_order(run):
+    for h in _in_time_order(run.events):
         if h.step is not None:
             cur = bin_of[h.step]
         n = index[(h.src, h.dst, h.name)]
@@ -75,28 +83,28 @@ def _bins(run: Run, seams: list[SeamKey], max_bins: int) -> StepBins:
     )
 
 
-def _in_time_order(run: Run) -> Iterator[Hop | SeamStep]:
-    if not run.seam_steps:
-        return iter(run.hops)
-    return heapq.merge(run.hops, run.seam_steps, key=lambda e: e.t_ns)
+def _in_time_order(events: Events) -> Iterator[Hop | SeamStep]:
+    if not events.seam_steps:
+        return iter(events.hops)
+    return heapq.merge(events.hops, events.seam_steps, key=lambda e: e.t_ns)
 
 
-def totals(run: Run) -> Totals:
+def totals(events: Events, seams: Mapping[SeamKey, SeamStats]) -> Totals:
     """All seams together; the heaviest step groups hops by their step (no step: one group)."""
     per_step: dict[int | None, int] = {}
     largest = 0
-    for h in run.hops:
+    for h in events.hops:
         per_step[h.step] = per_step.get(h.step, 0) + h.nbytes
         if h.nbytes > largest:
             largest = h.nbytes
-    for st in run.seam_steps:
+    for st in events.seam_steps:
         per_step[st.step] = per_step.get(st.step, 0) + st.nbytes_sum
         largest = max(largest, st.nbytes_max)
-    seams = run.seams.values()
+    stats = seams.values()
     return Totals(
-        total_bytes=sum(s.total_bytes for s in seams),
-        bytes_per_step_mean=sum(s.bytes_per_step_mean for s in seams),
+        total_bytes=sum(s.total_bytes for s in stats),
+        bytes_per_step_mean=sum(s.bytes_per_step_mean for s in stats),
         bytes_per_step_max=max(per_step.values(), default=0),
         max_hop_bytes=largest,
-        moved_bytes_per_step_mean=sum(s.moved_bytes_per_step for s in seams),
+        moved_bytes_per_step_mean=sum(s.moved_bytes_per_step for s in stats),
     )

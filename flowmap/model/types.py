@@ -37,6 +37,16 @@ def role_of(owner: str) -> str:
     return owner.split("/", 1)[0]
 
 
+def seam_label(key: SeamKey) -> str:
+    """`("rollout/0", "ready_buffer", "trajectory")` -> `rollout/0 -> ready_buffer : trajectory`.
+
+    The key's text form, kept with the key so that `SeamStats.label` and every
+    output (through `flowmap.model.format`) spell a seam the same way.
+    """
+    src, dst, name = key
+    return f"{src} -> {dst} : {name}"
+
+
 @dataclass(frozen=True, slots=True)
 class LeafStats:
     """A leaf path of a seam's payload, merged over every hop that carried it."""
@@ -86,7 +96,7 @@ class SeamStats:
     residency_max_s: float | None
     items: int  # item ids carried, summed over hops
     hop_bytes: tuple[int, ...]  # each kept hop's bytes, in time order (for histograms)
-    # (mean bytes per hop, hops) of each folded step (`flowmap.model.fold`), in time order
+    # (mean bytes per hop, hops) of each folded step (`flowmap.read.fold`), in time order
     folded_bytes: tuple[tuple[int, int], ...] = ()
 
     @property
@@ -111,8 +121,6 @@ class SeamStats:
 
     @property
     def label(self) -> str:
-        from flowmap.model.format import seam_label
-
         return seam_label(self.key)
 
     @property
@@ -188,7 +196,7 @@ class Detail:
     steps: tuple[int, ...]  # steps every hop of which was kept
     num_steps: int  # the "per step" denominator of figures read from kept hops: at least 1
     # Queues several owners read, whose folded messages were shared out among them by
-    # count (`model/halves.py`): hops per reader exact, bytes apportioned.
+    # count (`read/halves.py`): hops per reader exact, bytes apportioned.
     shared_channels: tuple[str, ...] = ()
 
     @property

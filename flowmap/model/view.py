@@ -2,9 +2,12 @@
 
 memray aggregates once and lets each reporter read the result; this is that
 result for flowmap. `build_view(run)` (or `run.view`) computes the seams,
-owners, counters, items and totals once; the parts only some outputs read —
-the pipeline (owner and role level), findings — are computed on first use and
-then kept, so `report --json` never pays for a layout's residency series. Every output is one function of a
+owners, counters, items and totals once, from the run's records and
+aggregates, and keeps no pointer back to the run; the parts only some outputs
+read — the pipeline (owner and role level), step bins — are computed from the
+view's own figures and events on first use and then kept, so `report --json`
+never pays for a layout's residency series. Findings are computed over the
+view, by `flowmap.findings`, the layer above. Every output is one function of a
 `RunView`: the terminal report, `report --json` (`to_document`), DOT, HTML,
 Perfetto, the check snapshot. None of them aggregates on its own, and none of
 them reads networkx: `flowmap.model.graph` builds a networkx graph from the
@@ -22,13 +25,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from flowmap.model.events import CounterFold, DropFold, MarkFold, SeamStep
+from flowmap.gc_pause import paused_gc
 from flowmap.model.flow import UNNAMED_DRIVER, Flow, build_flow, star_center
 from flowmap.model.pipeline import build_pipeline
-from flowmap.model.reader import CounterSample, Drop, Hop, Mark, Shard
-from flowmap.model.run import paused_gc
 from flowmap.model.steps import step_bins, totals
 from flowmap.model.types import (
     CounterStats,
@@ -43,25 +44,49 @@ from flowmap.model.types import (
     StepBins,
     Totals,
 )
+from flowmap.read.events import Hop, SeamStep
+from flowmap.read.records import Events
 
-if TYPE_CHECKING:
-    from flowmap.model.findings import Finding
-    from flowmap.model.run import Run
+__all__ = ["Events", "RunView", "ViewSource", "build_view"]
 
 
-@dataclass(frozen=True, slots=True)
-class Events:
-    """The run's records on one clock, each list sorted by time."""
+class ViewSource(Protocol):
+    """What a view is built from: a run's records (`flowmap.read.records`) and its aggregates."""
 
-    shards: Sequence[Shard]
-    hops: Sequence[Hop]
-    counter_samples: Sequence[CounterSample]
-    marks: Sequence[Mark]
-    drops: Sequence[Drop]
-    seam_steps: Sequence[SeamStep] = ()  # hops folded per seam and step, past the detail window
-    counter_folds: Sequence[CounterFold] = ()  # the same for counter samples, marks and drops
-    mark_folds: Sequence[MarkFold] = ()
-    drop_folds: Sequence[DropFold] = ()
+    @property
+    def path(self) -> str: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def projection(self) -> Projection | None: ...
+    @property
+    def steps(self) -> list[int]: ...
+    @property
+    def num_steps(self) -> int: ...
+    @property
+    def num_hops(self) -> int: ...
+    @property
+    def t0_ns(self) -> int: ...
+    @property
+    def hops(self) -> Sequence[Hop]: ...
+    @property
+    def seam_steps(self) -> Sequence[SeamStep]: ...
+    @property
+    def shared_channels(self) -> list[str]: ...
+    @property
+    def meta(self) -> dict[str, Any]: ...
+    @property
+    def events(self) -> Events: ...
+    @property
+    def seams(self) -> dict[SeamKey, SeamStats]: ...
+    @property
+    def owners(self) -> dict[str, OwnerStats]: ...
+    @property
+    def counters(self) -> dict[str, CounterStats]: ...
+    @property
+    def items(self) -> ItemStats: ...
+    @property
+    def health(self) -> Health: ...
 
 
 @dataclass(frozen=True)
@@ -84,7 +109,6 @@ class RunView:
     health: Health
     detail: Detail
     events: Events = field(repr=False)
-    _run: Run = field(repr=False, compare=False)
     exit_code: int | None = None  # the traced program's, from run.json; None: not recorded
 
     @property
@@ -104,7 +128,7 @@ class RunView:
     @cached_property
     def pipeline(self) -> Pipeline:
         """Owners in pipeline order, back edges marked, each owner's resident items over time."""
-        return build_pipeline(self._run, "owner")
+        return build_pipeline(self, "owner")
 
     @property
     def has_steps(self) -> bool:
@@ -129,14 +153,7 @@ class RunView:
     @cached_property
     def roles(self) -> Pipeline:
         """The pipeline with instances merged into roles (`rollout ×2`), seams re-aggregated."""
-        return build_pipeline(self._run, "role")
-
-    @cached_property
-    def findings(self) -> tuple[Finding, ...]:
-        """Where bytes could be saved, most bytes per step first (`flowmap.model.findings`)."""
-        from flowmap.model.findings import findings
-
-        return tuple(findings(self))
+        return build_pipeline(self, "role")
 
     @cached_property
     def seams_by_label(self) -> Mapping[str, SeamStats]:
@@ -145,20 +162,20 @@ class RunView:
 
     def step_bins(self, max_bins: int) -> StepBins:
         """Per seam bytes and hops in at most `max_bins` bins of consecutive steps."""
-        return step_bins(self._run, list(self.seams), max_bins)
+        return step_bins(self, list(self.seams), max_bins)
 
     def pipeline_at(self, instances: bool) -> Pipeline:
         """One node per owner (`instances=True`) or per role."""
         return self.pipeline if instances else self.roles
 
 
-def build_view(run: Run) -> RunView:
-    """The read model of `run`. Prefer `run.view`, which builds it once per run."""
+def build_view(run: ViewSource) -> RunView:
+    """The read model of `run`, built whole. Prefer `run.view`, which builds it once per run."""
     with paused_gc():
         return _build(run)
 
 
-def _build(run: Run) -> RunView:
+def _build(run: ViewSource) -> RunView:
     return RunView(
         path=run.path,
         truncated=run.truncated,
@@ -173,17 +190,15 @@ def _build(run: Run) -> RunView:
         owners=run.owners,
         counters=run.counters,
         items=run.items,
-        totals=totals(run),
+        totals=totals(run.events, run.seams),
         health=run.health,
         detail=_detail(run),
-        events=Events(run.shards, run.hops, run.counter_samples, run.marks, run.drops,
-                      run.seam_steps, run.counter_folds, run.mark_folds, run.drop_folds),
+        events=run.events,
         exit_code=run.meta.get("exit_code") if type(run.meta.get("exit_code")) is int else None,
-        _run=run,
     )
 
 
-def _detail(run: Run) -> Detail:
+def _detail(run: ViewSource) -> Detail:
     folded_hops = sum(st.hops for st in run.seam_steps)
     if not run.seam_steps:
         return Detail(False, len(run.hops), 0, tuple(run.steps), run.num_steps)

@@ -21,12 +21,12 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-import threading
 import types
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from flowmap.capture import forksafe
 from flowmap.integrations import importhook
 from flowmap.seams.spec import SeamMap, SeamSpec
 from flowmap.seams.wrapper import MARKER, wrap
@@ -41,7 +41,7 @@ class Patcher:
         self, seam_map: SeamMap, on_outcome: Callable[[str, str | None], None] | None = None
     ) -> None:
         self.seam_map = seam_map
-        self.lock = threading.Lock()
+        self.lock = forksafe.lock()
         self.patched: set[str] = set()
         self.failed: dict[str, str] = {}  # target -> why it could not be patched
         self._on_outcome = on_outcome

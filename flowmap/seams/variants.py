@@ -21,9 +21,8 @@ import weakref
 from types import FrameType
 from typing import Any
 
-import flowmap
-
-_FLOWMAP_DIR = os.path.dirname(os.path.abspath(flowmap.__file__)) + os.sep
+# flowmap's own frames (the wrapper, calls) stand between a seam and its caller
+_FLOWMAP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 GRAD = "grad"
 
 

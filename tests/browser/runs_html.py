@@ -18,8 +18,8 @@ import os
 import numpy as np
 
 import flowmap
-from flowmap.model.reader import CounterSample, Drop, Hop, Leaf, Shard
 from flowmap.model.run import Run
+from flowmap.read.reader import CounterSample, Drop, Hop, Leaf, Shard
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 HOSTILE_SCRIPT = "</script><script>alert(2)</script>"

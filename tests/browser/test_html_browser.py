@@ -17,7 +17,7 @@ from browser.chromium import find_chromium
 from browser.runs_html import HOSTILE, HOSTILE_SCRIPT, write_rl_run
 
 import flowmap
-from flowmap.render.html import write_html
+from flowmap.reporters.html import write_html
 
 pytestmark = pytest.mark.slow
 

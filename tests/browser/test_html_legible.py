@@ -12,7 +12,7 @@ import pytest
 from browser.chromium import find_chromium
 
 import flowmap
-from flowmap.render.html import write_html
+from flowmap.reporters.html import write_html
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,9 @@ from browser.chromium import find_chromium
 from browser.runs_html import write_rl_run
 
 import flowmap
+from flowmap.findings import findings
 from flowmap.model.format import fmt_bytes
-from flowmap.render.html import write_html
+from flowmap.reporters.html import write_html
 from flowmap.units import fmt_count
 
 pytestmark = pytest.mark.slow
@@ -67,7 +68,7 @@ def test_findings_follow_the_search_and_the_step_range(browser, page_path):
               " q.dispatchEvent(new Event('input')); })()")
     shown = page.eval("Array.from(document.querySelectorAll('#findings li.finding:not(.hidden)'))"
                       ".map(li => li.textContent)")
-    expect = [f for f in run.view.findings if any("weight" in s for s in f.seams)]
+    expect = [f for f in findings(run.view) if any("weight" in s for s in f.seams)]
     assert 0 < len(shown) == len(expect) < total
     page.eval("(function () { var q = document.getElementById('search'); q.value = 'no such seam';"
               " q.dispatchEvent(new Event('input')); })()")
@@ -79,7 +80,7 @@ def test_a_findings_badge_reads_the_figure_its_message_gives(browser, page_path)
     page = browser.open_report(path)
     shown = page.eval("Array.from(document.querySelectorAll('#findings li.finding')).map("
                       "li => [li.querySelector('b').textContent, li.querySelector('.msg').textContent])")
-    assert len(shown) == len(run.view.findings) > 1
+    assert len(shown) == len(findings(run.view)) > 1
     for figure, message in shown:
         assert figure.endswith("/step") and figure in message, (figure, message)
 

@@ -15,7 +15,7 @@ import sys
 import textwrap
 
 from flowmap.capture.session import child_environment
-from flowmap.model.shards import shard_paths
+from flowmap.read.shards import shard_paths
 
 
 def _child(tmp_path, code: str) -> dict[str, object]:

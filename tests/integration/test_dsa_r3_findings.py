@@ -14,7 +14,7 @@ from pathlib import Path
 from runs import ShardWriter, tensor
 
 import flowmap
-from flowmap.model.findings import findings
+from flowmap.findings import findings
 
 DIMS = ("tokens", "layers", "index_topk")
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import flowmap
+from flowmap.findings import findings
 
 pytestmark = [
     pytest.mark.slow,
@@ -233,7 +234,7 @@ def test_work_inside_a_call_runs_as_the_role_and_rank(runs):
 
 def test_findings_raise_no_false_duplicates(runs):
     for run in runs.values():
-        dup = [f for f in run.view.findings if f.kind == "duplicate"]
+        dup = [f for f in findings(run.view) if f.kind == "duplicate"]
         # the one true duplicate: ONE_TO_ALL sends the held-out set to both ranks
         assert [f.seams for f in dup] == [[f"driver -> actor_rollout/{r} : evaluate"
                                            for r in range(WORLD)]], dup

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from flowmap.check.formats import check_renderer, github
 from flowmap.check.result import CheckReport, Result
 from flowmap.errors import UsageError
+from flowmap.reporters.check_formats import check_renderer, github
 
 BATCH = "batcher -> trainer/rank0 : batch"
 
 
 @pytest.fixture
 def report() -> CheckReport:
+    return sample_report()
+
+
+def sample_report() -> CheckReport:
     return CheckReport(
         [
             Result("baseline", "a -> b : ok", "ok", "bytes/step 1.00 KiB -> 1.00 KiB (+0 %; ...)",
@@ -98,9 +105,30 @@ def test_text_ends_with_the_verdict(report):
     assert text.splitlines()[-1] == "flowmap check FAILED: 2 regressions, 1 gone seam, 2 within limits"
 
 
-def test_renderers_are_deterministic(report):
-    for fmt in ("text", "markdown", "json", "junit", "github"):
-        assert check_renderer(fmt)(report) == check_renderer(fmt)(report)
+def _render_in_a_fresh_process(hash_seed: str) -> str:
+    """Every check format of `sample_report()`, rendered by a new interpreter with this hash seed."""
+    code = (
+        "import json, runpy, sys\n"
+        "from flowmap.reporters.check_formats import CHECK_FORMATS, check_renderer\n"
+        "report = runpy.run_path(sys.argv[1])['sample_report']()\n"
+        "sys.stdout.write(json.dumps({f: check_renderer(f)(report) for f in CHECK_FORMATS}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    env["PYTHONHASHSEED"] = hash_seed
+    done = subprocess.run([sys.executable, "-c", code, __file__], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_renderers_are_deterministic():
+    """Two interpreters with different string hashes write the same bytes in every format.
+
+    One process rendering twice would hide an order taken from a set or a hash.
+    """
+    first, second = _render_in_a_fresh_process("1"), _render_in_a_fresh_process("2")
+    assert set(json.loads(first)) == {"text", "markdown", "json", "junit", "github"}
+    assert first == second
 
 
 def test_unknown_format_is_a_usage_error():

@@ -9,8 +9,8 @@ MODULES = [
     "flowmap.check", "flowmap.check.baseline", "flowmap.check.budget_file", "flowmap.check.budgets",
     "flowmap.check.compare", "flowmap.check.diff", "flowmap.check.gate", "flowmap.check.result",
     "flowmap.check.selectors", "flowmap.check.snapshot", "flowmap.check.tolerance", "flowmap.check.yaml_lines",
-    "flowmap.check.pytest_plugin", "flowmap.check.formats.text", "flowmap.check.formats.markdown",
-    "flowmap.check.formats.jsondoc", "flowmap.check.formats.junit", "flowmap.check.formats.github",
+    "flowmap.check.pytest_plugin", "flowmap.reporters.check_formats.text", "flowmap.reporters.check_formats.markdown",
+    "flowmap.reporters.check_formats.jsondoc", "flowmap.reporters.check_formats.junit", "flowmap.reporters.check_formats.github",
     "flowmap.cli.baseline", "flowmap.cli.check", "flowmap.cli.diff",
 ]
 

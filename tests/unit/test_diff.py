@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from flowmap.check.diff import diff_snapshots
-from flowmap.check.formats import diff_renderer
 from flowmap.check.snapshot import LeafShot, SeamShot, Snapshot
+from flowmap.reporters.check_formats import diff_renderer
 
 
 def seam(src, dst, name, leaves, hops=1.0, transports=("ref",)):

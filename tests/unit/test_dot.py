@@ -14,7 +14,7 @@ from runs import HOSTILE, RLRunSpec, write_rl_run
 
 import flowmap
 from flowmap.model.graph import build_graph
-from flowmap.render.dot import dot_source, quote
+from flowmap.reporters.dot import dot_source, quote
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "test_dot_golden.rl_run.dot")
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot not installed")

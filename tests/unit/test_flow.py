@@ -7,8 +7,8 @@ THEN a stage whose output is a later stage's input feeds it directly, in the ord
 
 from __future__ import annotations
 
-from flowmap.model.events import Hop, Leaf
 from flowmap.model.flow import build_flow
+from flowmap.read.events import Hop, Leaf
 
 
 class Script:

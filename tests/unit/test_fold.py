@@ -17,7 +17,7 @@ from seam_figures import detail_hops, seam_figures, seam_steps
 import flowmap
 from flowmap import trace_format as tf
 from flowmap.capture import fold
-from flowmap.model.shards import read_run_shards
+from flowmap.read.shards import read_run_shards
 
 FUZZ = settings(max_examples=15, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -292,8 +292,8 @@ def test_counters_marks_and_drops_fold_to_the_full_figures(tmp_path):
     assert drops == [(s, 3, 1 + 2 + 3) for s in range(1, 10)]
     assert sum(len(d.items) for d in sh.drops) == 6  # the detail window, ids and all
     # Perfetto draws them: a marker instant per fold, a drop instant with its counts
-    from flowmap.export.perfetto import perfetto_trace
     from flowmap.model.view import build_view
+    from flowmap.reporters.perfetto import perfetto_trace
 
     events = perfetto_trace(build_view(agg))["traceEvents"]
     assert sum(e.get("name") == "push (x12)" for e in events) == 9

@@ -131,11 +131,11 @@ def test_readers_of_the_model_never_import_torch(tmp_path):
         import sys
         import flowmap
         from flowmap.model.graph import build_graph
-        from flowmap.model.findings import findings
-        from flowmap.render.dot import dot_source
-        from flowmap.render import graphviz
-        from flowmap.export.perfetto import perfetto_trace
-        from flowmap.report.document import report_document
+        from flowmap.findings import findings
+        from flowmap.reporters.dot import dot_source
+        from flowmap.reporters import graphviz
+        from flowmap.reporters.perfetto import perfetto_trace
+        from flowmap.reporters.json_document import report_document
         import flowmap.cli.render, flowmap.cli.export
         run = flowmap.load({run_dir!r})
         view = run.view

@@ -12,17 +12,17 @@ from browser.runs_html import HOSTILE, HOSTILE_SCRIPT, synthetic_run, write_rl_r
 
 import flowmap
 from flowmap.errors import FlowmapError, UsageError
-from flowmap.model.reader import CounterSample, Shard
 from flowmap.model.run import Run
-from flowmap.render.html import embed_json, render_html, write_html
-from flowmap.render.html_data import (
+from flowmap.read.reader import CounterSample, Shard
+from flowmap.reporters.html import embed_json, render_html, write_html
+from flowmap.reporters.html_data import (
     chart_groups,
     downsample,
     html_document,
     size_histogram,
 )
 
-ASSETS = os.path.join(os.path.dirname(flowmap.__file__), "render", "assets")
+ASSETS = os.path.join(os.path.dirname(flowmap.__file__), "reporters", "assets")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_embed_json_escapes_every_character_that_matters_in_a_script_element():
 
 
 def test_script_writes_text_never_markup():
-    from flowmap.render.html import _script
+    from flowmap.reporters.html import _script
 
     js = _script()  # flowmap.js with its parts (graph.js, details.js, charts.js) included
     parts = [n for n in os.listdir(ASSETS) if n.endswith(".js") and n != "flowmap.js"]
@@ -252,7 +252,7 @@ def test_rendering_never_imports_torch(rl_run):
     import subprocess
     import sys
 
-    code = ("import sys, flowmap; from flowmap.render.html import render_html; "
+    code = ("import sys, flowmap; from flowmap.reporters.html import render_html; "
             f"render_html(flowmap.load({rl_run.path!r}).view); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

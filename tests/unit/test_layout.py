@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from flowmap.render.layout import EdgeSpec, Layout, NodeSpec, layout_graph
+from flowmap.reporters.layout import layout_graph
+from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 
 RL = [
     ("dataset", "driver"), ("driver", "rollout/0"), ("driver", "rollout/1"),

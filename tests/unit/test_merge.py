@@ -8,7 +8,7 @@ import pytest
 
 import flowmap
 from flowmap.errors import UsageError
-from flowmap.model.merge import merge_runs
+from flowmap.read.merge import merge_runs
 
 
 def write_shard(run_dir, host: str, pid: int, t0_mono_ns: int, t0_wall_ns: int, hop_us: int):

@@ -19,7 +19,7 @@ from runs import (
 )
 
 import flowmap
-from flowmap.export.perfetto import perfetto_trace, write_perfetto
+from flowmap.reporters.perfetto import perfetto_trace, write_perfetto
 
 
 @pytest.fixture(scope="module")

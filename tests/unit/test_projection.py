@@ -8,7 +8,7 @@ import torch
 import flowmap
 from flowmap.errors import UsageError
 from flowmap.model.projection import builtin_presets, load_preset, parse_spec, project
-from flowmap.report.document import report_document
+from flowmap.reporters.json_document import report_document
 
 
 def replay_run(tmp_path):

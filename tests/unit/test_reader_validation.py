@@ -8,7 +8,7 @@ import pytest
 
 import flowmap
 from flowmap import trace_format as tf
-from flowmap.model.validate import CHECKS
+from flowmap.read.validate import CHECKS
 
 S = {0: "a", 1: "b", 2: "ref"}
 SC = {0: ()}

@@ -13,7 +13,7 @@ import os
 from runs import write_rl_run
 
 import flowmap
-from flowmap.report.document import report_document
+from flowmap.reporters.json_document import report_document
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "test_report_golden.rl_run.json")
 

@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 
 import flowmap
 from flowmap.cli.main import app
+from flowmap.findings import findings
 from flowmap.model.format import fmt_bytes, fmt_per_step
-from flowmap.report.layout import shorten_parts, wrap
-from flowmap.report.terminal import TOP_FINDINGS, TOP_SEAMS, print_report
+from flowmap.reporters.columns import shorten_parts, wrap
+from flowmap.reporters.terminal import TOP_FINDINGS, TOP_SEAMS, print_report
 
 SCREEN = 24  # rows of a default terminal: the findings must start on it
 
@@ -44,7 +45,7 @@ def test_findings_come_first_with_their_bytes(view, width):
     head = next(i for i, ln in enumerate(lines) if ln.startswith("Findings"))
     assert head < SCREEN
     assert head < next(i for i, ln in enumerate(lines) if ln.startswith("Seams"))
-    top = view.findings[0]
+    top = findings(view)[0]
     assert fmt_per_step(top.bytes_per_step) in lines[head + 1]
 
 
@@ -109,7 +110,7 @@ def test_cli_top_and_all(tmp_path):
     assert max(cell_len(ln) for ln in every.output.splitlines()) <= 100
     bad = runner.invoke(app, ["report", path, "--top", "0"])
     assert bad.exit_code == 2
-    if len(flowmap.load(path).view.findings) > TOP_FINDINGS:
+    if len(findings(flowmap.load(path).view)) > TOP_FINDINGS:
         assert "--all shows every one" in top.output
 
 

@@ -18,14 +18,14 @@ from flowmap.check.compare import compare
 from flowmap.check.diff import diff_snapshots
 from flowmap.check.snapshot import from_run
 from flowmap.check.tolerance import DEFAULT_TOLERANCE
-from flowmap.export.perfetto import perfetto_trace
-from flowmap.model.document import report_document
-from flowmap.model.fold import FINISH_STEP_FACTOR, fold_hops
-from flowmap.model.reader import read_shard
 from flowmap.model.run import Run, load
-from flowmap.model.shards import read_run_shards, shard_paths
-from flowmap.render.html import write_html
-from flowmap.report.terminal import report_lines
+from flowmap.read.fold import FINISH_STEP_FACTOR, fold_hops
+from flowmap.read.reader import read_shard
+from flowmap.read.shards import read_run_shards, shard_paths
+from flowmap.reporters.html import write_html
+from flowmap.reporters.json_document import report_document
+from flowmap.reporters.perfetto import perfetto_trace
+from flowmap.reporters.terminal import report_lines
 
 EXACT = ("hops", "total_bytes", "min_bytes", "max_bytes", "bytes_per_step_mean",
          "bytes_per_step_max", "hops_per_step", "hops_per_step_max", "transports", "items",
@@ -179,6 +179,6 @@ def test_a_batch_with_escaped_surrogates_folds_the_same(tmp_path: str) -> None:
 
 def test_load_keeps_the_readers_detail_window_by_default() -> None:
     import flowmap
-    from flowmap.model import fold
+    from flowmap.read import fold
 
     assert flowmap.DETAIL_HOPS == fold.DETAIL_HOPS

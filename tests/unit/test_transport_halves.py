@@ -1,10 +1,10 @@
-"""Joining send and receive halves into hops (`flowmap.model.halves`), on hand-made halves."""
+"""Joining send and receive halves into hops (`flowmap.read.halves`), on hand-made halves."""
 
 from __future__ import annotations
 
-from flowmap.model.events import SeamStep
-from flowmap.model.halves import ReceiveFold, ReceiveHalf, SendFold, SendHalf, join, join_run
-from flowmap.model.reader import Hop, Shard
+from flowmap.read.events import SeamStep
+from flowmap.read.halves import ReceiveFold, ReceiveHalf, SendFold, SendHalf, join, join_run
+from flowmap.read.reader import Hop, Shard
 
 
 def shard(pid: int, *halves) -> Shard:

@@ -6,7 +6,7 @@ payload, the receiver knows who it is. When one side cannot learn the other
 send half carries the payload's description, the receive half only who got
 it; both carry the channel and a message key (a digest of the bytes that
 crossed, or a sequence number), and the reader joins them into hops
-(`flowmap.model.halves`). Hops whose both ends are known (collectives) are
+(`flowmap.read.halves`). Hops whose both ends are known (collectives) are
 plain hop events, written with the byte count the transport moved.
 
 These functions format lines with the tracer's own interning (under its
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowmap import trace_format as tf
-from flowmap.capture import state
+from flowmap.capture import describe_lazy, state
 from flowmap.capture.tracer import Tracer
 
 if TYPE_CHECKING:
@@ -37,9 +37,7 @@ def describe(payload: Any) -> Description:
     """`payload` described. The describers are imported at the first message, not
     when the hook is armed: importing torch or multiprocessing arms a hook in every
     traced child, and most of those children never send a message."""
-    from flowmap.capture.describe import describe as loaded
-
-    return loaded(payload)
+    return describe_lazy.describe(payload, None)
 # A message key digests the head and the tail of the bytes and their length:
 # bounded cost for a GB pickle, and two messages on one channel that agree
 # there and differ only in the middle are matched in send order anyway.

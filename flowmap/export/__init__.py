@@ -1,1 +1,0 @@
-"""Exporters: the run in other tools' formats (Perfetto / Chrome Trace Event JSON)."""

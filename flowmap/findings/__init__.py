@@ -1,0 +1,77 @@
+"""Findings: where bytes could be saved, ranked by the bytes at stake per step.
+
+One detector per module, each a function of the `RunView` (its seams, and
+its events where identity matters: storages, items). flowmap sees metadata
+only — shapes, dtypes, sizes, storage addresses, item ids — never tensor
+values, so every figure here is either counted from the trace or an estimate
+whose method is written in docs/findings.md. They read the view and nothing else:
+`findings(run.view)` lists them; the reporters call it for the view they show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from flowmap.findings import (
+    dropped,
+    duplicates,
+    heaviest,
+    padding,
+    pass_through,
+    serialisation,
+)
+from flowmap.findings.common import (
+    DROPPED,
+    DUPLICATE,
+    HEAVIEST,
+    KINDS,
+    PADDING,
+    PASS_THROUGH,
+    SERIALISATION,
+    STEPPED,
+    Finding,
+)
+from flowmap.gc_pause import paused_gc
+
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
+
+__all__ = ["DROPPED", "DUPLICATE", "HEAVIEST", "KINDS", "MAX_PER_KIND", "PADDING", "PASS_THROUGH",
+           "SERIALISATION", "Finding", "findings"]
+
+# Detectors that can fire once per seam keep their heaviest few: a findings
+# list is a to-do list, not a second copy of the seam table.
+MAX_PER_KIND = 5
+DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
+    heaviest.detect, pass_through.detect, dropped.detect, padding.detect, duplicates.detect,
+    serialisation.detect,
+)
+
+
+def findings(view: RunView) -> list[Finding]:
+    """Every finding of the run, most bytes per step first (ties by kind, then seams)."""
+    out: list[Finding] = []
+    token = STEPPED.set(view.has_steps)
+    try:
+        with paused_gc():  # the detectors build many small records that hold no cycles
+            for detect in DETECTORS:
+                found = sorted(detect(view), key=_rank)
+                out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > 0)
+    finally:
+        STEPPED.reset(token)
+    return sorted(_without_repeats(out), key=_rank)
+
+
+def _without_repeats(found: list[Finding]) -> list[Finding]:
+    """Drop a `heaviest` finding whose seams another finding already names with a fix.
+
+    "this seam is heavy" adds nothing next to "this seam is heavy because it
+    is pickled / passed through / padded": the to-do list says it once.
+    """
+    named = {seam for f in found if f.kind != HEAVIEST for seam in f.seams}
+    return [f for f in found if f.kind != HEAVIEST or not set(f.seams) <= named]
+
+
+def _rank(f: Finding) -> tuple[float, str, list[str]]:
+    return (-f.bytes_per_step, f.kind, f.seams)

@@ -1,0 +1,132 @@
+"""Payloads that enter a middle role and leave it unchanged.
+
+Evidence, strongest first: the leaving hop's storages all arrived at that
+role earlier in the same process (the very same tensors travel on); or the
+leaf schema in and out is the same once list folding (`[*]`) is ignored, and
+there were enough arrivals to feed the departures. Leaves repacked on the way
+are followed separately (`leaf_chains`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from flowmap.findings import leaf_chains
+from flowmap.findings.common import (
+    PASS_THROUGH,
+    Finding,
+    RoleKey,
+    norm_path,
+    per_step,
+    role_key,
+    role_seams,
+)
+from flowmap.model.types import ARRAY_KINDS, SeamKey, SeamStats
+
+if TYPE_CHECKING:
+    from flowmap.model.view import RunView
+
+
+def detect(view: RunView) -> list[Finding]:
+    groups = role_seams(view)
+    matched = _storage_matches(view)
+    signature = {k: _signature(v) for k, v in groups.items()}
+    out = []
+    middles: set[str] = set()
+    for a, in_seams in groups.items():
+        for b, out_seams in groups.items():
+            middle = a[1]
+            if b[0] != middle or a[0] == middle or b[1] == middle or a[0] == b[1]:
+                continue
+            # bytes at stake are bytes moved: a `ref` hop handed over a Python reference
+            if matched.get((a, b)):
+                evidence = "same storage"
+                bps = min(matched[(a, b)] / view.detail.num_steps, _bps(in_seams) + _bps(out_seams))
+            elif signature[a] and signature[a] == signature[b] and _fed_by(in_seams, out_seams):
+                evidence = "same leaf schema"
+                bps = min(_bps(in_seams), _bps(out_seams))
+            else:
+                continue
+            labels = sorted(s.label for s in in_seams + out_seams)
+            middles.add(middle)
+            out.append(Finding(
+                PASS_THROUGH, labels, bps,
+                f"`{a[2]}` passes through {middle} unchanged ({evidence}) on its way from "
+                f"{a[0]} to {b[1]}: send it {a[0]} -> {b[1]} directly, or hand {middle} a "
+                f"handle instead of {per_step(bps)}.",
+            ))
+    return out + leaf_chains.detect(view, middles)
+
+
+def _fed_by(in_seams: list[SeamStats], out_seams: list[SeamStats]) -> bool:
+    """Could every departure be an arrival sent on (fan-out allowed)?
+
+    Weights that arrive once and then leave every step, updated in place, have
+    the same schema in and out but are state, not a payload passing through.
+    """
+    hops_in = sum(s.hops for s in in_seams)
+    hops_out = sum(s.hops for s in out_seams)
+    return hops_out <= hops_in * len({s.dst for s in out_seams})
+
+
+def _bps(seams: list[SeamStats]) -> float:
+    """Bytes moved per step (not payload size: `ref` hops copy nothing)."""
+    return sum(s.moved_bytes_per_step for s in seams)
+
+
+def _signature(seams: list[SeamStats]) -> frozenset[tuple[str, str, str]]:
+    """What a payload is made of, ignoring sizes and list folding; empty if it holds no bytes."""
+    sig = frozenset(
+        (norm_path(leaf.path), leaf.kind, leaf.dtype)
+        for s in seams for leaf in s.leaves if leaf.total_bytes
+    )
+    return sig if any(k in ARRAY_KINDS or k in ("bytes", "str") for _, k, _ in sig) else frozenset()
+
+
+@dataclass(slots=True)
+class _Arrival:
+    """A storage's arrival at a role: the role-level seam it came by, the seams it left by."""
+
+    came_by: RoleKey
+    left_by: set[SeamKey] | None = None
+
+
+def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
+    """Bytes of hops leaving a role whose storages all arrived at that role, by seam pair.
+
+    An arrival is matched once per outgoing owner-level seam: a buffer that
+    arrives once and then leaves every step (weights updated in place, keeping
+    their address) is state, not a payload passing through — and a pair
+    counts only when most hops of the outgoing seams match. Storage ids are
+    per process, so only hops recorded by one pid are compared.
+    """
+    arrived: dict[tuple[int, str], dict[int, _Arrival]] = defaultdict(dict)  # (pid, role) -> id
+    nbytes: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
+    nhops: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
+    role_keys = {k: role_key(k) for k in view.seams}
+    for h in view.events.hops:
+        if not h.storages:
+            continue
+        seam = (h.src, h.dst, h.name)
+        key = role_keys[seam]
+        here = arrived.get((h.pid, key[0]))
+        if here and h.storages[0] in here:
+            found = [here.get(sid) for sid in h.storages]
+            records = [r for r in found if r is not None]
+            if len(records) == len(found) and all(
+                    r.left_by is None or seam not in r.left_by for r in records):
+                pair = (records[0].came_by, key)
+                nbytes[pair] += h.nbytes
+                nhops[pair] += 1
+                for r in records:
+                    if r.left_by is None:
+                        r.left_by = set()
+                    r.left_by.add(seam)
+        arrival = _Arrival(key)  # shared by the hop's storages: one record per arrival
+        arrived[(h.pid, key[1])].update(dict.fromkeys(h.storages, arrival))
+    hops_out: dict[RoleKey, int] = defaultdict(int)
+    for k, st in view.seams.items():
+        hops_out[role_keys[k]] += st.hops
+    return {pair: n for pair, n in nbytes.items() if 2 * nhops[pair] >= hops_out[pair[1]]}

@@ -1,0 +1,11 @@
+"""Read: shard files in, plain records out. The one place that knows the trace grammar on the way in.
+
+`reader` turns one shard's lines into a `Shard` of records (`events`),
+checking each event against the format (`validate`) and folding hops past
+the detail window (`fold`); `folded` builds the records of folded events,
+reading their fields by name (`fields`), and `halves` joins the transport
+halves; `shards` finds and reads every shard of a run; `records` puts them
+all on one clock (`Records`, what the model aggregates); `merge` copies runs
+from several hosts into one; `run_meta` reads `run.json`. Nothing here
+aggregates, and nothing imports torch or the layers above.
+"""

@@ -1,0 +1,257 @@
+"""The records a shard is read into: hops, counter samples, marks, drops, their folds, halves, a shard.
+
+Plain slotted dataclasses with no behaviour beyond a shard's own summary of
+its problems, kept apart from `reader` (which turns untrusted bytes into
+them) so that every layer above can name them without the parsing code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class Leaf:
+    """One leaf of a payload. `shape` dims are ints, or [min, max] where a folded list varied."""
+
+    path: str
+    kind: str
+    shape: tuple[Any, ...]
+    dtype: str
+    device: str
+    nbytes: int
+    count: int
+    dims: tuple[str, ...] | None
+
+
+@dataclass(slots=True)
+class Hop:
+    """One crossing of a seam. `t_ns` is on the host's monotonic clock, shared by all shards."""
+
+    t_ns: int
+    pid: int
+    src: str
+    dst: str
+    name: str
+    nbytes: int
+    leaves: tuple[Leaf, ...]
+    storages: tuple[int, ...]
+    step: int | None
+    version: int | None
+    transport: str
+    items: tuple[Any, ...]
+    wire_bytes: int | None = None  # what crossed a transport's channel (pickled size), if known
+
+    @property
+    def seam(self) -> tuple[str, str, str]:
+        return (self.src, self.dst, self.name)
+
+
+@dataclass(slots=True)
+class CounterSample:
+    t_ns: int
+    pid: int
+    name: str
+    value: float
+    owner: str
+
+
+@dataclass(slots=True)
+class Mark:
+    t_ns: int
+    pid: int
+    name: str
+    owner: str
+
+
+@dataclass(slots=True)
+class Drop:
+    t_ns: int
+    pid: int
+    owner: str
+    reason: str
+    items: tuple[Any, ...]
+
+
+@dataclass(slots=True)
+class CounterFold:
+    """The samples of one counter in one step of one process, folded (`trace --aggregate`).
+
+    Count, sum, least, largest and last value are every statistic a counter is
+    read for, so these read as exactly as the samples would; a chart draws one
+    point per fold (the step's mean, at its last sample's time).
+    """
+
+    t_ns: int  # the last sample
+    t_first_ns: int
+    pid: int
+    name: str
+    owner: str
+    step: int | None
+    count: int
+    total: float
+    min: float
+    max: float
+    last: float
+
+
+@dataclass(slots=True)
+class MarkFold:
+    """The phase markers of one name in one step of one process, folded."""
+
+    t_ns: int  # the last marker
+    t_first_ns: int
+    pid: int
+    name: str
+    owner: str
+    step: int | None
+    count: int
+
+
+@dataclass(slots=True)
+class DropFold:
+    """The drops of one owner and reason in one step of one process, folded: how many
+    events, and how many item ids they named (the ids themselves are not kept)."""
+
+    t_ns: int  # the last drop
+    t_first_ns: int
+    pid: int
+    owner: str
+    reason: str
+    step: int | None
+    count: int
+    num_items: int
+
+
+@dataclass(slots=True)
+class SeamStep:
+    """Every hop of one seam in one step, folded into one record.
+
+    Two producers, one shape: `flowmap trace --aggregate` writes these (event
+    `a`) once a process is past its detail window, so a long run's trace grows
+    with seams x steps rather than with hops; and a streaming read folds the
+    hops of a long full trace into the same records instead of holding each
+    one. Everything above the reader computes per-seam figures (hops, bytes per
+    step, largest hop) from `Hop`s and `SeamStep`s alike. `leaves` is the
+    step's merged schema: a dim that varied is `[min, max]`, `nbytes` the
+    largest a leaf was. Per-hop identity (storages, item ids) is not kept:
+    only the count of item ids.
+    """
+
+    t_ns: int  # the last folded hop, on the host's monotonic clock
+    t_first_ns: int  # the first folded hop
+    pid: int
+    src: str
+    dst: str
+    name: str
+    step: int | None
+    transport: str
+    hops: int
+    nbytes_sum: int
+    nbytes_min: int
+    nbytes_max: int
+    wire_bytes_sum: int | None
+    num_items: int
+    version_min: int | None
+    version_max: int | None
+    leaves: tuple[Leaf, ...]
+
+    @property
+    def seam(self) -> tuple[str, str, str]:
+        return (self.src, self.dst, self.name)
+
+
+@dataclass(slots=True)
+class SendHalf:
+    """The sender's hop, its `dst` being where it goes if no receive half joins it."""
+
+    hop: Hop
+    channel: str
+    key: str
+
+    @property
+    def t_ns(self) -> int:
+        return self.hop.t_ns
+
+
+@dataclass(slots=True)
+class ReceiveHalf:
+    t_ns: int
+    pid: int
+    owner: str
+    name: str
+    transport: str
+    channel: str
+    key: str
+    wire_bytes: int | None
+
+
+@dataclass(slots=True)
+class SendFold:
+    """Send halves of one seam, step and channel folded by their process (event `X`)."""
+
+    seam_step: SeamStep  # its `dst` is the fallback destination
+    channel: str
+
+
+@dataclass(slots=True)
+class ReceiveFold:
+    """Receive halves of one owner and channel in one step, folded (event `Y`): a count."""
+
+    t_ns: int  # the last
+    t_first_ns: int
+    pid: int
+    owner: str
+    name: str
+    transport: str
+    channel: str
+    step: int | None
+    count: int
+    wire_bytes_sum: int | None
+
+
+Half = SendHalf | ReceiveHalf | SendFold | ReceiveFold  # what a shard holds until the run joins them
+
+
+@dataclass(slots=True)
+class Shard:
+    """One process's events, as read."""
+
+    path: str
+    pid: int
+    ppid: int
+    host: str
+    argv: list[str]
+    process: str | None
+    t0_mono_ns: int
+    t0_wall_ns: int
+    hops: list[Hop] = field(default_factory=list)
+    counters: list[CounterSample] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    drops: list[Drop] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    halves: list[Half] = field(default_factory=list)  # transport hop halves, joined by the run
+    seam_steps: list[SeamStep] = field(default_factory=list)  # folded hops (`trace --aggregate`)
+    counter_folds: list[CounterFold] = field(default_factory=list)
+    mark_folds: list[MarkFold] = field(default_factory=list)
+    drop_folds: list[DropFold] = field(default_factory=list)
+    fold_cut: tuple[int | None, int] | None = None  # (step, t_ns) where a read began to fold
+    num_events: int = 0
+    num_errors: int = 0
+    truncated: bool = True  # until an `end` event is seen
+    bad_lines: int = 0
+    bad_notes: list[tuple[int, str]] = field(default_factory=list)  # (line, why), first few
+    empty: bool = False
+
+    def problems(self) -> list[str]:
+        """What a reader should be told about this shard, one sentence each."""
+        name = os.path.basename(self.path)
+        out = []
+        if self.empty:
+            out.append(f"{name} is empty: its process wrote nothing (a full disk, or killed at start)")
+        if self.bad_lines:
+            line, why = self.bad_notes[0] if self.bad_notes else (0, "")
+            out.append(f"{name}: {self.bad_lines} bad line(s) skipped, first at line {line} ({why})")
+        return out

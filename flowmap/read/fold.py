@@ -1,0 +1,190 @@
+"""Fold hops into `SeamStep`s: one record per seam, step, transport and process.
+
+A ten-million-hop trace cannot be held as ten million `Hop`s (a few hundred
+bytes each), yet every per-seam figure the outputs show — hops, total and
+largest bytes, bytes per step — is a sum or a maximum over a seam's hops in
+a step. So past a detail window the reader adds each hop's fields into an
+accumulator keyed by (seam, step, transport) instead of building a record,
+and memory grows with seams x steps, not with hops. The same fold serves
+the run, which re-folds kept hops that fall past the run-wide window (one
+shard's window can end before another's: the run keeps one window for all).
+
+What a fold loses is per-hop identity: storages, item ids (only their count
+stays), the time of each hop between the step's first and last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from flowmap.read.events import Hop, Leaf, SeamStep
+
+# Hops kept one by one, for the whole run (shared among its shards); past it,
+# hops are folded. The built-in trainer's ~7,000 hops stay far inside it.
+DETAIL_HOPS = 100_000
+MIN_SHARD_DETAIL = 10_000  # each shard's share is at least this
+# A shard whose window has ended still keeps the hops of the steps inside it
+# (a step began before the budget ran out), up to this multiple of its share.
+FINISH_STEP_FACTOR = 2
+
+# Accumulator slots (a list, not an object: this is updated once per hop).
+_HOPS, _SUM, _MIN, _MAX, _T0, _T1, _ITEMS, _VMIN, _VMAX, _WIRE, _SCHEMAS = range(11)
+
+
+def shard_budget(detail_hops: int | None, num_shards: int) -> int | None:
+    """Hops a shard keeps one by one before folding (None: keep every hop)."""
+    if detail_hops is None:
+        return None
+    return max(min(detail_hops, MIN_SHARD_DETAIL), detail_hops // max(1, num_shards))
+
+
+@dataclass(slots=True)
+class Cut:
+    """Where a detail window ended: steps after `step`, or unstepped hops after `t_ns`, fold."""
+
+    step: int | None
+    t_ns: int
+
+    def past(self, step: int | None, t_ns: int) -> bool:
+        if step is not None and self.step is not None:
+            return step > self.step
+        return t_ns > self.t_ns
+
+    def earlier(self, other: Cut | None) -> Cut:
+        if other is None:
+            return self
+        step = (other.step if self.step is None else self.step if other.step is None
+                else min(self.step, other.step))
+        return Cut(step, min(self.t_ns, other.t_ns))
+
+
+class Folder:
+    """Accumulates hops per (src, dst, name, step, transport) of one process.
+
+    Keys are whatever the caller has at hand: a reader passes interned string
+    ids and schema ids (no string or `Leaf` is touched per hop), the run
+    passes names and leaf tuples; `resolve` and `schema` turn them back.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.cells: dict[tuple[Any, Any, Any, int | None, Any], list[Any]] = {}
+        self.hops = 0
+
+    def add(self, src: Any, dst: Any, name: Any, step: int | None, transport: Any, schema: Any,
+            nbytes: int, t_ns: int, items: int, version: int | None, wire: int | None) -> None:
+        # Hop fields in the places a hop event has them (`flowmap.trace_format`).
+        self.add_event(["h", None, src, dst, name, schema, nbytes, None, step, version, transport,
+                        None], t_ns, items, wire)
+
+    def add_event(self, ev: list[Any], t_ns: int, items: int = -1, wire: int | None = None
+                  ) -> None:
+        """Add a checked hop event (`items` -1: count its item ids). Runs once per folded hop."""
+        self.hops += 1
+        if items < 0:
+            items = len(ev[11]) if ev[11] else 0
+        key = (ev[2], ev[3], ev[4], ev[8], ev[10])
+        c = self.cells.get(key)
+        nbytes, version, schema = ev[6], ev[9], ev[5]
+        if c is None:
+            self.cells[key] = [1, nbytes, nbytes, nbytes, t_ns, t_ns, items, version, version,
+                               wire, [schema]]
+            return
+        c[_HOPS] += 1
+        c[_SUM] += nbytes
+        if nbytes < c[_MIN]:
+            c[_MIN] = nbytes
+        elif nbytes > c[_MAX]:
+            c[_MAX] = nbytes
+        if t_ns > c[_T1]:
+            c[_T1] = t_ns
+        elif t_ns < c[_T0]:
+            c[_T0] = t_ns
+        c[_ITEMS] += items
+        if version is not None:
+            if c[_VMIN] is None or version < c[_VMIN]:
+                c[_VMIN] = version
+            if c[_VMAX] is None or version > c[_VMAX]:
+                c[_VMAX] = version
+        if wire is not None:
+            c[_WIRE] = wire + (c[_WIRE] or 0)
+        seen = c[_SCHEMAS]
+        if seen[-1] is not schema and schema not in seen:
+            seen.append(schema)
+
+    def add_hop(self, h: Hop) -> None:
+        self.add(h.src, h.dst, h.name, h.step, h.transport, h.leaves, h.nbytes, h.t_ns,
+                 len(h.items), h.version, h.wire_bytes)
+
+    def seam_steps(self, resolve: Callable[[Any], str],
+                   schema: Callable[[Any], tuple[Leaf, ...]]) -> list[SeamStep]:
+        out = []
+        for (src, dst, name, step, transport), c in self.cells.items():
+            out.append(SeamStep(
+                t_ns=c[_T1], t_first_ns=c[_T0], pid=self.pid, src=resolve(src),
+                dst=resolve(dst), name=resolve(name), step=step, transport=resolve(transport),
+                hops=c[_HOPS], nbytes_sum=c[_SUM], nbytes_min=c[_MIN], nbytes_max=c[_MAX],
+                wire_bytes_sum=c[_WIRE], num_items=c[_ITEMS], version_min=c[_VMIN],
+                version_max=c[_VMAX], leaves=merge_schemas([schema(s) for s in c[_SCHEMAS]]),
+            ))
+        out.sort(key=lambda s: s.t_ns)
+        return out
+
+
+def fold_hops(hops: Iterable[Hop]) -> list[SeamStep]:
+    """`SeamStep`s of `hops` (of any processes), sorted by their last hop's time."""
+    folders: dict[int, Folder] = {}
+    for h in hops:
+        f = folders.get(h.pid)
+        if f is None:
+            f = folders[h.pid] = Folder(h.pid)
+        f.add_hop(h)
+    out = [s for f in folders.values() for s in f.seam_steps(str, _same_leaves)]
+    out.sort(key=lambda s: s.t_ns)
+    return out
+
+
+def _same_leaves(leaves: tuple[Leaf, ...]) -> tuple[Leaf, ...]:
+    return leaves
+
+
+def merge_schemas(schemas: list[tuple[Leaf, ...]]) -> tuple[Leaf, ...]:
+    """One schema for all of `schemas`: per path, dims that varied as [min, max], largest bytes."""
+    if len(schemas) == 1:
+        return schemas[0]
+    merged: dict[str, Leaf] = {}
+    for leaves in schemas:
+        for leaf in leaves:
+            cur = merged.get(leaf.path)
+            if cur is None:
+                merged[leaf.path] = Leaf(leaf.path, leaf.kind, leaf.shape, leaf.dtype, leaf.device,
+                                         leaf.nbytes, leaf.count, leaf.dims)
+                continue
+            cur.shape = shape_range(cur.shape, leaf.shape)
+            cur.nbytes = max(cur.nbytes, leaf.nbytes)
+            cur.count = max(cur.count, leaf.count)
+            if cur.kind != leaf.kind:
+                cur.kind = "mixed"
+            if cur.dims is None:
+                cur.dims = leaf.dims
+    return tuple(merged.values())
+
+
+def _span(d: Any) -> tuple[int, int]:
+    return (d[0], d[1]) if isinstance(d, (list, tuple)) else (d, d)
+
+
+def shape_range(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The dims of `a` and `b` together: equal dims stay, others become (min, max)."""
+    if a == b:
+        return a
+    if len(a) != len(b):
+        return ()
+    out: list[Any] = []
+    for x, y in zip(a, b):
+        (lx, hx), (ly, hy) = _span(x), _span(y)
+        lo, hi = min(lx, ly), max(hx, hy)
+        out.append(lo if lo == hi else (lo, hi))
+    return tuple(out)

@@ -1,0 +1,149 @@
+"""Merge the shards of runs collected from several hosts into one run, clocks aligned.
+
+On one host every shard's events are on the shared monotonic clock, which is
+how a run directory merges on read. Across hosts the monotonic clocks are
+unrelated, so shards collected from other machines are put on the timeline
+of one reference host (the host of the earliest shard) through the wall
+clock each header also records: a foreign shard's `t0_mono_ns` is rewritten
+to `t0_wall_ns - (wall - monotonic offset of the reference host)`. Event
+lines are copied byte for byte (their times are relative to `t0_mono_ns`);
+the header keeps the original value under `clock`. Alignment is as good as
+the hosts' wall clocks (NTP: typically well under a millisecond).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowmap import trace_format as tf
+from flowmap.errors import UsageError
+from flowmap.read.reader import MAX_HEADER, clean_text, open_regular
+from flowmap.read.run_meta import read_run_meta
+from flowmap.read.shards import shard_paths
+
+
+@dataclass(slots=True)
+class MergeResult:
+    out: str
+    shards: int = 0
+    hosts: list[str] = field(default_factory=list)
+    aligned: int = 0  # shards moved onto the reference host's clock
+    reference_host: str = ""
+    skipped: list[str] = field(default_factory=list)  # shards left out, one sentence each
+
+
+def merge_runs(sources: list[str], out: str) -> MergeResult:
+    """Copy every shard of `sources` (run directories or shard files) into the run `out`."""
+    if not sources:
+        raise UsageError("give at least one run directory to merge")
+    if os.path.isdir(out) and any(n.endswith(tf.SHARD_SUFFIX) for n in os.listdir(out)):
+        raise UsageError(f"{out} already holds a run; merge into a new directory")
+    try:
+        return _merge(sources, out)
+    except OSError as exc:
+        raise UsageError(f"cannot merge into {clean_text(out)}: {exc.strerror or exc}") from None
+
+
+def _merge(sources: list[str], out: str) -> MergeResult:
+    shards = []
+    skipped: list[str] = []
+    for src in sources:
+        for p in shard_paths(src):
+            try:
+                shards.append((p, _header(p)))
+            except UsageError as exc:  # an empty or foreign shard: reported, not fatal
+                skipped.append(str(exc))
+    if not shards:
+        raise UsageError(skipped[0] if skipped else "no shards to merge")
+    first = min(shards, key=lambda s: s[1]["t0_wall_ns"])[1]
+    offsets: dict[str, int] = {}
+    for _, h in sorted(shards, key=lambda s: s[1]["t0_wall_ns"]):
+        offsets.setdefault(h["host"], h["t0_wall_ns"] - h["t0_mono_ns"])
+    reference = first["host"]
+    result = MergeResult(out, reference_host=reference, hosts=sorted(offsets), skipped=skipped)
+    os.makedirs(out, exist_ok=True)
+    taken: set[str] = set()
+    for i, (path, header) in enumerate(shards):
+        name = os.path.basename(path)
+        if name in taken:
+            name = f"{i}-{name}"
+        taken.add(name)
+        dest = os.path.join(out, name)
+        if header["host"] == reference:
+            with open_regular(path) as fin, open(dest, "wb") as fout:
+                shutil.copyfileobj(fin, fout)
+        else:
+            _copy_aligned(path, dest, header, offsets[reference])
+            result.aligned += 1
+        result.shards += 1
+    _write_meta(sources, out, result)
+    return result
+
+
+def _header(path: str) -> dict[str, Any]:
+    with open_regular(path) as f:
+        line = f.readline(MAX_HEADER + 1)
+    try:
+        header = json.loads(line) if len(line) <= MAX_HEADER else None
+    except (ValueError, RecursionError):
+        header = None
+    if not isinstance(header, dict) or header.get(tf.HEADER) != tf.MAGIC:
+        raise UsageError(f"{clean_text(path)} is not a flowmap shard")
+    for key in ("t0_wall_ns", "t0_mono_ns"):
+        v = header.get(key)
+        header[key] = v if type(v) is int and abs(v) < (1 << 63) else 0
+    header["host"] = clean_text(str(header.get("host", ""))[:4096])
+    return header
+
+
+def _copy_aligned(src: str, dest: str, header: dict[str, Any], reference_offset_ns: int) -> None:
+    aligned = dict(header)
+    aligned["t0_mono_ns"] = header["t0_wall_ns"] - reference_offset_ns
+    aligned["clock"] = {"source_t0_mono_ns": header["t0_mono_ns"], "aligned_by": "wall"}
+    with open_regular(src) as fin, open(dest, "wb") as fout:
+        fin.readline()
+        fout.write(json.dumps(aligned, separators=(",", ":")).encode() + b"\n")
+        shutil.copyfileobj(fin, fout)
+
+
+def _write_meta(sources: list[str], out: str, result: MergeResult) -> None:
+    meta: dict[str, Any] = {}
+    for src in sources:
+        path = os.path.join(src, tf.RUN_META)
+        if os.path.isdir(src) and os.path.isfile(path):
+            meta = read_run_meta(path)
+            break
+    meta.update({
+        "flowmap": "run",
+        "schema": tf.SCHEMA_VERSION,
+        "merged_from": [os.path.abspath(s) for s in sources],
+        "clock_reference_host": result.reference_host,
+    })
+    with open(os.path.join(out, tf.RUN_META), "w", encoding="utf-8") as f:
+        json.dump(meta, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def repeated_shard(sources: list[str]) -> str | None:
+    """A sentence naming a shard given twice (same host, pid and start), or None.
+
+    Merging a run with itself (or with a copy of itself) would double every hop
+    silently; the shard header identifies a process's recording wherever it lies.
+    """
+    seen: dict[tuple[str, int, int, int], str] = {}
+    for src in sources:
+        for p in shard_paths(src):
+            try:
+                h = _header(p)
+            except UsageError:
+                continue  # not a shard: merge_runs says so
+            key = (h["host"], int(h.get("pid") or 0), h["t0_mono_ns"], h["t0_wall_ns"])
+            if key in seen:
+                return (f"{p} is the same recording as {seen[key]} (host {h['host']}, pid {key[1]}); "
+                        "give each run once")
+            seen[key] = p
+    return None

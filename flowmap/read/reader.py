@@ -1,0 +1,369 @@
+"""Read shards: JSON lines in, plain records out. Never runs code from the file.
+
+A shard cut short by SIGKILL ends in a partial line, zero bytes (the unused
+tail of its file mapping) or lacks its `end` event; the reader keeps every
+complete event and marks the shard truncated. The file is trusted in nothing:
+only regular files are opened (no FIFOs, devices, symlinks out of the run or
+loops), read in blocks with a cap on line length, and every event is checked
+against the format (`flowmap.read.validate`) — a bad one is skipped and
+counted with its line number. A single file that is not a flowmap shard
+raises `NotATrace` with one sentence; in a run directory such a shard is
+reported and the others are read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any
+
+from flowmap import trace_format as tf
+from flowmap.errors import NotATrace
+from flowmap.read import folded, halves
+from flowmap.read.events import CounterSample as CounterSample  # re-exported: readers' records
+from flowmap.read.events import Drop as Drop
+from flowmap.read.events import Hop as Hop
+from flowmap.read.events import Leaf as Leaf
+from flowmap.read.events import Mark as Mark
+from flowmap.read.events import Shard as Shard
+from flowmap.read.fields import Fields, Interned
+from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, Folder
+from flowmap.read.validate import CHECKS
+
+BLOCK = 4 << 20  # bytes read at a time
+MAX_HEADER = 1 << 20
+MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
+
+
+def read_shard(path: str, detail_hops: int | None = None) -> Shard:
+    """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard.
+
+    Past `detail_hops` hops (None: never) the rest are folded into `seam_steps`.
+    """
+    with open_regular(path) as f:
+        first = f.readline(MAX_HEADER + 1)
+        if not first:
+            return _empty_shard(path)
+        header = _header(first, path)
+        shard = Shard(
+            path=path,
+            pid=_int(header.get("pid")),
+            ppid=_int(header.get("ppid")),
+            host=_text(header.get("host"), ""),
+            argv=[_text(a, "") for a in header.get("argv") or [] if type(a) is str][:1000]
+            if type(header.get("argv")) is list else [],
+            process=_text(header.get("process"), None),
+            t0_mono_ns=_int(header.get("t0_mono_ns")),
+            t0_wall_ns=_int(header.get("t0_wall_ns")),
+        )
+        _Decoder(shard, detail_hops).feed(f)
+    return shard
+
+
+def _empty_shard(path: str) -> Shard:
+    return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
+                 t0_wall_ns=0, empty=True)
+
+
+def open_regular(path: str) -> Any:
+    """Open `path` for reading if it is a regular file; never blocks on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise NotATrace(f"cannot read {_show(path)}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise NotATrace(f"cannot read {_show(path)}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotATrace(f"{_show(path)} is not a regular file (a FIFO, device or directory)")
+    return os.fdopen(fd, "rb")
+
+
+def _show(path: str) -> str:
+    return clean_text(os.fspath(path))
+
+
+def _int(v: Any) -> int:
+    return v if type(v) is int and -(1 << 63) <= v < (1 << 63) else 0
+
+
+def _text(v: Any, default: Any) -> Any:
+    return clean_text(v[:4096]) if type(v) is str else default
+
+
+def clean_text(s: str) -> str:
+    """`s` safe to print and to write as UTF-8: a lone surrogate becomes the text `\\udcXX`."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _clean(v: Any, depth: int = 0) -> Any:
+    t = type(v)
+    if t is str:
+        return clean_text(v)
+    if t is list and depth < 6:
+        return [_clean(x, depth + 1) for x in v]
+    return v
+
+
+def _header(line: bytes, path: str) -> dict[str, Any]:
+    try:
+        header = json.loads(line) if len(line) <= MAX_HEADER else None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        header = None
+    if not isinstance(header, dict) or header.get(tf.HEADER) != tf.MAGIC:
+        raise NotATrace(f"{_show(path)} is not a flowmap trace")
+    schema = header.get("schema")
+    if type(schema) is not int or schema > tf.SCHEMA_VERSION:
+        raise NotATrace(
+            f"{_show(path)} uses trace schema {_text(str(schema), '')[:40]!r}; this flowmap "
+            f"reads up to {tf.SCHEMA_VERSION} — upgrade flowmap"
+        )
+    return header
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_loads = json.JSONDecoder(parse_constant=_no_constant).decode
+
+
+class _Decoder:
+    """Turns event lines into records, resolving interned strings and schemas."""
+
+    def __init__(self, shard: Shard, detail_hops: int | None = None) -> None:
+        self.shard = shard
+        self.keep = detail_hops  # hops built one by one before `_folded` is asked
+        self.cut: Cut | None = None
+        self.folder: Folder | None = None
+        self.strings: dict[int, str] = {}
+        self.schemas: dict[int, tuple[Leaf, ...]] = {}
+        self.t0 = shard.t0_mono_ns
+        self.at = Interned(shard.pid, self.t0, self.strings, self.schemas)  # the same tables
+        self.line = 1  # number of the last line handled (the header is line 1)
+
+    def bad(self, line: int, why: str) -> None:
+        sh = self.shard
+        sh.bad_lines += 1
+        if len(sh.bad_notes) < MAX_NOTED:
+            sh.bad_notes.append((line, why))
+
+    def feed(self, f: Any) -> None:
+        for lines in self._blocks(f):
+            self._batch(lines)
+        if self.folder is not None and self.cut is not None:
+            self.shard.seam_steps += self.folder.seam_steps(self.strings.__getitem__,
+                                                            self.schemas.__getitem__)
+            self.shard.fold_cut = (self.cut.step, self.cut.t_ns)
+
+    def _folded(self, ev: list[Any]) -> bool:
+        """Whether the (checked) hop event `ev` is past this shard's detail window; if so, fold it.
+
+        The window ends at the budget's last step (hops of steps up to it are
+        still kept, to at most FINISH_STEP_FACTOR times the budget; past that,
+        it ends at the budget's time). See `flowmap.read.fold`.
+        """
+        t_ns = self.t0 + ev[1] * 1000
+        cut, folder = self.cut, self.folder
+        if cut is None or folder is None:
+            self.cut, self.folder = Cut(ev[8], t_ns), Folder(self.shard.pid)
+            return False
+        step = ev[8]
+        past = step > cut.step if step is not None and cut.step is not None else t_ns > cut.t_ns
+        if not past:
+            if len(self.shard.hops) < FINISH_STEP_FACTOR * (self.keep or 0):
+                return False
+            cut.step = None  # the rest folds; the run folds kept hops past `cut.t_ns`
+        folder.add_event(ev, t_ns)
+        return True
+
+    def _blocks(self, f: Any) -> Any:
+        """Lists of complete lines, a block at a time; over-long lines are skipped.
+
+        The content ends at the first NUL byte (the zeros after the last event
+        of a mapped shard that was never closed, or a write cut by a kill).
+        """
+        rest = b""
+        skipping = False  # inside an over-long line, until its newline
+        while True:
+            block = f.read(BLOCK)
+            if not block:
+                break
+            nul = block.find(b"\0")
+            if nul >= 0:
+                block = block[:nul]
+            data = rest + block if rest else block
+            end = data.rfind(b"\n")
+            if end < 0:
+                rest = b"" if skipping else data
+                if len(rest) > tf.MAX_LINE:
+                    skipping, rest = True, b""
+                    self.line += 1
+                    self.bad(self.line, f"a line over {tf.MAX_LINE} bytes")
+            else:
+                lines = data[:end].split(b"\n")
+                if skipping:
+                    lines = lines[1:]  # the tail of the long line
+                    skipping = False
+                rest = data[end + 1:]
+                yield lines
+                if len(rest) > tf.MAX_LINE:
+                    skipping, rest = True, b""
+                    self.line += 1
+                    self.bad(self.line, f"a line over {tf.MAX_LINE} bytes")
+            if nul >= 0:
+                break
+        # `rest` is a partial last line: the writer was killed mid-write; dropped.
+
+    def _batch(self, lines: list[bytes]) -> None:
+        base = self.line
+        self.line += len(lines)
+        long = {i for i, raw in enumerate(lines) if len(raw) > tf.MAX_LINE or not raw}
+        for i in sorted(long):
+            if lines[i]:
+                self.bad(base + i + 1, f"a line over {tf.MAX_LINE} bytes")
+            lines[i] = b"null"
+        joined = b"[" + b",".join(lines) + b"]"
+        dirty = b"\\ud" in joined or b"\\uD" in joined
+        try:
+            events = _loads(joined.decode("utf-8"))
+        except (ValueError, RecursionError):
+            events = None
+        if events is None or len(events) != len(lines):
+            events = []
+            for i, raw in enumerate(lines):
+                try:
+                    events.append(None if i in long else _loads(raw.decode("utf-8")))
+                except (ValueError, RecursionError):
+                    events.append(_BAD)
+        # Hops are most of a trace: checked and built here, without a call per event.
+        check_hop = CHECKS[tf.HOP]
+        strings, schemas, sh, t0 = self.strings, self.schemas, self.shard, self.t0
+        hops, keep = sh.hops, self.keep
+        for i, ev in enumerate(events):
+            if not dirty and type(ev) is list and ev and ev[0] == "h" and check_hop(
+                ev, strings, schemas
+            ):
+                if keep is not None and len(hops) >= keep and self._folded(ev):
+                    sh.num_events += 1
+                    continue
+                hops.append(Hop(
+                    t0 + ev[1] * 1000, sh.pid, strings[ev[2]], strings[ev[3]], strings[ev[4]],
+                    ev[6], schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], strings[ev[10]],
+                    tuple(ev[11]) if ev[11] else (),
+                ))
+                sh.num_events += 1
+                continue
+            if ev is _BAD:
+                self.bad(base + i + 1, "not JSON")
+                continue
+            if ev is None and i in long:
+                continue
+            if dirty:
+                ev = _clean(ev)
+            self._event(ev, base + i + 1)
+
+    def _event(self, ev: Any, line: int) -> None:
+        if type(ev) is not list or not ev or type(ev[0]) is not str:
+            self.bad(line, "not an event array")
+            return
+        kind = ev[0]
+        check = CHECKS.get(kind)
+        if check is None:
+            return  # a kind from a newer minor writer: skipped
+        if not check(ev, self.strings, self.schemas):
+            self.bad(line, f"a {kind!r} event whose fields do not match the format")
+            return
+        BUILDERS[kind](self, ev)
+
+    # -- record builders (fields already checked) --------------------------------
+    def _string(self, ev: list[Any]) -> None:
+        self.strings[ev[1]] = ev[2]
+
+    def _schema(self, ev: list[Any]) -> None:
+        s = self.strings
+        self.schemas[ev[1]] = tuple(
+            Leaf(s[p], k, tuple(tuple(d) if type(d) is list else d for d in shape),
+                 s[dt], s[dev], nb, cnt, tuple(dims) if dims else None)
+            for p, k, shape, dt, dev, nb, cnt, dims in ev[2]
+        )
+
+    def _hop(self, ev: list[Any]) -> None:
+        s = self.strings
+        sh = self.shard
+        sh.num_events += 1
+        if self.keep is not None and len(sh.hops) >= self.keep and self._folded(ev):
+            return
+        sh.hops.append(Hop(
+            self.t0 + ev[1] * 1000, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], ev[6],
+            self.schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], s[ev[10]],
+            tuple(ev[11]) if ev[11] else (),
+        ))  # (the same as the fast path in `_batch`)
+
+    def _counter(self, ev: list[Any]) -> None:
+        sh = self.shard
+        owner = self.strings[ev[4]] if len(ev) > 4 else ""
+        sh.counters.append(CounterSample(self.t0 + ev[1] * 1000, sh.pid, self.strings[ev[2]],
+                                         float(ev[3]), owner))
+        sh.num_events += 1
+
+    def _half(self, ev: list[Any]) -> None:
+        sh = self.shard
+        sh.halves.append(halves.decode(ev, self.t0 + ev[1] * 1000, sh.pid, self.strings.__getitem__,
+                                       self.schemas))
+        sh.num_events += 1
+
+    def _mark(self, ev: list[Any]) -> None:
+        sh = self.shard
+        owner = self.strings[ev[3]] if len(ev) > 3 else ""
+        sh.marks.append(Mark(self.t0 + ev[1] * 1000, sh.pid, self.strings[ev[2]], owner))
+        sh.num_events += 1
+
+    def _drop(self, ev: list[Any]) -> None:
+        sh = self.shard
+        sh.drops.append(Drop(self.t0 + ev[1] * 1000, sh.pid, self.strings[ev[2]],
+                             self.strings[ev[3]], tuple(ev[4] or ())))
+        sh.num_events += 1
+
+    def _folded_event(self, ev: list[Any]) -> None:
+        folded.BUILDERS[ev[0]](self.shard, Fields(ev, self.at))
+        self.shard.num_events += 1
+
+    def _step(self, ev: list[Any]) -> None:
+        self.shard.num_events += 1
+
+    def _error(self, ev: list[Any]) -> None:
+        sh = self.shard
+        if len(sh.errors) < 1000:
+            sh.errors.append(ev[2][:2000])
+        sh.num_events += 1
+
+    def _end(self, ev: list[Any]) -> None:
+        sh = self.shard
+        stats = ev[2]
+        sh.num_events = _count(stats.get("events"), sh.num_events)
+        sh.num_errors = _count(stats.get("errors"), sh.num_errors)
+        sh.truncated = False
+
+
+_BAD = object()
+
+BUILDERS = {
+    tf.STRING: _Decoder._string, tf.SCHEMA: _Decoder._schema, tf.HOP: _Decoder._hop,
+    tf.COUNTER: _Decoder._counter, tf.MARK: _Decoder._mark, tf.DROP: _Decoder._drop,
+    tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
+    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half,
+    **dict.fromkeys(folded.BUILDERS, _Decoder._folded_event),
+}
+
+
+def _count(v: Any, default: int) -> int:
+    return v if type(v) is int and 0 <= v <= tf.MAX_INT else default

@@ -1,0 +1,142 @@
+"""A run's records: every shard of one traced execution, merged on one clock.
+
+What reading hands the model: the hops (transport halves joined, one detail
+window for the whole run), folded hops, counter samples, marks and drops,
+each list sorted by time, with the shards and `run.json` they came from and
+what went wrong reading them. Nothing here aggregates: `flowmap.model` builds
+the per-seam figures and the view from these.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, TypeVar
+
+from flowmap import trace_format as tf
+from flowmap.gc_pause import paused_gc
+from flowmap.read.events import (
+    CounterFold,
+    CounterSample,
+    Drop,
+    DropFold,
+    Hop,
+    Mark,
+    MarkFold,
+    SeamStep,
+    Shard,
+)
+from flowmap.read.fold import DETAIL_HOPS, Cut, fold_hops
+from flowmap.read.halves import join_run as join_halves
+from flowmap.read.run_meta import read_run_meta
+from flowmap.read.shards import read_run_shards
+
+R = TypeVar("R", bound="Records")
+
+
+@dataclass(frozen=True, slots=True)
+class Events:
+    """The run's records on one clock, each list sorted by time."""
+
+    shards: Sequence[Shard]
+    hops: Sequence[Hop]
+    counter_samples: Sequence[CounterSample]
+    marks: Sequence[Mark]
+    drops: Sequence[Drop]
+    seam_steps: Sequence[SeamStep] = ()  # hops folded per seam and step, past the detail window
+    counter_folds: Sequence[CounterFold] = ()  # the same for counter samples, marks and drops
+    mark_folds: Sequence[MarkFold] = ()
+    drop_folds: Sequence[DropFold] = ()
+
+
+class Records:
+    """Every record of a run, on one clock; `flowmap.model.run.Run` adds the figures."""
+
+    def __init__(
+        self, path: str, shards: list[Shard], meta: dict[str, Any], problems: list[str] | None = None
+    ) -> None:
+        self.path = path
+        self.problems = problems if problems is not None else [p for s in shards for p in s.problems()]
+        self.shards = shards
+        self.meta = meta
+        joined = join_halves(shards)
+        hops = [h for s in shards for h in s.hops] + joined.hops
+        folded = [st for s in shards for st in s.seam_steps] + joined.seam_steps
+        # Channels several owners read whose folded sends were shared out by count.
+        self.shared_channels: list[str] = joined.shared
+        cut = _detail_cut(shards)
+        if cut is not None:  # one detail window for the whole run: fold what lies past it
+            past = [cut.past(h.step, h.t_ns) for h in hops]
+            folded += fold_hops(h for h, p in zip(hops, past) if p)
+            hops = [h for h, p in zip(hops, past) if not p]
+        self.hops: list[Hop] = sorted(hops, key=lambda h: h.t_ns)
+        # Hops folded per seam and step (`flowmap.read.fold`), past the detail window.
+        self.seam_steps: list[SeamStep] = sorted(folded, key=lambda st: st.t_ns)
+        self.counter_samples: list[CounterSample] = sorted(
+            (c for s in shards for c in s.counters), key=lambda c: c.t_ns
+        )
+        self.marks: list[Mark] = sorted((m for s in shards for m in s.marks), key=lambda m: m.t_ns)
+        self.drops: list[Drop] = sorted((d for s in shards for d in s.drops), key=lambda d: d.t_ns)
+        # Counter samples, marks and drops that `trace --aggregate` folded per step.
+        self.counter_folds: list[CounterFold] = sorted(
+            (c for s in shards for c in s.counter_folds), key=lambda c: c.t_ns)
+        self.mark_folds: list[MarkFold] = sorted(
+            (m for s in shards for m in s.mark_folds), key=lambda m: m.t_ns)
+        self.drop_folds: list[DropFold] = sorted(
+            (d for s in shards for d in s.drop_folds), key=lambda d: d.t_ns)
+        starts = [s.t0_mono_ns for s in shards]
+        self.t0_ns = min(starts) if starts else 0
+
+    @classmethod
+    def read(cls: type[R], path: str | os.PathLike[str], detail_hops: int | None = DETAIL_HOPS
+             ) -> R:
+        """Read the run directory (or single shard file) at `path`.
+
+        Past `detail_hops` hops (shared among the shards; None: no limit) the
+        reader folds hops into per-seam, per-step records (`seam_steps`).
+        """
+        path = os.fspath(path)
+        with paused_gc():
+            shards, problems = read_run_shards(path, detail_hops)
+        meta: dict[str, Any] = {}
+        if os.path.isdir(path):
+            meta = read_run_meta(os.path.join(path, tf.RUN_META), problems)
+        with paused_gc():
+            return cls(path, shards, meta, problems)
+
+    @property
+    def truncated(self) -> bool:
+        return any(s.truncated for s in self.shards)
+
+    @cached_property
+    def steps(self) -> list[int]:
+        """The training steps seen on hops (kept or folded), sorted; empty when none was set."""
+        seen = {h.step for h in self.hops if h.step is not None}
+        return sorted(seen.union(st.step for st in self.seam_steps if st.step is not None))
+
+    @property
+    def num_hops(self) -> int:
+        """Every hop of the run, kept one by one or folded."""
+        return len(self.hops) + sum(st.hops for st in self.seam_steps)
+
+    @property
+    def num_steps(self) -> int:
+        """The denominator of every "per step" figure: at least 1."""
+        return max(1, len(self.steps))
+
+    @property
+    def events(self) -> Events:
+        """The time-ordered records, as the view carries them."""
+        return Events(self.shards, self.hops, self.counter_samples, self.marks, self.drops,
+                      self.seam_steps, self.counter_folds, self.mark_folds, self.drop_folds)
+
+
+def _detail_cut(shards: list[Shard]) -> Cut | None:
+    """The earliest end of any shard's detail window: where the run's window ends."""
+    cut: Cut | None = None
+    for s in shards:
+        if s.fold_cut is not None:
+            cut = Cut(*s.fold_cut).earlier(cut)
+    return cut

@@ -1,0 +1,97 @@
+"""Find the shards of a run directory and read them all, each within its share of detail.
+
+Kept apart from `reader` (one shard's bytes to records): what counts as a
+shard file of a run (regular files only, no symlink out of the run, no loop)
+and how the run's detail budget is shared among its shards.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from flowmap import trace_format as tf
+from flowmap.errors import NotATrace
+from flowmap.read.events import Shard
+from flowmap.read.fold import DETAIL_HOPS, shard_budget
+from flowmap.read.reader import _show, read_shard
+
+
+def scan_run(run_path: str) -> tuple[list[str], list[str]]:
+    """(shard files, problems): the readable shard files of a run directory, sorted, and a
+    sentence for each entry skipped (not a regular file, a symlink out of the run, a loop)."""
+    problems: list[str] = []
+    try:
+        st = os.stat(run_path)
+    except OSError as exc:
+        if getattr(exc, "errno", None) == 40:  # ELOOP
+            raise NotATrace(f"{_show(run_path)} is a symlink loop") from None
+        raise NotATrace(f"{_show(run_path)} does not exist") from None
+    if stat.S_ISREG(st.st_mode):
+        return [run_path], problems
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotATrace(f"{_show(run_path)} is not a regular file or a run directory")
+    root = os.path.realpath(run_path)
+    paths = []
+    try:
+        names = sorted(os.listdir(run_path))
+    except OSError as exc:
+        raise NotATrace(f"cannot list {_show(run_path)}: {exc.strerror or exc}") from None
+    for name in names:
+        if not name.endswith(tf.SHARD_SUFFIX):
+            continue
+        p = os.path.join(run_path, name)
+        why = _not_a_shard_file(p, root)
+        if why:
+            problems.append(f"{_show(name)} {why}; skipped")
+        else:
+            paths.append(p)
+    if not paths and not problems:
+        raise NotATrace(f"{_show(run_path)} holds no flowmap shards (*{tf.SHARD_SUFFIX})")
+    return paths, problems
+
+
+def _not_a_shard_file(p: str, root: str) -> str | None:
+    if os.path.islink(p):
+        real = os.path.realpath(p)
+        if os.path.commonpath([root, real]) != root:
+            return "is a symlink out of the run directory"
+    try:
+        mode = os.stat(p).st_mode
+    except OSError as exc:
+        return "is a symlink loop" if exc.errno == 40 else f"cannot be read ({exc.strerror})"
+    if not stat.S_ISREG(mode):
+        return "is not a regular file"
+    return None
+
+
+def shard_paths(run_path: str) -> list[str]:
+    """The shard files of a run directory (or the one file given), sorted for determinism."""
+    return scan_run(run_path)[0]
+
+
+def read_run_shards(
+    run_path: str, detail_hops: int | None = DETAIL_HOPS
+) -> tuple[list[Shard], list[str]]:
+    """Every readable shard of a run and a sentence per problem (empty, bad lines, skipped).
+
+    Each shard keeps its share of `detail_hops` as hops and folds the rest
+    (None: every hop kept). A run whose every shard is unreadable raises
+    NotATrace with the first reason.
+    """
+    paths, problems = scan_run(run_path)
+    budget = shard_budget(detail_hops, len(paths))
+    shards = []
+    for p in paths:
+        try:
+            shard = read_shard(p, budget)
+        except NotATrace as exc:
+            if len(paths) == 1 and not problems and p == run_path:
+                raise
+            problems.append(str(exc) + "; skipped")
+            continue
+        problems.extend(shard.problems())
+        shards.append(shard)
+    if not shards:
+        raise NotATrace(problems[0] if problems else f"{_show(run_path)} holds no readable shards")
+    return shards, problems

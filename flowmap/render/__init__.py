@@ -1,1 +1,0 @@
-"""Renderers: each reads the model (`flowmap.model`) and writes one format."""

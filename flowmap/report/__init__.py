@@ -1,1 +1,0 @@
-"""Reports of a run: the stable JSON document and the terminal tables."""

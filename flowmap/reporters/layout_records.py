@@ -1,0 +1,56 @@
+"""The records both HTML graph layouts share: what goes in (`NodeSpec`, `EdgeSpec`), what comes out.
+
+A `Layout` holds node centres, and every edge as a cubic Bezier (`3k+1`
+points, the last one the arrow tip) plus its label centre, in pixels with y
+growing downwards. The built-in engine (`flowmap.reporters.layered`) imports
+only these, and `flowmap.reporters.layout` (Graphviz `dot`, falling back to
+the built-in engine) imports both: the arrows run one way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+Point = tuple[float, float]
+
+#: Pixels between two layers of nodes; every edge label sits on a half layer.
+RANK_GAP_PX = 34.0
+#: Horizontal gap between two owners in one layer.
+NODE_GAP_PX = 22.0
+
+
+@dataclass(slots=True)
+class NodeSpec:
+    id: str
+    width: float
+    height: float
+
+
+@dataclass(slots=True)
+class EdgeSpec:
+    id: str
+    src: str
+    dst: str
+    label_width: float = 0.0
+    label_lines: int = 1
+
+
+@dataclass(slots=True)
+class EdgeRoute:
+    points: list[Point]  # cubic Bezier: start, then (c1, c2, end) triples; the last end is the tip
+    label: Point
+
+
+@dataclass(slots=True)
+class Layout:
+    engine: str  # "dot" or "layered": which one actually placed the graph
+    width: float
+    height: float
+    nodes: dict[str, Point] = field(default_factory=dict)  # node id -> centre
+    edges: dict[str, EdgeRoute] = field(default_factory=dict)
+
+
+def text_width_px(text: str, font_px: float) -> float:
+    """A font-free estimate of rendered width: layout must not depend on the browser's fonts."""
+    return math.ceil(len(text) * font_px * 0.6)

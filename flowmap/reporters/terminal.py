@@ -1,0 +1,223 @@
+"""The terminal report: what to fix first, then the seams heaviest first, sized to the terminal.
+
+Like `memray stats` and `py-spy top` it fits a screen: a short summary (the
+run, its health, the top findings with the bytes at stake per step), then the
+heaviest seams — truncated (`--top N`, `--all`) — then owners and counters.
+Lines are laid out by `flowmap.reporters.columns`, so at any width (80 in a
+piped CI log) a line never exceeds the width and a figure never wraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.text import Text
+
+from flowmap.findings import Finding
+from flowmap.findings import findings as detect_findings
+from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema, fmt_steps
+from flowmap.model.types import CounterStats, OwnerStats, SeamStats
+from flowmap.model.view import RunView
+from flowmap.read.reader import clean_text
+from flowmap.reporters.columns import Column, fit_table, shorten, shorten_parts, wrap
+from flowmap.units import fmt_count, plural
+
+TOP_SEAMS = 15  # default rows of the seam table: what fits one screen next to the findings
+TOP_FINDINGS = 5
+WIDE = 120  # at this width and above, the owners table shows roles too
+MAX_PROBLEMS = 20  # capture problems listed under the health line
+
+
+@dataclass(frozen=True, slots=True)
+class TerminalOptions:
+    """The width to fit, and how many seams and findings to show (None: every one)."""
+
+    width: int = 80
+    top: int | None = TOP_SEAMS
+    findings: int | None = TOP_FINDINGS
+
+
+def report(view: RunView, options: TerminalOptions) -> list[tuple[str, str]]:
+    """The report as `(line, rich style)` pairs, every line at most `options.width` cells."""
+    return report_lines(view, options.width, top=options.top, findings=options.findings)
+
+
+def print_report(view: RunView, console: Console | None = None, *, top: int | None = TOP_SEAMS,
+                 findings: int | None = TOP_FINDINGS) -> None:
+    """Print the report at the console's width; `top`/`findings` None shows every row."""
+    console = console or Console()
+    for line, style in report(view, TerminalOptions(console.width, top, findings)):
+        console.print(Text(line, style=style), no_wrap=True, overflow="ignore", crop=False,
+                      highlight=False)
+
+
+def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
+                 findings: int | None = TOP_FINDINGS) -> list[tuple[str, str]]:
+    """The report as `(line, rich style)` pairs, every line at most `width` cells."""
+    width = max(width, 40)
+    out: list[tuple[str, str]] = []
+    out += _summary(view, width)
+    out += _findings(detect_findings(view), width, findings, view.has_steps)
+    out += _seams(view, width, top)
+    out += _owners(list(view.owners.values()), width)
+    if view.counters:
+        out += _counters(list(view.counters.values()), width)
+    path = clean_text(view.path)
+    out.append(("", ""))
+    # one command a line: a hint cut in the middle could not be pasted
+    out.append((shorten(f"more: flowmap report {path} --all | --json", width), "dim"))
+    out.append((shorten(f"      flowmap render {path} --html", width), "dim"))
+    return out
+
+
+def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
+    lines = [(shorten(f"flowmap report  {clean_text(view.path)}", width), "bold")]
+    stepped = view.has_steps
+    facts = [fmt_steps(len(view.steps)), plural(view.num_hops, "hop"),
+             plural(len(view.seams), "seam"), plural(len(view.owners), "owner"),
+             f"{fmt_per_step(view.totals.bytes_per_step_mean, stepped)} payload",
+             f"{fmt_per_step(view.totals.moved_bytes_per_step_mean, stepped)} moved "
+             "(no in-process refs)",
+             f"{view.duration_s:.1f} s"]
+    lines += [(ln, "") for ln in wrap(" · ".join(facts), width)]
+    if view.flow.found:
+        lines += [(ln, "bold") for ln in wrap(f"flow: {view.flow.order_text()}", width)]
+    if view.projection:
+        lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
+    health, style = _health(view)
+    lines += [(ln, style) for ln in wrap(health, width)]
+    if view.detail.folded:
+        lines += [(ln, "yellow") for ln in wrap(view.detail.note, width)]
+    for problem in view.health.problems[:MAX_PROBLEMS]:  # the JSON has them all, whole
+        lines += [(ln, "yellow") for ln in wrap(f"capture: {shorten(problem, 200)}", width)]
+    lines += [(ln, "") for ln in wrap(_items(view), width)]
+    return lines
+
+
+def _health(view: RunView) -> tuple[str, str]:
+    h = view.health
+    counts = (f"{plural(h.shards, 'shard')}, {plural(h.events, 'event')}, "
+              f"{plural(h.tracer_errors, 'tracer error')}")
+    problems = []
+    reaped = view.truncated and view.exit_code == 0
+    if view.truncated and not reaped:
+        problems.append("the run was cut short (a process was killed); showing everything "
+                        "recorded before that")
+    if h.truncated_shards and not reaped:
+        problems.append(f"{plural(len(h.truncated_shards), 'truncated shard')}")
+    if h.bad_lines:
+        problems.append(f"{plural(h.bad_lines, 'unreadable line')}")
+    if h.error_messages:
+        problems.append(f"first tracer error: {h.error_messages[0]}")
+    if problems or h.tracer_errors or h.problems:
+        return f"health: CHECK ({counts}): " + "; ".join(problems), "yellow"
+    if reaped:  # Ray and pools kill their workers once the program is done: not a crash
+        n = len(h.truncated_shards)
+        return (f"health: ok ({counts}); {plural(n, 'worker')} ended without closing "
+                f"{'its shard' if n == 1 else 'their shards'} after the program exited 0 "
+                "(reaped, as Ray does): every event recorded is kept", "green")
+    return f"health: ok ({counts})", "green"
+
+
+def _items(view: RunView) -> str:
+    i = view.items
+    reasons = ", ".join(f"{n:,} {r}" for r, n in i.dropped.items())
+    where = " in the detail window" if view.detail.folded else ""
+    return (f"items{where}: {i.total:,} total, {i.consumed:,} consumed, "
+            f"{i.dropped_total:,} dropped" + (f" ({reasons})" if reasons else ""))
+
+
+def _heading(title: str, shown: int, total: int, more: str, width: int) -> list[tuple[str, str]]:
+    note = f" ({shown} of {total}; {more})" if shown < total else ""
+    return [("", ""), (shorten(title + note, width), "bold")]
+
+
+def _findings(found: Sequence[Finding], width: int, limit: int | None,
+              stepped: bool = True) -> list[tuple[str, str]]:
+    if not found:
+        return [("", ""), ("Findings: none — no seam stands out", "bold")]
+    shown = list(found if limit is None else found[:limit])
+    out = _heading("Findings, most bytes at stake " + ("per step" if stepped else "in total")
+                   + " first", len(shown), len(found), "--all shows every one", width)
+    figures = [fmt_per_step(f.bytes_per_step, stepped) for f in shown]
+    fig_w = max(len(s) for s in figures)
+    indent = fig_w + 4
+    for f, fig in zip(shown, figures, strict=True):
+        kind = f.kind.replace("_", "-")
+        if indent + 20 > width:  # too narrow for a hanging indent: the message goes below
+            out.append((f"  {fig}  {kind}", "bold"))
+            out += [("    " + ln, "") for ln in wrap(f.message, width - 4)]
+            continue
+        body = wrap(f"[{kind}] {f.message}", width - indent)
+        out.append((f"  {fig:>{fig_w}}  {body[0]}", ""))
+        out += [(" " * indent + ln, "") for ln in body[1:]]
+    return out
+
+
+def _largest_leaf(s: SeamStats) -> str:
+    if not s.leaves:
+        return ""
+    leaf = s.leaves[0]
+    more = f" +{len(s.leaves) - 1}" if len(s.leaves) > 1 else ""
+    return f"{leaf.path or s.name} {fmt_schema(leaf.dtype or leaf.kind, leaf.shape)}{more}"
+
+
+def _transports(s: SeamStats) -> str:
+    return " ".join(f"{k}×{v}" for k, v in s.transports.items())
+
+
+_SEAM_COLUMNS = (
+    Column("seam", lambda s: f"{s.src} → {s.dst} : {s.name}", 0, right=False, flexible=True,
+           min_width=40, fit=lambda s, w: shorten_parts((s.src, s.dst, s.name), (" → ", " : "), w)),
+    Column("hops", lambda s: f"{s.hops:,}", 2),
+    Column("total", lambda s: fmt_bytes(s.total_bytes), 4),
+    Column("per step", lambda s: fmt_bytes(s.bytes_per_step_mean), 1),
+    Column("p50/hop", lambda s: fmt_bytes(s.p50_bytes), 5),
+    Column("max/hop", lambda s: fmt_bytes(s.max_bytes), 6),
+    Column("transport", _transports, 3, right=False),
+    Column("largest leaf", _largest_leaf, 7, right=False, flexible=True, min_width=24),
+)
+
+
+def _seams(view: RunView, width: int, top: int | None) -> list[tuple[str, str]]:
+    seams = list(view.seams.values())
+    if not seams:
+        return [("", ""), ("Seams: none recorded", "bold")]
+    shown = seams if top is None else seams[:top]
+    out = _heading("Seams, heaviest first", len(shown), len(seams), "--top N or --all for more",
+                   width)
+    columns = _SEAM_COLUMNS if view.has_steps else \
+        tuple(c for c in _SEAM_COLUMNS if c.title != "per step")  # a total per step is the total
+    table = fit_table(columns, shown, width)
+    out.append((table[0], "dim"))
+    out += [(ln, "") for ln in table[1:]]
+    return out
+
+
+def _owners(owners: Sequence[OwnerStats], width: int) -> list[tuple[str, str]]:
+    cols = [
+        Column("owner", lambda o: o.name, 0, right=False, flexible=True, min_width=12),
+        Column("bytes in", lambda o: fmt_bytes(o.bytes_in), 1),
+        Column("bytes out", lambda o: fmt_bytes(o.bytes_out), 1),
+        Column("hops in", lambda o: f"{o.hops_in:,}", 2),
+        Column("hops out", lambda o: f"{o.hops_out:,}", 2),
+    ]
+    if width >= WIDE:
+        cols.insert(1, Column("role", lambda o: o.role, 3, right=False))
+    table = fit_table(cols, owners, width)
+    return [("", ""), ("Owners", "bold"), (table[0], "dim")] + [(ln, "") for ln in table[1:]]
+
+
+def _counters(counters: Sequence[CounterStats], width: int) -> list[tuple[str, str]]:
+    cols = [
+        Column("counter", lambda c: c.name, 0, right=False, flexible=True, min_width=12),
+        Column("count", lambda c: f"{c.count:,}", 1),
+        Column("min", lambda c: fmt_count(c.min), 3),
+        Column("mean", lambda c: fmt_count(c.mean), 2),
+        Column("max", lambda c: fmt_count(c.max), 3),
+        Column("last", lambda c: fmt_count(c.last), 1),
+    ]
+    table = fit_table(cols, counters, width)
+    return [("", ""), ("Counters", "bold"), (table[0], "dim")] + [(ln, "") for ln in table[1:]]
