@@ -34,8 +34,14 @@ STEPS = '''
 from ops import kl
 
 
+class Batch:  # not a payload discovery looks into: experience() hands no tensor over itself
+    def __init__(self, logp):
+        self.logp = logp
+
+
 def experience(logp):
-    return kl(logp, logp * 0.5)
+    batch = Batch(logp)
+    return float(kl(batch.logp, batch.logp * 0.5).mean())
 '''
 
 SCRIPT = '''
@@ -62,7 +68,7 @@ def main():
         logp = torch.randn(4, 10)
         k = experience(logp)               # kl called through the name steps imported
         p = penalty(logp, logp + adv[:, None])  # kl called through ops' own name
-        print(f"step {step}: {float(k.mean() + p):.3f}")
+        print(f"step {step}: {k + float(p):.3f}")
 
 
 if __name__ == "__main__":
