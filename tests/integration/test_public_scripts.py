@@ -11,6 +11,7 @@ told apart.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -70,6 +71,8 @@ def test_tiny_grpo_fangyuan(tmp_path, run_cli):
     assert view.draws_flow
     report = run_cli(["report", "run"], cwd=tmp_path)
     assert "flow: rollout → " in report.stdout.replace("\n", " ")
+    doc = json.loads(run_cli(["report", "run", "--json"], cwd=tmp_path).stdout)
+    assert doc["flow"]["stages"] == list(order) and doc["steps"] == 4
 
 
 @pytest.mark.slow

@@ -99,6 +99,8 @@ def test_a_program_without_steps_says_totals_everywhere(tmp_path, run_cli):
     assert report.returncode == 0, report.stderr
     assert "no steps (figures are run totals)" in report.stdout
     assert "/step" not in report.stdout and "1 step" not in report.stdout
+    doc = run_cli(["report", "run", "--json"], cwd=tmp_path)
+    assert json.loads(doc.stdout)["steps"] == 0
     dot = run_cli(["render", "run", "--dot", "g.dot"], cwd=tmp_path)
     assert dot.returncode == 0, dot.stderr
     text = (tmp_path / "g.dot").read_text()
