@@ -82,7 +82,7 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
              "(no in-process refs)",
              f"{view.duration_s:.1f} s"]
     lines += [(ln, "") for ln in wrap(" · ".join(facts), width)]
-    if view.flow.found:
+    if view.draws_flow:  # a script's stages in the order data moved, as the pictures draw them
         lines += [(ln, "bold") for ln in wrap(f"flow: {view.flow.order_text()}", width)]
     if view.projection:
         lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
