@@ -4,7 +4,7 @@
 costs is part of every traced run's overhead. Building the typer app (all
 verbs registered) and converting the arguments (typer loads pydantic to do it)
 cost ~0.2 s of CPU, more than a training run's thousands of hops. So a `trace`
-command line made only of the options below is read here, by hand, and run;
+command line made only of trace's options (`options.py`) is read here, by hand, and run;
 anything else (`--help`, an unknown or repeated option, `--`, a missing
 script, another verb) goes to the full CLI (`main.py`), which says what it
 says about it. Both ways end in `trace_run.trace_command`.
@@ -16,13 +16,9 @@ import sys
 from typing import NamedTuple
 
 from flowmap.cli.errors import one_line_errors
-
-# trace's options that take one value; the lists may be given more than once
-OPTIONS = {"-o": "output", "--output": "output", "--process": "process", "-m": "module",
-           "--seams": "seams", "--preset": "presets", "--no-transport": "no_transport",
-           "--detail-steps": "detail_steps"}
-LISTS = ("seams", "presets", "no_transport")
-FLAGS = {"--aggregate": "aggregate"}  # trace's options that take no value
+from flowmap.cli.options import TRACE_FLAGS as FLAGS
+from flowmap.cli.options import TRACE_LISTS as LISTS
+from flowmap.cli.options import TRACE_VALUES as OPTIONS
 
 
 class Plain(NamedTuple):

@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from flowmap.cli.errors import one_line_errors
+from flowmap.cli.options import VALUE_OPTIONS
 
 if TYPE_CHECKING:
     from typer._click.core import Context  # typer vendors click: its own Context type
@@ -120,9 +121,7 @@ def _module_args_verbatim(argv: list[str]) -> list[str]:
         a = argv[j]
         if a == "-m" and j + 1 < len(argv):
             return argv[: j + 2] + ["--"] + argv[j + 2 :]
-        if a in ("-o", "--output", "--process", "--seams", "--preset", "--no-transport",
-                 "--seconds", "--calls",
-                 "--steps", "--include", "--exclude", "--min-bytes"):
+        if a in VALUE_OPTIONS:
             j += 2
         elif a.startswith("-"):
             j += 1

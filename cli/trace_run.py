@@ -15,6 +15,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
+from flowmap import rundir
 from flowmap.errors import UsageError
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def trace_command(target: str | None, module: str | None, args: list[str], *, ou
     if module is None and not os.path.isfile(target or ""):
         raise UsageError(f"{target} is not a file; give the path of a Python script")
     stem = module.rsplit(".", 1)[-1] if module else os.path.splitext(os.path.basename(target or ""))[0]
-    run_dir = output or os.path.join("flowmap-runs", run_name(stem))
+    run_dir = output or rundir.default_run_dir(stem)
     seam_files = _seam_files(seams, presets)
     detail = _detail_window(aggregate, detail_steps)
     if no_transport:
@@ -50,17 +51,6 @@ def _detail_window(aggregate: bool, detail_steps: int | None) -> int | None:
     if not aggregate:
         return None
     return fold.DETAIL_STEPS if detail_steps is None else detail_steps
-
-
-def run_name(stem: str) -> str:
-    """`grpo_tiny-20261203-150830-123-4242`: to the millisecond, then the pid.
-
-    Two traces started in the same second (or millisecond) by two processes
-    still get two runs: a pid is unique among running processes.
-    """
-    now = time.time()
-    ms = int(now * 1000) % 1000
-    return f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}-{ms:03d}-{os.getpid()}"
 
 
 def _seam_files(seams: list[str], presets: list[str]) -> list[str]:
@@ -104,11 +94,11 @@ def run_traced(
     from flowmap.integrations import install_hooks
 
     run_dir = os.path.abspath(run_dir)
-    if os.path.isdir(run_dir) and any(n.endswith(".flowmap.jsonl") for n in os.listdir(run_dir)):
+    if rundir.holds_shards(run_dir):
         raise UsageError(f"{run_dir} already holds a run; choose another -o or remove it")
     command = ["-m", module, *args] if module else [script or "", *args]
-    session.write_run_meta(run_dir, command=command, started_wall_ns=time.time_ns(),
-                           **session.aggregate_meta(aggregate))
+    rundir.write_meta(run_dir, command=command, started_wall_ns=time.time_ns(),
+                      **session.aggregate_meta(aggregate))
     os.environ.update(session.child_environment(run_dir))
     if aggregate is None:
         os.environ.pop(fold.ENV, None)
@@ -125,7 +115,7 @@ def run_traced(
             on_bind = patcher.bind_main  # the script's own functions, wrapped as defined
     install_hooks()
     code = _run_program(script, module, args, on_bind)
-    session.write_run_meta(run_dir, exit_code=code)
+    rundir.write_meta(run_dir, exit_code=code)
     return code
 
 
@@ -186,7 +176,7 @@ def _finish(run_dir: str) -> None:
     from flowmap.capture import session
 
     session.stop()
-    session.write_run_meta(run_dir, finished_wall_ns=time.time_ns())
+    rundir.write_meta(run_dir, finished_wall_ns=time.time_ns())
     rel = os.path.relpath(run_dir)
     shown = rel if not rel.startswith("..") else run_dir
     sys.stderr.write(f"flowmap: run written to {shown}\n"
@@ -210,7 +200,7 @@ def _recorded_hops(run_dir: str) -> bool | None:
     import stat
 
     try:
-        names = [os.path.join(run_dir, n) for n in os.listdir(run_dir) if n.endswith(".flowmap.jsonl")]
+        names = [os.path.join(run_dir, n) for n in rundir.shard_names(run_dir)]
         for path in names:
             if stat.S_ISREG(os.lstat(path).st_mode) and _has_hop_line(path):
                 return True

@@ -12,6 +12,7 @@ When nothing is tracing, every call here is a near-free no-op.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from flowmap.capture.api import (
@@ -25,7 +26,27 @@ from flowmap.capture.api import (
     set_owner,
     step,
 )
-from flowmap.capture.session import tracing
+from flowmap.run_tracing import tracing
+
+
+def _source_tree_roots() -> None:
+    """In a source checkout, find `flowmap.trainer` and `flowmap.cli` in `trainer/` and `cli/`.
+
+    Installed, they are folders of this package. The checkout keeps them beside it,
+    and an editable install maps them there; but a program run from the checkout's
+    root imports this folder (the working directory comes first on `sys.path`),
+    not the installed copy, even when flowmap is installed regularly. So where
+    `trainer/` is not inside this package and sits beside it, the checkout's root
+    is searched for this package's subpackages too.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    if not os.path.isdir(os.path.join(here, "trainer")) and all(
+            os.path.isfile(os.path.join(root, sub, "__init__.py")) for sub in ("trainer", "cli")):
+        __path__.append(root)
+
+
+_source_tree_roots()
 
 # `flowmap.read.fold.DETAIL_HOPS`, written out: importing the model here would
 # cost every traced child's start-up (tests/unit/test_streaming_read.py keeps them equal)

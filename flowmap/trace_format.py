@@ -1,4 +1,4 @@
-"""The trace file format, shared by the writer (capture) and the reader (model).
+"""The trace file format, shared by the writer (`flowmap.writer`) and the reader (model).
 
 A run is a directory. Each traced process streams one *shard* into it:
 `<host>-<pid>-<seq>.flowmap.jsonl`, one JSON array per line. JSON lines are

@@ -26,7 +26,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("check", ("flowmap.check",)),
     ("model", ("flowmap.model",)),
     ("read", ("flowmap.read",)),
-    ("capture", ("flowmap.tracing", "flowmap.capture", "flowmap.integrations", "flowmap.seams")),
+    # In the traced process: what starts tracing (the `tracing()` block, a child's boot), what
+    # it installs (framework and transport integrations, seam maps), and capture itself.
+    ("tracing", ("flowmap.run_tracing", "flowmap.capture._boot")),
+    ("integrations", ("flowmap.integrations", "flowmap.seams")),
+    ("capture", ("flowmap.capture",)),
     ("writer", ("flowmap.writer",)),
     ("base", ("flowmap.rundir", "flowmap.trace_format", "flowmap.errors", "flowmap.units",
               "flowmap.safe_read", "flowmap.strict_json", "flowmap.gc_pause")),

@@ -1,9 +1,9 @@
 """Synthetic runs written straight in the trace format, for graph/findings/render tests.
 
 Tests import this as `runs` (pytest puts `tests/` on sys.path through its
-conftest). Shards are written by hand rather than by the tracer so every
-timestamp, storage id and size is fixed: golden files stay stable and no test
-needs torch.
+conftest). Shards are written by flowmap's writer (`flowmap.writer.TraceWriter`)
+rather than by the tracer, so every timestamp, storage id and size is fixed:
+golden files stay stable and no test needs torch.
 
 `write_rl_run` writes an asynchronous GRPO-shaped run across three kinds of
 process (driver, rollout engines, trainer ranks) with what the findings look
@@ -20,6 +20,8 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+
+from flowmap.writer import TraceWriter, encode_line, items_json
 
 ITEMSIZE = {"int64": 8, "float32": 4, "int32": 4, "bfloat16": 2, "uint8": 1, "bool": 1}
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -40,66 +42,47 @@ def scalar(path: str, kind: str = "float") -> tuple:
 
 @dataclass
 class ShardWriter:
-    """Writes one process's shard: header, interned strings and schemas, events."""
+    """One process's shard, written by flowmap's own `TraceWriter` with fixed times and ids."""
 
     path: str
     pid: int
     process: str | None = None
     t0_mono_ns: int = 1_000_000_000_000
     lines: list[str] = field(default_factory=list)
-    strings: dict[str, int] = field(default_factory=dict)
-    schemas: dict[tuple, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._line({"flowmap": "trace", "schema": 1, "pid": self.pid, "ppid": 1,
-                    "host": "testhost", "argv": ["train.py"], "process": self.process,
-                    "t0_mono_ns": self.t0_mono_ns, "t0_wall_ns": 1_700_000_000_000_000_000})
-
-    def _line(self, obj: Any) -> None:
-        self.lines.append(json.dumps(obj, separators=(",", ":")))
-
-    def _s(self, text: str) -> int:
-        if text not in self.strings:
-            self.strings[text] = len(self.strings)
-            self._line(["s", self.strings[text], text])
-        return self.strings[text]
-
-    def _schema(self, leaves: list[tuple]) -> int:
-        key = tuple(leaves)
-        if key not in self.schemas:
-            self.schemas[key] = len(self.schemas)
-            enc = [[self._s(p), k, [list(d) if isinstance(d, tuple) else d for d in shape],
-                    self._s(dt), self._s(dev), nb, cnt, list(dims) if dims else None]
-                   for p, k, shape, dt, dev, nb, cnt, dims in leaves]
-            self._line(["S", self.schemas[key], enc])
-        return self.schemas[key]
+        self.writer = TraceWriter(self.lines.append)
+        self.writer.header({"pid": self.pid, "ppid": 1, "host": "testhost", "argv": ["train.py"],
+                            "process": self.process, "t0_mono_ns": self.t0_mono_ns,
+                            "t0_wall_ns": 1_700_000_000_000_000_000})
 
     def hop(self, t_us: int, src: str, dst: str, name: str, leaves: list[tuple], *,
             storages: tuple[int, ...] = (), step: int | None = None, version: int | None = None,
             transport: str = "ref", items: list[Any] | None = None,
             nbytes: int | None = None) -> None:
         nb = sum(leaf[5] for leaf in leaves) if nbytes is None else nbytes
-        self._line(["h", t_us, self._s(src), self._s(dst), self._s(name), self._schema(leaves),
-                    nb, list(storages), step, version, self._s(transport), items])
+        # storage ids given, not interned: a test fixes which hops share a storage
+        self.writer.hop(t_us, src, dst, name, leaves, nb, ",".join(map(str, storages)), step,
+                        version, transport, items_json(items))
 
     def counter(self, t_us: int, name: str, value: float, owner: str = "") -> None:
-        self._line(["c", t_us, self._s(name), value, self._s(owner)])
+        self.writer.counter(t_us, name, value, owner)
 
     def mark(self, t_us: int, name: str, owner: str = "") -> None:
-        self._line(["m", t_us, self._s(name), self._s(owner)])
+        self.writer.mark(t_us, name, owner)
 
     def drop(self, t_us: int, owner: str, reason: str, items: list[Any]) -> None:
-        self._line(["d", t_us, self._s(owner), self._s(reason), items])
+        self.writer.drop(t_us, owner, reason, items)
 
     def step(self, t_us: int, n: int) -> None:
-        self._line(["p", t_us, n])
+        self.writer.step(t_us, n)
 
     def close(self, t_us: int, *, clean: bool = True) -> None:
         if clean:
-            self._line(["end", t_us, {"events": len(self.lines), "errors": 0}])
+            self.writer.end(t_us, len(self.lines), 0)
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        with open(self.path, "w", encoding="utf-8") as f:
-            f.write("\n".join(self.lines) + "\n")
+        with open(self.path, "wb") as f:
+            f.write(b"".join(map(encode_line, self.lines)))
 
 
 def _traj_len(t: int) -> tuple[int, int]:

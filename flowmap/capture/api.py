@@ -12,8 +12,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from flowmap import calls
-from flowmap.capture import state
+from flowmap.capture import calls, state
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -5,7 +5,8 @@ hops. In aggregate mode a process writes its first `detail_steps` steps event
 by event (the detail window: findings that need per-hop identity, storages
 and item ids, run there), then folds each later event in memory into the
 aggregate of its key and step and writes nothing for it. The aggregates are
-written at each boundary (flowmap/trace_format.py has their lines), so the
+written at each boundary (flowmap/trace_format.py has their lines, `flowmap.writer`
+writes them), so the
 trace grows with seams x steps:
 
 - hops: per (seam, step, transport), event `a`; collectives among them (both
@@ -47,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from flowmap import trace_format as tf
 from flowmap.capture.names import MAX_ITEMS
+from flowmap.writer import HopTally
+from flowmap.writer.encoder import clamp_number
 
 if TYPE_CHECKING:  # not at run time: a traced child imports the describers at its first hop
     from flowmap.capture.describe import Description
@@ -58,10 +61,6 @@ DETAIL_STEPS = 3
 DETAIL_HOPS = 1000  # events per detail step of a process that has seen no step
 FLUSH_HOPS = 10_000
 FLUSH_US = 10_000_000
-
-# An open aggregate of hops: [hops, nbytes_sum, nbytes_min, nbytes_max, num_items,
-# version_min, version_max, t_first_us, t_last_us, wire_bytes_sum]; a list, updated in place.
-HOPS, SUM, MIN, MAX, ITEMS, VMIN, VMAX, FIRST, LAST, WIRE = range(10)
 
 
 def detail_from_environment() -> int | None:
@@ -111,11 +110,14 @@ def _merge_dim(a: Any, b: Any) -> Any:
     return lo if lo == hi else (lo, hi)
 
 
-class Folder:
-    """The aggregates of one process's tracer (their lines go through its interning)."""
+class ProcessFolder:
+    """The aggregates of one process's tracer, written through its shard's writer (and under
+    the writer's lock, which guards these tables too)."""
 
     def __init__(self, tracer: Tracer, detail_steps: int = DETAIL_STEPS) -> None:
         self.tracer = tracer
+        self.writer = tracer.writer
+        self.lock = tracer.writer.lock
         self.detail_steps = detail_steps
         self.detail_hops = DETAIL_HOPS * detail_steps  # the window before any step
         self.top: int | None = None  # the newest step seen
@@ -123,8 +125,8 @@ class Folder:
         self.entered = 0  # steps begun (new newest steps)
         self.stepless = 0  # events written in full before any step
         # Open aggregates by kind, each keyed by what its line names plus the step.
-        self.open: dict[tuple[str, str, str, int | None, str], list[Any]] = {}
-        self.sends: dict[tuple[str, str, str, int | None, str, str], list[Any]] = {}
+        self.open: dict[tuple[str, str, str, int | None, str], HopTally] = {}
+        self.sends: dict[tuple[str, str, str, int | None, str, str], HopTally] = {}
         self.receives: dict[tuple[Any, ...], list[Any]] = {}
         self.counters: dict[tuple[str, str, int | None], list[Any]] = {}
         self.marks: dict[tuple[str, str, int | None], list[Any]] = {}
@@ -142,7 +144,7 @@ class Folder:
                 return False
             return True
         if self.top is None or step > self.top:
-            with self.tracer.lock:  # an event of a newer step: the step moved on
+            with self.lock:  # an event of a newer step: the step moved on
                 self.begin(step)
         return self.entered > self.detail_steps
 
@@ -164,7 +166,7 @@ class Folder:
             return False
         n_items = _count(tr, items)
         v = None if version is None else int(version)  # before any change: may raise
-        with tr.lock:
+        with self.lock:
             if tr.closed:
                 return True
             _add_hop(self.open, (src, dst, name, step, transport), t_us,
@@ -181,7 +183,7 @@ class Folder:
         tr = self.tracer
         if not self._past(step):
             return False
-        with tr.lock:
+        with self.lock:
             if not tr.closed:
                 _add_hop(self.sends, (src, dst, name, step, transport, channel), t_us, nbytes,
                          0, None, wire)
@@ -200,7 +202,7 @@ class Folder:
         step = tr.step
         if not self._past(step):
             return False
-        with tr.lock:
+        with self.lock:
             if not tr.closed:
                 key = (name, owner, step)
                 agg = self.counters.get(key)
@@ -234,7 +236,7 @@ class Folder:
         step = tr.step
         if not self._past(step):
             return False
-        with tr.lock:
+        with self.lock:
             if not tr.closed:
                 key = (*names, step)
                 agg = table.get(key)
@@ -271,84 +273,44 @@ class Folder:
 
     def write(self) -> None:
         """Write every open aggregate as its event (lock held)."""
-        tr = self.tracer
-        if not tr.closed:
-            sid, emit = tr._sid, tr._emit
-            for (src, dst, name, step, transport), agg in self.open.items():
-                emit(f'["{tf.AGGREGATE}",{agg[LAST]},{self._seam_fields(src, dst, name)},'
-                     f"{_opt(step)},{sid(transport)},{_hop_figures(agg)}]")
-            for (src, dst, name, step, transport, channel), agg in self.sends.items():
-                emit(f'["{tf.SEND_FOLD}",{agg[LAST]},{self._seam_fields(src, dst, name)},'
-                     f"{_opt(step)},{sid(transport)},{_hop_figures(agg)},{sid(channel)}]")
+        if not self.tracer.closed:
+            w = self.writer
+            for (src, dst, name, step, transport), tally in self.open.items():
+                w.hop_fold(src, dst, name, self.merged[(src, dst, name)].leaves, step, transport,
+                           tally)
+            for (src, dst, name, step, transport, channel), tally in self.sends.items():
+                w.send_fold(src, dst, name, self.merged[(src, dst, name)].leaves, step,
+                            transport, channel, tally)
             for (owner, name, transport, channel, step), (n, wire, first, last) in \
                     self.receives.items():
-                emit(f'["{tf.RECEIVE_FOLD}",{last},{sid(owner)},{sid(name)},{sid(transport)},'
-                     f"{sid(channel)},{_opt(step)},{n},{_opt(_clamp_int(wire))},{first}]")
+                w.receive_fold(last, owner, name, transport, channel, step, n, wire, first)
             for (name, owner, step), (n, total, lo, hi, value, first, last) in \
                     self.counters.items():
                 if n == 1:  # one sample: its own line is shorter, and exact
-                    emit(f'["{tf.COUNTER}",{last},{sid(name)},{_number(value)},{sid(owner)}]')
+                    w.counter(last, name, clamp_number(value), owner)
                     continue
-                emit(f'["{tf.COUNTER_FOLD}",{last},{sid(name)},{sid(owner)},{_opt(step)},{n},'
-                     f"{_number(total)},{_number(lo)},{_number(hi)},{_number(value)},{first}]")
+                w.counter_fold(last, name, owner, step, n, total, lo, hi, value, first)
             for (name, owner, step), (n, _, first, last) in self.marks.items():
                 if n == 1:
-                    emit(f'["{tf.MARK}",{last},{sid(name)},{sid(owner)}]')
+                    w.mark(last, name, owner)
                     continue
-                emit(f'["{tf.MARK_FOLD}",{last},{sid(name)},{sid(owner)},{_opt(step)},{n},'
-                     f"{first}]")
+                w.mark_fold(last, name, owner, step, n, first)
             for (owner, reason, step), (n, items, first, last) in self.drops.items():
-                emit(f'["{tf.DROP_FOLD}",{last},{sid(owner)},{sid(reason)},{_opt(step)},{n},'
-                     f"{min(items, tf.MAX_INT)},{first}]")
+                w.drop_fold(last, owner, reason, step, n, items, first)
         for table in (self.open, self.sends, self.receives, self.counters, self.marks,
                       self.drops):
             table.clear()
         self.pending = 0
 
-    def _seam_fields(self, src: str, dst: str, name: str) -> str:
-        """`src,dst,name,schema` of an aggregate's line: the seam's merged schema."""
-        tr = self.tracer
-        return f"{tr._seam(src, dst, name)},{tr._schema_id(self.merged[(src, dst, name)].leaves)}"
 
-
-def _add_hop(table: dict[Any, list[Any]], key: Any, t_us: int, nbytes: int, n_items: int,
+def _add_hop(table: dict[Any, HopTally], key: Any, t_us: int, nbytes: int, n_items: int,
              v: int | None, wire: int | None) -> None:
     """Add one hop to the aggregate of `key` in `table` (lock held)."""
-    agg = table.get(key)
-    if agg is None:
-        table[key] = [1, nbytes, nbytes, nbytes, n_items, v, v, t_us, t_us, wire]
-        return
-    agg[HOPS] += 1
-    agg[SUM] += nbytes
-    if nbytes < agg[MIN]:
-        agg[MIN] = nbytes
-    if nbytes > agg[MAX]:
-        agg[MAX] = nbytes
-    agg[ITEMS] += n_items
-    if v is not None:
-        if agg[VMIN] is None or v < agg[VMIN]:
-            agg[VMIN] = v
-        if agg[VMAX] is None or v > agg[VMAX]:
-            agg[VMAX] = v
-    if wire is not None:
-        agg[WIRE] = wire + (agg[WIRE] or 0)
-    agg[LAST] = t_us
-
-
-def _hop_figures(agg: list[Any]) -> str:
-    """The fields from `hops` to `t_first_us` that `a` and `X` lines share."""
-    return (f"{agg[HOPS]},{min(agg[SUM], tf.MAX_INT)},{agg[MIN]},{agg[MAX]},"
-            f"{_opt(_clamp_int(agg[WIRE]))},{min(agg[ITEMS], tf.MAX_INT)},{_opt(agg[VMIN])},"
-            f"{_opt(agg[VMAX])},{agg[FIRST]}")
-
-
-def _clamp_int(n: int | None) -> int | None:
-    return None if n is None else min(n, tf.MAX_INT)
-
-
-def _number(x: float) -> str:
-    """A finite float as JSON (a sum can overflow past what a trace holds: it is clamped)."""
-    return float.__repr__(min(max(x, -tf.MAX_NUMBER), tf.MAX_NUMBER))
+    tally = table.get(key)
+    if tally is None:
+        table[key] = HopTally(nbytes, t_us, n_items, v, wire)
+    else:
+        tally.add(nbytes, t_us, n_items, v, wire)
 
 
 def _count(tr: Tracer, items: Any) -> int:
@@ -356,9 +318,5 @@ def _count(tr: Tracer, items: Any) -> int:
     t = type(items)
     if t is tuple or t is list:
         return min(len(items), MAX_ITEMS)
-    got = tr._items(items)
+    got = tr.read_items(items)
     return len(got) if got else 0
-
-
-def _opt(n: int | None) -> str:
-    return "null" if n is None else str(n)

@@ -21,15 +21,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import json
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from flowmap import trace_format as tf
 from flowmap.capture import fold, state
 from flowmap.capture.tracer import Tracer
 
@@ -60,7 +57,8 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
         return None
     detail = fold.detail_from_environment() if aggregate is None and environment else aggregate
     if detail is not None:
-        tracer.fold = fold.Folder(tracer, detail)
+        tracer.fold = fold.ProcessFolder(tracer, detail)
+    tracer.on_stop = _forget
     state.tracer = tracer
     if not _hooks_installed:
         _hooks_installed = True
@@ -69,6 +67,12 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
         _register_multiprocessing_finalizer()
     _install_sigterm()
     return tracer
+
+
+def _forget(tracer: Tracer) -> None:
+    """A tracer that stopped for good (a full disk) no longer records this process's events."""
+    if state.tracer is tracer:
+        state.tracer = None
 
 
 def stop() -> None:
@@ -156,7 +160,7 @@ def _register_multiprocessing_finalizer(fn: Callable[[], None] = stop) -> None:
     start-up ~10 ms (socket, pickle, subprocess), multiprocessing worker or not.
     """
     if "multiprocessing.util" not in sys.modules:
-        from flowmap.integrations import importhook
+        from flowmap.capture import importhook
 
         importhook.on_import("multiprocessing.util", lambda _: _register_multiprocessing_finalizer(fn))
         return
@@ -228,23 +232,6 @@ def restore_environ(saved: dict[str, str | None]) -> None:
             os.environ[k] = v
 
 
-def write_run_meta(run_dir: str, **fields: Any) -> None:
-    """Create or update `run.json`, the run's small description (command, times, exit code)."""
-    path = os.path.join(run_dir, tf.RUN_META)
-    from flowmap.read.run_meta import read_run_meta
-
-    meta = read_run_meta(path)
-    meta.update({"flowmap": "run", "schema": tf.SCHEMA_VERSION}, **fields)
-    meta.setdefault("started_wall_ns", time.time_ns())
-    try:
-        os.makedirs(run_dir, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2, sort_keys=True)
-            f.write("\n")
-    except OSError:
-        pass
-
-
 def aggregate_meta(detail_steps: int | None) -> dict[str, Any]:
     """What run.json says of an aggregated run (nothing for a full trace): `aggregate`
     true, the `detail_steps` window, and when a process without steps writes."""
@@ -252,43 +239,3 @@ def aggregate_meta(detail_steps: int | None) -> dict[str, Any]:
         return {}
     return {"aggregate": True, "detail_steps": detail_steps,
             "flush_hops": fold.FLUSH_HOPS, "flush_seconds": fold.FLUSH_US / 1e6}
-
-
-@contextlib.contextmanager
-def tracing(path: str, *, process: str | None = None, children: bool = True,
-            aggregate: int | None = None) -> Iterator[str]:
-    """Trace the block into the run directory `path` (children too, unless `children=False`).
-
-    `aggregate=N` folds hops past each process's first N steps into per-seam,
-    per-step aggregates, as `flowmap trace --aggregate --detail-steps N` does.
-
-    Yields the run path; `flowmap.load(path)` reads it afterwards. Inside a
-    process that already traces (a program run by `flowmap trace`, or an
-    outer `tracing` block) the block joins that run: it yields the outer
-    run's path, says so once if `path` differs, and leaves the outer capture
-    running when it ends.
-    """
-    outer = state.tracer
-    if outer is not None and not getattr(outer, "closed", False):
-        outer_dir = os.path.abspath(outer.run_dir)
-        if os.path.abspath(os.fspath(path)) != outer_dir:
-            sys.stderr.write(
-                f"flowmap: tracing({os.fspath(path)!r}) inside a traced run: its events go to "
-                f"the outer run {outer_dir}, which goes on after the block.\n"
-            )
-        yield outer_dir
-        return
-    if aggregate is not None and (type(aggregate) is not int or aggregate < 0):
-        raise ValueError(f"aggregate must be a count of steps (0 or more), not {aggregate!r}")
-    write_run_meta(path, command=list(sys.argv), **aggregate_meta(aggregate))
-    if start(path, process, aggregate, environment=False) is not None:
-        from flowmap.integrations import install_hooks
-
-        install_hooks()  # transports and Ray, as under `flowmap trace`
-    ctx = propagate(path, aggregate) if children else contextlib.nullcontext()
-    try:
-        with ctx:
-            yield path
-    finally:
-        stop()
-        write_run_meta(path, finished_wall_ns=time.time_ns())

@@ -1,10 +1,11 @@
-"""The per-process tracer: interns strings and payload schemas, writes a shard.
+"""The per-process tracer: takes the API's events, writes them to a shard through the writer.
 
-One `Tracer` lives in each traced process. Every event is formatted under one lock (strings
-and schemas must reach the file before the events that use them) and copied straight into the
-shard's file mapping (`ShardFile`): it is on disk once the call that recorded it returns, so a
-SIGKILL at any moment, even inside a long C call, loses nothing recorded. There is no buffer
-and no flusher thread; `--aggregate` folds events instead of writing them (`fold.Folder`).
+One `Tracer` lives in each traced process. Every event is formatted by the shard's
+`TraceWriter` under its lock (strings and schemas must reach the file before the events that
+use them) and copied straight into the shard's file mapping (`ShardFile`): it is on disk once
+the call that recorded it returns, so a SIGKILL at any moment, even inside a long C call,
+loses nothing recorded. There is no buffer and no flusher thread; `--aggregate` folds events
+instead of writing them (`fold.ProcessFolder`).
 
 Failure policy: nothing here raises into the user's program. An internal error is counted (and
 its first messages kept in the trace). A full disk stops capture with one warning; the shard
@@ -17,67 +18,38 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import repeat
 from operator import is_
 from time import monotonic_ns
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from flowmap import trace_format as tf
+from flowmap import rundir
 from flowmap.capture import describe_lazy
 from flowmap.capture.names import MAX_ITEMS, NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
-
-if TYPE_CHECKING:  # the describers load at the first hop, not with the tracer
-    from flowmap.capture.describers.walk import StorageKey
+from flowmap.writer.encoder import TraceWriter, dumps, encode_line, items_json
 
 MAX_ERROR_EVENTS = 20
-# Names longer than this are cut (with a note of how much): a line must stay within
-# what readers take (trace_format.MAX_LINE), even if a character needs a 6-byte escape.
-MAX_NAME = 256 * 1024
 CHECK_EVERY = 4096  # events between two checks that the shard file still exists
 # How long `close` waits for an event under way: events take microseconds, so a lock held
 # longer is held by the frame a signal interrupted (see `close`).
 CLOSE_WAIT_S = 0.5
-# Storage ids are kept per shard so cross-hop identity can be analysed; the table is
-# cleared past this many, trading a little identity resolution for bounded memory.
-MAX_STORAGE_IDS = 100_000
-
-def _opaque(obj: Any) -> str:
-    return f"<{type(obj).__name__}>"  # never the object's own str(): that is user code
-
-
-_dumps = json.JSONEncoder(
-    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_opaque
-).encode
-
-
-# A str as `_dumps` writes it (ensure_ascii=False), without the encoder's dispatch.
+# A str as `dumps` writes it (ensure_ascii=False), without the encoder's dispatch.
 _json_str = json.encoder.encode_basestring
 _INF, _NEG_INF = float("inf"), float("-inf")
-
-
-def encode(line: str) -> bytes:
-    """One event line as UTF-8; a lone surrogate (`os.fsdecode` of bytes that are not UTF-8)
-    is written as its JSON escape `\\udcXX`: the file stays valid UTF-8 and reads back the same."""
-    return (line + "\n").encode("utf-8", "backslashreplace")
+_dumps, _items_json = dumps, items_json  # the names the tests of items' text know them by
 
 
 class Tracer:
+    """The shard of this process: its file, the writer that encodes its lines, its counts."""
+
     def __init__(self, run_dir: str, process: str | None = None) -> None:
         self.run_dir = run_dir
         self.process = process
-        self.lock = threading.Lock()
-        self.strings: dict[str, int] = {}
-        self.schemas: dict[tuple[Any, ...], int] = {}
-        self.storage_ids: dict[StorageKey, str] = {}  # -> its id as JSON text
-        self.next_storage = 0
-        self.seam_ids: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
-        # Per seam, the last hop's (leaves, schema id): a seam mostly repeats its
-        # schema, and comparing with the last one spares hashing every leaf.
-        self.last_schema: dict[str, tuple[list[tuple[Any, ...]], int]] = {}
+        self.writer = TraceWriter(self._write, self._emit)
+        self.lock = self.writer.lock  # every event is formatted and written under it
         self.events = 0
         self.errors = 0
         self.warned: set[str] = set()
@@ -86,7 +58,9 @@ class Tracer:
         # from then on, steps inferred from its optimizer are ignored.
         self.explicit_steps = False
         self.closed = False
-        self.fold: Any = None  # a `fold.Folder` under `flowmap trace --aggregate`
+        self.fold: Any = None  # a `fold.ProcessFolder` under `flowmap trace --aggregate`
+        # Called once when capture stops for good (a full disk): the session forgets us.
+        self.on_stop: Callable[[Tracer], None] | None = None
         self.file: ShardFile | None = None
         self._open()
 
@@ -97,13 +71,11 @@ class Tracer:
         # socket (~5 ms of every traced child's start-up)
         hostname = os.uname().nodename if hasattr(os, "uname") else os.environ.get("COMPUTERNAME", "")
         host = hostname.replace("-", "_") or "host"
-        name = f"{host}-{os.getpid()}-{os.urandom(2).hex()}{tf.SHARD_SUFFIX}"
+        name = rundir.shard_file_name(host, os.getpid(), os.urandom(2).hex())
         self.path = os.path.join(self.run_dir, name)
         self.file = ShardFile(self.path)
         self.t0_ns = time.monotonic_ns()
-        header = {
-            tf.HEADER: tf.MAGIC,
-            "schema": tf.SCHEMA_VERSION,
+        self.writer.header({
             "pid": os.getpid(),
             "ppid": os.getppid(),
             "host": hostname,
@@ -111,8 +83,7 @@ class Tracer:
             "process": self.process,
             "t0_mono_ns": self.t0_ns,
             "t0_wall_ns": time.time_ns(),
-        }
-        self.file.write(encode(_dumps(header)))
+        })
 
     @property
     def fd(self) -> int:
@@ -124,11 +95,32 @@ class Tracer:
         if f is None:
             return
         try:
-            f.write(encode(line))
+            f.write(encode_line(line))
         except ShardFull as exc:
             self._stop(f"the disk is full ({exc.strerror or exc})", f"capture stopped: {exc.strerror}")
         except (OSError, ValueError) as exc:
             self._stop(f"cannot write the trace ({exc})", f"capture stopped: {exc}")
+
+    def _emit(self, line: str) -> None:
+        """Write one event line (lock held). The hot path of `_write` and `ShardFile.write`,
+        inlined: one copy into the map."""
+        f = self.file
+        if f is not None:
+            try:
+                data = (line + "\n").encode()
+            except UnicodeEncodeError:
+                data = encode_line(line)
+            pos = f.pos
+            end = pos + len(data)
+            m = f.map
+            if m is not None and end <= f.limit:
+                m[pos:end] = data
+                f.pos = end
+            else:
+                self._write(line)
+        self.events += 1
+        if not self.events % CHECK_EVERY:
+            self._check_file()
 
     def _check_file(self) -> None:
         """Rewrite the shard if it was deleted; stop (one warning) if that fails."""
@@ -151,18 +143,16 @@ class Tracer:
 
     def _stop(self, why: str, note: str | None) -> None:
         """Turn capture off for good (lock held): close the shard with `note`, warn once."""
-        from flowmap.capture import state
-
         f = self.file
         if f is not None:
             if note is not None:
-                f.write_reserved(encode(_dumps([tf.ERROR, self._now_us(), note])))
-                f.write_reserved(encode(self._end_line()))
+                f.write_reserved(encode_line(self.writer.error_line(self.now_us(), note)))
+                f.write_reserved(encode_line(self._end_line()))
             f.close()
         self.file = None
         self.closed = True
-        if state.tracer is self:
-            state.tracer = None
+        if self.on_stop is not None:
+            self.on_stop(self)
         self._warn(f"{why}; capture is off, the program goes on (the run keeps what was written)")
 
     def _warn(self, message: str) -> None:
@@ -184,7 +174,7 @@ class Tracer:
         """Nothing to flush: every event is in the file when it is recorded."""
 
     def _end_line(self) -> str:
-        return _dumps([tf.END, self._now_us(), {"events": self.events, "errors": self.errors}])
+        return self.writer.end_line(self.now_us(), self.events, self.errors)
 
     def close(self) -> None:
         """Write the end of the shard. Called from a SIGTERM handler too, which may run in the
@@ -217,73 +207,9 @@ class Tracer:
             self.file.abandon()
             self.file = None
 
-    # -- encoding helpers (call with the lock held) ----------------------------
-    def _now_us(self) -> int:
+    def now_us(self) -> int:
+        """Microseconds since this shard's `t0_mono_ns`: the time of an event recorded now."""
         return (time.monotonic_ns() - self.t0_ns) // 1000
-
-    def _sid(self, s: str) -> int:
-        i = self.strings.get(s)
-        if i is None:
-            i = len(self.strings)
-            self.strings[s] = i
-            text = s if len(s) <= MAX_NAME else f"{s[:MAX_NAME]}…[{len(s) - MAX_NAME} more]"
-            self._write(_dumps([tf.STRING, i, text]))
-        return i
-
-    def _schema_id(self, leaves: list[tuple[Any, ...]]) -> int:
-        key = tuple(leaves)
-        i = self.schemas.get(key)
-        if i is None:
-            i = len(self.schemas)
-            self.schemas[key] = i
-            enc = [
-                [self._sid(p), k, list(shape), self._sid(dt), self._sid(dev), nb, cnt,
-                 list(dims) if dims else None]
-                for (p, k, shape, dt, dev, nb, cnt, dims) in leaves
-            ]
-            self._write(_dumps([tf.SCHEMA, i, enc]))
-        return i
-
-    def _seam(self, src: str, dst: str, name: str) -> str:
-        """The `src,dst,name` string ids of a seam's lines, interned at its first event
-        (lock held)."""
-        seam = self.seam_ids.get((src, dst, name))
-        if seam is None:
-            seam = self.seam_ids[(src, dst, name)] = (
-                f"{self._sid(src)},{self._sid(dst)},{self._sid(name)}")
-        return seam
-
-    def _storage_id(self, key: StorageKey) -> str:
-        i = self.storage_ids.get(key)
-        if i is None:
-            if len(self.storage_ids) >= MAX_STORAGE_IDS:
-                self.storage_ids.clear()
-            # a counter of storages, not of events: distinct storages of one
-            # hop get distinct ids, unique within the shard even across clears
-            i = str(self.next_storage)
-            self.next_storage += 1
-            self.storage_ids[key] = i
-        return i
-
-    def _emit(self, line: str) -> None:
-        # The hot path of `_write` and `ShardFile.write`, inlined: one copy into the map.
-        f = self.file
-        if f is not None:
-            try:
-                data = (line + "\n").encode()
-            except UnicodeEncodeError:
-                data = encode(line)
-            pos = f.pos
-            end = pos + len(data)
-            m = f.map
-            if m is not None and end <= f.limit:
-                m[pos:end] = data
-                f.pos = end
-            else:
-                self._write(line)
-        self.events += 1
-        if not self.events % CHECK_EVERY:
-            self._check_file()
 
     def _names(self, *names: Any) -> list[str] | None:
         """Owners and names as strings; None (one warning) if one cannot be taken."""
@@ -302,7 +228,9 @@ class Tracer:
             out.append(s)
         return out
 
-    def _items(self, items: Any) -> list[Any] | None:
+    def read_items(self, items: Any) -> list[Any] | None:
+        """The ids of `items` as a trace holds them; None for none, or (one warning) for a
+        type that is not read."""
         got = items_list(items)
         if got is NOT_READ:
             kind = type(items).__name__
@@ -334,38 +262,16 @@ class Tracer:
         d = describe_lazy.describe(payload, dims)  # the describers load at the first hop
         if self.fold is not None and self.fold.hop(src, dst, name, d, items, step, version, transport, t):
             return
-        items_text = _items_text(items)
+        items_text = "null" if type(items) is tuple and not items else _items_text(items)
         if items_text is None:  # a type not read: one warning, the hop is kept without items
-            self._items(items)
+            self.read_items(items)
             items_text = "null"
         with self.lock:
             if self.closed:
                 return
-            # Formatted by hand: every field but `items` is an int or null, and
-            # this line is written once per hop (json.dumps is ~3x slower here).
-            storages = ""
-            if d.storages:  # arrays: their storage ids (a hop of Python objects has none)
-                get = self.storage_ids.get
-                try:  # every storage seen before: one C-level pass
-                    storages = ",".join(map(get, d.storages))  # type: ignore[arg-type]
-                except TypeError:  # a new one (`get` gave None): give it an id
-                    storages = ",".join([get(k) or self._storage_id(k) for k in d.storages])
-            seam = self.seam_ids.get((src, dst, name)) or self._seam(src, dst, name)
-            leaves = d.leaves
-            last = self.last_schema.get(seam)
-            if last is not None and last[0] == leaves:  # equal by value: nothing goes stale
-                schema = last[1]
-            else:
-                schema = self._schema_id(leaves)
-                self.last_schema[seam] = (leaves, schema)
-            if step is None:
-                step = self.step
-            self._emit(
-                f'["h",{t},{seam},{schema},{d.nbytes},[{storages}],'
-                f"{'null' if step is None else int(step)},"
-                f"{'null' if version is None else int(version)},"
-                f"{self.strings.get(transport) or self._sid(transport)},{items_text}]"
-            )
+            w = self.writer
+            w.hop(t, src, dst, name, d.leaves, d.nbytes, w.storage_ids(d.storages),
+                  self.step if step is None else step, version, transport, items_text)
 
     def counter(self, owner: Any, name: Any, value: float) -> None:
         t = (monotonic_ns() - self.t0_ns) // 1000
@@ -381,13 +287,11 @@ class Tracer:
         if self.fold is not None and self.fold.counter(owner, name, value, t):
             return
         with self.lock:
-            if not self.closed:  # `value` is a float: written as json.dumps writes one
-                get = self.strings.get
-                self._emit(f'["{tf.COUNTER}",{t},{get(name) or self._sid(name)},'
-                           f'{float.__repr__(value)},{get(owner) or self._sid(owner)}]')
+            if not self.closed:
+                self.writer.counter(t, name, value, owner)
 
     def mark(self, owner: Any, name: Any) -> None:
-        t = self._now_us()
+        t = self.now_us()
         names = self._names(owner, name)
         if names is None:
             return
@@ -395,25 +299,24 @@ class Tracer:
             return
         with self.lock:
             if not self.closed:
-                self._emit(_dumps([tf.MARK, t, self._sid(names[1]), self._sid(names[0])]))
+                self.writer.mark(t, names[1], names[0])
 
     def drop(self, owner: Any, items: Any, reason: Any) -> None:
-        t = self._now_us()
+        t = self.now_us()
         names = self._names(owner, reason)
         if names is None:
             return
-        item_list = self._items(items)
+        item_list = self.read_items(items)
         if self.fold is not None and self.fold.drop(names[0], names[1], len(item_list or ()), t):
             return
         with self.lock:
             if not self.closed:
-                self._emit(_dumps([tf.DROP, t, self._sid(names[0]), self._sid(names[1]),
-                                   item_list]))
+                self.writer.drop(t, names[0], names[1], item_list)
 
     def set_step(self, step: int, inferred: bool = False) -> None:
         """`inferred`: a step flowmap counted (optimizer updates), which the program's own
         steps override."""
-        t = self._now_us()
+        t = self.now_us()
         with self.lock:
             if inferred and self.explicit_steps:
                 return
@@ -423,7 +326,7 @@ class Tracer:
                 self.fold.step_moved(step)
             self.step = step
             if not self.closed:
-                self._emit(_dumps([tf.STEP, t, step]))
+                self.writer.step(t, step)
 
     def error(self, exc: BaseException) -> None:
         """Count an internal failure; keep the first few messages in the trace."""
@@ -431,8 +334,7 @@ class Tracer:
             with self.lock:
                 self.errors += 1
                 if self.errors <= MAX_ERROR_EVENTS and not self.closed:
-                    msg = f"{type(exc).__name__}: {exc}"[:500]
-                    self._write(_dumps([tf.ERROR, self._now_us(), msg]))
+                    self.writer.error(self.now_us(), f"{type(exc).__name__}: {exc}"[:500])
         except Exception:
             pass
 
@@ -464,9 +366,3 @@ def _items_text(items: Any) -> str | None:
     return _items_json(got)
 
 
-def _items_json(items: list[Any] | None) -> str:
-    if not items:
-        return "null"
-    if all(map(is_, map(type, items), repeat(int))):  # ints (not bools): checked in C
-        return f"[{','.join(map(int.__repr__, items))}]"
-    return _dumps(items)

@@ -18,10 +18,9 @@ import sys
 import threading
 from typing import Any
 
-from flowmap.capture import session
+from flowmap.capture import importhook, session
 from flowmap.discover.filters import Filters
 from flowmap.discover.watch import Budget, Watcher, process_id
-from flowmap.integrations import importhook
 
 ENV_DISCOVER = "FLOWMAP_DISCOVER"
 CONFIG = "config.json"

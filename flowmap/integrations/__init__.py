@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from flowmap.integrations import importhook
+from flowmap.capture import importhook
 
 
 def install_hooks() -> None:

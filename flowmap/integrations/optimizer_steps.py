@@ -16,8 +16,7 @@ import threading
 from types import ModuleType
 from typing import Any
 
-from flowmap.capture import state
-from flowmap.integrations import importhook
+from flowmap.capture import importhook, state
 
 _lock = threading.Lock()
 _updates: dict[int, int] = {}  # id(optimizer) -> its updates so far

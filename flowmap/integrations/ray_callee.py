@@ -15,8 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from flowmap import calls
-from flowmap.capture import state
+from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner, set_owner
 
 CALLER_KW = "_flowmap_caller"

@@ -22,8 +22,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from flowmap import calls
-from flowmap.capture import state
+from flowmap.capture import calls, state
 from flowmap.capture.describers import walk
 
 OBJECT_STORE = "object_store"

@@ -37,8 +37,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from flowmap import calls
-from flowmap.capture import state
+from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner
 from flowmap.integrations import ray as ray_integration
 from flowmap.integrations.ray_callee import Dispatched

@@ -9,13 +9,10 @@ reads is built from them whole (`flowmap.model.view`).
 
 from __future__ import annotations
 
-import json
 import os
 from functools import cached_property
 from typing import Any
 
-from flowmap import trace_format as tf
-from flowmap.errors import NoRunFound, NotATrace
 from flowmap.gc_pause import without_gc
 from flowmap.model.aggregate import counter_stats, item_stats, owner_stats, seam_stats
 from flowmap.model.types import (
@@ -30,9 +27,11 @@ from flowmap.model.types import (
 from flowmap.model.view import RunView, build_view
 from flowmap.read.events import Shard
 from flowmap.read.fold import DETAIL_HOPS
-from flowmap.read.reader import MAX_HEADER, open_regular
 from flowmap.read.records import Records
-from flowmap.read.run_meta import read_run_meta
+from flowmap.rundir import RUNS_DIR as RUNS_DIR  # re-exported: the default run, found by rundir
+from flowmap.rundir import is_run_dir as is_run_dir
+from flowmap.rundir import newest_run as newest_run
+from flowmap.rundir import resolve as resolve
 
 
 class Run(Records):
@@ -97,63 +96,3 @@ def load(path: str | os.PathLike[str], detail_hops: int | None = DETAIL_HOPS) ->
     reader folds hops into per-seam, per-step records (`Run.seam_steps`).
     """
     return Run.read(path, detail_hops)
-
-
-RUNS_DIR = "flowmap-runs"
-
-
-def is_run_dir(path: str) -> bool:
-    if not os.path.isdir(path):
-        return False
-    if os.path.exists(os.path.join(path, tf.RUN_META)):
-        return True
-    return any(n.endswith(tf.SHARD_SUFFIX) for n in os.listdir(path))
-
-
-def newest_run(cwd: str = ".") -> str:
-    """The run in `cwd` or `cwd/flowmap-runs/` that started last (not the last one written to)."""
-    candidates: list[str] = []
-    for base in (cwd, os.path.join(cwd, RUNS_DIR)):
-        if not os.path.isdir(base):
-            continue
-        for name in os.listdir(base):
-            p = os.path.join(base, name)
-            if is_run_dir(p):
-                candidates.append(p)
-    if not candidates:
-        raise NoRunFound(
-            "no run found here; trace one with `flowmap trace SCRIPT` or pass RUN explicitly"
-        )
-    return max(candidates, key=lambda p: (_started_ns(p), p))
-
-
-def _started_ns(run_dir: str) -> int:
-    """When the run started: run.json's `started_wall_ns`, else its earliest shard header.
-
-    Not a file's mtime: writing an HTML page or a merge into an older run
-    must not make it the default for `report`, `baseline` and `check`.
-    """
-    started = read_run_meta(os.path.join(run_dir, tf.RUN_META)).get("started_wall_ns")
-    if type(started) is int:
-        return started
-    starts = []
-    for name in os.listdir(run_dir):
-        if name.endswith(tf.SHARD_SUFFIX):
-            try:
-                with open_regular(os.path.join(run_dir, name)) as f:
-                    header = json.loads(f.readline(MAX_HEADER + 1))
-                t0 = header.get("t0_wall_ns") if isinstance(header, dict) else None
-                if type(t0) is int:
-                    starts.append(t0)
-            except (OSError, ValueError, RecursionError):
-                pass
-    return min(starts) if starts else int(os.path.getmtime(run_dir) * 1e9)
-
-
-def resolve(run: str | None) -> str:
-    """The RUN argument of a CLI verb: given, or the newest in the working directory."""
-    if run is None:
-        return newest_run()
-    if not os.path.exists(run):
-        raise NotATrace(f"{run} does not exist")
-    return run

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowmap.read.events import Hop, Leaf, SeamStep
+from flowmap.writer import HopTally
 
 # Hops kept one by one, for the whole run (shared among its shards); past it,
 # hops are folded. The built-in trainer's ~7,000 hops stay far inside it.
@@ -28,9 +29,6 @@ MIN_SHARD_DETAIL = 10_000  # each shard's share is at least this
 # A shard whose window has ended still keeps the hops of the steps inside it
 # (a step began before the budget ran out), up to this multiple of its share.
 FINISH_STEP_FACTOR = 2
-
-# Accumulator slots (a list, not an object: this is updated once per hop).
-_HOPS, _SUM, _MIN, _MAX, _T0, _T1, _ITEMS, _VMIN, _VMAX, _WIRE, _SCHEMAS = range(11)
 
 
 def shard_budget(detail_hops: int | None, num_shards: int) -> int | None:
@@ -60,7 +58,14 @@ class Cut:
         return Cut(step, min(self.t_ns, other.t_ns))
 
 
-class Folder:
+class _Cell(HopTally):
+    """A seam's hops in one step (times in ns), and the schemas they carried."""
+
+    __slots__ = ("schemas",)
+    schemas: list[Any]  # schema ids (or leaf tuples), each once
+
+
+class SeamStepFolder:
     """Accumulates hops per (src, dst, name, step, transport) of one process.
 
     Keys are whatever the caller has at hand: a reader passes interned string
@@ -70,7 +75,7 @@ class Folder:
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.cells: dict[tuple[Any, Any, Any, int | None, Any], list[Any]] = {}
+        self.cells: dict[tuple[Any, Any, Any, int | None, Any], _Cell] = {}
         self.hops = 0
 
     def add(self, src: Any, dst: Any, name: Any, step: int | None, transport: Any, schema: Any,
@@ -87,30 +92,13 @@ class Folder:
             items = len(ev[11]) if ev[11] else 0
         key = (ev[2], ev[3], ev[4], ev[8], ev[10])
         c = self.cells.get(key)
-        nbytes, version, schema = ev[6], ev[9], ev[5]
+        schema = ev[5]
         if c is None:
-            self.cells[key] = [1, nbytes, nbytes, nbytes, t_ns, t_ns, items, version, version,
-                               wire, [schema]]
+            c = self.cells[key] = _Cell(ev[6], t_ns, items, ev[9], wire)
+            c.schemas = [schema]
             return
-        c[_HOPS] += 1
-        c[_SUM] += nbytes
-        if nbytes < c[_MIN]:
-            c[_MIN] = nbytes
-        elif nbytes > c[_MAX]:
-            c[_MAX] = nbytes
-        if t_ns > c[_T1]:
-            c[_T1] = t_ns
-        elif t_ns < c[_T0]:
-            c[_T0] = t_ns
-        c[_ITEMS] += items
-        if version is not None:
-            if c[_VMIN] is None or version < c[_VMIN]:
-                c[_VMIN] = version
-            if c[_VMAX] is None or version > c[_VMAX]:
-                c[_VMAX] = version
-        if wire is not None:
-            c[_WIRE] = wire + (c[_WIRE] or 0)
-        seen = c[_SCHEMAS]
+        c.add(ev[6], t_ns, items, ev[9], wire)
+        seen = c.schemas
         if seen[-1] is not schema and schema not in seen:
             seen.append(schema)
 
@@ -123,11 +111,12 @@ class Folder:
         out = []
         for (src, dst, name, step, transport), c in self.cells.items():
             out.append(SeamStep(
-                t_ns=c[_T1], t_first_ns=c[_T0], pid=self.pid, src=resolve(src),
+                t_ns=c.t_last, t_first_ns=c.t_first, pid=self.pid, src=resolve(src),
                 dst=resolve(dst), name=resolve(name), step=step, transport=resolve(transport),
-                hops=c[_HOPS], nbytes_sum=c[_SUM], nbytes_min=c[_MIN], nbytes_max=c[_MAX],
-                wire_bytes_sum=c[_WIRE], num_items=c[_ITEMS], version_min=c[_VMIN],
-                version_max=c[_VMAX], leaves=merge_schemas([schema(s) for s in c[_SCHEMAS]]),
+                hops=c.hops, nbytes_sum=c.nbytes_sum, nbytes_min=c.nbytes_min,
+                nbytes_max=c.nbytes_max, wire_bytes_sum=c.wire_bytes_sum, num_items=c.num_items,
+                version_min=c.version_min, version_max=c.version_max,
+                leaves=merge_schemas([schema(s) for s in c.schemas]),
             ))
         out.sort(key=lambda s: s.t_ns)
         return out
@@ -135,11 +124,11 @@ class Folder:
 
 def fold_hops(hops: Iterable[Hop]) -> list[SeamStep]:
     """`SeamStep`s of `hops` (of any processes), sorted by their last hop's time."""
-    folders: dict[int, Folder] = {}
+    folders: dict[int, SeamStepFolder] = {}
     for h in hops:
         f = folders.get(h.pid)
         if f is None:
-            f = folders[h.pid] = Folder(h.pid)
+            f = folders[h.pid] = SeamStepFolder(h.pid)
         f.add_hop(h)
     out = [s for f in folders.values() for s in f.seam_steps(str, _same_leaves)]
     out.sort(key=lambda s: s.t_ns)

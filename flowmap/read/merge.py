@@ -24,6 +24,7 @@ from flowmap.errors import UsageError
 from flowmap.read.reader import MAX_HEADER, clean_text, open_regular
 from flowmap.read.run_meta import read_run_meta
 from flowmap.read.shards import shard_paths
+from flowmap.rundir import holds_shards
 
 
 @dataclass(slots=True)
@@ -40,7 +41,7 @@ def merge_runs(sources: list[str], out: str) -> MergeResult:
     """Copy every shard of `sources` (run directories or shard files) into the run `out`."""
     if not sources:
         raise UsageError("give at least one run directory to merge")
-    if os.path.isdir(out) and any(n.endswith(tf.SHARD_SUFFIX) for n in os.listdir(out)):
+    if holds_shards(out):
         raise UsageError(f"{out} already holds a run; merge into a new directory")
     try:
         return _merge(sources, out)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from typing import Any
 
 from flowmap import trace_format as tf
@@ -28,11 +27,12 @@ from flowmap.read.events import Leaf as Leaf
 from flowmap.read.events import Mark as Mark
 from flowmap.read.events import Shard as Shard
 from flowmap.read.fields import Fields, Interned
-from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, Folder
+from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, SeamStepFolder
 from flowmap.read.validate import CHECKS
+from flowmap.rundir import MAX_HEADER as MAX_HEADER  # re-exported, with the safe open of a shard
+from flowmap.rundir import open_regular as open_regular
 
 BLOCK = 4 << 20  # bytes read at a time
-MAX_HEADER = 1 << 20
 MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
 
 
@@ -64,23 +64,6 @@ def read_shard(path: str, detail_hops: int | None = None) -> Shard:
 def _empty_shard(path: str) -> Shard:
     return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
                  t0_wall_ns=0, empty=True)
-
-
-def open_regular(path: str) -> Any:
-    """Open `path` for reading if it is a regular file; never blocks on a FIFO."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise NotATrace(f"cannot read {_show(path)}: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError as exc:
-        os.close(fd)
-        raise NotATrace(f"cannot read {_show(path)}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise NotATrace(f"{_show(path)} is not a regular file (a FIFO, device or directory)")
-    return os.fdopen(fd, "rb")
 
 
 def _show(path: str) -> str:
@@ -143,7 +126,7 @@ class _Decoder:
         self.shard = shard
         self.keep = detail_hops  # hops built one by one before `_folded` is asked
         self.cut: Cut | None = None
-        self.folder: Folder | None = None
+        self.folder: SeamStepFolder | None = None
         self.strings: dict[int, str] = {}
         self.schemas: dict[int, tuple[Leaf, ...]] = {}
         self.t0 = shard.t0_mono_ns
@@ -174,7 +157,7 @@ class _Decoder:
         t_ns = self.t0 + ev[1] * 1000
         cut, folder = self.cut, self.folder
         if cut is None or folder is None:
-            self.cut, self.folder = Cut(ev[8], t_ns), Folder(self.shard.pid)
+            self.cut, self.folder = Cut(ev[8], t_ns), SeamStepFolder(self.shard.pid)
             return False
         step = ev[8]
         past = step > cut.step if step is not None and cut.step is not None else t_ns > cut.t_ns

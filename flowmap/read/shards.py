@@ -15,6 +15,7 @@ from flowmap.errors import NotATrace
 from flowmap.read.events import Shard
 from flowmap.read.fold import DETAIL_HOPS, shard_budget
 from flowmap.read.reader import _show, read_shard
+from flowmap.rundir import shard_names
 
 
 def scan_run(run_path: str) -> tuple[list[str], list[str]]:
@@ -34,12 +35,10 @@ def scan_run(run_path: str) -> tuple[list[str], list[str]]:
     root = os.path.realpath(run_path)
     paths = []
     try:
-        names = sorted(os.listdir(run_path))
+        names = shard_names(run_path)
     except OSError as exc:
         raise NotATrace(f"cannot list {_show(run_path)}: {exc.strerror or exc}") from None
     for name in names:
-        if not name.endswith(tf.SHARD_SUFFIX):
-            continue
         p = os.path.join(run_path, name)
         why = _not_a_shard_file(p, root)
         if why:

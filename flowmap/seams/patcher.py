@@ -26,8 +26,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from flowmap.capture import forksafe
-from flowmap.integrations import importhook
+from flowmap.capture import forksafe, importhook
 from flowmap.seams.spec import SeamMap, SeamSpec
 from flowmap.seams.wrapper import MARKER, wrap
 

@@ -17,8 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowmap import calls
-from flowmap.capture import state
+from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner
 from flowmap.seams import paths
 from flowmap.seams.spec import ExtraHop, SeamSpec

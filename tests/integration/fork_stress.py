@@ -37,7 +37,7 @@ def _counter() -> None:
 
 
 def _import_hook() -> None:
-    from flowmap.integrations import importhook
+    from flowmap.capture import importhook
 
     importhook.on_import("a_module_nobody_imports", lambda module: None)
     importhook.waiting()

@@ -154,3 +154,18 @@ def test_the_wheel_carries_the_c_loops_and_capture_uses_them(installed, tmp_path
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().split(maxsplit=2) == ["True", "5",
                                           "([('[*]', 'str', ((1, 2),), '', '', 3, 2, None)], 1, 2, [], 0, 3)"]
+
+
+def test_from_the_source_trees_root_the_installed_names_resolve(installed):
+    """Run from a checkout's root, Python imports the checkout's `flowmap/` before the installed
+    one; `flowmap.trainer` and `flowmap.cli` must still resolve (to the checkout's folders)."""
+    wheel, env_dir = installed
+    src = wheel.parent.parent / "src"  # the tree the wheel was built from (`_copy_tree`)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    r = _run([str(env_dir / "bin" / "python"), "-c",
+              "import flowmap, flowmap.trainer, flowmap.cli.main as m; "
+              "print(flowmap.__file__); print(flowmap.trainer.__file__); print(m.__file__)"],
+             cwd=src, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [str(src / "flowmap" / "__init__.py"),
+                                str(src / "trainer" / "__init__.py"), str(src / "cli" / "main.py")]

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from flowmap import calls, current_owner
+from flowmap import current_owner
+from flowmap.capture import calls
 
 
 class Engine:

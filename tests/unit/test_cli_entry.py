@@ -74,3 +74,39 @@ def test_the_entry_point_and_the_full_cli_end_alike(tmp_path, args: list[str]) -
     """))
     fast, full = _both(tmp_path, args)
     assert fast == full
+
+
+def _declared(verb: str) -> tuple[set[str], set[str]]:
+    """(options taking a value, flags) of `verb` as the full CLI declares them."""
+    import typer
+
+    from flowmap.cli.main import app
+
+    command = typer.main.get_command(app).commands[verb]
+    options = [p for p in command.params if p.param_type_name == "option"]
+    return ({o for p in options if not p.is_flag for o in p.opts},
+            {o for p in options if p.is_flag for o in p.opts})
+
+
+def test_the_two_entry_points_accept_the_same_trace_options() -> None:
+    """One list of trace's options (cli/options.py) for the plain reader and the full CLI."""
+    from flowmap.cli import options
+
+    values, flags = _declared("trace")
+    assert values == set(options.TRACE_VALUES)
+    assert flags == set(options.TRACE_FLAGS)
+    assert _declared("discover") == (set(options.DISCOVER_VALUES), set())
+
+
+@pytest.mark.parametrize("option", sorted(
+    __import__("flowmap.cli.options", fromlist=["TRACE_VALUES"]).TRACE_VALUES.keys() - {"-m"}))
+def test_every_trace_option_keeps_a_modules_own_arguments_whole(option: str) -> None:
+    """Each of trace's options, before `-m MODULE`, is read the same by both entry points:
+    its value is taken, and the module's own arguments follow `--` in the full CLI."""
+    from flowmap.cli.main import _module_args_verbatim
+
+    value = "2" if option == "--detail-steps" else "v"
+    argv = ["trace", "--aggregate", option, value, "-m", "pkg.mod", "--lr", "1"]
+    assert _module_args_verbatim(argv) == [*argv[:6], "--", "--lr", "1"]
+    plain = plain_trace(argv)
+    assert plain is not None and plain.module == "pkg.mod" and plain.args == ["--lr", "1"]

@@ -320,12 +320,12 @@ def test_lists_of_alike_records_are_described_alike(payload: list[Any]) -> None:
 @pytest.mark.parametrize("mode", [m for m in MODES if m != "element"])
 def test_alike_records_are_read_by_column(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The column read is taken, not only equal: no element is walked one by one."""
-    from flowmap.capture.describers import fold
+    from flowmap.capture.describers import list_sample
 
     def no_sample(*args: Any) -> Any:
         raise AssertionError("walked element by element")
 
-    monkeypatch.setattr(fold, "sample", no_sample)
+    monkeypatch.setattr(list_sample, "sample", no_sample)
     r = random.Random(5)
     rows = [{"prompt": "p", "ids": [1, 2]} for _ in range(9)]
     with _mode(mode):

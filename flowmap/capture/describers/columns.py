@@ -202,7 +202,7 @@ def _lists(items: Sequence[list[Any]], star: str, depth: int, fields_of: Any) ->
         return [(inner, "empty", (0,), "", "", 0, 0, None)], 1, ids, 0, None
     number = type(items[0][0])
     scalar = scalar_of(number)
-    if scalar is not None:  # each list sized by its length (`fold`'s first case)
+    if scalar is not None:  # each list sized by its length (`sample_list`'s first case)
         if not all(all(map(is_, map(type, map(itemgetter(end), items)), repeat(number)))
                    for end in (0, -1)):
             return None

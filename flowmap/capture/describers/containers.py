@@ -28,7 +28,7 @@ from flowmap.capture.describers.columns import (
     record,
     scalar_of,
 )
-from flowmap.capture.describers.fold import fold
+from flowmap.capture.describers.list_sample import sample_list
 from flowmap.capture.describers.walk import (
     FAST,
     MAX_KEY_CHARS,
@@ -110,9 +110,9 @@ def _list(w: Walk, seq: list[Any], path: str, depth: int) -> None:
     if not enter(w, seq, path, depth):
         return
     if type(seq) is list:  # its own C methods: no frame per element read
-        fold(w, len(seq), seq.__getitem__, path, depth, items=seq)
+        sample_list(w, len(seq), seq.__getitem__, path, depth, items=seq)
     else:  # a subclass: read through list's methods, never iterated
-        fold(w, list.__len__(seq), lambda i: list.__getitem__(seq, i), path, depth)
+        sample_list(w, list.__len__(seq), lambda i: list.__getitem__(seq, i), path, depth)
 
 
 def _tuple(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
@@ -121,9 +121,9 @@ def _tuple(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
     n = tuple.__len__(tup)
     if n > MAX_INDEXED_TUPLE:
         if type(tup) is tuple:
-            fold(w, n, tup.__getitem__, path, depth, items=tup)
+            sample_list(w, n, tup.__getitem__, path, depth, items=tup)
         else:
-            fold(w, n, lambda i: tuple.__getitem__(tup, i), path, depth)
+            sample_list(w, n, lambda i: tuple.__getitem__(tup, i), path, depth)
         return
     for i in range(n):
         if w.full:
@@ -137,7 +137,7 @@ def _set(w: Walk, s: Any, path: str, depth: int) -> None:
     base = set if introspect.has_base(type(s), set) else frozenset
     n = base.__len__(s)
     head = list(itertools.islice(base.__iter__(s), min(n, MAX_LIST_SCAN)))
-    fold(w, n, head.__getitem__, path, depth, sample_from=len(head))
+    sample_list(w, n, head.__getitem__, path, depth, sample_from=len(head))
 
 
 # -- objects -----------------------------------------------------------------------

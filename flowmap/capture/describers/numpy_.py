@@ -70,7 +70,7 @@ def ndarray_handler(w: Walk, a: Any, path: str, depth: int) -> None:
 
 def _object_content(w: Walk, a: Any, nd: dict[str, Any], path: str, depth: int) -> int:
     """Bytes of an object array's elements, each sized as it would be on its own."""
-    from flowmap.capture.describers.fold import sample
+    from flowmap.capture.describers.list_sample import sample
 
     n = nd["size"].__get__(a)
     if n == 0:

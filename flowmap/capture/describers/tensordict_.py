@@ -13,7 +13,7 @@ from typing import Any
 
 from flowmap.capture.describers import introspect
 from flowmap.capture.describers.containers import walk_dict
-from flowmap.capture.describers.fold import fold
+from flowmap.capture.describers.list_sample import sample_list
 from flowmap.capture.describers.walk import Walk, enter, register_resolver, visit
 
 
@@ -37,7 +37,7 @@ def lazy_stack(w: Walk, stack: Any, path: str, depth: int) -> None:
     if type(members) is not list:
         raise TypeError("unexpected stack storage")
     if enter(w, stack, path, depth):
-        fold(w, list.__len__(members), lambda i: list.__getitem__(members, i), path, depth)
+        sample_list(w, list.__len__(members), lambda i: list.__getitem__(members, i), path, depth)
 
 
 def tensorclass(w: Walk, tc: Any, path: str, depth: int) -> None:

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterable
 from types import ModuleType
 
-from flowmap.integrations import importhook
+from flowmap.capture import importhook
 
 ENV = "FLOWMAP_TRANSPORTS"
 NAMES = ("dist", "mp", "zmq")

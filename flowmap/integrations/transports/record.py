@@ -9,20 +9,17 @@ crossed, or a sequence number), and the reader joins them into hops
 (`flowmap.read.halves`). Hops whose both ends are known (collectives) are
 plain hop events, written with the byte count the transport moved.
 
-These functions format lines with the tracer's own interning (under its
-lock), so a half costs what a hop costs. They never raise: the callers wrap
+These functions write through the shard's `TraceWriter` (under its lock),
+so a half costs what a hop costs. They never raise: the callers wrap
 them, and count failures with `Tracer.error`.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import zlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowmap import trace_format as tf
 from flowmap.capture import describe_lazy, state
 from flowmap.capture.tracer import Tracer
 
@@ -42,8 +39,6 @@ def describe(payload: Any) -> Description:
 # bounded cost for a GB pickle, and two messages on one channel that agree
 # there and differ only in the middle are matched in send order anyway.
 KEY_SPAN = 4096
-
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
 
 
 def tracer() -> Tracer | None:
@@ -99,36 +94,21 @@ def _t_us(t: Tracer, t_ns: int) -> int:
     return max(0, (t_ns - t.t0_ns) // 1000)
 
 
-def _hop_fields(t: Tracer, src: str, dst: str, name: str, d: Description, nbytes: int,
-                transport: str, step: int | None) -> str:
-    """The fields a hop and a send half share, after the time (lock held)."""
-    ids = t.storage_ids
-    storages = ",".join([str(ids[k] if k in ids else t._storage_id(k)) for k in d.storages])
-    return (f"{t._seam(src, dst, name)},{t._schema_id(d.leaves)},{int(nbytes)},[{storages}],"
-            f"{'null' if step is None else int(step)},null,"
-            f"{t._sid(transport)},null")
-
-
-def _write(line: Callable[[Tracer], str]) -> None:
-    """Append the event `line(tracer)` builds, under the tracer's lock (interning needs it)."""
-    t = tracer()
-    if t is None:
-        return
-    with t.lock:
-        if not t.closed:
-            t._emit(line(t))
-
-
 def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: str,
         t_ns: int) -> None:
     """A hop whose both ends are known, carrying `nbytes` (what the transport moved)."""
     t = tracer()
-    if t is not None and t.fold is not None and t.fold.hop(
+    if t is None:
+        return
+    if t.fold is not None and t.fold.hop(
         src, dst, name, d, (), None, None, transport, _t_us(t, t_ns), nbytes
     ):
         return  # folded (`trace --aggregate`, past the detail window)
-    _write(lambda t: f'["{tf.HOP}",{_t_us(t, t_ns)},'
-                     f'{_hop_fields(t, src, dst, name, d, nbytes, transport, t.step)}]')
+    w = t.writer
+    with w.lock:
+        if not t.closed:
+            w.hop(_t_us(t, t_ns), src, dst, name, d.leaves, int(nbytes),
+                  w.storage_ids(d.storages), t.step, None, transport, "null")
 
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
@@ -147,25 +127,28 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
         src, fallback, name, d, nbytes, transport, channel, wire, _t_us(t, t_ns), step
     ):
         return  # folded (`trace --aggregate`, past the detail window)
-    _write(lambda t: f'["{tf.SEND_HALF}",{_t_us(t, t_ns)},'
-                     f'{_hop_fields(t, src, fallback, name, d, nbytes, transport, step)},'
-                     f'{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
+    w = t.writer
+    with w.lock:
+        if not t.closed:
+            w.send_half(_t_us(t, t_ns), src, fallback, name, d.leaves, nbytes,
+                        w.storage_ids(d.storages), step, None, transport, "null", channel, key,
+                        wire)
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
                  wire: int | None, t_ns: int) -> None:
     """The receiver's half: who got the message with `key` on `channel`."""
     t = tracer()
-    if t is not None and t.fold is not None and t.fold.receive_half(
+    if t is None:
+        return
+    if t.fold is not None and t.fold.receive_half(
         owner, name, transport, channel, wire, _t_us(t, t_ns)
     ):
         return
-    _write(lambda t: f'["{tf.RECEIVE_HALF}",{_t_us(t, t_ns)},{t._sid(owner)},{t._sid(name)},'
-                     f'{t._sid(transport)},{t._sid(channel)},{_dumps(key)},{_int(wire)}]')
-
-
-def _int(n: int | None) -> str:
-    return "null" if n is None else str(int(n))
+    w = t.writer
+    with w.lock:
+        if not t.closed:
+            w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire)
 
 
 def now_ns() -> int:

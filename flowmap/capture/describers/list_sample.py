@@ -1,4 +1,4 @@
-"""Folding sequences: one `[*]` path per field, sampled and extrapolated when long.
+"""Lists described by sample: one `[*]` path per field, sampled and extrapolated when long.
 
 Walking every element of a 100k-element list on every hop would make capture
 the bottleneck, and a batch of 64 should share its schema with a batch of 65.
@@ -28,9 +28,10 @@ from flowmap.capture.describers.walk import (
 )
 
 
-def fold(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int,
-         sample_from: int | None = None, items: list[Any] | tuple[Any, ...] | None = None) -> None:
-    """Fold `n` elements into `[*]` leaves: one per field path, with count and summed bytes.
+def sample_list(w: Walk, n: int, item_at: Callable[[int], Any], path: str, depth: int,
+                sample_from: int | None = None,
+                items: list[Any] | tuple[Any, ...] | None = None) -> None:
+    """Describe `n` elements as `[*]` leaves: one per field path, with count and summed bytes.
 
     `items`, an exact list or tuple, lets elements that share one shape be read
     column by column (`columns.py`) instead of one by one.

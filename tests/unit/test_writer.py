@@ -1,0 +1,71 @@
+"""The one encoder of the trace format: every line kind it writes reads back, ids stay per shard."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+import flowmap
+from flowmap.writer import HopTally, TraceWriter, encode_line, encoder, items_json
+
+LEAVES = [("x", "tensor", (4, 8), "float32", "cpu", 128, 1, ("tokens", "dim"))]
+
+
+def _shard(path: str, write) -> None:
+    lines: list[str] = []
+    w = TraceWriter(lines.append)
+    w.header({"pid": 7, "ppid": 1, "host": "h", "argv": ["t.py"], "process": "p",
+              "t0_mono_ns": 10**12, "t0_wall_ns": 1_700_000_000 * 10**9})
+    write(w)
+    w.end(10_000, len(lines), 0)
+    with open(os.path.join(path, "h-7-0001.flowmap.jsonl"), "wb") as f:
+        f.write(b"".join(map(encode_line, lines)))
+
+
+def test_every_line_kind_it_writes_reads_back(tmp_path) -> None:
+    def write(w: TraceWriter) -> None:
+        w.step(1, 0)
+        w.hop(2, "a", "b", "x", LEAVES, 128, w.storage_ids([11, 12]), 0, 3, "ref", items_json([1, 2]))
+        w.send_half(3, "a", "(untraced)", "msg", LEAVES, 128, w.storage_ids([13]), 0, None, "mp",
+                    "null", "chan", "k1", 140)
+        w.receive_half(4, "c", "msg", "mp", "chan", "k1", 140)
+        w.counter(5, "depth", 2.5, "a")
+        w.mark(6, "sync", "a")
+        w.drop(7, "a", "stale", ["t1"])
+        w.error(8, "ValueError: boom")
+        tally = HopTally(128, 20, 2, 1, None)
+        tally.add(256, 30, 1, 2, None)
+        w.step(19, 1)
+        w.hop_fold("a", "b", "x", LEAVES, 1, "ref", tally)
+        w.send_fold("a", "(untraced)", "msg", LEAVES, 1, "mp", "chan", HopTally(64, 31, 0, None, 70))
+        w.receive_fold(32, "c", "msg", "mp", "chan", 1, 1, 70, 32)
+        w.counter_fold(33, "depth", "a", 1, 2, 5.0, 2.0, 3.0, 3.0, 21)
+        w.mark_fold(34, "sync", "a", 1, 2, 22)
+        w.drop_fold(35, "a", "stale", 1, 2, 3, 23)
+
+    _shard(str(tmp_path), write)
+    run = flowmap.load(str(tmp_path))
+    assert run.problems == []
+    hops = {(h.src, h.dst, h.name) for h in run.hops}
+    assert {("a", "b", "x"), ("a", "c", "msg")} <= hops  # the halves joined into one hop
+    folded = {(s.src, s.dst, s.name): s for s in run.seam_steps}
+    assert folded[("a", "b", "x")].hops == 2 and folded[("a", "b", "x")].nbytes_sum == 384
+    assert run.health.error_messages == ("ValueError: boom",) and run.health.bad_lines == 0
+    assert [(m.name, m.owner) for m in run.marks] == [("sync", "a")]
+    assert [(d.owner, d.items) for d in run.drops] == [("a", ("t1",))]
+    assert [c.count for c in run.counter_folds] == [2] and [m.count for m in run.mark_folds] == [2]
+    assert [(d.count, d.num_items) for d in run.drop_folds] == [(2, 3)]
+
+
+def test_storage_ids_are_those_interning_one_by_one_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids in order of first sight, one per storage (also when a hop names it twice), and
+    unique in the shard across the clearing of a full table."""
+    monkeypatch.setattr(encoder, "MAX_STORAGE_IDS", 16)
+    rng = random.Random(3)
+    batched, single = TraceWriter(lambda s: None), TraceWriter(lambda s: None)
+    for _ in range(300):
+        keys = [rng.randrange(40) for _ in range(rng.randrange(7))]
+        one_by_one = ",".join([single.storages.get(k) or single.storage_id(k) for k in keys])
+        assert batched.storage_ids(keys) == one_by_one
