@@ -7,8 +7,10 @@ code runs with the module's dict as its globals and a thin mapping as its
 locals, which stores every top-level name into the module's dict and tells
 `on_bind` the moment a name is bound (`def`, `class`, `import`, assignment).
 Functions the script calls look their globals up in that same dict, so they
-find the wrapper. Without `on_bind` the script runs exactly as
-`runpy.run_path` runs it.
+find the wrapper. (A name that some function of the script declares `global`
+is stored by the top-level code straight into the dict, unseen: no function or
+class is bound that way in practice.) Without `on_bind` the script runs
+exactly as `runpy.run_path` runs it.
 
 The module object is kept after the run (`main_module`), so that discovery can
 still name a function of the script once the script has finished.
@@ -24,7 +26,8 @@ import types
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
-OnBind = Callable[[types.ModuleType, str], None]
+# Told each top-level name the script binds; returns True once it needs to hear no more.
+OnBind = Callable[[types.ModuleType, str], bool]
 
 _main: types.ModuleType | None = None
 
@@ -53,10 +56,26 @@ def run_script(path: str, on_bind: OnBind | None = None) -> None:
         if on_bind is None:
             exec(code, module.__dict__)
         else:
-            exec(code, module.__dict__, _Binding(module, on_bind))
+            exec(code, module.__dict__, _binding(module, on_bind))
     finally:
         if saved is not None:
             sys.modules["__main__"] = saved
+
+
+def _binding(module: types.ModuleType, on_bind: OnBind) -> _Binding:
+    """A `_Binding` of a class of its own, whose loads (and, once `on_bind` has heard all it
+    needs, stores) are the module dict's own C methods, not a Python method per name.
+
+    Only the script's top-level code pays (its functions read their globals directly): a
+    top-level loop of `x = x + i`, 1,000,000 times, takes 0.07 s plain, 0.27 s while names are
+    watched and 0.17 s after (this machine, one run each way, interleaved); a training loop's
+    model code dwarfs it.
+    """
+    names = module.__dict__
+    cls = type("_Binding", (_Binding,), {"__getitem__": staticmethod(names.__getitem__),
+                                         "__contains__": staticmethod(names.__contains__)})
+    binding: _Binding = cls(module, on_bind)
+    return binding
 
 
 class _Binding(MutableMapping[str, Any]):
@@ -75,9 +94,11 @@ class _Binding(MutableMapping[str, Any]):
     def __setitem__(self, name: str, value: Any) -> None:
         self.names[name] = value
         try:
-            self.on_bind(self.module, name)
+            done = self.on_bind(self.module, name)
         except Exception:  # recording must never break the user's program
-            pass
+            done = False
+        if done:  # every target is wrapped: later stores go straight to the dict
+            type(self).__setitem__ = staticmethod(self.names.__setitem__)  # type: ignore[assignment]
 
     def __delitem__(self, name: str) -> None:
         del self.names[name]

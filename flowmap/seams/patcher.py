@@ -54,12 +54,14 @@ class Patcher:
     def has_main_targets(self) -> bool:
         return any(s.module == MAIN for s in self.seam_map.seams)
 
-    def bind_main(self, module: ModuleType, name: str) -> None:
-        """The script run as `__main__` bound `name`: patch the targets that start at it."""
+    def bind_main(self, module: ModuleType, name: str) -> bool:
+        """The script run as `__main__` bound `name`: patch the targets that start at it.
+        True once every `__main__` target is patched (the script need tell no more)."""
         specs = [s for s in self.seam_map.seams
                  if s.module == MAIN and s.qualname.split(".", 1)[0] == name]
         if specs:
             self._patch_module(module, specs)
+        return all(s.target in self.patched for s in self.seam_map.seams if s.module == MAIN)
 
     def unresolved(self) -> dict[str, str]:
         """Non-optional targets not patched here, with the reason."""
