@@ -112,7 +112,8 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
     sys.stderr.write(table.render(found))
     if not found.seams:
         why = ("no function call carried a tensor or an array" if not found.unnamed and
-               not found.below_min_bytes else "no candidate can be a seam-map target")
+               not found.below_min_bytes and not found.sinks
+               else "no candidate can be a seam-map target")
         sys.stderr.write(f"flowmap: discover: {why} while watching; no seam map written.\n")
         return code
     text = seammap.render(found, command)

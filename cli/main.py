@@ -71,7 +71,8 @@ def _root(
 
 # One module per verb; each exposes `register(app)`. Every verb ships: a verb
 # that cannot be imported is an error here, never a command quietly left out.
-VERBS = ["trace", "discover", "report", "render", "export", "baseline", "check", "diff", "merge"]
+VERBS = ["trace", "discover", "report", "render", "export", "baseline", "check", "diff", "merge",
+         "top", "serve"]
 
 
 def _register() -> None:

@@ -94,6 +94,10 @@ def run_traced(
     from flowmap.integrations import install_hooks
 
     run_dir = os.path.abspath(run_dir)
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        # refused before the program runs: tracing into a file would fail quietly and
+        # the program's exit status would hide it
+        raise UsageError(f"{run_dir} is a file, not a run directory; choose another -o")
     if rundir.holds_shards(run_dir):
         raise UsageError(f"{run_dir} already holds a run; choose another -o or remove it")
     command = ["-m", module, *args] if module else [script or "", *args]

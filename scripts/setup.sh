@@ -16,20 +16,33 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 
+# The stamp holds the hash of what the build reads and the extras installed, sorted.
+# A venv that already holds a superset of the extras asked for is up to date: demo.sh
+# (dev) and test.sh (dev,integrations) alternate without reinstalling each other's.
+# When an install is needed it installs the union, so the next alternation is quick too.
 stamp=.venv/.flowmap-installed
-want="$(cat pyproject.toml setup.py flowmap/capture/describers/_*.c | sha256sum | cut -c1-16) $EXTRAS"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: installing flowmap[$EXTRAS] (torch is pinned to the CPU build 2.13.0)"
+hash="$(cat pyproject.toml setup.py flowmap/capture/describers/_*.c | sha256sum | cut -c1-16)"
+extras_set() { tr ', ' '\n\n' | sed '/^$/d' | sort -u; }
+want_extras="$(printf '%s' "$EXTRAS" | extras_set)"
+have_hash="" have_extras=""
+if [ -f "$stamp" ]; then
+  have_hash="$(cut -d' ' -f1 "$stamp")"
+  have_extras="$(cut -s -d' ' -f2- "$stamp" | extras_set)"
+fi
+missing_extras="$(comm -23 <(printf '%s\n' "$want_extras" | sed '/^$/d') <(printf '%s\n' "$have_extras" | sed '/^$/d'))"
+if [ "$have_hash" != "$hash" ] || [ -n "$missing_extras" ]; then
+  union="$(printf '%s\n%s\n' "$want_extras" "$have_extras" | sed '/^$/d' | sort -u | paste -sd, -)"
+  echo "setup: installing flowmap[$union] (torch is pinned to the CPU build 2.13.0)"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   # The distribution was called `flowmap` before it became `flowmap-rl`: drop the
   # old one so a venv made by an older checkout holds one flowmap, not two.
   .venv/bin/python -m pip uninstall -y -q flowmap >/dev/null 2>&1 || true
   # setuptools' build chatter goes to a log, shown only when the install fails
-  if ! .venv/bin/python -m pip install -q -e ".[$EXTRAS]" >.venv/pip-install.log 2>&1; then
+  if ! .venv/bin/python -m pip install -q -e ".[$union]" >.venv/pip-install.log 2>&1; then
     cat .venv/pip-install.log >&2
     exit 1
   fi
-  echo "$want" > "$stamp"
+  echo "$hash $union" > "$stamp"
 fi
 # An editable install writes no bytecode, and where PYTHONDONTWRITEBYTECODE is set
 # Python never caches any: every traced child would compile flowmap's modules from

@@ -156,6 +156,10 @@ class TrainConfig:
     sync_attempts: int = 2  # a weight sync that raises is run again, up to this many times
     dtype: str = "float32"  # float64 for exactness tests
     shm_slot_bytes: int = 4 << 20  # one shared-memory slot: a rank's micro-batches of one step
+    # How the ranks sum their gradients: "c10d" (`dist.all_reduce`, from Python) or
+    # "functional" (torch's functional collectives, issued from C++ as compiled code and
+    # DTensor issue them). Same sums; flowmap sees the second only through the Flight Recorder.
+    grad_reduce: str = "c10d"
 
     def __post_init__(self) -> None:
         _positive(self, "steps", "groups_per_batch", "dp", "micro_batches", "queue_depth")
@@ -173,6 +177,9 @@ class TrainConfig:
             raise ConfigError("train.queue_depth must be 1 or 2 (weights are double-buffered)")
         if self.dtype not in ("float32", "float64"):
             raise ConfigError(f"train.dtype must be float32 or float64, not {self.dtype!r}")
+        if self.grad_reduce not in ("c10d", "functional"):
+            raise ConfigError(
+                f"train.grad_reduce must be c10d or functional, not {self.grad_reduce!r}")
         if self.lr <= 0 or self.clip_eps <= 0:
             raise ConfigError("train.lr and train.clip_eps must be > 0")
 

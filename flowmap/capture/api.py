@@ -101,6 +101,7 @@ def current_owner() -> str:
 def set_owner(name: str) -> None:
     """Set the default owner of this process (for worker processes such as DP ranks)."""
     state.default_owner = name
+    state.auto_owner = False
 
 
 class owner:

@@ -157,11 +157,16 @@ class ProcessFolder:
             self.write()
 
     def hop(self, src: str, dst: str, name: str, d: Description, items: Any, step: Any,
-            version: Any, transport: str, t_us: int, nbytes: int | None = None) -> bool:
+            version: Any, transport: str, t_us: int, nbytes: int | None = None,
+            exact_step: bool = False) -> bool:
         """Fold one hop (of `nbytes`, else the payload's); False when it is to be written
-        in full (the detail window)."""
+        in full (the detail window). `step` None is the process's step now, unless
+        `exact_step` (a collective read later, issued before any step)."""
         tr = self.tracer
-        step = tr.step if step is None else int(step)
+        if step is not None:
+            step = int(step)
+        elif not exact_step:
+            step = tr.step
         if not self._past(step):
             return False
         n_items = _count(tr, items)

@@ -19,3 +19,6 @@ tracer: Tracer | None = None
 # set one (a new thread starts with an empty context).
 current_owner: ContextVar[str | None] = ContextVar("flowmap_owner", default=None)
 default_owner: str = "main"
+# True while `default_owner` is one flowmap chose for a multiprocessing child (its target's
+# name): `init_process_group` may still make it `rank<N>`; `set_owner` makes it False.
+auto_owner: bool = False

@@ -26,7 +26,7 @@ from time import monotonic_ns
 from typing import Any
 
 from flowmap import rundir
-from flowmap.capture import describe_lazy
+from flowmap.capture import describe_lazy, step_hooks
 from flowmap.capture.names import MAX_ITEMS, NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 from flowmap.writer.encoder import TraceWriter, dumps, encode_line, items_json
@@ -317,6 +317,11 @@ class Tracer:
         """`inferred`: a step flowmap counted (optimizer updates), which the program's own
         steps override."""
         t = self.now_us()
+        for hook in step_hooks.hooks:
+            try:
+                hook(step)
+            except Exception as exc:
+                self.error(exc)
         with self.lock:
             if inferred and self.explicit_steps:
                 return

@@ -40,6 +40,8 @@ def check(opts: Options) -> tuple[CheckReport, Snapshot]:
     budget = budget_file.read(opts.budget) if opts.budget else None
     run = open_view(opts.run)
     snap = from_run(run, counters=bool(old and old.counters is not None))
+    if old is not None and not opts.update:
+        _same_program(old, snap, opts.baseline or "", opts.run)
     results = []
     if old is not None:
         per_seam = budget.tolerance_for if budget is not None else None
@@ -50,6 +52,7 @@ def check(opts: Options) -> tuple[CheckReport, Snapshot]:
         results, run=opts.run, baseline=opts.baseline, budget=opts.budget,
         tolerance=opts.tolerance, min_bytes_per_step=opts.min_bytes_per_step,
         accepting=opts.update, detail=run.detail.note,
+        ended=run.ending.sentence if run.ending.failed else "",
     )
     return report, snap
 
@@ -60,6 +63,20 @@ def _baseline(opts: Options) -> Snapshot | None:
     if opts.update and not os.path.exists(opts.baseline):
         return None  # --update records the first baseline
     return baseline_file.read(opts.baseline)
+
+
+def _same_program(old: Snapshot, snap: Snapshot, baseline: str, run: str) -> None:
+    """Refuse a baseline that shares no seam with the run: it was recorded from another program.
+
+    Judged seam by seam it would read as every seam new and every old one gone (hundreds of
+    lines and exit 1), where the mistake is the file given. A run with no seam, or an empty
+    baseline, is left to the comparison: that is a run that lost its seams, not another program.
+    """
+    if old.seams and snap.seams and not set(old.seams) & set(snap.seams):
+        raise UsageError(
+            f"baseline {baseline} belongs to another program: none of its {len(old.seams)} seams "
+            f"appears among the {len(snap.seams)} of {run}; give this program's baseline, or record "
+            f"one with `flowmap baseline {run} -o FILE` (or `check --update`)")
 
 
 def load_side(path: str, project: str | None = None) -> Snapshot:

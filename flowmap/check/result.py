@@ -48,6 +48,7 @@ class CheckReport:
     min_bytes_per_step: int = 0
     accepting: bool = False  # `--update`: baseline regressions are accepted into the new baseline
     detail: str = ""  # the run's detail-window line (`Detail.note`), "" when every hop was kept
+    ended: str = ""  # how the program ended, when it did not exit 0 (`Ending.sentence`)
 
     @property
     def failed(self) -> bool:

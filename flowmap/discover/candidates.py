@@ -15,7 +15,11 @@ are helpers and internal methods; folding keeps the hand-overs:
 - a call that carries part of the enclosing candidate's payload is folded when
   it lives in another module, or returns nothing new (`push` -> `load_weights`);
 - a closure or lambda called inside a seam is part of it;
-- a `torch.nn.Module` method inside another one is the model's own computing.
+- a `torch.nn.Module` method inside another one is the model's own computing;
+- a private method (`Engine._sample_tokens`) that only its own object's methods
+  call, several times per call of the one that calls it, is that method's inner
+  loop, not a hand-over between components: folded into it, and the table says
+  why.
 
 What is left is ranked by bytes per step, then by calls.
 """
@@ -45,6 +49,25 @@ class Function:
     bytes_per_step: float = 0.0
     kernel: bool = False  # an autograd kernel: dropped, with everything it calls
     nn_module: bool = False  # a method of a torch.nn.Module
+    ignores_args: bool = False  # its body never reads its arguments
+
+    @property
+    def sink(self) -> str | None:
+        """Why this function is where data ends rather than a hand-over; None when it is not.
+
+        Two patterns, whatever the names: a body that never reads its arguments
+        and returns nothing (a disabled tracker's `log`, a null writer), and a
+        function given only scalar tensors that returns nothing (a metrics
+        logger's `log({"loss": loss})`). Neither passes a payload on.
+        """
+        if self.stats.result_calls:
+            return None
+        if self.ignores_args:
+            return "does nothing with its arguments"
+        tensors = [shape for kind, _, shape in self.stats.leaves.values() if kind in ("tensor", "ndarray")]
+        if tensors and all(_numel(shape) <= 1 for shape in tensors):
+            return "takes only scalars and returns nothing: a logging or metrics sink"
+        return None
 
     @property
     def named(self) -> bool:
@@ -55,12 +78,21 @@ class Function:
         return self.module.split(".", 1)[0]
 
 
+def _numel(shape: list[Any]) -> int:
+    """Elements of a recorded shape; a dim that varied counts at its largest."""
+    n = 1
+    for d in shape:
+        n *= max(d) if isinstance(d, list) else int(d)
+    return n
+
+
 @dataclass(slots=True)
 class Candidate:
     """A kept seam candidate, ready for the table and the seam map."""
 
     fn: Function
     folded: Counter[str] = field(default_factory=Counter)  # folded key -> calls
+    helpers: dict[str, str] = field(default_factory=dict)  # folded private helper -> why
 
     @property
     def calls(self) -> int:
@@ -97,6 +129,7 @@ class Discovery:
 
     seams: list[Candidate]
     unnamed: list[Candidate]  # kept, but no seam map can name them (with the reason)
+    sinks: list[Candidate]  # kept, but where data ends (`Function.sink`): ranked out of the map
     below_min_bytes: int
     functions: dict[str, Function]
     processes: int
@@ -121,6 +154,7 @@ def merge(records: list[dict[str, Any]]) -> dict[str, Function]:
             fn.bytes_per_step += (stats.call_bytes + stats.result_bytes) / nsteps
             fn.kernel = fn.kernel or f.get("why_not") == KERNEL
             fn.nn_module = fn.nn_module or bool(f.get("nn_module"))
+            fn.ignores_args = fn.ignores_args or bool(f.get("ignores_args"))
             if fn.target is None and f.get("target"):
                 fn.target, fn.why_not = f["target"], None
             elif fn.target is None and fn.why_not is None:
@@ -139,11 +173,15 @@ def analyse(records: list[dict[str, Any]], min_bytes: int = 0) -> Discovery:
         into = folding.keeper(key)
         if into != key and into in kept:
             kept[into].folded[key] += functions[key].stats.calls
+            if key in folding.helpers:
+                kept[into].helpers[key] = folding.helpers[key]
     ranked = sorted(kept.values(), key=lambda c: (-c.fn.bytes_per_step, -c.calls, c.fn.key))
     big = [c for c in ranked if c.fn.stats.max_bytes >= min_bytes]
+    handovers = [c for c in big if c.fn.sink is None]
     return Discovery(
-        seams=[c for c in big if c.fn.target],
-        unnamed=[c for c in big if not c.fn.target],
+        seams=[c for c in handovers if c.fn.target],
+        unnamed=[c for c in handovers if not c.fn.target],
+        sinks=[c for c in big if c.fn.sink is not None],
         below_min_bytes=len(ranked) - len(big),
         functions=functions,
         processes=len(records),
@@ -175,6 +213,7 @@ class _Folding:
                 self.wraps.setdefault(parent, Counter())[k] += n
         self.memo: dict[str, str] = {}  # key -> its keeper (itself when kept)
         self.busy: set[str] = set()
+        self.helpers: dict[str, str] = {}  # private helpers folded into their caller: why
 
     def keeper(self, key: str) -> str:
         if key in self.memo:
@@ -201,12 +240,40 @@ class _Folding:
         for parent, n in fn.stats.delegated_to.most_common(1):
             if parent in self.solid and parent != key and n >= half:
                 return self.keeper(parent)
+        caller = self._private_helper_of(key)
+        if caller is not None:
+            return self.keeper(caller)
         votes: Counter[str] = Counter()
         for chain, n in fn.stats.contexts.items():
             votes[self._judge(key, chain)] += n
         if not votes or votes[key] * 2 >= sum(votes.values()):
             return key
         return max((k for k in votes if k != key), key=lambda k: (votes[k], k))
+
+    def _private_helper_of(self, key: str) -> str | None:
+        """The method whose inner loop `key` is, when `key` is a private method that only
+        methods of its own object call, more often than the one that calls it does."""
+        fn = self.functions[key]
+        owner, _, name = fn.qualname.rpartition(".")
+        if not owner or not name.startswith("_") or name.startswith("__"):
+            return None
+        callers: Counter[str] = Counter()
+        for chain, n in fn.stats.contexts.items():
+            if not chain or not chain[0][1] & SAME_SELF:
+                return None  # called from outside its object, or from no watched code
+            callers[chain[0][0]] += n
+        if len(callers) != 1:
+            return None
+        caller = next(iter(callers))
+        outer = self.functions.get(caller)
+        if outer is None or caller not in self.solid or caller == key:
+            return None
+        if fn.stats.candidate_calls <= outer.stats.candidate_calls:
+            return None  # once per call of its caller: a stage, as TRL's trainer has them
+        per_call = fn.stats.candidate_calls / max(1, outer.stats.candidate_calls)
+        self.helpers[key] = (f"a private method called only from inside {owner} "
+                             f"({per_call:.3g} calls per call of {outer.qualname})")
+        return caller
 
     def _judge(self, key: str, chain: tuple[tuple[str, int], ...]) -> str:
         """The keeper this call folds into, or `key` itself when the call is kept."""

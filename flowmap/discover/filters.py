@@ -9,6 +9,7 @@ cost of a discovery run bounded.
 
 from __future__ import annotations
 
+import dis
 import os
 import sys
 from dataclasses import dataclass
@@ -81,6 +82,7 @@ class CodeInfo:
     stats: Any = None  # its CodeStats; None: a step marker only, not a candidate
     step: str | None = None  # a path to the training step, read at each call
     nn_module: bool | None = None  # a method of a torch.nn.Module (known at its first call)
+    ignores_args: bool = False  # its body never reads its arguments (`def log(self, *a): pass`)
 
     @property
     def key(self) -> str:
@@ -119,11 +121,37 @@ def decide(code: CodeType, module: str | None, filters: Filters) -> CodeInfo | N
     nargs += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
     names = code.co_varnames[:nargs]
     has_self = bool(names) and names[0] in ("self", "cls")
+    args = tuple(names[1:] if has_self else names)
     return CodeInfo(
         module=module,
         qualname=getattr(code, "co_qualname", name),
         filename=filename,
         lineno=code.co_firstlineno,
-        argnames=tuple(names[1:] if has_self else names),
+        argnames=args,
         has_self=has_self and names[0] == "self",
+        ignores_args=ignores_arguments(code, args),
     )
+
+
+# Builtins that read a frame's locals without naming them: a body calling one may read its arguments.
+_READS_LOCALS = frozenset({"locals", "vars", "eval", "exec", "dir"})
+
+
+def ignores_arguments(code: CodeType, args: tuple[str, ...]) -> bool:
+    """Whether the body never reads any of `args`: a call to it can hand nothing over.
+
+    A disabled tracker's `log(self, data, step=None): pass`, a null writer's
+    `add_scalar(self, *args, **kwargs): pass`: the payload they are given is
+    dropped on the spot. Read from the bytecode once per code object: an
+    argument loaded (`LOAD_FAST*`), kept for a nested function (a cell), or
+    reachable through `locals()`/`eval` counts as read.
+    """
+    if not args or set(args) & set(code.co_cellvars) or _READS_LOCALS & set(code.co_names):
+        return False
+    wanted = set(args)
+    for ins in dis.get_instructions(code):
+        if ins.opname.startswith(("LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "STORE_FAST_LOAD_FAST")):
+            value = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+            if wanted.intersection(value):
+                return False
+    return True

@@ -123,6 +123,7 @@ def snapshot(w: Watcher) -> dict[str, Any]:
             "module": info.module, "qualname": info.qualname, "file": info.filename,
             "line": info.lineno, "argnames": list(info.argnames), "target": target,
             "why_not": why, "nn_module": bool(info.nn_module), "stats": st,
+            "ignores_args": info.ignores_args,
         }
     return data
 

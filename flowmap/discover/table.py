@@ -41,10 +41,14 @@ def render(d: Discovery) -> str:
         if c.folded:
             folded = ", ".join(f"{k} ({n})" for k, n in c.folded.most_common(3))
             lines.append(f"  {c.fn.target} folds in: {folded}")
+        for key, why in sorted(c.helpers.items()):
+            lines.append(f"not a seam: {key}: {why}")
     for c in d.unnamed:
         lines.append(f"not a target: {c.fn.key} ({c.calls} calls, "
                      f"{fmt_bytes(c.bytes_in_per_call + c.bytes_out_per_call)}/call): "
                      f"{c.fn.why_not}")
+    for c in d.sinks:
+        lines.append(f"left out: {c.fn.key} ({c.calls} calls): {c.fn.sink}")
     if d.below_min_bytes:
         lines.append(f"{d.below_min_bytes} candidate(s) below --min-bytes left out")
     return "\n".join(lines) + "\n"

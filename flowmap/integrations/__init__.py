@@ -24,7 +24,14 @@ def install_hooks() -> None:
     optimizer_steps.install()
     importhook.on_import("ray", _install_ray)
     importhook.on_import("verl.single_controller.ray.base", _install_verl)
+    importhook.on_import("multiprocessing.process", _install_processes)
     transports.install_hooks()
+
+
+def _install_processes(module: ModuleType) -> None:
+    from flowmap.integrations import processes
+
+    processes.install(module)
 
 
 def _install_ray(module: ModuleType) -> None:

@@ -28,6 +28,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from flowmap.gc_pause import paused_gc
+from flowmap.model.ending import Ending, read_ending
 from flowmap.model.flow import UNNAMED_DRIVER, Flow, build_flow, star_center
 from flowmap.model.pipeline import build_pipeline
 from flowmap.model.steps import step_bins, totals
@@ -110,10 +111,17 @@ class RunView:
     detail: Detail
     events: Events = field(repr=False)
     exit_code: int | None = None  # the traced program's, from run.json; None: not recorded
+    ending: Ending = Ending(None, None)  # how the program ended and how long it ran (run.json)
 
     @property
     def duration_s(self) -> float:
+        """The span of the recorded hops: the timeline's extent."""
         return (self.t_end_ns - self.t0_ns) / 1e9
+
+    @property
+    def wall_s(self) -> float:
+        """How long the program ran: run.json's start to finish, else the span of its hops."""
+        return self.ending.wall_s if self.ending.wall_s is not None else self.duration_s
 
     @property
     def order(self) -> tuple[str, ...]:
@@ -195,6 +203,7 @@ def _build(run: ViewSource) -> RunView:
         detail=_detail(run),
         events=run.events,
         exit_code=run.meta.get("exit_code") if type(run.meta.get("exit_code")) is int else None,
+        ending=read_ending(run.meta),
     )
 
 

@@ -70,6 +70,28 @@ def shorten_parts(parts: Sequence[str], seps: Sequence[str], width: int) -> str:
     return shorten(text, width)
 
 
+def wrap_parts(parts: Sequence[str], seps: Sequence[str], width: int, indent: int = 2) -> list[str]:
+    """`replay_buffer → batch_assembly` / `  : zero_pad_sequences`: break between parts, not in one.
+
+    A name cut in the middle (`repla…uffer`) is no longer recognisable; a label
+    broken at its separators keeps every name whole wherever a name fits a line.
+    Only a single part wider than the line is shortened, from its middle.
+    """
+    pieces = [parts[0]] + [s.lstrip() + p for s, p in zip(seps, parts[1:], strict=True)]
+    lines: list[str] = []
+    line = ""
+    for piece in pieces:
+        if line and cell_len(line) + 1 + cell_len(piece) <= width:
+            line += " " + piece
+            continue
+        if line:
+            lines.append(line)
+        prefix = " " * indent if lines else ""
+        line = prefix + shorten(piece, width - len(prefix))
+    lines.append(line)
+    return lines
+
+
 @dataclass(frozen=True)
 class Column:
     """One column of a fitted table. `priority`: lower is kept longer as the width shrinks."""
@@ -81,6 +103,9 @@ class Column:
     flexible: bool = False  # a label: takes the width left, shortened to fit
     min_width: int = 0
     fit: Callable[[Any, int], str] | None = None  # how a flexible cell shortens (default: middle)
+    # how a flexible cell too long for its width breaks into lines (the row's figures stay on
+    # its first); None: shortened on one line instead (`fit`)
+    wrap: Callable[[Any, int], list[str]] | None = None
 
 
 def fit_table(columns: Sequence[Column], rows: Sequence[Any], width: int,
@@ -107,17 +132,27 @@ def fit_table(columns: Sequence[Column], rows: Sequence[Any], width: int,
             spare -= extra
         widths[c.title] = w
 
-    def line(values: Sequence[str], row: object = None) -> str:
+    def line(values: Sequence[str], row: object = None) -> list[str]:
         parts = []
-        for c, v in zip(shown, values, strict=True):
+        more: dict[int, list[str]] = {}  # column index -> its continuation lines
+        for i, (c, v) in enumerate(zip(shown, values, strict=True)):
             w = widths[c.title]
-            if c.fit is not None and row is not None and cell_len(v) > w:
+            if c.wrap is not None and row is not None and cell_len(v) > w:
+                v, *more[i] = c.wrap(row, w)
+            elif c.fit is not None and row is not None and cell_len(v) > w:
                 v = c.fit(row, w)
             v = shorten(v, w)
             pad = " " * (w - cell_len(v))
             parts.append(pad + v if c.right else v + pad)
-        return (" " * gap).join(parts).rstrip()
+        out = [(" " * gap).join(parts).rstrip()]
+        for k in range(max(map(len, more.values()), default=0)):
+            cont = [shorten(more[i][k], widths[c.title]) if i in more and k < len(more[i]) else ""
+                    for i, c in enumerate(shown)]
+            out.append((" " * gap).join(v.ljust(widths[c.title]) for v, c in zip(cont, shown, strict=True))
+                       .rstrip())
+        return out
 
-    out = [line([c.title for c in shown])]
-    out += [line([cells[c.title][i] for c in shown], rows[i]) for i in range(len(rows))]
+    out = line([c.title for c in shown])
+    for i in range(len(rows)):
+        out += line([cells[c.title][i] for c in shown], rows[i])
     return out

@@ -78,14 +78,17 @@ def render_html(view: RunView, *, layout: str = "auto", title: str | None = None
     return page(html_document(view, layout), title or f"flowmap · {view.path}")
 
 
-def page(document: dict[str, Any], title: str) -> str:
-    script = _script()
+def page(document: dict[str, Any], title: str, *, live: bool = False) -> str:
+    """The page around `document`. `live`: the page `flowmap serve` sends, which also
+    fetches newer data from the server that sent it (`connect-src 'self'`), nothing else."""
+    script = _script(live)
     style = _asset("flowmap.css")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     csp = (
         "default-src 'none'; "
         f"script-src 'sha256-{digest}'; "
-        "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+        + ("connect-src 'self'; " if live else "")
+        + "style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
     )
     return "".join([
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
@@ -119,9 +122,13 @@ def embed_json(document: Any) -> str:
 _INCLUDE = re.compile(r"^ *\/\* @include ([a-z_]+\.js) \*\/$", re.MULTILINE)
 
 
-def _script() -> str:
-    """flowmap.js with its parts (`/* @include graph.js */`) put in place: one closure, one hash."""
-    return _INCLUDE.sub(lambda m: _asset(m.group(1)).rstrip("\n"), _asset("flowmap.js"))
+def _script(live: bool = False) -> str:
+    """flowmap.js with its parts (`/* @include graph.js */`) put in place: one closure, one hash.
+
+    `live.js` goes only into the live page: a file opened from disk fetches nothing."""
+    return _INCLUDE.sub(
+        lambda m: "" if m.group(1) == "live.js" and not live else _asset(m.group(1)).rstrip("\n"),
+        _asset("flowmap.js"))
 
 
 def _asset(name: str) -> str:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from flowmap.findings import findings
+from flowmap.findings import Finding, findings
 from flowmap.model.flow import Flow
 from flowmap.model.format import fmt_per_step
 from flowmap.model.json_forms import leaf_dict
@@ -53,8 +53,14 @@ MAX_EDGE_LABEL_CHARS = 18
 NODE_HEIGHT_PX = 30
 
 
-def html_document(view: RunView, engine: str = "auto") -> dict[str, Any]:
-    """Everything the page shows, as JSON-ready plain data."""
+Place = Callable[[list[NodeSpec], list[EdgeSpec], str], Layout]
+
+
+def html_document(view: RunView, engine: str = "auto", place: Place = layout_graph,
+                  found: Sequence[Finding] | None = None) -> dict[str, Any]:
+    """Everything the page shows, as JSON-ready plain data. `place` lays the graph out, and
+    `found` are the view's findings if already found (the live page passes a layout that
+    stays while the graph is unchanged, and the findings its watch keeps)."""
     # Owners in pipeline order, seams heaviest first: ids are stable per run.
     nodes = view.pipeline.nodes
     seams = list(view.seams.values())
@@ -62,9 +68,9 @@ def html_document(view: RunView, engine: str = "auto") -> dict[str, Any]:
     seam_id = {s.key: f"s{i}" for i, s in enumerate(seams)}
     flow = view.flow if view.draws_flow else None
     if flow is None:
-        placed = _layout([n.name for n in nodes], seams, owner_id, engine)
+        placed = _layout([n.name for n in nodes], seams, owner_id, engine, place)
     else:  # the flow places the owners; the seams are drawn faint between them
-        placed = _flow_layout([n.name for n in nodes], seams, flow, owner_id, engine)
+        placed = _flow_layout([n.name for n in nodes], seams, flow, owner_id, engine, place)
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
     extra = {} if flow is None else {"flow": _flow(view, flow, owner_id, placed)}
     return {
@@ -77,7 +83,8 @@ def html_document(view: RunView, engine: str = "auto") -> dict[str, Any]:
         "bins": [_bin(b) for b in binned.bins],
         "counters": _counters(view),
         "charts": chart_groups(list(view.counters)),
-        "findings": _findings(view, {s.label: seam_id[s.key] for s in seams}),
+        "findings": _findings(findings(view) if found is None else found,
+                              {s.label: seam_id[s.key] for s in seams}, view.has_steps),
     }
 
 
@@ -90,6 +97,10 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
         "first_step": view.steps[0] if view.steps else None,
         "last_step": view.steps[-1] if view.steps else None,
         "duration_s": _num(view.duration_s),
+        "wall_s": _num(view.wall_s),
+        "exit_code": view.ending.exit_code,
+        "ended": view.ending.sentence,
+        "failed": view.ending.failed,
         "truncated": view.truncated,
         "projection": view.projection.note if view.projection else None,
         **({"detail": view.detail.note} if view.detail.folded else {}),
@@ -111,22 +122,22 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
 
 
 def _layout(owners: list[str], seams: list[SeamStats], owner_id: dict[str, str],
-            engine: str) -> Layout:
+            engine: str, place: Place = layout_graph) -> Layout:
     nodes = [NodeSpec(owner_id[name], _node_width(name), NODE_HEIGHT_PX) for name in owners]
     edges = [
         EdgeSpec(f"s{i}", owner_id[s.src], owner_id[s.dst], _label_width(s.name), 2)
         for i, s in enumerate(seams)
     ]
-    return layout_graph(nodes, edges, engine)
+    return place(nodes, edges, engine)
 
 
 def _flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow,
-                 owner_id: dict[str, str], engine: str) -> Layout:
+                 owner_id: dict[str, str], engine: str, place: Place = layout_graph) -> Layout:
     """Owners placed by the flow's producer -> consumer edges; each seam a straight line."""
     nodes = [NodeSpec(owner_id[name], _node_width(name), NODE_HEIGHT_PX) for name in owners]
     edges = [EdgeSpec(f"f{i}", owner_id[e.src], owner_id[e.dst], _label_width(", ".join(e.names)), 2)
              for i, e in enumerate(flow.edges) if e.src in owner_id and e.dst in owner_id]
-    placed = layout_graph(nodes, edges, engine)
+    placed = place(nodes, edges, engine)
     for i, s in enumerate(seams):
         (x0, y0), (x1, y1) = placed.nodes[owner_id[s.src]], placed.nodes[owner_id[s.dst]]
         mx, my = (x0 + x1) / 2, (y0 + y1) / 2
@@ -305,17 +316,18 @@ def chart_groups(names: list[str]) -> list[list[str]]:
     return ([together] if together else []) + [[n] for n in rest]
 
 
-def _findings(view: RunView, seam_by_label: dict[str, str]) -> list[dict[str, Any]]:
+def _findings(found: Sequence[Finding], seam_by_label: dict[str, str],
+              stepped: bool = True) -> list[dict[str, Any]]:
     return [
         {
             "kind": f.kind,
             "labels": list(f.seams),
             "seams": [seam_by_label[label] for label in f.seams if label in seam_by_label],
             "bytes_per_step": _num(f.bytes_per_step),
-            "bytes_per_step_text": fmt_per_step(f.bytes_per_step, view.has_steps),  # as its message
+            "bytes_per_step_text": fmt_per_step(f.bytes_per_step, stepped),  # as its message says
             "message": f.message,
         }
-        for f in findings(view)[:MAX_FINDINGS]
+        for f in found[:MAX_FINDINGS]
     ]
 
 

@@ -45,6 +45,7 @@ def report_document(view: RunView) -> dict[str, Any]:
         "truncated": view.truncated,
         "projection": dataclasses.asdict(view.projection) if view.projection else None,
         "steps": len(view.steps),  # 0: the run had none, and every "per step" figure is a total
+        "program": program_dict(view),
         "seams": [seam_dict(s) for s in view.seams.values()],
         "owners": [owner_dict(o) for o in view.owners.values()],
         "counters": {c.name: counter_dict(c) for c in view.counters.values()},
@@ -67,6 +68,13 @@ def report_document(view: RunView) -> dict[str, Any]:
             "problems": list(h.problems[:100]),
         },
     }
+
+
+def program_dict(view: RunView) -> dict[str, Any]:
+    """How the traced program ended: its exit code, its wall time, the sentence the report shows."""
+    e = view.ending
+    return {"exit_code": e.exit_code, "failed": e.failed,
+            "wall_s": round(view.wall_s, 3), "ended": e.sentence or None}
 
 
 def _flow(view: RunView) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_schema, fmt_steps
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
 from flowmap.read.reader import clean_text
-from flowmap.reporters.columns import Column, fit_table, shorten, shorten_parts, wrap
+from flowmap.reporters.columns import Column, fit_table, shorten, shorten_parts, wrap, wrap_parts
 from flowmap.units import fmt_count, plural
 
 TOP_SEAMS = 15  # default rows of the seam table: what fits one screen next to the findings
@@ -80,7 +80,7 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
              f"{fmt_per_step(view.totals.bytes_per_step_mean, stepped)} payload",
              f"{fmt_per_step(view.totals.moved_bytes_per_step_mean, stepped)} moved "
              "(no in-process refs)",
-             f"{view.duration_s:.1f} s"]
+             f"{view.wall_s:.1f} s"]
     lines += [(ln, "") for ln in wrap(" · ".join(facts), width)]
     if view.draws_flow:  # a script's stages in the order data moved, as the pictures draw them
         lines += [(ln, "bold") for ln in wrap(f"flow: {view.flow.order_text()}", width)]
@@ -101,6 +101,9 @@ def _health(view: RunView) -> tuple[str, str]:
     counts = (f"{plural(h.shards, 'shard')}, {plural(h.events, 'event')}, "
               f"{plural(h.tracer_errors, 'tracer error')}")
     problems = []
+    ended = view.ending.sentence
+    if view.ending.failed:  # first: every figure below stops where the program did
+        problems.append(f"{ended}; the figures cover what it recorded until then")
     reaped = view.truncated and view.exit_code == 0
     if view.truncated and not reaped:
         problems.append("the run was cut short (a process was killed); showing everything "
@@ -118,7 +121,7 @@ def _health(view: RunView) -> tuple[str, str]:
         return (f"health: ok ({counts}); {plural(n, 'worker')} ended without closing "
                 f"{'its shard' if n == 1 else 'their shards'} after the program exited 0 "
                 "(reaped, as Ray does): every event recorded is kept", "green")
-    return f"health: ok ({counts})", "green"
+    return f"health: ok ({counts})" + (f"; {ended}" if ended else ""), "green"
 
 
 def _items(view: RunView) -> str:
@@ -170,7 +173,8 @@ def _transports(s: SeamStats) -> str:
 
 _SEAM_COLUMNS = (
     Column("seam", lambda s: f"{s.src} → {s.dst} : {s.name}", 0, right=False, flexible=True,
-           min_width=40, fit=lambda s, w: shorten_parts((s.src, s.dst, s.name), (" → ", " : "), w)),
+           min_width=40, fit=lambda s, w: shorten_parts((s.src, s.dst, s.name), (" → ", " : "), w),
+           wrap=lambda s, w: wrap_parts((s.src, s.dst, s.name), (" → ", " : "), w)),
     Column("hops", lambda s: f"{s.hops:,}", 2),
     Column("total", lambda s: fmt_bytes(s.total_bytes), 4),
     Column("per step", lambda s: fmt_bytes(s.bytes_per_step_mean), 1),
@@ -199,15 +203,16 @@ def _seams(view: RunView, width: int, top: int | None) -> list[tuple[str, str]]:
 def _owners(owners: Sequence[OwnerStats], width: int) -> list[tuple[str, str]]:
     cols = [
         Column("owner", lambda o: o.name, 0, right=False, flexible=True, min_width=12),
-        Column("bytes in", lambda o: fmt_bytes(o.bytes_in), 1),
-        Column("bytes out", lambda o: fmt_bytes(o.bytes_out), 1),
-        Column("hops in", lambda o: f"{o.hops_in:,}", 2),
-        Column("hops out", lambda o: f"{o.hops_out:,}", 2),
+        # whole-run figures, where the seams above are per step: the unit is in every title
+        Column("bytes in/run", lambda o: fmt_bytes(o.bytes_in), 1),
+        Column("bytes out/run", lambda o: fmt_bytes(o.bytes_out), 1),
+        Column("hops in/run", lambda o: f"{o.hops_in:,}", 2),
+        Column("hops out/run", lambda o: f"{o.hops_out:,}", 2),
     ]
     if width >= WIDE:
         cols.insert(1, Column("role", lambda o: o.role, 3, right=False))
     table = fit_table(cols, owners, width)
-    return [("", ""), ("Owners", "bold"), (table[0], "dim")] + [(ln, "") for ln in table[1:]]
+    return [("", ""), ("Owners, totals over the whole run", "bold"), (table[0], "dim")] + [(ln, "") for ln in table[1:]]
 
 
 def _counters(counters: Sequence[CounterStats], width: int) -> list[tuple[str, str]]:

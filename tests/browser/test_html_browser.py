@@ -115,6 +115,7 @@ def test_clicking_an_owner_shows_bytes_in_and_out(browser, pages):
     page.click(*box)
     details = page.eval("document.getElementById('details').textContent")
     assert details.startswith("ownerready_buffer") and "bytes in" in details and "bytes out" in details
+    assert "over the whole run" in details  # totals, where seams are per step: the unit is said
     assert "from rollout/0 : trajectory" in details and "to batcher : trajectories" in details
 
 

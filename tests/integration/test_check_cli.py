@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -297,3 +298,25 @@ def test_failing_check_in_a_subprocess(runs, baseline):
     assert out.returncode == 1
     assert "batch.advantages float32 -> float64, +100 %" in out.stdout
     assert out.stderr == ""
+
+
+def test_a_baseline_of_another_program_is_one_sentence_and_exit_2(runs, baseline, capsys, tmp_path):
+    other = str(tmp_path / "other")
+    with flowmap.tracing(other):  # another pipeline: an actor and a learner, no seam of the toy one's
+        for s in range(3):
+            flowmap.step(s)
+            flowmap.hop("actor", "learner", {"obs": np.zeros((16, 4), np.float32)}, name="rollout")
+            flowmap.hop("learner", "actor", np.zeros(64, np.float32), name="weights")
+    code, out, err = check(capsys, other, "--baseline", baseline)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert "belongs to another program" in err and "none of its 3 seams" in err
+    # --update is the way to replace it on purpose: not refused
+    copy = str(tmp_path / "replaced.json")
+    shutil.copy(baseline, copy)
+    code, _, _ = check(capsys, other, "--baseline", copy, "--update")
+    assert code == 0
+    # a run sharing a single seam with the baseline is the same program, compared as before
+    code, out, _ = check(capsys, runs["new_seam"], "--baseline", baseline)
+    assert code == 1 and "belongs to another program" not in out

@@ -22,9 +22,15 @@ FORKS = {"os": 200, "mp": 100}  # a multiprocessing child costs ~3x an os.fork o
 CASES = ["first_hop", "hop", "aggregate", "counter", "import_hook", "queue"]
 
 
+# A multiprocessing queue re-arms its own locks only in multiprocessing's children (its
+# after-fork hooks): a plain `os.fork` while a thread puts can hang in the standard library
+# itself, flowmap or not. The queue case runs with multiprocessing's fork start method.
+PAIRS = [(case, method) for case in CASES for method in sorted(FORKS)
+         if (case, method) != ("queue", "os")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("method", sorted(FORKS))
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case, method", PAIRS)
 def test_a_child_forked_while_threads_are_inside_capture_exits(tmp_path, run_cli, case, method):
     run = tmp_path / "run"
     forks = 3 if case == "first_hop" else FORKS[method]  # one import to land in, once per process

@@ -132,3 +132,29 @@ def test_records_of_several_processes_merge():
 def test_nothing_carried_means_no_seams():
     d = analyse([record(fn("a:f", calls=9, contexts=[]))])
     assert d.seams == [] and d.unnamed == []
+
+
+def test_a_private_helper_looped_inside_its_own_class_is_no_seam_and_says_why():
+    E = "hidden.engine:Engine"
+    rec = record(
+        fn(f"{E}.generate", call_bytes=512, result_bytes=256, args=["prompts"],
+           contexts=[((), 2)]),
+        # called by generate, on the same object, 8 times per call: its inner loop
+        fn(f"{E}._sample_tokens", calls=16, call_bytes=16 * 4096, result_bytes=16 * 32,
+           args=["logits"], contexts=[([(f"{E}.generate", S)], 16)]),
+        # private too, but called from another class: a hand-over, kept
+        fn(f"{E}._load", call_bytes=2048, args=["state"],
+           contexts=[([("hidden.sync:WeightSync.push", 0)], 2)]),
+        fn("hidden.sync:WeightSync.push", call_bytes=2048, args=["state"], contexts=[((), 2)]),
+    )
+    d = analyse([rec])
+    assert f"{E}._sample_tokens" not in kept(d)
+    assert {f"{E}.generate", f"{E}._load"} <= set(kept(d))
+    gen = next(c for c in d.seams if c.fn.key == f"{E}.generate")
+    assert gen.helpers == {f"{E}._sample_tokens":
+                           "a private method called only from inside Engine "
+                           "(8 calls per call of Engine.generate)"}
+    from flowmap.discover.table import render
+
+    assert (f"not a seam: {E}._sample_tokens: a private method called only from inside "
+            "Engine (8 calls per call of Engine.generate)") in render(d)

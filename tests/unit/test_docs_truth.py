@@ -63,7 +63,8 @@ def _load_script(name: str):
     return module
 
 
-@pytest.mark.parametrize("script, default", [("screenshot", "DEFAULT_OUT"), ("case_study", "OUT")])
+@pytest.mark.parametrize("script, default", [("screenshot", "DEFAULT_OUT"), ("case_study", "OUT"),
+                                             ("live_screenshot", "DEFAULT_OUT")])
 def test_scripts_write_untracked_files_unless_told_docs(script, default, monkeypatch):
     monkeypatch.syspath_prepend(os.path.join(REPO, "scripts"))
     out = getattr(_load_script(script), default)

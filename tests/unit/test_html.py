@@ -73,14 +73,20 @@ def test_script_writes_text_never_markup():
     from flowmap.reporters.html import _script
 
     js = _script()  # flowmap.js with its parts (graph.js, details.js, charts.js) included
+    live = _script(live=True)  # the page `flowmap serve` sends: live.js too
     parts = [n for n in os.listdir(ASSETS) if n.endswith(".js") and n != "flowmap.js"]
-    assert parts and "/* @include" not in js
+    assert parts and "/* @include" not in js and "/* @include" not in live
     for name in parts:
         with open(os.path.join(ASSETS, name), encoding="utf-8") as f:
-            assert f.read().rstrip("\n") in js, name
+            text = f.read().rstrip("\n")
+        assert text in live, name
+        assert (text in js) == (name != "live.js"), name
     for banned in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
                    "new Function", "fetch(", "XMLHttpRequest", "import("):
         assert banned not in js, banned
+        # the live page fetches its data from the server that sent it, and nothing else
+        assert banned not in live or banned == "fetch(", banned
+    assert live.count("fetch(") == 1 and 'fetch("data.json"' in live
 
 
 def test_the_page_runs_only_the_script_whose_hash_it_declares(rl_run):

@@ -138,3 +138,64 @@ def test_a_worker_reaped_after_a_clean_exit_is_not_a_crash(tmp_path):
     assert "1 worker ended without closing its shard after the program exited 0" in reaped
     crashed = " ".join(_render(_run_with_a_killed_worker(tmp_path, 1), 100))
     assert "health: CHECK" in crashed and "the run was cut short" in crashed
+
+
+def _long_names_run(tmp_path):
+    """Seams named as a single-file GRPO script names its functions: long, and alike."""
+    import os
+
+    from runs import ShardWriter, tensor
+
+    path = tmp_path / "long"
+    os.makedirs(path)
+    w = ShardWriter(str(path / "h-1-0001.flowmap.jsonl"), 1)
+    seams = [("replay_buffer", "batch_assembly", "zero_pad_sequences"),
+             ("rollout", "group_advantages", "returns"),
+             ("main", "sequences_log_probs", "sequences"),
+             ("experience_buffer_append", "replay_buffer_sample_minibatch", "join_experience_batch")]
+    t = 10
+    for s in range(3):
+        for k, (src, dst, name) in enumerate(seams):
+            w.hop(t, src, dst, name, [tensor("x", (8, 16 * (k + 1)), "int64")], step=s)
+            t += 10
+    w.close(t)
+    return flowmap.load(str(path)).view, seams
+
+
+def test_at_80_columns_seam_names_stay_whole(tmp_path):
+    view, seams = _long_names_run(tmp_path)
+    lines = _render(view, 80)
+    assert max(cell_len(ln) for ln in lines) <= 80
+    table = lines[next(i for i, ln in enumerate(lines) if ln.startswith("Seams")):
+                  next(i for i, ln in enumerate(lines) if ln.startswith("Owners"))]
+    assert not any("…" in ln for ln in table), table
+    words = {w for ln in table for w in re.split(r"[\s→:]+", ln)}
+    for src, dst, name in seams:
+        assert {src, dst, name} <= words, (src, dst, name, table)
+    for s in view.seams.values():  # the figures sit on the line that starts the seam
+        first = next(ln for ln in table if ln.startswith(s.src + " "))
+        assert fmt_bytes(s.bytes_per_step_mean) in first
+
+
+def test_through_the_cli_at_columns_80(tmp_path):
+    view, seams = _long_names_run(tmp_path)
+    r = CliRunner().invoke(app, ["report", view.path], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    assert max(cell_len(ln) for ln in r.output.splitlines()) <= 80
+    table = r.output.split("Seams")[1].split("Owners")[0]
+    assert "zero_pad_sequences" in table and "replay_buffer" in table and "…" not in table
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_owners_figures_say_they_are_whole_run_totals(view, width):
+    lines = _render(view, width)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("Owners"))
+    assert "whole run" in lines[at]
+    header = lines[at + 1].split()
+    figures = [t for t in header if t not in ("owner", "role")]
+    # every figure column carries its unit, as the seams' `per step` and `max/hop` do
+    assert figures and all(t.endswith("/run") or t in ("bytes", "hops", "in", "out") for t in figures)
+    assert "in/run" in header and "out/run" in header
+    trainer = view.owners["trainer/rank0"]  # and the figures are the run's: bytes in over every step
+    row = next(ln for ln in lines[at + 2:] if ln.startswith("trainer/rank0 "))
+    assert fmt_bytes(trainer.bytes_in) in row

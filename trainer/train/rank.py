@@ -38,6 +38,7 @@ from flowmap.trainer.train.updates import (
     MicroLosses,
     earlier_update,
     old_log_probs,
+    sum_over_ranks,
     update_plan,
 )
 
@@ -165,7 +166,7 @@ def _train(
     updates = update_plan(len(mbs), cfg.train.ppo_epochs, job.mini_batch_tokens,
                           job.global_response_tokens)
     for update in updates[:-1]:
-        earlier_update(losses, update, optimizer, dp, cfg.train.grad_clip)
+        earlier_update(losses, update, optimizer, dp, cfg.train.grad_clip, cfg.train.grad_reduce)
     last = updates[-1]
     optimizer.zero_grad()
     params = list(model.parameters())
@@ -177,8 +178,8 @@ def _train(
                              parts.ratio_sum]).double()
     grads = torch.cat([_grad(p).reshape(-1) for p in params])  # (num_params,)
     if dp > 1:  # flowmap records both as `<me> -> group[0..dp-1] : all_reduce` by itself
-        dist.all_reduce(grads, op=dist.ReduceOp.SUM)
-        dist.all_reduce(sums, op=dist.ReduceOp.SUM)
+        grads = sum_over_ranks(grads, cfg.train.grad_reduce)
+        sums = sum_over_ranks(sums, cfg.train.grad_reduce)
     _scatter(grads, params)
     n = max(last.tokens, 1)
     metrics = {"loss": float(sums[0]), "entropy": float(sums[1]) / n,

@@ -84,8 +84,21 @@ class MicroLosses:
         return float(total) / max(tokens, 1)
 
 
+def sum_over_ranks(t: Tensor, how: str = "c10d") -> Tensor:
+    """`t` summed over the data-parallel ranks, in place (`c10d`) or through torch's
+    functional collectives (`functional`: issued from C++, as compiled code does)."""
+    if how == "functional":
+        from torch.distributed import _functional_collectives as fc
+
+        world = dist.group.WORLD
+        assert world is not None  # dp > 1: the group exists
+        return fc.wait_tensor(fc.all_reduce(t, "sum", world))
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t
+
+
 def earlier_update(losses: MicroLosses, update: Update, optimizer: AdamW, dp: int,
-                   grad_clip: float) -> None:
+                   grad_clip: float, how: str = "c10d") -> None:
     """An optimiser step before the step's last (whose metrics the rank reports)."""
     optimizer.zero_grad()
     params = list(losses.model.parameters())
@@ -94,7 +107,7 @@ def earlier_update(losses: MicroLosses, update: Update, optimizer: AdamW, dp: in
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     flat = torch.cat([g.reshape(-1) for g in grads])
     if dp > 1:
-        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        flat = sum_over_ranks(flat, how)
     offset = 0
     for p in params:
         n = p.numel()

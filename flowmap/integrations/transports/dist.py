@@ -1,5 +1,10 @@
 """Hops through torch.distributed: collectives and point-to-point calls, per rank.
 
+The wrapped functions are every data-moving function c10d exports, read from
+torch (`dist_ops`), so a renamed or new function (`all_gather_single`) is
+covered. Collectives issued from C++ (DDP's Reducer) come from the Flight
+Recorder (`flight`), which skips what this wrapper recorded.
+
 Installed when `torch.distributed.distributed_c10d` has run and before
 `torch.distributed` star-imports it, so `dist.all_reduce` and a later
 `from torch.distributed import all_reduce` are both the wrapped function.
@@ -28,40 +33,21 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from flowmap.capture import state
+from flowmap.capture import state, step_hooks
 from flowmap.capture.api import current_owner, set_owner
-from flowmap.integrations.transports import record
+from flowmap.integrations.transports import dist_ops, flight, record
+from flowmap.integrations.transports.flight import ranks_text
 from flowmap.integrations.transports.record import describe
 
 Args = tuple[Any, ...]  # a recorded call's positional arguments
 Kwargs = dict[str, Any]  # and its keyword arguments
 
-# op -> (sent: index, name of the argument this rank sends; group: index, name)
-COLLECTIVES: dict[str, tuple[tuple[int, str], tuple[int, str]]] = {
-    "all_reduce": ((0, "tensor"), (2, "group")),
-    "reduce": ((0, "tensor"), (3, "group")),
-    "all_gather": ((1, "tensor"), (2, "group")),
-    "all_gather_into_tensor": ((1, "input_tensor"), (2, "group")),
-    "reduce_scatter": ((1, "input_list"), (3, "group")),
-    "reduce_scatter_tensor": ((1, "input"), (3, "group")),
-    "all_to_all_single": ((1, "input"), (4, "group")),
-    "all_to_all": ((1, "input_tensor_list"), (2, "group")),
-    "gather": ((0, "tensor"), (3, "group")),
-    "all_gather_object": ((1, "obj"), (2, "group")),
-}
-# op -> (what the root sends, what the others receive, its group, its root)
-ROOTED: dict[str, tuple[tuple[int, str], tuple[int, str], tuple[int, str], tuple[int, str]]] = {
-    "broadcast": ((0, "tensor"), (0, "tensor"), (2, "group"), (1, "src")),
-    "scatter": ((1, "scatter_list"), (0, "tensor"), (3, "group"), (2, "src")),
-    "broadcast_object_list": ((0, "object_list"), (0, "object_list"), (2, "group"), (1, "src")),
-}
-OBJECT_OPS = ("all_gather_object", "broadcast_object_list")
 P2P = ("send", "isend", "recv", "irecv")
-
 
 
 class _Calls(threading.local):
@@ -76,23 +62,31 @@ _installed = False
 _c10d: Any = None
 _sequence: dict[str, int] = {}
 _labels: dict[int, tuple[Any, str]] = {}  # id(group) -> (weak ref or group, "group[0,1]")
+_reader: flight.Reader | None = None
+_rank: int | None = None
 
 
 def install(c10d: Any) -> None:
-    """Wrap the collectives and p2p calls of `distributed_c10d` (and `torch.distributed`)."""
+    """Wrap the data-moving functions of `distributed_c10d` (and `torch.distributed`).
+
+    Which functions those are is read from torch (`dist_ops`), not kept by hand.
+    """
     global _installed, _c10d
     if _installed:
         return
     _installed = True
     _c10d = c10d
     wrapped: dict[str, Any] = {}
-    for op in COLLECTIVES:
-        wrapped[op] = _collective(getattr(c10d, op), op)
-    for op in ROOTED:
-        wrapped[op] = _rooted(getattr(c10d, op), op)
-    for op in P2P:
-        wrapped[op] = _p2p(getattr(c10d, op), op)
+    for name, op in dist_ops.ops(c10d).items():
+        fn = getattr(c10d, name)
+        if op.kind == "collective":
+            wrapped[name] = _collective(fn, op)
+        elif op.kind == "rooted":
+            wrapped[name] = _rooted(fn, op)
+        elif name in P2P:
+            wrapped[name] = _p2p(fn, name)
     wrapped["init_process_group"] = _wrap_init(c10d.init_process_group)
+    wrapped["destroy_process_group"] = _wrap_destroy(c10d.destroy_process_group)
     wrapped["_object_to_tensor"] = _count_pickled(c10d._object_to_tensor, sent=True)
     wrapped["_tensor_to_object"] = _count_pickled(c10d._tensor_to_object, sent=False)
     import sys
@@ -120,7 +114,12 @@ def _recorded(fn: Callable[..., Any], recorder: Callable[..., None]) -> Callable
         if state.tracer is None or _tl.depth:
             return fn(*args, **kwargs)
         t_ns = record.now_ns()
-        out, pickled = _inside(fn, args, kwargs)
+        span = _reader.opened() if _reader is not None else None
+        try:
+            out, pickled = _inside(fn, args, kwargs)
+        finally:
+            if span is not None:
+                span[2] = time.time_ns()  # the Flight Recorder's entries of this call are ours
         try:
             recorder(args, kwargs, out, pickled, t_ns)
         except Exception as exc:
@@ -130,8 +129,9 @@ def _recorded(fn: Callable[..., Any], recorder: Callable[..., None]) -> Callable
     return flowmap_call
 
 
-def _collective(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
-    sent_at, group_at = COLLECTIVES[op]
+def _collective(fn: Callable[..., Any], op: dist_ops.Op) -> Callable[..., Any]:
+    sent_at, group_at, name = op.sent, op.group, op.name
+    assert sent_at is not None
 
     def record_collective(args: Args, kwargs: Kwargs, out: Any, pickled: list[int],
                           t_ns: int) -> None:
@@ -139,14 +139,15 @@ def _collective(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
         if _c10d._rank_not_in_group(group):
             return
         d = describe(_arg(args, kwargs, sent_at))
-        nbytes = pickled[0] if op in OBJECT_OPS else d.nbytes
-        record.hop(rank_owner(), _group_label(group), op, d, nbytes, "collective", t_ns)
+        nbytes = pickled[0] if op.objects else d.nbytes
+        record.hop(rank_owner(), _group_label(group), name, d, nbytes, "collective", t_ns)
 
     return _recorded(fn, record_collective)
 
 
-def _rooted(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
-    sent_at, got_at, group_at, root_at = ROOTED[op]
+def _rooted(fn: Callable[..., Any], op: dist_ops.Op) -> Callable[..., Any]:
+    sent_at, got_at, group_at, root_at = op.sent, op.got, op.group, op.root
+    assert sent_at is not None and got_at is not None and root_at is not None
 
     def record_rooted(args: Args, kwargs: Kwargs, out: Any, pickled: list[int],
                       t_ns: int) -> None:
@@ -155,19 +156,37 @@ def _rooted(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
             return
         src, group_src = _arg(args, kwargs, root_at), kwargs.get("group_src")
         if src is None and group_src is None:
-            src = 0 if op == "broadcast_object_list" else None
+            src = 0 if op.objects else None
         root = (src == _c10d.get_rank()) if src is not None else \
             (group_src == _c10d.get_rank(group))
         label = _group_label(group)
         d = describe(_arg(args, kwargs, sent_at if root else got_at))
-        if op in OBJECT_OPS:
+        if op.objects:
             nbytes = pickled[0] if root else pickled[1]
         else:
             nbytes = d.nbytes
         src_owner, dst_owner = (rank_owner(), label) if root else (label, rank_owner())
-        record.hop(src_owner, dst_owner, op, d, nbytes, "collective", t_ns)
+        record.hop(src_owner, dst_owner, op.name, d, nbytes, "collective", t_ns)
 
     return _recorded(fn, record_rooted)
+
+
+def _broadcast_coalesced(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`torch.distributed._broadcast_coalesced(group, tensors, buffer_size, src)`: DDP's
+    start-up broadcast of its parameters, from Python into C++; recorded here, where the
+    root is known, as one `broadcast` of every tensor."""
+
+    def record_coalesced(args: Args, kwargs: Kwargs, out: Any, pickled: list[int],
+                         t_ns: int) -> None:
+        group = _arg(args, kwargs, (0, "process_group"))
+        src = _arg(args, kwargs, (3, "src"), 0)
+        label = _group_label(group)
+        d = describe(list(_arg(args, kwargs, (1, "tensors"), ())))
+        root = src == _c10d.get_rank()
+        src_owner, dst_owner = (rank_owner(), label) if root else (label, rank_owner())
+        record.hop(src_owner, dst_owner, "broadcast", d, d.nbytes, "collective", t_ns)
+
+    return _recorded(fn, record_coalesced)
 
 
 def _inside(fn: Callable[..., Any], args: Args, kwargs: Kwargs) -> tuple[Any, list[int]]:
@@ -242,15 +261,69 @@ def _record_p2p(op: str, sending: bool, args: Args, kwargs: Kwargs, out: Any, t_
 def _wrap_init(init: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(init)
     def flowmap_init_process_group(*args: Any, **kwargs: Any) -> Any:
+        global _rank
         out = init(*args, **kwargs)
         try:
-            if state.default_owner == "main":
+            _rank = _c10d.get_rank()
+            if state.default_owner == "main" or state.auto_owner:
                 set_owner(f"rank{_c10d.get_rank()}")
+            _wrap_package_extras()
+            _start_reader()
         except Exception as exc:
             record.error(exc)
         return out
 
     return flowmap_init_process_group
+
+
+def _wrap_destroy(destroy: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(destroy)
+    def flowmap_destroy_process_group(*args: Any, **kwargs: Any) -> Any:
+        if _reader is not None and state.tracer is not None:
+            _reader.read()  # while the groups still exist to be named
+        return destroy(*args, **kwargs)
+
+    return flowmap_destroy_process_group
+
+
+def _wrap_package_extras() -> None:
+    """`torch.distributed._broadcast_coalesced`, looked up by DDP at each call."""
+    import sys
+
+    package = sys.modules.get("torch.distributed")
+    fn = getattr(package, "_broadcast_coalesced", None)
+    if fn is not None and not getattr(fn, "_flowmap", False):
+        wrapped = _broadcast_coalesced(fn)
+        wrapped._flowmap = True  # type: ignore[attr-defined]
+        package._broadcast_coalesced = wrapped  # type: ignore[union-attr]
+
+
+def _start_reader() -> None:
+    """Read the Flight Recorder from now on: the collectives issued from C++."""
+    global _reader
+    if _reader is not None or not flight.enabled() or flight.ring_size() == 0:
+        return  # off, or torch's recorder is (TORCH_FR_BUFFER_SIZE=0)
+    dumps = flight.recorders()
+    if not dumps:
+        return
+    reader = flight.Reader(_c10d, _process_owner, dumps)
+    reader.remember_groups()
+    step_hooks.hooks.append(reader.step_moved)
+    _reader = reader
+    reader.start()
+
+
+def _process_owner() -> str:
+    """The rank owner of the process (the reader's thread has no owner block of its own)."""
+    owner = state.default_owner
+    rank = _rank
+    if rank is None:
+        rank = _c10d.get_rank()
+    if owner == "main":
+        return f"rank{rank}"
+    if "/" in owner or owner == f"rank{rank}":
+        return owner
+    return f"{owner}/rank{rank}"
 
 
 # -- names ------------------------------------------------------------------------
@@ -290,19 +363,3 @@ def _group_label(group: Any) -> str:
         _labels.clear()
     _labels[id(g)] = (ref_or_none, label)
     return label
-
-
-def ranks_text(ranks: list[int]) -> str:
-    """`[0, 1]` -> `0,1`; `[0, 1, 2, 3, 8]` -> `0-3,8` (runs of three or more)."""
-    parts: list[str] = []
-    i = 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        if j - i >= 2:
-            parts.append(f"{ranks[i]}-{ranks[j]}")
-        else:
-            parts.extend(str(r) for r in ranks[i : j + 1])
-        i = j + 1
-    return ",".join(parts)

@@ -95,20 +95,25 @@ def _t_us(t: Tracer, t_ns: int) -> int:
 
 
 def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: str,
-        t_ns: int) -> None:
-    """A hop whose both ends are known, carrying `nbytes` (what the transport moved)."""
+        t_ns: int, step: Any = NOW) -> None:
+    """A hop whose both ends are known, carrying `nbytes` (what the transport moved).
+
+    `step`: the step it happened in (a collective read later from the Flight
+    Recorder); by default the process's step now."""
     t = tracer()
     if t is None:
         return
     if t.fold is not None and t.fold.hop(
-        src, dst, name, d, (), None, None, transport, _t_us(t, t_ns), nbytes
+        src, dst, name, d, (), None if step is NOW else step, None, transport,
+        _t_us(t, t_ns), nbytes, exact_step=step is not NOW
     ):
         return  # folded (`trace --aggregate`, past the detail window)
     w = t.writer
     with w.lock:
         if not t.closed:
             w.hop(_t_us(t, t_ns), src, dst, name, d.leaves, int(nbytes),
-                  w.storage_ids(d.storages), t.step, None, transport, "null")
+                  w.storage_ids(d.storages), t.step if step is NOW else step, None, transport,
+                  "null")
 
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,

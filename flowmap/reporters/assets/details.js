@@ -158,13 +158,15 @@
     var sum = function (list, f) { return list.reduce(function (a, s) { return a + f(s); }, 0); };
     var ranged = !fullRange();
     var bin = function (s) { return inRange(s.bin_bytes); };
+    // totals, where a seam's figures are per step: say over what
+    var over = ranged ? " in the chosen steps" : " over the whole run";
     append(ui.details, [
       el("h2", {}, [el("span", { "class": "kind" }, "owner"), o.name]),
       kv([
         ["role", o.role],
         [o.pids.length === 1 ? "pid" : "pids", o.pids.length ? o.pids.join(", ") : "–"],
-        ["bytes in", fmtBytes(ranged ? sum(o.ins, bin) : o.bytes_in) + " · " + hopsText(ranged ? sum(o.ins, seamHops) : o.hops_in)],
-        ["bytes out", fmtBytes(ranged ? sum(o.outs, bin) : o.bytes_out) + " · " + hopsText(ranged ? sum(o.outs, seamHops) : o.hops_out)],
+        ["bytes in", fmtBytes(ranged ? sum(o.ins, bin) : o.bytes_in) + " · " + hopsText(ranged ? sum(o.ins, seamHops) : o.hops_in) + over],
+        ["bytes out", fmtBytes(ranged ? sum(o.outs, bin) : o.bytes_out) + " · " + hopsText(ranged ? sum(o.outs, seamHops) : o.hops_out) + over],
         ranged ? ["range", stepLabel()] : null
       ]),
       el("h3", {}, "Seams in"), seamTable(o.ins, "src"),

@@ -9,23 +9,30 @@
   var SVG_NS = "http://www.w3.org/2000/svg";
   var RAMP = ["#a6bddb", "#74a9cf", "#3690c0", "#0570b0", "#8c6bb1", "#dd3497", "#f16913", "#d7301f"];
   var SERIES = ["#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#d6616b"];
-  var D = JSON.parse(document.getElementById("flowmap-data").textContent);
+  var D, seamById, ownerById, state;
   // A run without steps: its "per step" figures are run totals, and the page says so.
-  var PER = D.run.steps ? "/step" : " total";
-  var PER_WORD = D.run.steps ? "bytes/step" : "bytes in total";
-  var seamById = {};
-  var ownerById = {};
-  var state = { sel: null, from: 0, to: Math.max(0, D.bins.length - 1), query: "" };
+  var PER = "/step", PER_WORD = "bytes/step";
   var view = { k: 1, x: 0, y: 0 };
-  // Labels are never drawn below this many CSS px: the graph opens at no less than 1:1
-  // (the layout's label fonts are >= 11 px) and is panned, not shrunk to fit; zoomed out
-  // past it, edge labels hide and owner names keep their size.
-  var LEGIBLE_PX = 11, EDGE_FONT = 11, NODE_FONT = 12, MAX_OPEN_K = 1.5;
+  // Labels are never drawn below this many CSS px. The graph opens fitted to its panel, so
+  // the first view shows the whole flow; below 1:1 edge labels hide and owner names keep
+  // their size. It never opens below MIN_OPEN_K, where an owner's box (30 px high in the
+  // layout) still holds its 11 px name: a graph too large for that opens there and pans.
+  var LEGIBLE_PX = 11, EDGE_FONT = 11, NODE_FONT = 12, MAX_OPEN_K = 1.5, MIN_OPEN_K = 0.5;
   var ui = {};
 
-  D.seams.forEach(function (s) { seamById[s.id] = s; });
-  D.owners.forEach(function (o) { ownerById[o.id] = o; o.ins = []; o.outs = []; });
-  D.seams.forEach(function (s) { ownerById[s.src].outs.push(s); ownerById[s.dst].ins.push(s); });
+  // The run's data; the live page (`flowmap serve`) loads newer data into the same page.
+  function load(data) {
+    D = data;
+    PER = D.run.steps ? "/step" : " total";
+    PER_WORD = D.run.steps ? "bytes/step" : "bytes in total";
+    seamById = {};
+    ownerById = {};
+    state = { sel: null, from: 0, to: Math.max(0, D.bins.length - 1), query: state ? state.query : "" };
+    D.seams.forEach(function (s) { seamById[s.id] = s; });
+    D.owners.forEach(function (o) { ownerById[o.id] = o; o.ins = []; o.outs = []; });
+    D.seams.forEach(function (s) { ownerById[s.src].outs.push(s); ownerById[s.dst].ins.push(s); });
+  }
+  load(JSON.parse(document.getElementById("flowmap-data").textContent));
 
   // --- small DOM helpers: text only, never markup ---------------------------------
 
@@ -169,10 +176,13 @@
       fmtBytes(r.total_bytes) + " payload",
       "layout: " + r.layout.engine
     ];
+    if (r.wall_s !== null && r.wall_s !== undefined) stats.push(r.wall_s.toFixed(1) + " s");
+    if (r.exit_code !== null && r.exit_code !== undefined && !r.failed) stats.push("exit " + r.exit_code);
     if (r.items.total) stats.push(r.items.total + " items, " + r.items.dropped + " dropped");
     var warn = null;
-    if (r.truncated || r.health.tracer_errors || r.projection || r.detail) {
+    if (r.failed || r.truncated || r.health.tracer_errors || r.projection || r.detail) {
       warn = el("span", { "class": "warn", id: "run-warning" },
+        (r.failed ? r.ended + " — showing what it recorded until then. " : "") +
         (r.projection ? "PROJECTION — " + r.projection + " " : "") +
         (r.detail ? r.detail + " " : "") +
         (r.truncated ? "trace cut short " : "") + (r.health.tracer_errors ? r.health.tracer_errors + " tracer errors" : ""));
@@ -267,16 +277,20 @@
     ui.details = el("section", { id: "details" });
     var side = el("aside", { id: "side" }, [ui.details, findingsPanel(), seamList()]);
     var body = el("main", { id: "app" }, [graphPanel(), side, chartsPanel()]);
-    document.body.appendChild(header());
+    var top = header();
+    document.body.appendChild(top);
     document.body.appendChild(body);
+    // the header wraps to a second line where its facts need one: the graph gets the rest
+    document.documentElement.style.setProperty("--top-h", top.offsetHeight + "px");
     openView();
     update();
     applyFilter();
     fromHash();
-    window.addEventListener("popstate", fromHash);
-    window.addEventListener("hashchange", fromHash);
     document.body.setAttribute("data-ready", "1");
   }
 
   main();
+  window.addEventListener("popstate", fromHash);
+  window.addEventListener("hashchange", fromHash);
+  /* @include live.js */
 })();

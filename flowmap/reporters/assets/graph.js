@@ -114,7 +114,7 @@
       if (ui.dragged) { view.x = start.x + dx; view.y = start.y + dy; ui.moved = true; applyView(); }
     });
     window.addEventListener("mouseup", function () { start = null; setTimeout(function () { ui.dragged = false; }, 0); });
-    svg.addEventListener("dblclick", function () { openView(); });
+    svg.addEventListener("dblclick", function () { readableView(); });
     svg.addEventListener("click", function () { if (!ui.dragged) select(null, null); });
     window.addEventListener("resize", function () { if (!ui.moved) openView(); });
   }
@@ -129,7 +129,8 @@
       button("+", "zoom in", function () { zoomAt(centre(), 1.25); }),
       button("−", "zoom out", function () { zoomAt(centre(), 0.8); }),
       button("fit", "the whole graph (edge labels hide when too small to read)", function () { fitView(); }),
-      button("1:1", "readable size (double-click the graph does the same)", function () { openView(); }),
+      button("1:1", "readable size: every label shown (double-click the graph does the same)",
+        function () { readableView(); }),
       el("span", { "class": "muted" }, "drag: pan · wheel: zoom · double-click: readable size")
     ]);
     function centre() { var box = graphBox(); return { x: box.width / 2, y: box.height / 2 }; }
@@ -158,13 +159,23 @@
     ui.graph.style.setProperty("--node-font", font + "px");
   }
 
-  // The opening view: as large as fits, never below 1:1, centred; a graph wider or
-  // taller than the panel opens at its top and is panned (drag, or the zoom buttons).
+  // The opening view: the whole graph, fitted to the panel and centred, between MIN_OPEN_K
+  // (owner names still fit their boxes) and MAX_OPEN_K; a graph too large even at MIN_OPEN_K
+  // opens at its top and is panned (drag, or the zoom buttons).
   function openView() {
+    var L = D.run.layout, box = graphBox();
+    var k = Math.min(MAX_OPEN_K, Math.max(MIN_OPEN_K, Math.min(box.width / L.width, box.height / L.height)));
+    view = { k: k, x: (box.width - L.width * k) / 2, y: Math.max(0, (box.height - L.height * k) / 2) };
+    ui.moved = false;
+    applyView();
+  }
+
+  // 1:1 (or larger where the graph is small): every edge label shown at its own size, centred.
+  function readableView() {
     var L = D.run.layout, box = graphBox();
     var k = Math.min(MAX_OPEN_K, Math.max(1, Math.min(box.width / L.width, box.height / L.height)));
     view = { k: k, x: (box.width - L.width * k) / 2, y: Math.max(0, (box.height - L.height * k) / 2) };
-    ui.moved = false;
+    ui.moved = true;
     applyView();
   }
 

@@ -23,6 +23,7 @@ def render_check(report: CheckReport) -> str:
         "tolerance": report.tolerance,
         "min_bytes_per_step": report.min_bytes_per_step,
         **({"detail": report.detail} if report.detail else {}),
+        **({"ended": report.ended} if report.ended else {}),
         "counts": {s: report.count(s) for s in STATUSES},
         "results": [
             {

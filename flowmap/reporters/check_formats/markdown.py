@@ -26,6 +26,8 @@ def render_check(report: CheckReport) -> str:
     lines = [f"### {icon} {report.headline()}", ""]
     if report.detail:
         lines += [f"_{esc(report.detail)}_", ""]
+    if report.ended:
+        lines += [f"**{esc(report.ended)}**: the run holds what it recorded until then", ""]
     baseline = [r for r in report.ordered() if r.group == "baseline"]
     budget = [r for r in report.ordered() if r.group == "budget"]
     if baseline:

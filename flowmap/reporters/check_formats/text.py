@@ -9,7 +9,8 @@ from flowmap.reporters.check_formats.cells import STATUS_WORD, fmt_delta, fmt_ra
 
 
 def render_check(report: CheckReport) -> str:
-    lines = [_context(report), *([report.detail] if report.detail else []), ""]
+    lines = [_context(report), *([report.detail] if report.detail else []),
+             *([f"{report.ended}: the run holds what it recorded until then"] if report.ended else []), ""]
     for r in report.ordered():
         word = STATUS_WORD.get(r.status, r.status)
         if r.status == "ok" and not r.details:

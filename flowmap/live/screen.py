@@ -1,0 +1,122 @@
+"""What `flowmap top` draws: one rich renderable from one `Frame`.
+
+Kept apart from the loop (`flowmap.live.top`) so that `--once`, the
+screenshot script and the tests draw the very same screen.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from flowmap.live.status import CUT_SHORT, EXITED
+from flowmap.live.watch import Frame
+from flowmap.model.types import SeamKey, SeamStats
+from flowmap.units import fmt_bytes, fmt_count
+
+SORTS = {"t": "total", "r": "rate", "h": "hops"}
+# Counters a run's health line shows where the run has them (the built-in trainer's names,
+# and the names verl and TRL users give the same quantities).
+HEALTH_COUNTERS = (
+    ("in_flight", "in flight"), ("ready_buffer_depth", "ready buffer"),
+    ("target_watermark", "watermark"), ("staleness_max", "staleness max"),
+    ("stale_dropped", "stale dropped"), ("groups_dropped_stale", "groups dropped stale"),
+)
+MAX_FINDINGS = 3
+
+
+def screen(frame: Frame, *, sort: str = "rate", rows: int = 15, paused: bool = False,
+           width: int = 120) -> RenderableType:
+    """The whole screen for `frame`: title, health, seams table, findings, keys."""
+    return Group(_title(frame, paused), _health(frame), _keys(sort), _seams(frame, sort, rows, width),
+                 _findings(frame))
+
+
+def _title(frame: Frame, paused: bool) -> Text:
+    run = frame.run
+    name = os.path.basename(os.path.normpath(run.path)) or run.path
+    t = Text.assemble(("flowmap top", "bold"), f"  {name}  ")
+    if frame.gone:
+        t.append(frame.gone + "; this is the last screen", style="bold red")
+    elif frame.status.state == CUT_SHORT:
+        t.append(frame.status.sentence, style="bold red")
+    elif frame.status.state == EXITED:
+        t.append(frame.status.sentence + "; this is the last screen", style="bold yellow")
+    else:  # running, waiting for a first event, or reading a large run so far
+        t.append(frame.status.sentence, style="bold green" if frame.run.shards and not frame.behind
+                 else "bold yellow")
+    if paused:
+        t.append("  [paused]", style="bold magenta")
+    ago = max(0.0, time.time() - frame.updated_s)
+    t.append(f"  updated {ago:.1f} s ago", style="dim")
+    return t
+
+
+def _health(frame: Frame) -> Text:
+    run = frame.run
+    h = run.health
+    parts = [f"{len(run.shards)} processes traced", f"{len(run.steps)} steps",
+             f"{fmt_count(run.num_hops)} hops"]
+    for name, label in HEALTH_COUNTERS:
+        c = run.counters.get(name)
+        if c is not None:
+            parts.append(f"{label} {c.last:g}")
+    parts.append(f"tracer errors {h.tracer_errors}")
+    if h.bad_lines:
+        parts.append(f"bad lines {h.bad_lines}")
+    style = "yellow" if h.tracer_errors or h.bad_lines or h.problems else ""
+    return Text("health: " + " · ".join(parts), style=style)
+
+
+def ranked(frame: Frame, sort: str) -> list[SeamStats]:
+    """Seams in the order asked: by bytes/s over the recent window, total bytes or hops/s."""
+    seams = list(frame.run.seams.values())
+    rates = frame.rates
+
+    def rate(s: SeamStats, i: int) -> float:
+        return rates.get(s.key, (0.0, 0.0))[i]
+
+    if sort == "total":
+        return seams  # already heaviest first
+    if sort == "hops":
+        return sorted(seams, key=lambda s: (-rate(s, 1), -s.hops, s.key))
+    return sorted(seams, key=lambda s: (-rate(s, 0), -s.total_bytes, s.key))
+
+
+def _seams(frame: Frame, sort: str, rows: int, width: int) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold reverse", expand=False)
+    table.add_column("SEAM", no_wrap=True, overflow="ellipsis", max_width=max(24, width - 72))
+    for col in ("BYTES/S", "HOPS/S", "TOTAL", "HOPS", "P50", "MAX"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("TRANSPORT", no_wrap=True)
+    seams = ranked(frame, sort)
+    for s in seams[:rows]:
+        bps, hps = frame.rates.get(s.key, (0.0, 0.0))
+        table.add_row(_label(s.key), fmt_bytes(bps) + "/s", f"{hps:,.1f}", fmt_bytes(s.total_bytes),
+                      fmt_count(s.hops), fmt_bytes(s.p50_bytes), fmt_bytes(s.max_bytes),
+                      ",".join(s.transports))
+    if len(seams) > rows:
+        table.caption = f"{len(seams) - rows} more seams"
+    return table
+
+
+def _label(key: SeamKey) -> str:
+    return f"{key[0]} -> {key[1]} : {key[2]}"
+
+
+def _findings(frame: Frame) -> Text:
+    t = Text("findings so far:", style="bold")
+    if not frame.findings:
+        t.append(" none yet", style="dim")
+    for i, f in enumerate(frame.findings[:MAX_FINDINGS], 1):
+        t.append(f"\n {i}. [{f.kind}] {f.message}")
+    return t
+
+
+def _keys(sort: str) -> Text:
+    return Text(f"sorted by {sort}  ·  keys: t total · r rate · h hops · p pause · q quit",
+                style="dim")

@@ -1,0 +1,186 @@
+"""`flowmap serve`: the HTML page, live, and `/metrics` for Prometheus, from one watch.
+
+Routes: `/` the page (the same self-contained page as `render --html`, whose
+script also fetches `data.json` from this server each second and redraws in
+place), `/data.json` the page's data, `/metrics` the Prometheus text
+exposition (`flowmap.live.metrics`). One thread updates the watch about once
+a second; requests read its latest frame, so a scrape or a page never reads
+shards. Loopback by default: the page shows the run's owner and payload
+names and shapes, so binding elsewhere is the caller's explicit choice.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from flowmap.errors import FlowmapError
+from flowmap.live.metrics import registry
+from flowmap.live.status import RUNNING
+from flowmap.live.watch import Frame, Watch
+from flowmap.reporters.html import page
+from flowmap.reporters.html_data import html_document
+from flowmap.reporters.layout import layout_graph
+from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
+from flowmap.strict_json import finite
+
+POLL_S = 1.0
+
+
+class _SameLayout:
+    """Lays the graph out again only when it changed (owners, seams, their label sizes):
+    a running run's graph settles early, and `dot` need not run on every update."""
+
+    def __init__(self) -> None:
+        self._key: Any = None
+        self._placed: Layout | None = None
+
+    def __call__(self, nodes: list[NodeSpec], edges: list[EdgeSpec], engine: str) -> Layout:
+        key = (engine, [(n.id, n.width, n.height) for n in nodes],
+               [(e.id, e.src, e.dst, e.label_width, e.label_lines) for e in edges])
+        if key != self._key or self._placed is None:
+            self._placed, self._key = layout_graph(nodes, edges, engine), key
+        return self._placed
+
+
+class PortInUse(FlowmapError):
+    """The port asked for is taken."""
+
+
+class LiveServer:
+    """The watch, its latest page data, and the HTTP server that serves them."""
+
+    def __init__(self, path: str, host: str = "127.0.0.1", port: int = 8765) -> None:
+        self.watch = Watch(path)
+        self.frame: Frame | None = self.watch.update()
+        self._doc_text = ""
+        self._doc_run: Any = None
+        self._version = 0
+        self._place = _SameLayout()
+        self._lock = threading.Lock()
+        self._doc_lock = threading.Lock()  # one request builds a frame's data; the others wait
+        self._stop = threading.Event()
+        try:
+            self.http = ThreadingHTTPServer((host, port), _handler(self))
+        except OSError as exc:
+            if exc.errno in (98, 48):  # EADDRINUSE (Linux, macOS)
+                raise PortInUse(f"port {port} on {host} is in use; pick another with --port N"
+                                ) from None
+            raise FlowmapError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+        self.http.daemon_threads = True
+
+    @property
+    def url(self) -> str:
+        host, port = self.http.server_address[:2]
+        name = host.decode() if isinstance(host, bytes) else str(host)
+        return f"http://{name if ':' not in name else f'[{name}]'}:{port}/"
+
+    def serve_forever(self) -> None:
+        updater = threading.Thread(target=self._update_loop, name="flowmap-watch", daemon=True)
+        updater.start()
+        try:
+            self.http.serve_forever(poll_interval=0.5)
+        finally:
+            self._stop.set()
+            self.http.server_close()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self.http.shutdown()
+
+    def _update_loop(self) -> None:
+        said = ""
+        while not self._stop.wait(POLL_S):
+            frame: Frame | None
+            try:
+                frame = self.watch.update()
+            except FlowmapError as exc:  # e.g. the run was never there: say so, keep serving
+                frame, sentence = self.frame, str(exc)
+            else:
+                sentence = frame.gone or (frame.status.sentence
+                                          if frame.status.state != RUNNING else "")
+            with self._lock:
+                self.frame = frame
+            if sentence and sentence != said:
+                sys.stderr.write(f"flowmap: {sentence}\n")
+                said = sentence
+
+    def document(self) -> str:
+        """The page's data for the latest frame: built once per rebuild of the model."""
+        with self._lock:
+            frame = self.frame
+        if frame is None:
+            return "{}"
+        state = "gone" if frame.gone else frame.status.state
+        sentence = frame.gone or frame.status.sentence
+        key = (frame.updated_s, frame.found_s, state, sentence)  # a rebuild, new findings
+        with self._doc_lock:
+            if key != self._doc_run:
+                self._build(frame, key, state, sentence)
+            return self._doc_text
+
+    def _build(self, frame: Frame, key: Any, state: str, sentence: str) -> None:
+        doc = html_document(frame.run.view, "auto", self._place, frame.findings)
+        self._version += 1
+        doc["live"] = {"version": self._version, "state": state, "sentence": sentence}
+        if state == RUNNING:  # shards still being written are not cut short
+            doc["run"]["truncated"] = False
+        self._doc_text = json.dumps(finite(doc), sort_keys=True, separators=(",", ":"))
+        self._doc_run = key
+
+    def html(self) -> str:
+        doc = json.loads(self.document())
+        return page(doc, f"flowmap live · {self.watch.path}", live=True)
+
+    def metrics(self) -> bytes:
+        return generate_latest(registry(lambda: self.frame))
+
+
+def _handler(server: LiveServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "flowmap"
+        sys_version = ""
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            route = self.path.split("?", 1)[0]
+            try:
+                if route in ("/", "/index.html"):
+                    self._send(200, "text/html; charset=utf-8", server.html().encode("utf-8"))
+                elif route == "/data.json":
+                    self._send(200, "application/json", server.document().encode("utf-8"))
+                elif route == "/metrics":
+                    self._send(200, CONTENT_TYPE_LATEST, server.metrics())
+                else:
+                    self._send(404, "text/plain; charset=utf-8", b"not found\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def _send(self, code: int, kind: str, body: bytes) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass  # a scrape every 10 s is not news
+
+    return Handler
+
+
+def serve(path: str, host: str, port: int) -> None:
+    """Serve until interrupted; says where, once."""
+    server = LiveServer(path, host, port)
+    sys.stderr.write(f"flowmap: serving {path} at {server.url} (metrics at {server.url}metrics); "
+                     "Ctrl-C stops\n")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,149 @@
+"""One watch over a run: poll the incremental reader, rebuild the model when it grew, keep rates.
+
+`top`, the live page and `/metrics` each hold a `Watch` and call `update()`
+about once a second; what they show is the `Frame` it returns. The model is
+rebuilt whole from the reader (the read model is built whole, never
+patched), only when new bytes came, and never more often than its own cost
+allows (`MAX_BUSY`), so watching a busy run stays a small share of a core.
+Findings, the costliest part, wait for the second update (the first screen
+comes without them) and are recomputed at most every `FINDINGS_EVERY_S`. Once
+the program has ended, the run is read once more as `flowmap report` reads
+it, so the last screen and page are the report's, findings included.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from flowmap.errors import FlowmapError
+from flowmap.findings import Finding, findings
+from flowmap.live.rates import Rates
+from flowmap.live.status import RUNNING, Status, status
+from flowmap.model.run import Run, load
+from flowmap.model.types import SeamKey
+from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
+
+MAX_BUSY = 0.03  # share of wall time spent rebuilding the model, as a rule
+MAX_BUSY_HARD = 0.10  # ... and at most, where keeping a hop's delay under 2 s would cost more
+FINDINGS_EVERY_S = 5.0
+READ_BUDGET_S = 0.5  # reading per update at most, while a large run is caught up with
+MAX_REBUILD_GAP_S = 1.5  # a hop shows within this (plus one poll) even when rebuilds are costly
+
+
+@dataclass(slots=True)
+class Frame:
+    """What a viewer shows at one moment."""
+
+    run: Run
+    status: Status
+    rates: dict[SeamKey, tuple[float, float]]  # seam -> (bytes/s, hops/s), recent window
+    findings: tuple[Finding, ...]
+    updated_s: float  # wall time of the model's last rebuild
+    gone: str | None = None  # the sentence once the run was removed; the frame is the last one
+    behind: bool = False  # read in pieces: the run has bytes not read yet
+    found_s: float = 0.0  # when `findings` were found (monotonic; 0: not yet)
+
+
+class Watch:
+    """One viewer's hold on a run: the reader, the latest frame, and what rebuilding costs."""
+
+    def __init__(self, path: str, detail_hops: int | None = LIVE_DETAIL_HOPS) -> None:
+        self.reader = IncrementalReader(path, detail_hops)
+        self.rates = Rates()
+        self.frame: Frame | None = None
+        self._built_s = 0.0
+        self._build_cost_s = 0.0
+        self._findings_cost_s = 0.0
+        self._findings_s = -FINDINGS_EVERY_S  # due at the second update
+        self._found_run: Run | None = None  # the run the frame's findings were found in
+        self._pending = False  # bytes read that the model does not show yet
+        self.behind = False  # the last update stopped reading with bytes left: catching up
+        self._final = False  # the frame holds the finished run, read as `report` reads it
+
+    @property
+    def path(self) -> str:
+        return self.reader.path
+
+    def update(self) -> Frame:
+        """Poll; rebuild the model if it grew (and its cost allows); the frame to show."""
+        if self.frame is not None and self.frame.gone:
+            return self.frame
+        try:
+            self._read()
+        except RunGone as exc:
+            if self.frame is None:
+                raise
+            self.frame.gone = str(exc)
+            return self.frame
+        now = time.monotonic()
+        # as fresh as MAX_REBUILD_GAP_S allows while a rebuild is cheap; a run whose model
+        # costs more (seams x steps) is rebuilt less often, never past MAX_BUSY_HARD
+        wait = max(min(MAX_REBUILD_GAP_S, self._build_cost_s / MAX_BUSY),
+                   self._build_cost_s / MAX_BUSY_HARD)
+        first = self.frame is None
+        if first or (self._pending and now - self._built_s >= wait):
+            self._rebuild(now)
+        frame = self.frame
+        assert frame is not None
+        if not first:
+            self._find(frame, now)
+        frame.behind = self.behind
+        if self.behind:  # a run read in part can look cut short: its `end` lines are unread
+            frame.status = Status(RUNNING, "reading the run so far")
+        elif frame.status.state == RUNNING or self._pending:
+            frame.status = status(frame.run)  # a program's death shows without new bytes
+            self.rates.add(time.time(), frame.run.seams)
+            frame.rates = self.rates.per_second()
+        if frame.status.state != RUNNING and not self.behind and not self._pending \
+                and not self._final:
+            self._finish(frame)
+        return frame
+
+    def _finish(self, frame: Frame) -> None:
+        """The program has ended: read the run once as `flowmap report` reads it (its
+        detail window, not the live one), so the last screen and page are the report's."""
+        self._final = True
+        try:
+            run = load(self.reader.path)
+        except FlowmapError:
+            return  # removed or unreadable since: the live read stays
+        frame.run = run
+        frame.findings = tuple(findings(run.view))
+        frame.updated_s = time.time()
+        frame.found_s = self._findings_s = time.monotonic()
+        self._found_run = run
+
+    def _read(self) -> None:
+        """Poll until nothing is new or the time for one update is spent: a large run is
+        read in pieces, so the first screen comes fast and later ones keep their pace."""
+        end = time.monotonic() + READ_BUDGET_S
+        while True:
+            self._pending |= self.reader.poll() > 0
+            more = self.reader.more  # a shard had more than one read's worth waiting
+            self.behind = more and time.monotonic() >= end
+            if not more or self.behind:
+                return
+
+    def _rebuild(self, now: float) -> None:
+        t = time.perf_counter()
+        run = self.reader.records(Run)
+        _ = run.seams, run.owners, run.counters
+        self._build_cost_s = time.perf_counter() - t
+        self._built_s, self._pending, self._final = now, False, False
+        old = self.frame
+        self.frame = Frame(run, Status(RUNNING, "reading the run so far") if self.behind
+                           else status(run), {}, old.findings if old else (), time.time(),
+                           behind=self.behind, found_s=old.found_s if old else 0.0)
+
+    def _find(self, frame: Frame, now: float) -> None:
+        """Findings of the frame's run, when due: never on the first update (the first
+        screen does not wait for them), then at most every FINDINGS_EVERY_S."""
+        if self._found_run is frame.run or now - self._findings_s < max(
+                FINDINGS_EVERY_S, self._findings_cost_s / MAX_BUSY):
+            return
+        t = time.perf_counter()
+        frame.findings = tuple(findings(frame.run.view))
+        self._findings_cost_s = time.perf_counter() - t
+        self._findings_s, self._found_run = now, frame.run
+        frame.found_s = now

@@ -1,0 +1,112 @@
+"""Read a run while it is written: each poll takes only what every shard appended since.
+
+`flowmap top`, the live page and `/metrics` are three consumers of this one
+reader (py-spy's sampler and its viewers). Each shard is followed by a
+`flowmap.read.tail.ShardTail`, which hands only the complete lines appended
+since the last poll to the very decoder the finished reader uses, so a growing
+run reads exactly as the finished reader reads the same bytes. New shards (a rank or Ray worker that starts later) are picked
+up at the next poll.
+
+State stays bounded, whatever the run's length: past a detail window the
+decoder folds hops into per-seam, per-step records (as `flowmap.load` does
+for a long trace), and a shard's counter samples, marks and drops past
+`MAX_RECORDS` are folded, oldest first, into per-name records whose count,
+sum, least, largest and last value are exact. What grows is what an
+aggregated trace holds: seams x steps.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from flowmap import trace_format as tf
+from flowmap.errors import FlowmapError, NotATrace
+from flowmap.read.events import Shard
+from flowmap.read.fold import shard_budget
+from flowmap.read.reader import _show
+from flowmap.read.records import R
+from flowmap.read.run_meta import read_run_meta
+from flowmap.read.shards import scan_run
+from flowmap.read.tail import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
+from flowmap.read.tail import ShardTail
+
+# Hops a live run keeps one by one (shared among its shards), for the findings that
+# need per-hop identity; past it every hop is folded per seam and step.
+LIVE_DETAIL_HOPS = 2_000
+
+
+class RunGone(FlowmapError):
+    """The run directory (or shard) being watched was removed."""
+
+
+class IncrementalReader:
+    """Follows a run directory (or one shard file) as it grows.
+
+    `poll()` reads what was appended since the last poll; `records(Run)` is the run
+    as `flowmap.load(path, detail_hops)` would read the bytes handled so far.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], detail_hops: int | None = LIVE_DETAIL_HOPS
+                 ) -> None:
+        self.path = os.fspath(path)
+        self.detail_hops = detail_hops
+        self.tails: dict[str, ShardTail] = {}
+        self.skipped: list[str] = []  # entries of the directory that are not shard files
+        self.bytes_read = 0
+
+    def poll(self) -> int:
+        """Read every shard's new bytes (new shards too); returns the bytes handled.
+
+        Raises RunGone once the run is removed, NotATrace if it never held a run.
+        """
+        try:
+            paths, self.skipped = scan_run(self.path)
+        except NotATrace as exc:
+            if self.tails and not os.path.exists(self.path):
+                raise RunGone(f"the run {_show(self.path)} was removed while watched") from None
+            if "holds no flowmap shards" in str(exc):
+                return 0  # a run directory whose first process has not written yet
+            raise
+        for p in paths:
+            if p not in self.tails:
+                budget = shard_budget(self.detail_hops, max(len(paths), len(self.tails) + 1))
+                self.tails[p] = ShardTail(p, budget)
+        got = sum(t.poll() for t in self.tails.values())
+        self.bytes_read += got
+        return got
+
+    @property
+    def more(self) -> bool:
+        """Whether the last poll left bytes unread (a shard read up to MAX_READ)."""
+        return any(t.capped for t in self.tails.values())
+
+    @property
+    def num_shards(self) -> int:
+        return sum(1 for t in self.tails.values() if t.decoder is not None)
+
+    def shards(self) -> list[Shard]:
+        """The shards read so far, each as the finished reader would return it (sorted by path)."""
+        out = []
+        for p in sorted(self.tails):
+            sh = self.tails[p].snapshot()
+            if sh is not None:
+                out.append(sh)
+        return out
+
+    def records(self, cls: type[R]) -> R:
+        """The run as read so far, as `cls.read(path, detail_hops)` would read the bytes
+        handled (`flowmap.model.run.Run` for the figures); a new one each call: the model
+        is built whole."""
+        shards = self.shards()
+        problems = list(self.skipped)
+        for p in sorted(self.tails):
+            t = self.tails[p]
+            if t.problem is not None:
+                problems.append(t.problem)
+            elif t.shard is not None:
+                problems.extend(t.shard.problems())
+        meta: dict[str, Any] = {}
+        if os.path.isdir(self.path):
+            meta = read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
+        return cls(self.path, shards, meta, problems)

@@ -1,0 +1,303 @@
+"""Follow one shard as it grows: its offset, its decoder, and what it holds so far.
+
+A poll reads from the offset to the first NUL (a mapped shard's reserved,
+unwritten tail) and hands the complete lines to the very decoder the
+finished reader uses (`flowmap.read.reader._Decoder`); a line still being
+written waits for its newline. A hop line equal to one seen before but for
+its time skips JSON decoding and checking (its checked event is reused),
+and past the detail window a run of such lines folds at once. Counter
+samples, marks and drops past `MAX_RECORDS` are folded, oldest first, into
+per-name records whose count, sum, least, largest and last value are exact.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections import defaultdict
+from typing import Any
+
+from flowmap import trace_format as tf
+from flowmap.errors import NotATrace
+from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep, Shard
+from flowmap.read.fold import SeamStepFolder
+from flowmap.read.reader import (
+    MAX_HEADER,
+    Hop,
+    _Decoder,
+    _header,
+    _int,
+    _loads,
+    _show,
+    _text,
+    open_regular,
+)
+from flowmap.read.validate import CHECKS
+
+MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
+MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
+MAX_SEEN = 4096  # distinct hop lines (but for their time) a shard remembers as already checked
+
+
+class ShardTail:
+    """One shard being followed: its offset, its decoder's state, and what it holds so far."""
+
+    def __init__(self, path: str, budget: int | None) -> None:
+        self.path = path
+        self.budget = budget
+        self.offset = 0  # bytes handled: the header and every complete line after it
+        self.decoder: _Decoder | None = None
+        self.skipping = False  # inside an over-long line, until its newline
+        self.problem: str | None = None  # why this file is not read (not a flowmap shard)
+        self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
+        self.steps_made: dict[Any, tuple[int, SeamStep]] = {}  # fold cell -> (hops, its record)
+        self.capped = False  # the last poll stopped at MAX_READ: more is waiting
+
+    @property
+    def shard(self) -> Shard | None:
+        return self.decoder.shard if self.decoder is not None else None
+
+    def poll(self) -> int:
+        """Read what was appended (up to MAX_READ); returns the bytes handled (0: nothing new)."""
+        if self.problem is not None:
+            return 0
+        try:
+            with open_regular(self.path) as f:
+                if os.fstat(f.fileno()).st_size < self.offset:  # cut and rewritten: start over
+                    self.offset, self.decoder, self.skipping = 0, None, False
+                    self.seen, self.steps_made = {}, {}
+                f.seek(self.offset)
+                data = f.read(MAX_READ)
+                self.capped = len(data) == MAX_READ
+        except NotATrace:
+            return 0  # vanished between listing and opening; the next listing says so
+        nul = data.find(b"\0")
+        if nul >= 0:
+            data = data[:nul]
+        start = self.offset
+        if self.decoder is None:
+            data = self._start(data)
+            if self.decoder is None:
+                return 0
+        self._lines(data)
+        return self.offset - start
+
+    def _start(self, data: bytes) -> bytes:
+        """Read the header line once it is complete; returns the bytes after it."""
+        nl = data.find(b"\n", 0, MAX_HEADER + 1)
+        if nl < 0:
+            if len(data) > MAX_HEADER:
+                self.problem = f"{_show(self.path)} is not a flowmap trace; skipped"
+            return b""
+        try:
+            header = _header(data[:nl + 1], self.path)
+        except NotATrace as exc:
+            self.problem = f"{exc}; skipped"
+            return b""
+        argv = header.get("argv")
+        shard = Shard(
+            path=self.path, pid=_int(header.get("pid")), ppid=_int(header.get("ppid")),
+            host=_text(header.get("host"), ""),
+            argv=[_text(a, "") for a in argv if type(a) is str][:1000]
+            if type(argv) is list else [],
+            process=_text(header.get("process"), None),
+            t0_mono_ns=_int(header.get("t0_mono_ns")), t0_wall_ns=_int(header.get("t0_wall_ns")),
+        )
+        self.decoder = _Decoder(shard, self.budget)
+        self.offset += nl + 1
+        return data[nl + 1:]
+
+    def _lines(self, data: bytes) -> None:
+        """Hand the complete lines of `data` to the decoder, as the finished reader's blocks do."""
+        d = self.decoder
+        assert d is not None
+        if self.skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self.offset += len(data)
+                return
+            self.skipping = False
+            self.offset += nl + 1
+            data = data[nl + 1:]
+        end = data.rfind(b"\n")
+        if end >= 0:
+            self._feed(data[:end].split(b"\n"))
+            self.offset += end + 1
+            data = data[end + 1:]
+        if len(data) > tf.MAX_LINE:  # a partial line already past the bound: skip it
+            self.skipping = True
+            d.line += 1
+            d.bad(d.line, f"a line over {tf.MAX_LINE} bytes")
+            self.offset += len(data)
+        _bound(d.shard)
+
+    def _feed(self, lines: list[bytes]) -> None:
+        """Decode `lines` in order; a hop line whose every field but its time was seen
+        before (most lines of a steady run) skips JSON decoding and checking, and a run of
+        such lines folds at once (`_hops`)."""
+        d = self.decoder
+        assert d is not None
+        seen = self.seen
+        slow: list[bytes] = []
+        same: list[int] = []  # times of consecutive hop lines equal but for their time
+        last: list[Any] | None = None  # their event
+        for raw in lines:
+            if raw[:5] == b'["h",' and len(raw) <= tf.MAX_LINE:
+                comma = raw.find(b",", 5)
+                t = raw[5:comma]
+                ev = seen.get(raw[comma:])
+                if ev is None and len(seen) < MAX_SEEN:
+                    if slow:  # the strings and schemas this line names may be among them
+                        d._batch(slow)
+                        slow = []
+                    if same:
+                        _hops(d, last, same)
+                        same = []
+                    ev = self._learn(raw, comma)
+                if ev is not None and t.isdigit() and (len(t) == 1 or t[0] != 48) and len(t) < 17 \
+                        and int(t) <= tf.MAX_TIME_US:
+                    if slow:
+                        d._batch(slow)
+                        slow = []
+                    if ev is not last and same:
+                        _hops(d, last, same)
+                        same = []
+                    last = ev
+                    same.append(int(t))
+                    continue
+            if same:
+                _hops(d, last, same)
+                same = []
+            slow.append(raw)
+        if same:
+            _hops(d, last, same)
+        if slow:
+            d._batch(slow)
+
+    def _learn(self, raw: bytes, comma: int) -> list[Any] | None:
+        """The event of hop line `raw` if it is valid as the finished reader checks it, kept
+        under its bytes after the time (ids only grow, so a valid suffix stays valid)."""
+        d = self.decoder
+        assert d is not None
+        if comma < 0 or b"\\ud" in raw or b"\\uD" in raw:
+            return None
+        try:
+            ev = _loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):
+            return None
+        if type(ev) is not list or not CHECKS[tf.HOP](ev, d.strings, d.schemas):
+            return None
+        self.seen[raw[comma:]] = ev
+        return ev
+
+    def snapshot(self) -> Shard | None:
+        """The shard as `read_shard` would return it for the bytes handled so far."""
+        d = self.decoder
+        if d is None:
+            return None
+        sh = d.shard
+        copy = dataclasses.replace(
+            sh, hops=list(sh.hops), counters=list(sh.counters), marks=list(sh.marks),
+            drops=list(sh.drops), errors=list(sh.errors), halves=list(sh.halves),
+            seam_steps=list(sh.seam_steps), counter_folds=list(sh.counter_folds),
+            mark_folds=list(sh.mark_folds), drop_folds=list(sh.drop_folds),
+            bad_notes=list(sh.bad_notes),
+        )
+        if d.folder is not None and d.cut is not None:
+            copy.seam_steps += self._folded_steps(d.folder)
+            copy.fold_cut = (d.cut.step, d.cut.t_ns)
+        return copy
+
+    def _folded_steps(self, folder: SeamStepFolder) -> list[SeamStep]:
+        """`folder.seam_steps(...)`, building anew only the cells that took hops since the
+        last snapshot (a long run's older steps no longer change)."""
+        d = self.decoder
+        assert d is not None
+        one = SeamStepFolder(folder.pid)
+        out = []
+        for key, cell in folder.cells.items():
+            hit = self.steps_made.get(key)
+            if hit is None or hit[0] != cell.hops:  # grown by every hop added
+                one.cells = {key: cell}
+                hit = self.steps_made[key] = (
+                    cell.hops, one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0])
+            out.append(hit[1])
+        out.sort(key=lambda st: st.t_ns)
+        return out
+
+
+def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
+    """Hop lines equal but for their `times`, as `_Decoder._batch` takes them one by one.
+
+    Past the detail window, where every one of them folds (their step lies past the
+    window's end), the first is folded as one hop and the rest are added to its cell at
+    once: the same count, sums and times as `SeamStepFolder.add_event` reaches one hop at
+    a time (equal hops leave least and largest bytes, versions and schemas as they are).
+    """
+    folder, cut, sh = d.folder, d.cut, d.shard
+    step = ev[8]
+    if (len(times) < 2 or folder is None or cut is None or d.keep is None
+            or len(sh.hops) < d.keep or step is None or cut.step is None or step <= cut.step):
+        for t in times:
+            ev[1] = t
+            _hop(d, ev)
+        return
+    ev[1] = times[0]
+    _hop(d, ev)  # folds: its step is past the window
+    rest = times[1:]
+    n = len(rest)
+    d.line += n
+    sh.num_events += n
+    folder.hops += n
+    c = folder.cells[(ev[2], ev[3], ev[4], step, ev[10])]
+    c.hops += n
+    c.nbytes_sum += ev[6] * n
+    c.num_items += (len(ev[11]) if ev[11] else 0) * n
+    c.t_first = min(c.t_first, d.t0 + min(rest) * 1000)
+    c.t_last = max(c.t_last, d.t0 + max(rest) * 1000)
+
+
+def _hop(d: _Decoder, ev: list[Any]) -> None:
+    """A checked hop event, as `_Decoder._batch` takes one (kept, or folded past the window)."""
+    sh = d.shard
+    d.line += 1
+    sh.num_events += 1
+    if d.keep is not None and len(sh.hops) >= d.keep and d._folded(ev):
+        return
+    s = d.strings
+    sh.hops.append(Hop(d.t0 + ev[1] * 1000, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], ev[6],
+                       d.schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], s[ev[10]],
+                       tuple(ev[11]) if ev[11] else ()))
+
+
+def _bound(sh: Shard) -> None:
+    """Fold all but the newest half-bound of a shard's samples, marks and drops past the bound."""
+    if len(sh.counters) > MAX_RECORDS:
+        cut = len(sh.counters) - MAX_RECORDS // 2  # the newest half stays one by one
+        old, sh.counters[:] = sh.counters[:cut], sh.counters[cut:]
+        by: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for c in old:
+            by[(c.name, c.owner)].append(c)
+        for (name, owner), cs in by.items():
+            vals = [c.value for c in cs]
+            sh.counter_folds.append(CounterFold(cs[-1].t_ns, cs[0].t_ns, cs[0].pid, name, owner,
+                                                None, len(cs), sum(vals), min(vals), max(vals),
+                                                vals[-1]))
+    if len(sh.marks) > MAX_RECORDS:
+        cut = len(sh.marks) - MAX_RECORDS // 2  # the newest half stays one by one
+        old_m, sh.marks[:] = sh.marks[:cut], sh.marks[cut:]
+        marks: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for m in old_m:
+            marks[(m.name, m.owner)].append(m)
+        for (name, owner), ms in marks.items():
+            sh.mark_folds.append(MarkFold(ms[-1].t_ns, ms[0].t_ns, ms[0].pid, name, owner, None,
+                                          len(ms)))
+    if len(sh.drops) > MAX_RECORDS:
+        cut = len(sh.drops) - MAX_RECORDS // 2  # the newest half stays one by one
+        old_d, sh.drops[:] = sh.drops[:cut], sh.drops[cut:]
+        drops: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for dr in old_d:
+            drops[(dr.owner, dr.reason)].append(dr)
+        for (owner, reason), ds in drops.items():
+            sh.drop_folds.append(DropFold(ds[-1].t_ns, ds[0].t_ns, ds[0].pid, owner, reason, None,
+                                          len(ds), sum(len(x.items) for x in ds)))

@@ -1,0 +1,39 @@
+/* flowmap live page (`flowmap serve`): included into flowmap.js's closure only in the page the
+ * server sends. Every second it asks the server that sent the page for the run's data
+ * (`data.json`, same origin: the page's CSP allows `connect-src 'self'` and nothing else)
+ * and, when the run grew, draws the new data in place: the same page, the same view. */
+  (function live() {
+    var status;
+
+    function showStatus() {
+      status = el("div", { "class": D.live && D.live.state !== "running" ? "warn" : "muted", id: "live-status" },
+        D.live ? D.live.sentence : "live");
+      document.getElementById("top").appendChild(status);
+    }
+
+    function redraw(data) {
+      var moved = ui.moved, kept = view;
+      load(data);
+      clear(document.body);
+      ui = {};
+      main();
+      if (state.query) { ui.search.value = state.query; applyFilter(); }
+      if (moved) { view = kept; ui.moved = true; applyView(); }
+      showStatus();
+    }
+
+    function poll() {
+      fetch("data.json", { cache: "no-store" }).then(function (r) {
+        return r.ok ? r.json() : null;
+      }).then(function (data) {
+        if (data && data.live && (!D.live || data.live.version !== D.live.version)) redraw(data);
+        setTimeout(poll, 1000);
+      }, function () {
+        status.textContent = "the server stopped: this is the last data it sent";
+        status.className = "warn";
+      });
+    }
+
+    showStatus();
+    setTimeout(poll, 1000);
+  })();

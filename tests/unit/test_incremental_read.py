@@ -1,0 +1,146 @@
+"""The incremental reader reads a growing run exactly as the finished reader reads the same bytes.
+
+GIVEN a finished run, WHEN its shards are written out again piece by piece
+(cut anywhere, mid-line too, with a mapped shard's zero tail after the cut,
+and one shard appearing only later), THEN at every point the reader that
+polled along gives the same report document as `flowmap.load` of the bytes
+on disk at that moment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import runs
+from growing import _doc, _grow, _shards
+
+import flowmap
+from flowmap import trace_format as tf
+from flowmap.model.run import Run
+from flowmap.read.incremental import MAX_RECORDS, IncrementalReader, RunGone
+
+
+@pytest.mark.parametrize("detail_hops", [None, 40])
+def test_growing_rl_run_reads_as_the_finished_reader_reads_it(tmp_path, detail_hops):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=6))
+    assert _grow(src, str(tmp_path / "live"), 12, 1, detail_hops) >= 8
+
+
+def test_growing_run_polled_byte_by_byte_at_its_line_ends(tmp_path):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=2))
+    assert _grow(src, str(tmp_path / "live"), 40, 7, None) >= 20
+
+
+def test_reader_reads_only_what_was_appended(tmp_path):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=3))
+    dst = tmp_path / "live"
+    dst.mkdir()
+    name, data = next(iter(_shards(src).items()))
+    reader = IncrementalReader(str(dst))
+    half = data.rfind(b"\n", 0, len(data) // 2) + 1
+    (dst / name).write_bytes(data[:half] + b"\0" * 100)
+    assert reader.poll() == half
+    assert reader.poll() == 0  # nothing new
+    (dst / name).write_bytes(data)
+    assert reader.poll() == len(data) - half
+
+
+def test_a_line_still_being_written_waits_for_its_newline(tmp_path):
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    w.hop(10, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.hop(20, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.close(30)
+    data = (tmp_path / "run" / "h-1-1.flowmap.jsonl").read_bytes()
+    path = tmp_path / "run" / "h-1-1.flowmap.jsonl"
+    cut = data.rfind(b'["h"') + 5  # inside the second hop
+    path.write_bytes(data[:cut])
+    reader = IncrementalReader(str(tmp_path / "run"))
+    reader.poll()
+    assert reader.records(Run).num_hops == 1
+    path.write_bytes(data)
+    reader.poll()
+    run = reader.records(Run)
+    assert run.num_hops == 2 and not run.truncated and run.health.bad_lines == 0
+
+
+def test_counter_samples_are_folded_past_the_bound_with_exact_statistics(tmp_path):
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    values = [float((i * 37) % 101) for i in range(3 * MAX_RECORDS)]
+    for i, v in enumerate(values):
+        w.counter(i, "depth", v, "buf")
+    w.close(len(values))
+    reader = IncrementalReader(str(tmp_path / "run"))
+    reader.poll()
+    shard = reader.tails[str(tmp_path / "run" / "h-1-1.flowmap.jsonl")].shard
+    assert shard is not None and len(shard.counters) <= MAX_RECORDS
+    live, whole = reader.records(Run).counters["depth"], flowmap.load(str(tmp_path / "run")).counters["depth"]
+    assert (live.count, live.min, live.max, live.last) == (whole.count, whole.min, whole.max, whole.last)
+    assert live.mean == pytest.approx(whole.mean)
+
+
+def test_removed_run_says_so(tmp_path):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=1))
+    reader = IncrementalReader(src)
+    reader.poll()
+    for name in os.listdir(src):
+        os.remove(os.path.join(src, name))
+    os.rmdir(src)
+    with pytest.raises(RunGone, match="was removed while watched"):
+        reader.poll()
+
+
+def test_not_a_trace_among_shards_is_one_problem(tmp_path):
+    src = runs.write_rl_run(str(tmp_path / "src"), runs.RLRunSpec(steps=1))
+    with open(os.path.join(src, "zz-1-1" + tf.SHARD_SUFFIX), "w") as f:
+        f.write(json.dumps({"not": "a trace"}) + "\n")
+    reader = IncrementalReader(src)
+    reader.poll()
+    assert any("is not a flowmap trace" in p for p in reader.records(Run).problems)
+
+
+def test_repeated_hop_lines_read_as_the_finished_reader_reads_them(tmp_path):
+    # GIVEN a shard of hop lines equal but for their time, among them times the format
+    # refuses (a leading zero is not JSON, one past the bound) and one it takes (negative)
+    w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    for i in range(50):
+        w.hop(10 * i, "a", "b", "x", [runs.tensor("t", (4,))], step=i // 10)
+    good = w.lines[-1]
+    w.lines += [good.replace('["h",490,', '["h",0491,'), good.replace('["h",490,', '["h",' + "9" * 16 + ","),
+                good.replace('["h",490,', '["h",-5,'), good.replace('["h",490,', '["h", 492,'),
+                good.replace('["h",490,', '["h",493,') + " "]
+    w.close(1000)
+    data = (tmp_path / "src" / "h-1-1.flowmap.jsonl").read_bytes()
+    (tmp_path / "live").mkdir()
+    path = tmp_path / "live" / "h-1-1.flowmap.jsonl"
+    reader = IncrementalReader(str(tmp_path / "live"), detail_hops=None)
+    # WHEN it is read in two pieces; THEN as `load` reads it, bad lines counted alike
+    for cut in (len(data) // 3, len(data)):
+        path.write_bytes(data[:cut])
+        reader.poll()
+        live, whole = reader.records(Run), flowmap.load(str(tmp_path / "live"), detail_hops=None)
+        assert _doc(live) == _doc(whole)
+        assert live.health.bad_lines == whole.health.bad_lines
+    assert whole.health.bad_lines == 2 and whole.num_hops == 53
+
+
+def test_runs_of_equal_hop_lines_fold_as_one_by_one(tmp_path):
+    # GIVEN steady hop lines past a small detail window, in runs of equal lines (two seams
+    # interleaved in blocks, versions and sizes varying by block), WHEN read as it grows,
+    # THEN every point reads as `load` reads it
+    w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    t = 0
+    for step in range(12):
+        w.step(t, step)
+        for block in range(6):
+            for _ in range(7):
+                t += 3
+                w.hop(t, "rollout/0", "buffer" if block % 2 else "driver", "traj",
+                      [runs.tensor("x", (4 + block % 3,))], step=step, version=step - block % 2,
+                      items=[block] if block == 5 else None)
+    w.close(t + 1)
+    with open(tmp_path / "src" / "run.json", "w") as f:
+        f.write("{}")
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 9, 5, 30) >= 6
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live2"), 9, 6, None) >= 6

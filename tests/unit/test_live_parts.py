@@ -1,0 +1,110 @@
+"""The live side's parts on hand-built runs: status, rates, /metrics, the top screen."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+
+import runs
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from rich.console import Console
+
+import flowmap
+from flowmap.live.metrics import registry
+from flowmap.live.rates import Rates
+from flowmap.live.screen import ranked, screen
+from flowmap.live.status import CUT_SHORT, EXITED, RUNNING, status
+from flowmap.live.watch import Watch
+
+
+def _run_with_meta(tmp_path, **meta):
+    path = runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=2))
+    with open(os.path.join(path, "run.json"), "w") as f:
+        json.dump({"flowmap": "run", "schema": 1, **meta}, f)
+    return flowmap.load(path)
+
+
+def test_status_reads_exit_codes_and_open_shards(tmp_path):
+    exited = status(_run_with_meta(tmp_path, exit_code=0))
+    assert exited.state == EXITED and exited.sentence == "the program exited with code 0"
+    killed = status(_run_with_meta(tmp_path, exit_code=-9))
+    assert killed.state == CUT_SHORT and "(killed by signal 9)" in killed.sentence
+
+
+def test_an_open_shard_of_a_dead_process_here_is_cut_short(tmp_path):
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    w.hop(10, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.close(20, clean=False)
+    # the header names this host and a pid that is not running
+    path = tmp_path / "run" / "h-1-1.flowmap.jsonl"
+    dead = 2 ** 22 + 12345
+    path.write_text(path.read_text().replace('"host":"testhost"', f'"host":"{socket.gethostname()}"')
+                    .replace('"pid":1,', f'"pid":{dead},'))
+    s = status(flowmap.load(str(tmp_path / "run")))
+    assert s.state == CUT_SHORT
+    assert s.sentence == "the run was cut short: 1 of 1 processes never closed their shard"
+    # the same shard of a process on another host: it may still be running there
+    path.write_text(path.read_text().replace(f'"host":"{socket.gethostname()}"', '"host":"elsewhere"'))
+    assert status(flowmap.load(str(tmp_path / "run"))).state == RUNNING
+
+
+def test_rates_are_differences_of_totals_over_the_window(tmp_path):
+    run = flowmap.load(runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=2)))
+    key, seam = next(iter(run.seams.items()))
+    rates = Rates(window_s=10.0)
+    rates.add(100.0, {})
+    assert rates.per_second() == {}  # one point: no window yet
+    rates.add(104.0, run.seams)
+    assert rates.per_second()[key] == (seam.total_bytes / 4.0, seam.hops / 4.0)
+    rates.add(120.0, run.seams)  # the first point has left the window
+    assert rates.per_second()[key] == (0.0, 0.0)
+
+
+def test_metrics_equal_the_runs_seam_and_owner_figures(tmp_path):
+    path = runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=3))
+    frame = Watch(path).update()
+    text = generate_latest(registry(lambda: frame)).decode()
+    got: dict[str, dict] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            got.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+    run = flowmap.load(path)
+    seams = {(dict(k)["src"], dict(k)["dst"], dict(k)["name"], dict(k)["transport"]): v
+             for k, v in got["flowmap_seam_bytes_total"].items()}
+    assert seams == {(s.src, s.dst, s.name, ",".join(s.transports)): s.total_bytes
+                     for s in run.seams.values()}
+    hops = {(dict(k)["src"], dict(k)["dst"], dict(k)["name"]): v
+            for k, v in got["flowmap_seam_hops_total"].items()}
+    assert hops == {s.key: s.hops for s in run.seams.values()}
+    assert {dict(k)["owner"]: v for k, v in got["flowmap_owner_out_bytes_total"].items()} == {
+        o.name: o.bytes_out for o in run.owners.values()}
+    assert {dict(k)["counter"]: v for k, v in got["flowmap_counter"].items()} == {
+        c.name: c.last for c in run.counters.values()}
+    assert got["flowmap_hops_total"][()] == run.num_hops
+    assert got["flowmap_items_dropped_total"] == {(("reason", "stale"),): 2.0}
+
+
+def test_metrics_before_the_first_read_are_empty():
+    assert generate_latest(registry(lambda: None)) == b""
+
+
+def test_screen_ranks_seams_as_asked_and_shows_health(tmp_path):
+    path = runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=2))
+    frame = Watch(path).update()
+    heaviest = next(iter(frame.run.seams))
+    frame.rates = {k: (0.0, 0.0) for k in frame.run.seams}
+    light = list(frame.run.seams)[-1]
+    frame.rates[light] = (1e9, 5.0)
+    assert ranked(frame, "total")[0].key == heaviest
+    assert ranked(frame, "rate")[0].key == light
+    assert ranked(frame, "hops")[0].key == light
+    out = io.StringIO()
+    Console(file=out, width=160).print(screen(frame, sort="rate", width=160))
+    text = out.getvalue()
+    assert "5 processes traced · 2 steps" in text and "in flight 8" in text
+    assert "sorted by rate" in text and "findings so far:" in text
+    assert text.index(f"{light[0]} -> {light[1]} : {light[2]}") < text.index(
+        f"{heaviest[0]} -> {heaviest[1]} : {heaviest[2]}")
