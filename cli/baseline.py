@@ -16,6 +16,7 @@ def baseline(
     """Record a baseline: per seam bytes per step and per hop, hops per step, leaf schema."""
     from flowmap.check import baseline as baseline_file
     from flowmap.check.snapshot import from_run
+    from flowmap.model.format import fmt_steps
     from flowmap.model.open_view import open_view
 
     view = open_view(run)
@@ -23,7 +24,8 @@ def baseline(
     snap = from_run(view, counters=counters)
     baseline_file.write(output, snap)
     sys.stderr.write(
-        f"flowmap: baseline written to {output} ({len(snap.seams)} seams, {snap.steps} steps)\n"
+        f"flowmap: baseline written to {output} ({len(snap.seams)} seams, "
+        f"{fmt_steps(snap.steps)})\n"
         f"flowmap: next: flowmap check {path} --baseline {output}\n"
     )
 

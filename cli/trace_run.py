@@ -13,9 +13,13 @@ import runpy
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 from flowmap import rundir
 from flowmap.errors import UsageError
+
+if TYPE_CHECKING:
+    from flowmap.capture.script import OnBind
 
 
 def trace_command(target: str | None, module: str | None, args: list[str], *, output: str | None,
@@ -106,17 +110,23 @@ def run_traced(
         os.environ[fold.ENV] = str(aggregate)
     session.start(run_dir, process)
     atexit.register(_finish, run_dir)  # runs before session.stop (atexit is LIFO)
+    on_bind = None
     if seams:
         from flowmap.seams import activate
 
-        activate(seams, run_dir=run_dir)  # its end-of-run warnings print before _finish's lines
+        patcher = activate(seams, run_dir=run_dir)  # its warnings print before _finish's lines
+        if patcher.has_main_targets():
+            on_bind = patcher.bind_main  # the script's own functions, wrapped as defined
     install_hooks()
-    code = _run_program(script, module, args)
+    code = _run_program(script, module, args, on_bind)
     rundir.write_meta(run_dir, exit_code=code)
     return code
 
 
-def _run_program(script: str | None, module: str | None, args: list[str]) -> int:
+def _run_program(script: str | None, module: str | None, args: list[str],
+                 on_bind: OnBind | None = None) -> int:
+    from flowmap.capture.script import run_script
+
     saved_argv, saved_path0 = sys.argv[:], sys.path[0]
     try:
         if module:
@@ -127,7 +137,7 @@ def _run_program(script: str | None, module: str | None, args: list[str]) -> int
             assert script is not None
             sys.argv = [script, *args]
             sys.path[0] = os.path.dirname(os.path.abspath(script))
-            runpy.run_path(script, run_name="__main__")
+            run_script(script, on_bind)
         return 0
     except SystemExit as exc:
         return _exit_status(exc.code)
@@ -152,10 +162,13 @@ def _exit_status(code: object) -> int:
 
 def _print_user_traceback(exc: BaseException) -> None:
     """The traceback as `python script.py` would print it: without flowmap's and runpy's frames."""
+    from flowmap.capture import script
+
     tb = exc.__traceback__
     here = os.path.dirname(os.path.abspath(__file__))
     while tb is not None and (
         tb.tb_frame.f_code.co_filename.startswith(here)
+        or tb.tb_frame.f_code.co_filename == script.__file__
         or os.path.basename(tb.tb_frame.f_code.co_filename) == "runpy.py"
         or "<frozen runpy>" in tb.tb_frame.f_code.co_filename
     ):

@@ -54,6 +54,9 @@ class Tracer:
         self.errors = 0
         self.warned: set[str] = set()
         self.step: int | None = None
+        # True once the program set a step itself (flowmap.step, a seam map's `step:`):
+        # from then on, steps inferred from its optimizer are ignored.
+        self.explicit_steps = False
         self.closed = False
         self.fold: Any = None  # a `fold.ProcessFolder` under `flowmap trace --aggregate`
         # Called once when capture stops for good (a full disk): the session forgets us.
@@ -326,7 +329,9 @@ class Tracer:
             if not self.closed:
                 self.writer.drop(t, names[0], names[1], item_list)
 
-    def set_step(self, step: int) -> None:
+    def set_step(self, step: int, inferred: bool = False) -> None:
+        """`inferred`: a step flowmap counted (optimizer updates), which the program's own
+        steps override."""
         t = self.now_us()
         for hook in step_hooks.hooks:
             try:
@@ -334,6 +339,10 @@ class Tracer:
             except Exception as exc:
                 self.error(exc)
         with self.lock:
+            if inferred and self.explicit_steps:
+                return
+            if not inferred:
+                self.explicit_steps = True
             if self.fold is not None:
                 self.fold.step_moved(step)
             self.step = step

@@ -124,7 +124,8 @@ def from_run(view: RunView, *, counters: bool = False) -> Snapshot:
     for s in view.seams.values():
         shot = seam_shot(s, view.num_steps)
         seams[shot.label] = shot
-    snap = Snapshot(steps=view.num_steps, seams=dict(sorted(seams.items())), source=view.path)
+    # the steps the run had: 0 for a run without any, whose "per step" figures are totals
+    snap = Snapshot(steps=len(view.steps), seams=dict(sorted(seams.items())), source=view.path)
     if counters:
         snap.counters = {
             c.name: CounterShot(

@@ -1,9 +1,11 @@
 """Turn a watched function into a seam-map target, or say why it cannot be one.
 
 A target is `module:qualname`, and the patcher reaches it by walking
-attributes from the module. So a lambda, a closure, code run as `__main__`
-or generated code has no target; a function imported into another module
-(`from .utils import split`) is patched where its callers look it up.
+attributes from the module. So a lambda, a closure or generated code has no
+target. A function of the script that flowmap runs is `__main__:name`:
+`flowmap trace` wraps it as the script defines it. A function imported into
+other modules (`from .utils import split`) is named where it is defined: the
+patcher gives the wrapper to every module that imported it.
 """
 
 from __future__ import annotations
@@ -25,8 +27,7 @@ def resolve(info: CodeInfo) -> tuple[str | None, str | None]:
     if info.filename.startswith("<"):
         return None, f"generated code ({info.filename}): no module attribute holds it"
     if info.module == "__main__":
-        return None, ("defined in the script run as __main__, which no import hook sees; "
-                      "move it into a module (see docs/seam-maps.md)")
+        return _in_script(info)
     module = sys.modules.get(info.module)
     if module is None:
         # Loaded by a framework under a name it never registered (a Ray worker
@@ -34,17 +35,26 @@ def resolve(info: CodeInfo) -> tuple[str | None, str | None]:
         if _findable(info.module):
             return f"{info.module}:{q}", None
         return None, f"module {info.module} is not importable by name"
-    if "." not in q and info.caller_module and info.caller_module != info.module:
-        # `from pkg.utils import f` in the caller's module: patch the caller's name.
-        where = sys.modules.get(info.caller_module)
-        name = _bound_name(where, info) if where is not None else None
-        if name is not None:
-            return f"{info.caller_module}:{name}", None
     if is_kernel(info):
         return None, KERNEL
     if _is_code(_walk(module, q), info):
         return f"{info.module}:{q}", None
     return None, (f"{info.module}.{q} is not this function at run time "
+                  "(replaced or wrapped without functools.wraps)")
+
+
+def _in_script(info: CodeInfo) -> tuple[str | None, str | None]:
+    """A function of the script run as `__main__`: a target when flowmap ran that script
+    (in this process) and the name still holds the function."""
+    from flowmap.capture.script import main_module
+
+    module = main_module()
+    if module is None or getattr(module, "__file__", None) != info.filename:
+        return None, ("defined in a script run as __main__ by something other than flowmap "
+                      "(a child process, or python itself); move it into a module")
+    if _is_code(_walk(module, info.qualname), info):
+        return f"__main__:{info.qualname}", None
+    return None, (f"the script's {info.qualname} is not this function at run time "
                   "(replaced or wrapped without functools.wraps)")
 
 
@@ -114,13 +124,3 @@ def _is_code(obj: Any, info: CodeInfo) -> bool:
             return True
         obj = getattr(obj, "__func__", None) or getattr(obj, "__wrapped__", None)
     return False
-
-
-def _bound_name(module: Any, info: CodeInfo) -> str | None:
-    d = getattr(module, "__dict__", {})
-    if _is_code(d.get(info.qualname), info):
-        return info.qualname
-    for name, value in list(d.items()):
-        if callable(value) and _is_code(value, info):
-            return str(name)
-    return None

@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import Any
 
-from flowmap.capture import session
+from flowmap.capture import importhook, session
 from flowmap.discover.filters import Filters
 from flowmap.discover.watch import Budget, Watcher, process_id
 
@@ -69,7 +69,20 @@ def start(directory: str, filters: Filters, budget: Budget) -> Watcher:
     session._install_sigterm(finish)
     watcher.start()
     _start_flusher(directory)
+    importhook.on_import("torch.optim.optimizer", _count_updates)
     return watcher
+
+
+def _count_updates(module: Any) -> None:
+    """Steps of a program that never sets one: torch's global post-hook on every optimizer."""
+    register = getattr(module, "register_optimizer_step_post_hook", None)
+    if register is not None:
+        register(_updated)
+
+
+def _updated(optimizer: Any, args: Any, kwargs: Any) -> None:
+    if _watcher is not None:
+        _watcher.optimizer_step(optimizer)
 
 
 def finish() -> None:

@@ -85,6 +85,19 @@ def _kinds() -> tuple[type, type] | None:
     return _KINDS[0]
 
 
+MAX_GIVEN = 8  # identities kept per argument: enough to tell a few models apart
+
+
+def is_given(value: Any) -> bool:
+    """An object a call was given that is no payload and no plain value: a model, a client."""
+    if value is None or type(value) in _SCALARS:
+        return False
+    if isinstance(value, (list, tuple, dict, set, frozenset, type)) or callable(value) and \
+            not hasattr(value, "__dict__"):
+        return False
+    return not getattr(type(value), "__module__", "").startswith("builtins")
+
+
 def is_nn_module(obj: Any) -> bool:
     """Model code: its methods compute on the payload inside one owner, they hand nothing over."""
     torch = sys.modules.get("torch")
@@ -124,6 +137,18 @@ class CodeStats:
     leaves: dict[str, list[Any]] = field(default_factory=dict)  # path -> [kind, dtype, shape]
     contexts: Counter[tuple[tuple[str, int], ...]] = field(default_factory=Counter)
     delegated_to: Counter[str] = field(default_factory=Counter)  # caller that returned our result
+    # per argument given besides the payload (or `self`): distinct identities seen (ids in
+    # this process while watching, counts once written), and torch's grad modes seen
+    given: dict[str, Any] = field(default_factory=dict)
+    grad_modes: set[bool] = field(default_factory=set)
+
+    def see_given(self, name: str, ident: int) -> None:
+        ids = self.given.setdefault(name, set())
+        if isinstance(ids, set) and len(ids) < MAX_GIVEN:
+            ids.add(ident)
+
+    def distinct_given(self) -> dict[str, int]:
+        return {k: (len(v) if isinstance(v, set) else int(v)) for k, v in self.given.items()}
 
     def add_leaves(self, prefix: str, leaves: list[tuple[Any, ...]]) -> None:
         if len(self.leaves) > 256:
@@ -142,6 +167,7 @@ class CodeStats:
             "result_calls": self.result_calls, "leaves": self.leaves,
             "contexts": [[[list(a) for a in chain], n] for chain, n in self.contexts.items()],
             "delegated_to": dict(self.delegated_to),
+            "given": self.distinct_given(), "grad_modes": sorted(self.grad_modes),
         }
 
     @classmethod
@@ -151,6 +177,8 @@ class CodeStats:
         for chain, n in d["contexts"]:
             s.contexts[tuple((a[0], int(a[1])) for a in chain)] += n
         s.delegated_to.update(d["delegated_to"])
+        s.given = {k: int(v) for k, v in d.get("given", {}).items()}
+        s.grad_modes = {bool(g) for g in d.get("grad_modes", ())}
         return s
 
     def merge(self, o: CodeStats) -> None:
@@ -165,3 +193,6 @@ class CodeStats:
             self.leaves.setdefault(k, v)
         self.contexts.update(o.contexts)
         self.delegated_to.update(o.delegated_to)
+        mine, theirs = self.distinct_given(), o.distinct_given()
+        self.given = {k: max(mine.get(k, 0), theirs.get(k, 0)) for k in {*mine, *theirs}}
+        self.grad_modes |= o.grad_modes

@@ -35,14 +35,24 @@ _SAMPLE_WORDS = ("reward", "advantage", "score", "return", "value", "uid", "labe
 _PATH_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\.[0-9]+)*$")
 
 
+# Method names that say nothing of the role: the class's name does (`PolicyLoss.forward`).
+_GENERIC_METHODS = ("forward", "__call__", "call", "run", "apply", "compute")
+
+
 def suggest_owner(c: Candidate) -> str:
-    """The owner word found earliest in the method's name, else in its class's name."""
+    """The owner word found earliest in the method's name, else the last one in its class's
+    name (its head noun: `PolicyLoss` is a loss, `RolloutWorker` a rollout worker)."""
     parts = c.fn.qualname.split(".")
-    for name in (parts[-1], parts[0] if len(parts) > 1 else ""):
-        low = name.lower()
-        hits = [(low.find(w), i, owner) for i, (words, owner) in enumerate(_OWNER_WORDS)
-                for w in words if w in low]
+    method, cls = parts[-1], parts[0] if len(parts) > 1 else ""
+    names = [(cls, True), (method, False)] if cls and method in _GENERIC_METHODS else \
+        [(method, False), (cls, True)]
+    for name, is_class in names:
+        low = name.lower().replace("_", "")
+        hits = [(low.find(w.replace("_", "")), i, owner) for i, (words, owner)
+                in enumerate(_OWNER_WORDS) for w in words if w.replace("_", "") in low]
         if hits:
+            if is_class:
+                return max(hits, key=lambda h: (h[0], -h[1]))[2]
             return min(hits)[2]
     if len(parts) > 1:
         snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", parts[0]).lower()
@@ -68,6 +78,23 @@ def guess_dims(c: Candidate) -> dict[str, list[str]]:
         elif len(shape) == 1 and (path == last or path == "result" or
                                   any(w in last for w in _SAMPLE_WORDS)):
             out[path] = ["batch"]
+    return out
+
+
+# Calls told apart by what they were given only when that is a few objects used again and
+# again (a policy and a reference model), not a new object per call.
+MAX_SPLIT = 4
+
+
+def split_by(c: Candidate) -> list[str]:
+    """Arguments (or `self`) whose identity differed between calls, and `grad` when torch's
+    grad mode did: one function computing the policy's, the reference's and the training
+    log-probs becomes three owners' instances."""
+    stats = c.fn.stats
+    out = [name for name, n in sorted(stats.distinct_given().items(), key=lambda kv: (
+        kv[0] == "self", kv[0])) if 2 <= n <= MAX_SPLIT and c.calls >= 2 * n and name not in c.args]
+    if len(stats.grad_modes) > 1:
+        out.append("grad")
     return out
 
 
@@ -111,6 +138,9 @@ def render(d: Discovery, command: str) -> str:
             lines.append(f"    result_name: {q(result_name)}")
         else:
             lines.append("    result: false")
+        split = split_by(c)
+        if split:
+            lines.append(f"    split_by: [{', '.join(q(a) for a in split)}]")
         dims = guess_dims(c)
         if dims:
             lines.append("    dims:")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flowmap.discover.candidates import Candidate, Discovery
 from flowmap.discover.seammap import suggest_owner
+from flowmap.model.format import fmt_steps
 from flowmap.units import fmt_bytes
 
 MAX_LEAVES_SHOWN = 4
@@ -28,10 +29,11 @@ def _format(rows: list[list[str]]) -> list[str]:
 
 
 def render(d: Discovery) -> str:
-    head = ["target", "calls", "bytes/step", "bytes/call in / out", "leaves", "owner",
-            "tensor leaves"]
+    # without steps, a "per step" figure is the total over what was watched: say so
+    head = ["target", "calls", "bytes/step" if d.steps else "bytes total",
+            "bytes/call in / out", "leaves", "owner", "tensor leaves"]
     lines = [f"flowmap: discover: watched {d.watched_calls} calls in {d.processes} "
-             f"process(es), {d.steps} step(s)"
+             f"process(es), {fmt_steps(d.steps)}"
              + (f"; stopped: {', '.join(d.stop_reasons)}" if d.stop_reasons else "")]
     if d.seams:
         lines += _format([head] + [_row(c, c.fn.target or "") for c in d.seams])

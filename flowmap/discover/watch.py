@@ -65,6 +65,8 @@ class Watcher:
         self.local = threading.local()
         self.calls = 0
         self.steps: set[int] = set()
+        self.updates: dict[int, int] = {}  # id(optimizer) -> its updates, while no step is set
+        self.explicit_steps = False
         self.stopped = False
         self.started_ns = 0
         self.watched_ns = 0
@@ -113,6 +115,7 @@ class Watcher:
                 info.stats = CodeStats()
         self.calls = 0
         self.steps = set()
+        self.updates = {}
         self.watched_ns = 0
         if self.stopped:
             self.stopped = False
@@ -182,6 +185,7 @@ class Watcher:
                 if info.nn_module is None:
                     info.nn_module = record.is_nn_module(me)
             if carried:
+                self._given(info, loc, carried, self_id)
                 d = describe({n: loc[n] for n in carried})
                 entry = [info, id(frame), self_id, storage_ids(found), d.nbytes, d.leaves,
                          tuple(carried), None, [id(loc[n]) for n in carried]]
@@ -191,6 +195,23 @@ class Watcher:
             entry = [info, id(frame), 0, _EMPTY, -1, None, (), None, ()]
         found.clear()
         self._stack().append(entry)
+
+    def _given(self, info: CodeInfo, loc: dict[str, Any], carried: list[str], self_id: int) -> None:
+        """What a candidate call was given besides its payload (a model, `self`), and torch's
+        grad mode: calls that differ in them are told apart in the written map (`split_by`)."""
+        stats = info.stats
+        if stats is None:
+            return
+        with self.lock:
+            for name in info.argnames:
+                v = loc.get(name)
+                if name not in carried and record.is_given(v):
+                    stats.see_given(name, id(v))
+            if self_id:
+                stats.see_given("self", self_id)
+            torch = sys.modules.get("torch")
+            if torch is not None:
+                stats.grad_modes.add(bool(torch.is_grad_enabled()))
 
     def _leave(self, info: CodeInfo, frame: FrameType, value: Any) -> None:
         stack = self._stack()
@@ -259,7 +280,24 @@ class Watcher:
             value = paths.resolve(loc, path)
         except Exception:
             return
-        if not isinstance(value, int) or isinstance(value, bool) or value in self.steps:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return
+        if not self.explicit_steps:  # the program's own steps replace counted updates
+            self.explicit_steps = True
+            self.steps.clear()
+        self._add_step(value)
+
+    def optimizer_step(self, optimizer: Any) -> None:
+        """A torch optimizer updated: a step, for a program that never sets one itself."""
+        if self.stopped or self.explicit_steps:
+            return
+        with self.lock:
+            n = self.updates[id(optimizer)] = self.updates.get(id(optimizer), 0) + 1
+            if n == max(self.updates.values()):
+                self._add_step(n)
+
+    def _add_step(self, value: int) -> None:
+        if value in self.steps:
             return
         self.steps.add(value)
         limit = self.budget.steps

@@ -35,6 +35,7 @@ from flowmap.findings.common import (
     PASS_THROUGH,
     PREFIX_RESEND,
     SERIALISATION,
+    STEPPED,
     VIEW,
     WIDE_IDS,
     Finding,
@@ -65,10 +66,14 @@ def findings(view: RunView) -> list[Finding]:
     """Every finding of the run, most bytes per step first (ties by kind, then seams)."""
     out: list[Finding] = []
     floor = MIN_SHARE_OF_STEP * view.totals.bytes_per_step_mean
-    with paused_gc():  # the detectors build many small records that hold no cycles
-        for detect in DETECTORS:
-            found = sorted(detect(view), key=_rank)
-            out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > max(0, floor))
+    token = STEPPED.set(view.has_steps)
+    try:
+        with paused_gc():  # the detectors build many small records that hold no cycles
+            for detect in DETECTORS:
+                found = sorted(detect(view), key=_rank)
+                out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > max(0, floor))
+    finally:
+        STEPPED.reset(token)
     return sorted(_without_repeats(out), key=_rank)
 
 

@@ -8,6 +8,7 @@ owner-level seam involved.
 from __future__ import annotations
 
 from collections import defaultdict
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,14 @@ class Finding:
                 "bytes_per_step": round(self.bytes_per_step, 3), "message": self.message}
 
 
-per_step = fmt_per_step
+# Whether the run being examined has steps: without, a "per step" figure is the run's total and
+# every message says so (set by `findings()` around the detectors).
+STEPPED: ContextVar[bool] = ContextVar("flowmap_findings_stepped", default=True)
+
+
+def per_step(n: float) -> str:
+    """`5.00 MiB/step`, or `5.00 MiB total` in a run without steps."""
+    return fmt_per_step(n, STEPPED.get())
 
 
 def role_key(key: SeamKey) -> RoleKey:

@@ -5,7 +5,9 @@ traced worker) imports a supported framework, its integration is installed.
 Today: Ray (`flowmap[ray]`, see `flowmap.integrations.ray`), verl
 (`flowmap.integrations.verl`, on top of Ray), and the transports
 torch.distributed, multiprocessing and pyzmq (`flowmap.integrations.transports`,
-each switchable with FLOWMAP_TRANSPORTS).
+each switchable with FLOWMAP_TRANSPORTS), and training steps counted from
+`torch.optim` updates for a program that never calls `flowmap.step`
+(`flowmap.integrations.optimizer_steps`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from flowmap.capture import importhook
 
 def install_hooks() -> None:
     """Instrument Ray and the transports when imported (now, if they already are)."""
-    from flowmap.integrations import transports
+    from flowmap.integrations import optimizer_steps, transports
 
+    optimizer_steps.install()
     importhook.on_import("ray", _install_ray)
     importhook.on_import("verl.single_controller.ray.base", _install_verl)
     importhook.on_import("multiprocessing.process", _install_processes)

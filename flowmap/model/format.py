@@ -32,9 +32,19 @@ def parse_seam_label(label: str) -> SeamKey:
     return src, dst, name
 
 
-def fmt_per_step(n: float) -> str:
-    """`5.00 MiB/step`."""
-    return f"{fmt_bytes(n)}/step"
+def fmt_per_step(n: float, stepped: bool = True) -> str:
+    """`5.00 MiB/step`; `5.00 MiB total` for a run without steps (its "per step" is the total)."""
+    return f"{fmt_bytes(n)}/step" if stepped else f"{fmt_bytes(n)} total"
+
+
+NO_STEPS = "no steps (figures are run totals)"
+
+
+def fmt_steps(num_steps: int) -> str:
+    """`12 steps`, `1 step`, or, for a run that never had one, what its figures are."""
+    if num_steps <= 0:
+        return NO_STEPS
+    return f"{num_steps:,} step" + ("" if num_steps == 1 else "s")
 
 
 def as_dim(d: Any) -> Dim:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from flowmap.gc_pause import paused_gc
 from flowmap.model.ending import Ending, read_ending
+from flowmap.model.flow import UNNAMED_DRIVER, Flow, build_flow, star_center
 from flowmap.model.pipeline import build_pipeline
 from flowmap.model.steps import step_bins, totals
 from flowmap.model.types import (
@@ -139,6 +140,26 @@ class RunView:
     def pipeline(self) -> Pipeline:
         """Owners in pipeline order, back edges marked, each owner's resident items over time."""
         return build_pipeline(self, "owner")
+
+    @property
+    def has_steps(self) -> bool:
+        """Whether the run has training steps; without, every "per step" figure is a total."""
+        return bool(self.steps)
+
+    @cached_property
+    def flow(self) -> Flow:
+        """Producer -> consumer edges from storage identity, the driver's hand-offs collapsed."""
+        return build_flow(self.events.hops)
+
+    @property
+    def draws_flow(self) -> bool:
+        """Whether the pictures draw the flow instead of the seams: storage identity linked the
+        stages past a driver that hands everything over, either a star of seams around one
+        owner or the unnamed `main` a seam map's calls come from (nobody instrumented it)."""
+        if not self.flow.found or len(self.flow.stages) < 3:
+            return False
+        return star_center(self.seams) is not None or \
+            any(UNNAMED_DRIVER in (src, dst) for src, dst, _ in self.seams)
 
     @cached_property
     def roles(self) -> Pipeline:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from flowmap.model.format import fmt_bytes, fmt_per_step
+from flowmap.model.format import fmt_bytes, fmt_per_step, fmt_steps
 from flowmap.model.types import Edge, Node, SeamStats
 
 if TYPE_CHECKING:
@@ -98,19 +98,20 @@ def _edge_style(value: float, scale: tuple[float, float]) -> dict[str, str]:
     return {"color": f'"{color}"', "fontcolor": f'"{color}"', "penwidth": f"{width:.2f}"}
 
 
-def _node_label(n: Node) -> str:
+def _node_label(n: Node, stepped: bool = True) -> str:
     flows = []
     if n.bytes_in:
-        flows.append(f"in {fmt_per_step(n.bytes_in_per_step)}")
+        flows.append(f"in {fmt_per_step(n.bytes_in_per_step, stepped)}")
     if n.bytes_out:
-        flows.append(f"out {fmt_per_step(n.bytes_out_per_step)}")
+        flows.append(f"out {fmt_per_step(n.bytes_out_per_step, stepped)}")
     return _lines(cut(n.label, MAX_LABEL), " · ".join(flows))
 
 
-def _edge_label(s: SeamStats) -> str:
+def _edge_label(s: SeamStats, stepped: bool = True) -> str:
     copied = [t for t in s.transports if t != "ref"]
     how = f" · {', '.join(copied)}" if copied else ""
-    return _left_lines(cut(s.name, MAX_LABEL), f"{fmt_per_step(s.bytes_per_step_mean)}{how}")
+    return _left_lines(cut(s.name, MAX_LABEL),
+                       f"{fmt_per_step(s.bytes_per_step_mean, stepped)}{how}")
 
 
 def _edge_tooltip(s: SeamStats) -> str:
@@ -145,12 +146,15 @@ def dot_source(view: RunView, *, instances: bool = False, title: str | None = No
     p = view.pipeline_at(instances)
     ids = {n.name: f"n{i}" for i, n in enumerate(p.nodes)}
     run = os.path.basename(os.path.normpath(view.path)) or "run"
+    stepped = view.has_steps
     if title is None and view.projection is not None:
         title = f"PROJECTION — {view.projection.note}"
     heading = title if title is not None else (
-        f"flowmap · {run} · {view.num_steps} steps · "
-        f"{fmt_per_step(p.total_bytes_per_step)} across all seams"
+        f"flowmap · {run} · {fmt_steps(len(view.steps))} · "
+        f"{fmt_per_step(p.total_bytes_per_step, stepped)} across all seams"
     )
+    if view.draws_flow and view.projection is None:
+        return _flow_source(view, title or f"{heading} · the flow, from storage identity")
     out = [
         "digraph flowmap {",
         f"  graph [rankdir=TB, fontname=Helvetica, fontsize=12, labelloc=t, labeljust=l, "
@@ -161,17 +165,55 @@ def dot_source(view: RunView, *, instances: bool = False, title: str | None = No
     ]
     for n in p.nodes:
         tip = _lines(n.name, ", ".join(n.instances) if len(n.instances) > 1 else "")
-        attrs = {"id": quote(ids[n.name]), "label": _node_label(n), "tooltip": tip}
+        attrs = {"id": quote(ids[n.name]), "label": _node_label(n, stepped), "tooltip": tip}
         out.append(f"  {ids[n.name]} [{_attrs(attrs)}];")
     scale = _scale(p.edges)
     for i, e in enumerate(p.edges):
         s = e.seam
-        edge = {"id": quote(f"e{i}"), "label": _edge_label(s), "tooltip": _edge_tooltip(s)}
+        edge = {"id": quote(f"e{i}"), "label": _edge_label(s, stepped),
+                "tooltip": _edge_tooltip(s)}
         edge.update(_edge_style(s.bytes_per_step_mean, scale))
         if e.back_edge:
             edge["constraint"] = "false"
             edge["style"] = "dashed"
         out.append(f"  {ids[s.src]} -> {ids[s.dst]} [{_attrs(edge)}];")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def _flow_source(view: RunView, heading: str) -> str:
+    """The flow instead of the star around the driver: one node per stage (an owner, calls
+    told apart by what they were given), one edge per producer -> consumer pair, in the order
+    data moved through them."""
+    flow, stepped = view.flow, view.has_steps
+    ids = {name: f"n{i}" for i, name in enumerate(flow.stages)}
+    steps = max(1, len(view.steps))
+    weights = [e.nbytes / steps for e in flow.edges if e.nbytes > 0]
+    scale = (math.log(min(weights)), math.log(max(weights))) if weights else (1.0, 1.0)
+    out = [
+        "digraph flowmap {",
+        f"  graph [rankdir=TB, fontname=Helvetica, fontsize=12, labelloc=t, labeljust=l, "
+        f"nodesep=0.4, ranksep=0.7, label={quote(heading)}];",
+        '  node [shape=box, style="rounded,filled", fillcolor="#f7f7f7", color="#737373", '
+        "fontname=Helvetica, fontsize=11];",
+        "  edge [fontname=Helvetica, fontsize=9, arrowsize=0.7];",
+    ]
+    for k, name in enumerate(flow.stages):
+        label = _lines(f"{k + 1}. {cut(name, MAX_LABEL)}")
+        out.append(f"  {ids[name]} [{_attrs({'id': quote(ids[name]), 'label': label})}];")
+    pos = {name: k for k, name in enumerate(flow.stages)}
+    for i, e in enumerate(flow.edges):
+        per_step = e.nbytes / steps
+        names = ", ".join(e.names)
+        edge = {"id": quote(f"f{i}"),
+                "label": _left_lines(cut(names, MAX_LABEL), fmt_per_step(per_step, stepped)),
+                "tooltip": _lines(f"{e.src} feeds {e.dst}", f"{e.hops} hops, "
+                                  f"{fmt_bytes(e.nbytes)} in all ({names})")}
+        edge.update(_edge_style(per_step, scale))
+        if pos[e.dst] <= pos[e.src]:  # data going back up the flow: drawn against it
+            edge["constraint"] = "false"
+            edge["style"] = "dashed"
+        out.append(f"  {ids[e.src]} -> {ids[e.dst]} [{_attrs(edge)}];")
     out.append("}")
     return "\n".join(out) + "\n"
 

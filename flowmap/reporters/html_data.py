@@ -17,12 +17,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowmap.findings import Finding, findings
+from flowmap.model.flow import Flow
 from flowmap.model.format import fmt_per_step
 from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
 from flowmap.model.view import RunView
 from flowmap.reporters.layout import layout_graph
-from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec, text_width_px
+from flowmap.reporters.layout_records import (
+    EdgeRoute,
+    EdgeSpec,
+    Layout,
+    NodeSpec,
+    text_width_px,
+)
 
 HTML_SCHEMA = 1
 #: The step-range filter works on at most this many bins of consecutive steps.
@@ -59,11 +66,17 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
     seams = list(view.seams.values())
     owner_id = {n.name: f"o{i}" for i, n in enumerate(nodes)}
     seam_id = {s.key: f"s{i}" for i, s in enumerate(seams)}
-    placed = _layout([n.name for n in nodes], seams, owner_id, engine, place)
+    flow = view.flow if view.draws_flow else None
+    if flow is None:
+        placed = _layout([n.name for n in nodes], seams, owner_id, engine, place)
+    else:  # the flow places the owners; the seams are drawn faint between them
+        placed = _flow_layout([n.name for n in nodes], seams, flow, owner_id, engine, place)
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
+    extra = {} if flow is None else {"flow": _flow(view, flow, owner_id, placed)}
     return {
         "flowmap": "html",
         "schema": HTML_SCHEMA,
+        **extra,
         "run": _run_info(view, placed),
         "owners": [_owner(n, owner_id[n.name], placed) for n in nodes],
         "seams": [_seam(s, seam_id[s.key], owner_id, placed, binned) for s in seams],
@@ -71,7 +84,7 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
         "counters": _counters(view),
         "charts": chart_groups(list(view.counters)),
         "findings": _findings(findings(view) if found is None else found,
-                              {s.label: seam_id[s.key] for s in seams}),
+                              {s.label: seam_id[s.key] for s in seams}, view.has_steps),
     }
 
 
@@ -80,7 +93,7 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
     return {
         "path": view.path,
         "hops": view.num_hops,
-        "steps": len(view.steps),
+        "steps": len(view.steps),  # 0: no steps, and the page says its figures are totals
         "first_step": view.steps[0] if view.steps else None,
         "last_step": view.steps[-1] if view.steps else None,
         "duration_s": _num(view.duration_s),
@@ -116,6 +129,39 @@ def _layout(owners: list[str], seams: list[SeamStats], owner_id: dict[str, str],
         for i, s in enumerate(seams)
     ]
     return place(nodes, edges, engine)
+
+
+def _flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow,
+                 owner_id: dict[str, str], engine: str, place: Place = layout_graph) -> Layout:
+    """Owners placed by the flow's producer -> consumer edges; each seam a straight line."""
+    nodes = [NodeSpec(owner_id[name], _node_width(name), NODE_HEIGHT_PX) for name in owners]
+    edges = [EdgeSpec(f"f{i}", owner_id[e.src], owner_id[e.dst], _label_width(", ".join(e.names)), 2)
+             for i, e in enumerate(flow.edges) if e.src in owner_id and e.dst in owner_id]
+    placed = place(nodes, edges, engine)
+    for i, s in enumerate(seams):
+        (x0, y0), (x1, y1) = placed.nodes[owner_id[s.src]], placed.nodes[owner_id[s.dst]]
+        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+        placed.edges[f"s{i}"] = EdgeRoute([(x0, y0), (mx, my), (mx, my), (x1, y1)], (mx, my))
+    return placed
+
+
+def _flow(view: RunView, flow: Flow, owner_id: dict[str, str], placed: Layout) -> dict[str, Any]:
+    steps = max(1, len(view.steps))
+    edges = []
+    for i, e in enumerate(flow.edges):
+        route = placed.edges.get(f"f{i}")
+        if route is None:
+            continue
+        names = ", ".join(e.names)
+        edges.append({
+            "id": f"f{i}", "src": owner_id[e.src], "dst": owner_id[e.dst],
+            "short": short_label(names, MAX_EDGE_LABEL_CHARS),
+            "label": f"{e.src} feeds {e.dst} ({names}): {e.hops} hops",
+            "bytes": e.nbytes, "figure": fmt_per_step(e.nbytes / steps, view.has_steps),
+            "back": _upwards(route.points),
+            "path": [c for p in route.points for c in p], "label_at": list(route.label),
+        })
+    return {"stages": list(flow.stages), "order": flow.order_text(), "edges": edges}
 
 
 def _upwards(points: list[tuple[float, float]]) -> bool:
@@ -270,14 +316,15 @@ def chart_groups(names: list[str]) -> list[list[str]]:
     return ([together] if together else []) + [[n] for n in rest]
 
 
-def _findings(found: Sequence[Finding], seam_by_label: dict[str, str]) -> list[dict[str, Any]]:
+def _findings(found: Sequence[Finding], seam_by_label: dict[str, str],
+              stepped: bool = True) -> list[dict[str, Any]]:
     return [
         {
             "kind": f.kind,
             "labels": list(f.seams),
             "seams": [seam_by_label[label] for label in f.seams if label in seam_by_label],
             "bytes_per_step": _num(f.bytes_per_step),
-            "bytes_per_step_text": fmt_per_step(f.bytes_per_step),  # as the message rounds it
+            "bytes_per_step_text": fmt_per_step(f.bytes_per_step, stepped),  # as its message says
             "message": f.message,
         }
         for f in found[:MAX_FINDINGS]

@@ -44,7 +44,7 @@ def report_document(view: RunView) -> dict[str, Any]:
         "run": view.path,
         "truncated": view.truncated,
         "projection": dataclasses.asdict(view.projection) if view.projection else None,
-        "steps": view.num_steps,
+        "steps": len(view.steps),  # 0: the run had none, and every "per step" figure is a total
         "program": program_dict(view),
         "seams": [seam_dict(s) for s in view.seams.values()],
         "owners": [owner_dict(o) for o in view.owners.values()],
@@ -57,6 +57,7 @@ def report_document(view: RunView) -> dict[str, Any]:
         },
         "findings": [f.as_dict() for f in findings(view)],
         **({"detail": _detail(view)} if view.detail.folded else {}),
+        **({"flow": _flow(view)} if view.draws_flow else {}),
         "health": {
             "shards": h.shards,
             "events": h.events,
@@ -74,6 +75,14 @@ def program_dict(view: RunView) -> dict[str, Any]:
     e = view.ending
     return {"exit_code": e.exit_code, "failed": e.failed,
             "wall_s": round(view.wall_s, 3), "ended": e.sentence or None}
+
+
+def _flow(view: RunView) -> dict[str, Any]:
+    """The stages in the order data moved through them and the producer -> consumer edges."""
+    flow = view.flow
+    return {"stages": list(flow.stages), "hand_offs": flow.hand_offs,
+            "edges": [{"src": e.src, "dst": e.dst, "hops": e.hops, "bytes": e.nbytes,
+                       "names": list(e.names)} for e in flow.edges]}
 
 
 def _detail(view: RunView) -> dict[str, Any]:

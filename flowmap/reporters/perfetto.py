@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap.errors import UsageError
 from flowmap.gc_pause import paused_gc
-from flowmap.model.format import fmt_dims, seam_label
+from flowmap.model.format import NO_STEPS, fmt_dims, seam_label
 from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep
 from flowmap.read.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
 from flowmap.reporters.output import check_output, write_output
@@ -77,7 +77,7 @@ class _Part:
     @classmethod
     def whole(cls, view: RunView) -> _Part:
         ev = view.events
-        return cls(view.path, view.t0_ns, view.num_steps, ev.shards, ev.hops,
+        return cls(view.path, view.t0_ns, len(view.steps), ev.shards, ev.hops,
                    _with_folds(ev.counter_samples, ev.counter_folds, _mean_sample),
                    _with_folds(ev.marks, ev.mark_folds, _first_mark), ev.drops, ev.seam_steps,
                    ev.drop_folds)
@@ -108,8 +108,10 @@ def _select(view: RunView, steps: tuple[int, int]) -> _Part:
     hops = [h for h in ev.hops if h.step is not None and first <= h.step <= last]
     folded = [st for st in ev.seam_steps if st.step is not None and first <= st.step <= last]
     if not hops and not folded:
-        span = f"{view.steps[0]}..{view.steps[-1]}" if view.steps else "-..-"
-        raise UsageError(f"no hops in steps {first}..{last}; this run has steps {span}")
+        if not view.steps:
+            raise UsageError(f"this run has {NO_STEPS}; export it whole, without --steps")
+        raise UsageError(f"no hops in steps {first}..{last}; this run has steps "
+                         f"{view.steps[0]}..{view.steps[-1]}")
     lo = min([h.t_ns for h in hops[:1]] + [st.t_first_ns for st in folded])
     hi = max([h.t_ns for h in hops[-1:]] + [st.t_ns for st in folded])
 

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from flowmap.findings import Finding
 from flowmap.findings import findings as detect_findings
-from flowmap.model.format import fmt_bytes, fmt_leaf_schema, fmt_per_step
+from flowmap.model.format import fmt_bytes, fmt_leaf_schema, fmt_per_step, fmt_steps
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
 from flowmap.read.reader import clean_text
@@ -59,7 +59,7 @@ def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
     width = max(width, 40)
     out: list[tuple[str, str]] = []
     out += _summary(view, width)
-    out += _findings(detect_findings(view), width, findings)
+    out += _findings(detect_findings(view), width, findings, view.has_steps)
     out += _seams(view, width, top)
     out += _owners(list(view.owners.values()), width)
     if view.counters:
@@ -74,12 +74,16 @@ def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
 
 def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
     lines = [(shorten(f"flowmap report  {clean_text(view.path)}", width), "bold")]
-    facts = [plural(view.num_steps, "step"), plural(view.num_hops, "hop"),
+    stepped = view.has_steps
+    facts = [fmt_steps(len(view.steps)), plural(view.num_hops, "hop"),
              plural(len(view.seams), "seam"), plural(len(view.owners), "owner"),
-             f"{fmt_per_step(view.totals.bytes_per_step_mean)} payload",
-             f"{fmt_per_step(view.totals.moved_bytes_per_step_mean)} moved (no in-process refs)",
+             f"{fmt_per_step(view.totals.bytes_per_step_mean, stepped)} payload",
+             f"{fmt_per_step(view.totals.moved_bytes_per_step_mean, stepped)} moved "
+             "(no in-process refs)",
              f"{view.wall_s:.1f} s"]
     lines += [(ln, "") for ln in wrap(" · ".join(facts), width)]
+    if view.draws_flow:  # a script's stages in the order data moved, as the pictures draw them
+        lines += [(ln, "bold") for ln in wrap(f"flow: {view.flow.order_text()}", width)]
     if view.projection:
         lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
     health, style = _health(view)
@@ -133,13 +137,14 @@ def _heading(title: str, shown: int, total: int, more: str, width: int) -> list[
     return [("", ""), (shorten(title + note, width), "bold")]
 
 
-def _findings(found: Sequence[Finding], width: int, limit: int | None) -> list[tuple[str, str]]:
+def _findings(found: Sequence[Finding], width: int, limit: int | None,
+              stepped: bool = True) -> list[tuple[str, str]]:
     if not found:
         return [("", ""), ("Findings: none — no seam stands out", "bold")]
     shown = list(found if limit is None else found[:limit])
-    out = _heading("Findings, most bytes at stake per step first", len(shown), len(found),
-                   "--all shows every one", width)
-    figures = [fmt_per_step(f.bytes_per_step) for f in shown]
+    out = _heading("Findings, most bytes at stake " + ("per step" if stepped else "in total")
+                   + " first", len(shown), len(found), "--all shows every one", width)
+    figures = [fmt_per_step(f.bytes_per_step, stepped) for f in shown]
     fig_w = max(len(s) for s in figures)
     indent = fig_w + 4
     for f, fig in zip(shown, figures, strict=True):
@@ -187,7 +192,9 @@ def _seams(view: RunView, width: int, top: int | None) -> list[tuple[str, str]]:
     shown = seams if top is None else seams[:top]
     out = _heading("Seams, heaviest first", len(shown), len(seams), "--top N or --all for more",
                    width)
-    table = fit_table(_SEAM_COLUMNS, shown, width)
+    columns = _SEAM_COLUMNS if view.has_steps else \
+        tuple(c for c in _SEAM_COLUMNS if c.title != "per step")  # a total per step is the total
+    table = fit_table(columns, shown, width)
     out.append((table[0], "dim"))
     out += [(ln, "") for ln in table[1:]]
     return out

@@ -28,7 +28,7 @@ _LEAF_PATH = re.compile(rf"^{_IDENT}(?:\.(?:{_IDENT}|[0-9]+)|\[(?:[0-9]+|\*)\])*
 
 SEAM_KEYS = {
     "target", "owner", "args", "call", "result", "name", "result_name", "caller",
-    "items", "dims", "transport", "step", "also", "optional",
+    "items", "dims", "transport", "step", "also", "optional", "split_by",
 }
 EXTRA_KEYS = {"payload", "src", "dst", "name"}
 TOP_KEYS = {"version", "seams"}
@@ -204,9 +204,17 @@ class _Reader:
             step=self.path(m["step"], "step") if "step" in m else None,
             also=self.also(m["also"]) if "also" in m else (),
             optional=self.boolean(m["optional"], "optional") if "optional" in m else False,
+            split_by=self.split_by(m["split_by"]) if "split_by" in m else (),
             source=self.source,
             line=node.start_mark.line + 1,
         )
+
+    def split_by(self, node: yaml.Node) -> tuple[str, ...]:
+        names = self.string_list(node, "split_by")
+        for a, n in zip(names, node.value, strict=True):
+            if not a.isidentifier() or keyword.iskeyword(a):
+                raise self.fail(n, f"split_by `{a}` is not an argument name, self or grad")
+        return names
 
     def dims(self, node: yaml.Node) -> dict[str, tuple[str, ...]]:
         if not isinstance(node, yaml.MappingNode):

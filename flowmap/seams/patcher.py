@@ -6,12 +6,22 @@ function inside a `staticmethod`/`classmethod`) is replaced by the recording
 wrapper. Targets whose module never loads, or that name something the module
 does not have, are remembered so the run can end with one warning each; the
 program itself always goes on.
+
+`__main__:function` names a function of the script `flowmap trace` runs: no
+import hook sees that module, so the script runner (`flowmap.capture.script`)
+calls `bind_main` as each top-level name is bound, and the target is wrapped
+right after its `def`. A plain function imported into other modules
+(`from .ops import kl`) is rebound there too: the modules imported after the
+patch get the wrapper from the patched module, and those already imported get
+it here, so no call is lost to a copy of the name.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import sys
+import types
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -19,6 +29,8 @@ from typing import Any
 from flowmap.capture import forksafe, importhook
 from flowmap.seams.spec import SeamMap, SeamSpec
 from flowmap.seams.wrapper import MARKER, wrap
+
+MAIN = "__main__"
 
 
 class Patcher:
@@ -35,7 +47,21 @@ class Patcher:
 
     def install(self) -> None:
         for module, specs in self.seam_map.by_module().items():
+            if module == MAIN:
+                continue  # patched by `bind_main` as the script defines them
             importhook.on_import(module, functools.partial(self._patch_module, specs=specs))
+
+    def has_main_targets(self) -> bool:
+        return any(s.module == MAIN for s in self.seam_map.seams)
+
+    def bind_main(self, module: ModuleType, name: str) -> bool:
+        """The script run as `__main__` bound `name`: patch the targets that start at it.
+        True once every `__main__` target is patched (the script need tell no more)."""
+        specs = [s for s in self.seam_map.seams
+                 if s.module == MAIN and s.qualname.split(".", 1)[0] == name]
+        if specs:
+            self._patch_module(module, specs)
+        return all(s.target in self.patched for s in self.seam_map.seams if s.module == MAIN)
 
     def unresolved(self) -> dict[str, str]:
         """Non-optional targets not patched here, with the reason."""
@@ -43,9 +69,9 @@ class Patcher:
         for spec in self.seam_map.seams:
             if spec.optional or spec.target in self.patched:
                 continue
-            out[spec.target] = self.failed.get(
-                spec.target, f"module {spec.module} was never imported"
-            )
+            never = (f"module {spec.module} was never imported" if spec.module != MAIN else
+                     "the script run by flowmap trace never defined it")
+            out[spec.target] = self.failed.get(spec.target, never)
         return out
 
     def _patch_module(self, module: ModuleType, specs: list[SeamSpec]) -> None:
@@ -87,5 +113,23 @@ def _patch(module: ModuleType, spec: SeamSpec) -> str | None:
         return f"{spec.module}:{spec.qualname} is a {type(raw).__name__}, not a function or method"
     if getattr(raw, MARKER, None):
         return None  # already patched (a forked child, or the map loaded twice)
-    setattr(holder, name, wrap(raw, spec))
+    wrapper = wrap(raw, spec)
+    setattr(holder, name, wrapper)
+    if holder is module and isinstance(raw, types.FunctionType):
+        _rebind_copies(module, raw, wrapper)
     return None
+
+
+def _rebind_copies(home: ModuleType, raw: Any, wrapper: Any) -> None:
+    """Modules that imported the function before it was patched hold the bare one: give
+    them the wrapper, so the calls made through their name are recorded too."""
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        if module is home or not isinstance(names, dict):
+            continue
+        try:
+            for key, value in list(names.items()):
+                if value is raw:
+                    names[key] = wrapper
+        except Exception:
+            continue

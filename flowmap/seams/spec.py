@@ -46,6 +46,9 @@ class SeamSpec:
     step: str | None = None  # path of the training step, set before the call hop
     also: tuple[ExtraHop, ...] = ()
     optional: bool = False  # no warning when the target never appears
+    # calls told apart by what they were given: arguments (or `self`) whose identity, and
+    # `grad` (torch's grad mode), name the owner's instance: `policy/ref_model`
+    split_by: tuple[str, ...] = ()
     source: str = ""  # the file the spec came from
     line: int = 0  # its line there (1-based)
 

@@ -21,6 +21,7 @@ from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner
 from flowmap.seams import paths
 from flowmap.seams.spec import ExtraHop, SeamSpec
+from flowmap.seams.variants import Namer
 
 if TYPE_CHECKING:
     from flowmap.capture.tracer import Tracer
@@ -33,7 +34,7 @@ class _Plan:
 
     __slots__ = (
         "spec", "arguments", "call_dims", "result_dims", "call_items", "result_items",
-        "call_also", "result_also",
+        "call_also", "result_also", "namer",
     )
 
     def __init__(self, spec: SeamSpec, fn: Callable[..., Any]) -> None:
@@ -50,13 +51,22 @@ class _Plan:
         self.result_items = spec.items if on_result else None
         self.call_also = tuple(h for h in spec.also if paths.split(h.payload)[0] != "result")
         self.result_also = tuple(h for h in spec.also if paths.split(h.payload)[0] == "result")
+        self.namer = Namer() if spec.split_by else None
+
+    def owner(self, bound: dict[str, Any] | None) -> str:
+        """The callee's owner for this call: with `split_by`, an instance per what it was given."""
+        if self.namer is None or bound is None:
+            return self.spec.owner
+        label = self.namer.label(self.spec.split_by, bound)
+        return f"{self.spec.owner}/{label}" if label else self.spec.owner
 
     def payload(self, bound: dict[str, Any]) -> dict[str, Any]:
         """The call's payload, as `flowmap.seam` builds it: selected arguments by name."""
         return calls.payload(bound, self.spec.args)
 
 
-Entered = tuple[str, dict[str, Any] | None]  # (caller, the call's arguments by name)
+# (caller, the call's arguments by name, the callee's owner for this call)
+Entered = tuple[str, dict[str, Any] | None, str]
 
 
 def wrap(fn: Callable[..., Any], spec: SeamSpec) -> Callable[..., Any]:
@@ -68,9 +78,10 @@ def wrap(fn: Callable[..., Any], spec: SeamSpec) -> Callable[..., Any]:
         return _enter(plan, a, kw)
 
     def leave(entered: Entered, out: Any) -> None:
-        _leave(plan, entered[0], entered[1], out)
+        _leave(plan, entered, out)
 
-    wrapper = calls.wrap_call(fn, spec.owner, enter, leave, active=_tracing)
+    owner_of = None if not spec.split_by else _owner_of
+    wrapper = calls.wrap_call(fn, spec.owner, enter, leave, active=_tracing, owner_of=owner_of)
     setattr(wrapper, MARKER, spec.target)
     return wrapper
 
@@ -100,6 +111,10 @@ def _warn_unknown_args(plan: _Plan) -> None:
         "those `args:` record nothing.\n")
 
 
+def _owner_of(entered: Entered) -> str:
+    return entered[2]
+
+
 def _tracing() -> bool:
     return state.tracer is not None
 
@@ -109,27 +124,33 @@ def _enter(plan: _Plan, a: tuple[Any, ...], kw: dict[str, Any]) -> Entered:
     caller = spec.caller or current_owner()
     t = state.tracer
     if t is None:
-        return caller, None
+        return caller, None, spec.owner
     try:
         bound = plan.arguments.bind(a, kw)
     except Exception as exc:  # arguments the signature rejects: the call itself will say so
         t.error(exc)
-        return caller, None
+        return caller, None, spec.owner
+    try:
+        owner = plan.owner(bound)
+    except Exception as exc:
+        t.error(exc)
+        owner = spec.owner
     if spec.step is not None:
         _set_step(t, bound, spec.step)
     if spec.call:
         items = _items(t, bound, plan.call_items)
         try:
-            t.hop(src=caller, dst=spec.owner, payload=plan.payload(bound), name=spec.name,
+            t.hop(src=caller, dst=owner, payload=plan.payload(bound), name=spec.name,
                   items=items, step=None, version=None, transport=spec.transport,
                   dims=plan.call_dims or None)
         except Exception as exc:
             t.error(exc)
     _extra_hops(t, bound, plan.call_also, spec.transport)
-    return caller, bound
+    return caller, bound, owner
 
 
-def _leave(plan: _Plan, caller: str, bound: dict[str, Any] | None, out: Any) -> None:
+def _leave(plan: _Plan, entered: Entered, out: Any) -> None:
+    caller, bound, owner = entered
     spec = plan.spec
     t = state.tracer
     if t is None:
@@ -139,7 +160,7 @@ def _leave(plan: _Plan, caller: str, bound: dict[str, Any] | None, out: Any) -> 
     if spec.result:
         items = _items(t, root, plan.result_items)
         try:
-            t.hop(src=spec.owner, dst=caller, payload=calls.reply(out), name=spec.result_name,
+            t.hop(src=owner, dst=caller, payload=calls.reply(out), name=spec.result_name,
                   items=items, step=None, version=None, transport=spec.transport,
                   dims=plan.result_dims or None)
         except Exception as exc:
@@ -160,7 +181,10 @@ def _items(t: Tracer, root: dict[str, Any], path: str | None) -> list[Any]:
 def _set_step(t: Tracer, bound: dict[str, Any], path: str) -> None:
     try:
         value = paths.resolve(bound, path)
-        if isinstance(value, int) and not isinstance(value, bool) and value != t.step:
+        # the program's own step, even one equal to a step counted from its optimizer: from
+        # here on its steps are the ones that count
+        if isinstance(value, int) and not isinstance(value, bool) and \
+                (value != t.step or not t.explicit_steps):
             t.set_step(value)
     except Exception as exc:
         t.error(exc)

@@ -62,7 +62,7 @@
       kv([
         ["from → to", el("span", {}, [ownerLink(s.src), " → ", ownerLink(s.dst)])],
         ["payload", s.name],
-        ["bytes/step" + ranged, fmtBytes(seamBps(s)) + (fullRange() ? "  (max " + fmtBytes(s.bytes_per_step_max) + ")" : "")],
+        [PER_WORD + ranged, fmtBytes(seamBps(s)) + (fullRange() ? "  (max " + fmtBytes(s.bytes_per_step_max) + ")" : "")],
         ["hops" + ranged, String(seamHops(s)) + (fullRange() ? "" : " of " + s.hops)],
         ["total", fmtBytes(s.total_bytes)],
         ["hop size", "p50 " + fmtBytes(s.p50_bytes) + " · p90 " + fmtBytes(s.p90_bytes) + " · max " + fmtBytes(s.max_bytes)],
@@ -146,11 +146,11 @@
         x: (i * W / n).toFixed(2), y: (H - bh).toFixed(1), width: Math.max(0.5, W / n - 0.5).toFixed(2), height: bh.toFixed(1),
         "class": i >= state.from && i <= state.to ? "in" : "out"
       });
-      tip(r, "steps " + D.bins[i][0] + "–" + D.bins[i][1] + ": " + fmtBytes(v) + "/step");
+      tip(r, "steps " + D.bins[i][0] + "–" + D.bins[i][1] + ": " + fmtBytes(v) + PER);
       svg.appendChild(r);
     });
     svg.appendChild(sv("text", { x: 0, y: H + 13, "class": "axis" }, "step " + D.bins[0][0]));
-    svg.appendChild(sv("text", { x: W, y: H + 13, "class": "axis", "text-anchor": "end" }, "step " + D.bins[n - 1][1] + " · max " + fmtBytes(max) + "/step"));
+    svg.appendChild(sv("text", { x: W, y: H + 13, "class": "axis", "text-anchor": "end" }, "step " + D.bins[n - 1][1] + " · max " + fmtBytes(max) + PER));
     return svg;
   }
 
@@ -186,7 +186,7 @@
     return el("table", { "class": "grid" }, sorted.map(function (s) {
       return el("tr", {}, [
         el("td", {}, seamLink(s, (other === "src" ? "from " : "to ") + ownerById[s[other]].name + " : " + s.name)),
-        el("td", { "class": "num" }, fmtBytes(seamBps(s)) + "/step")
+        el("td", { "class": "num" }, fmtBytes(seamBps(s)) + PER)
       ]);
     }));
   }
@@ -226,7 +226,7 @@
       ui.rows[s.id] = row;
       ui.tbody.appendChild(row);
     });
-    var head = el("thead", {}, el("tr", {}, ["seam", "bytes/step", "hops", "transport"].map(function (h) { return el("th", {}, h); })));
+    var head = el("thead", {}, el("tr", {}, ["seam", PER_WORD, "hops", "transport"].map(function (h) { return el("th", {}, h); })));
     return el("section", { id: "seams" }, [el("h2", {}, "Seams"), el("table", { "class": "grid seams" }, [head, ui.tbody])]);
   }
 

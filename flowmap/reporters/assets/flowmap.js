@@ -10,6 +10,8 @@
   var RAMP = ["#a6bddb", "#74a9cf", "#3690c0", "#0570b0", "#8c6bb1", "#dd3497", "#f16913", "#d7301f"];
   var SERIES = ["#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#d6616b"];
   var D, seamById, ownerById, state;
+  // A run without steps: its "per step" figures are run totals, and the page says so.
+  var PER = "/step", PER_WORD = "bytes/step";
   var view = { k: 1, x: 0, y: 0 };
   // Labels are never drawn below this many CSS px. The graph opens fitted to its panel, so
   // the first view shows the whole flow; below 1:1 edge labels hide and owner names keep
@@ -21,6 +23,8 @@
   // The run's data; the live page (`flowmap serve`) loads newer data into the same page.
   function load(data) {
     D = data;
+    PER = D.run.steps ? "/step" : " total";
+    PER_WORD = D.run.steps ? "bytes/step" : "bytes in total";
     seamById = {};
     ownerById = {};
     state = { sel: null, from: 0, to: Math.max(0, D.bins.length - 1), query: state ? state.query : "" };
@@ -166,7 +170,7 @@
     var r = D.run;
     var stats = [
       hopsText(r.hops),
-      r.steps + " steps",
+      r.steps ? r.steps + " steps" : "no steps (figures are run totals)",
       D.seams.length + " seams",
       D.owners.length + " owners",
       fmtBytes(r.total_bytes) + " payload",
@@ -195,6 +199,7 @@
       el("div", { "class": "brand" }, "flowmap"),
       el("div", { "class": "run", title: r.path }, r.path),
       el("div", { "class": "stats", title: stats.join(" · ") }, stats.join(" · ")),
+      D.flow ? el("div", { "class": "flow", id: "flow-order", title: "stages in the order data moved through them (storage identity)" }, "flow: " + D.flow.order) : null,
       warn,
       el("div", { "class": "controls" }, [steps, ui.search, ui.count])
     ]);

@@ -24,6 +24,10 @@
     ui.edges = {};
     ui.nodes = {};
     D.seams.forEach(function (s) { edges.appendChild(seamShape(s)); });
+    // the flow, when the seams are a star around a driver: producer -> consumer edges drawn
+    // over the seams, which stay as faint hand-offs
+    if (D.flow) D.flow.edges.forEach(function (f) { edges.appendChild(flowShape(f)); });
+    if (D.flow) svg.classList.add("flow-drawn");
     D.owners.forEach(function (o) { nodes.appendChild(ownerShape(o)); });
     panZoom(svg);
     ui.legend = el("div", { "class": "legend" });
@@ -51,6 +55,21 @@
     g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") select("seam", s.id); });
     g.addEventListener("focus", function () { if (g.matches(":focus-visible")) reveal(s.label_at[0], s.label_at[1]); });
     ui.edges[s.id] = { g: g, line: line, text: text, title: g.lastChild };
+    return g;
+  }
+
+  function flowShape(f) {
+    var p = f.path, d = "M" + p[0] + "," + p[1];
+    for (var i = 2; i + 5 < p.length; i += 6) {
+      d += " C" + p[i] + "," + p[i + 1] + " " + p[i + 2] + "," + p[i + 3] + " " + p[i + 4] + "," + p[i + 5];
+    }
+    var g = sv("g", { "class": "flow-edge" + (f.back ? " back" : ""), "data-flow": f.id });
+    g.appendChild(sv("path", { d: d, "class": "line", "marker-end": "url(#arrow-" + (RAMP.length + 1) + ")" }));
+    g.appendChild(sv("text", { x: f.label_at[0], y: f.label_at[1], "class": "elabel", "text-anchor": "middle" }, [
+      sv("tspan", { x: f.label_at[0], dy: "-0.3em" }, f.short),
+      sv("tspan", { x: f.label_at[0], dy: "1.25em", "class": "bps" }, f.figure)
+    ]));
+    tip(g, f.label);
     return g;
   }
 
@@ -188,10 +207,10 @@
       e.line.setAttribute("stroke", color);
       e.line.setAttribute("stroke-width", t < 0 ? 1.2 : (1.6 + 5.4 * t).toFixed(2));
       e.line.setAttribute("marker-end", "url(#arrow-" + ci + ")");
-      e.text.lastChild.textContent = fmtBytes(bps[s.id]) + "/step";
+      e.text.lastChild.textContent = fmtBytes(bps[s.id]) + PER;
       // the hover readout: bytes per step and per hop, as Perfetto's and TensorBoard's edges give
       var n = seamHops(s);
-      e.title.textContent = s.label + "\n" + fmtBytes(bps[s.id]) + "/step · " +
+      e.title.textContent = s.label + "\n" + fmtBytes(bps[s.id]) + PER + " · " +
         (n ? fmtBytes(seamBytes(s) / n) : "0 B") + "/hop (mean) · p50 " + fmtBytes(s.p50_bytes) +
         "/hop · " + hopsText(n) + (fullRange() ? "" : " in " + stepLabel().split(" of ")[0]);
       e.g.classList.toggle("idle", t < 0);
@@ -206,7 +225,7 @@
     var bar = el("span", { "class": "ramp" });
     RAMP.forEach(function (c) { var sw = el("i"); sw.style.background = c; bar.appendChild(sw); });
     append(ui.legend, [
-      el("span", {}, "bytes/step (log) " + fmtBytes(Math.min.apply(null, pos)) + " "), bar,
+      el("span", {}, PER_WORD + " (log) " + fmtBytes(Math.min.apply(null, pos)) + " "), bar,
       el("span", {}, " " + fmtBytes(Math.max.apply(null, pos))),
       el("span", { "class": "muted" }, "  ·  dashed: back edge closing the loop")
     ]);

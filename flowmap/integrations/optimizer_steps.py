@@ -1,0 +1,71 @@
+"""Training steps from the program's optimizer, for a program that never says which step it is in.
+
+A script nobody instrumented has steps all the same: each `optimizer.step()` ends
+one. torch calls a global post-hook after every optimizer's step
+(`torch.optim.optimizer.register_optimizer_step_post_hook`), so no class is
+patched for it. The step is the number of updates of the optimizer that made
+the most (an actor and a critic each stepping once per iteration count one
+step, not two); the work before the first update is step 0, which begins when
+the first optimizer is made. The moment the program sets a step itself
+(`flowmap.step`, a seam map's `step:`), these counts are ignored.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import ModuleType
+from typing import Any
+
+from flowmap.capture import importhook, state
+
+_lock = threading.Lock()
+_updates: dict[int, int] = {}  # id(optimizer) -> its updates so far
+
+
+def install() -> None:
+    importhook.on_import("torch.optim.optimizer", _install)
+
+
+def _install(module: ModuleType) -> None:
+    register = getattr(module, "register_optimizer_step_post_hook", None)
+    optimizer = getattr(module, "Optimizer", None)
+    if register is None or optimizer is None or getattr(optimizer, _MARK, False):
+        return
+    register(_after_step)
+    init = optimizer.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        _made()
+
+    __init__.__wrapped__ = init  # type: ignore[attr-defined]
+    __init__.__doc__ = init.__doc__
+    optimizer.__init__ = __init__
+    setattr(optimizer, _MARK, True)
+
+
+_MARK = "__flowmap_steps__"
+
+
+def _made() -> None:
+    """An optimizer exists: what runs from now until its first update is step 0."""
+    t = state.tracer
+    try:
+        if t is not None and t.step is None and not t.explicit_steps:
+            t.set_step(0, inferred=True)
+    except Exception as exc:
+        t.error(exc)  # type: ignore[union-attr]
+
+
+def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    t = state.tracer
+    if t is None or t.explicit_steps:
+        return
+    try:
+        with _lock:
+            n = _updates[id(optimizer)] = _updates.get(id(optimizer), 0) + 1
+            step = max(_updates.values())
+        if step == n and step != t.step:
+            t.set_step(step, inferred=True)
+    except Exception as exc:
+        t.error(exc)

@@ -1,0 +1,149 @@
+"""The flow: which stage's output is which later stage's input, found from storage identity.
+
+A traced script with a seam map records every hop as `main -> function` and
+`function -> main`: drawn as it is, the graph is a star around the driver, and
+the order of the pipeline never shows. But every tensor leaf of a hop carries
+its storage's identity, so when a stage's result is later handed to another
+stage, the two hops share a storage: that is a producer -> consumer edge.
+
+- The **producer** of a storage is the source of the first hop that carried it.
+- A hop that carries it into `X` makes an edge `producer -> X`, unless `X`
+  later hands that same storage on: then `X` only passed it along (the
+  driver's hand-off), and the edge goes to where it was consumed instead.
+- A hop with no tensor leaf, or with leaves whose storage nobody produced
+  before, is an edge of its own, `src -> dst`.
+
+Storages are per process (one shard's ids), so the flow is followed inside a
+process; hops between processes join it as their own edges. Stages are
+ordered by when data first reached them: the order data moves through them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from flowmap.read.events import Hop
+
+_TENSORS = ("tensor", "ndarray")
+# The owner of code nobody named (`flowmap.capture.state.default_owner`): a script's driver.
+UNNAMED_DRIVER = "main"
+
+
+@dataclass(frozen=True, slots=True)
+class FlowEdge:
+    """Data produced by `src` and consumed by `dst`, over the whole run."""
+
+    src: str
+    dst: str
+    hops: int  # hops into `dst` that carried `src`'s data
+    nbytes: int  # bytes of `src`'s data those hops carried
+    names: tuple[str, ...]  # payload names of those hops, sorted
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """Stages in the order data reached them, and the producer -> consumer edges between them."""
+
+    stages: tuple[str, ...]
+    edges: tuple[FlowEdge, ...]  # by (position of src, position of dst)
+    hand_offs: int  # hops that carried another stage's data on (collapsed into the edges)
+
+    @property
+    def found(self) -> bool:
+        """Whether storage identity linked any two stages through a third (a hand-off)."""
+        return self.hand_offs > 0
+
+    def order_text(self, sep: str = " → ") -> str:
+        return sep.join(self.stages)
+
+
+def build_flow(hops: Iterable[Hop]) -> Flow:
+    """The flow of `hops` (kept hops, any order)."""
+    ordered = sorted(hops, key=lambda h: h.t_ns)
+    producer: dict[tuple[int, int], str] = {}
+    # (pid, storage, holder) -> links that brought the storage to holder, not yet handed on
+    waiting: dict[tuple[int, int, str], list[int]] = defaultdict(list)
+    links: list[tuple[int, str, str, int]] = []  # (hop index, producer, consumer, bytes)
+    passed: set[int] = set()  # links whose consumer only handed the storage on
+    first_seen: dict[str, int] = {}
+    hand_offs = 0
+    for i, h in enumerate(ordered):
+        first_seen.setdefault(h.src, h.t_ns)
+        first_seen.setdefault(h.dst, h.t_ns)
+        forwarded = False
+        for storage, nbytes in _storages(h):
+            made_by = producer.setdefault((h.pid, storage), h.src)
+            if made_by == h.dst:
+                continue  # back to its producer (a result that is the input): no new edge
+            if made_by != h.src:
+                forwarded = True  # someone else's data, handed on by h.src
+                passed.update(waiting.pop((h.pid, storage, h.src), ()))
+            waiting[(h.pid, storage, h.dst)].append(len(links))
+            links.append((i, made_by, h.dst, nbytes))
+        hand_offs += forwarded
+        if not h.storages:
+            links.append((i, h.src, h.dst, h.nbytes))
+    return _assemble(ordered, links, passed, first_seen, hand_offs)
+
+
+def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
+              passed: set[int], first_seen: dict[str, int], hand_offs: int) -> Flow:
+    hops: dict[tuple[str, str], set[int]] = defaultdict(set)
+    nbytes: dict[tuple[str, str], int] = defaultdict(int)
+    names: dict[tuple[str, str], set[str]] = defaultdict(set)
+    reached: dict[str, int] = {}
+    for n, (i, src, dst, b) in enumerate(links):
+        if n in passed:
+            continue
+        if src == dst:
+            continue
+        hops[(src, dst)].add(i)
+        nbytes[(src, dst)] += b
+        names[(src, dst)].add(ordered[i].name)
+        reached[dst] = min(reached.get(dst, ordered[i].t_ns), ordered[i].t_ns)
+        reached.setdefault(src, first_seen.get(src, ordered[i].t_ns))
+        reached[src] = min(reached[src], first_seen.get(src, reached[src]))
+    stages = _order(reached, hops)
+    pos = {s: k for k, s in enumerate(stages)}
+    edges = tuple(sorted(
+        (FlowEdge(s, d, len(hops[(s, d)]), nbytes[(s, d)], tuple(sorted(names[(s, d)])))
+         for (s, d) in hops),
+        key=lambda e: (pos[e.src], pos[e.dst])))
+    return Flow(stages, edges, hand_offs)
+
+
+def _order(reached: dict[str, int], edges: dict[tuple[str, str], set[int]]) -> tuple[str, ...]:
+    """Sources first, then by when data first reached each stage (ties by name)."""
+    fed = {d for (_, d) in edges}
+    return tuple(sorted(reached, key=lambda s: (s in fed, reached[s], s)))
+
+
+def _storages(h: Hop) -> list[tuple[int, int]]:
+    """(storage, bytes) per tensor leaf: exact when the leaves and storages line up."""
+    if not h.storages:
+        return []
+    tensors = [leaf.nbytes for leaf in h.leaves if leaf.kind in _TENSORS]
+    if len(tensors) == len(h.storages):
+        merged: dict[int, int] = {}
+        for s, b in zip(h.storages, tensors, strict=True):
+            merged[s] = max(merged.get(s, 0), b)  # views of one storage: count it once
+        return list(merged.items())
+    share = h.nbytes // max(1, len(set(h.storages)))
+    return [(s, share) for s in dict.fromkeys(h.storages)]
+
+
+def star_center(seams: Iterable[tuple[str, str, str]]) -> str | None:
+    """The owner three quarters of the seams start or end at (`main -> f -> main`), if any:
+    the run is drawn as a star around it, and its flow tells the pipeline better."""
+    keys = list(seams)
+    if len(keys) < 3:
+        return None
+    touching: dict[str, int] = defaultdict(int)
+    for src, dst, _ in keys:
+        touching[src] += 1
+        if dst != src:
+            touching[dst] += 1
+    owner, n = max(touching.items(), key=lambda kv: (kv[1], kv[0]))
+    return owner if n * 4 >= len(keys) * 3 else None

@@ -1,0 +1,82 @@
+"""The flow from storage identity: producer -> consumer edges, the driver's hand-offs collapsed.
+
+GIVEN hand-built hops of a script whose driver (`main`) calls every stage,
+WHEN the flow is built,
+THEN a stage whose output is a later stage's input feeds it directly, in the order data moved.
+"""
+
+from __future__ import annotations
+
+from flowmap.model.flow import build_flow
+from flowmap.read.events import Hop, Leaf
+
+
+class Script:
+    """Hops as a seam map records them: `main -> stage` for a call, `stage -> main` for its result."""
+
+    def __init__(self) -> None:
+        self.hops: list[Hop] = []
+
+    def hop(self, src: str, dst: str, name: str, storages: list[int], nbytes: int = 100) -> None:
+        leaves = tuple(Leaf(f"x{k}", "tensor", (10,), "float32", "cpu", nbytes, 1, None)
+                       for k in range(len(storages)))
+        self.hops.append(Hop(len(self.hops) * 1000, 1, src, dst, name, nbytes * len(storages),
+                             leaves, tuple(storages), None, None, "ref", ()))
+
+    def call(self, stage: str, given: list[int], made: list[int]) -> None:
+        self.hop("main", stage, stage, given)
+        self.hop(stage, "main", stage, made)
+
+
+def grpo_script(steps: int = 2) -> Script:
+    s = Script()
+    for k in range(steps):
+        base = 100 * k
+        s.call("rollout", [base + 1], [base + 2])  # prompts -> sequences
+        s.call("reward", [base + 2], [base + 3])  # sequences -> rewards
+        s.call("advantage", [base + 3], [base + 4])  # rewards -> advantages
+        s.call("policy", [base + 2], [base + 5])  # sequences -> log-probs
+        s.call("loss", [base + 4, base + 5], [base + 6])  # advantages, log-probs -> loss
+    return s
+
+
+def test_a_stage_feeds_the_stage_that_takes_its_output_not_the_driver():
+    flow = build_flow(grpo_script().hops)
+    pairs = {(e.src, e.dst) for e in flow.edges}
+    assert {("rollout", "reward"), ("reward", "advantage"), ("rollout", "policy"),
+            ("advantage", "loss"), ("policy", "loss"), ("main", "rollout")} <= pairs
+    # the driver's hand-offs are collapsed: no stage -> main edge for data main handed on
+    assert ("rollout", "main") not in pairs and ("advantage", "main") not in pairs
+    # the loss's output goes back to main and no further: main consumed it
+    assert ("loss", "main") in pairs
+    assert flow.found and flow.hand_offs == 8  # 4 hand-offs a step: sequences twice, 2 more
+    assert flow.stages == ("main", "rollout", "reward", "advantage", "policy", "loss")
+
+
+def test_bytes_and_hops_of_an_edge_are_those_of_the_producer_s_data():
+    flow = build_flow(grpo_script(steps=3).hops)
+    edge = next(e for e in flow.edges if (e.src, e.dst) == ("rollout", "policy"))
+    assert (edge.hops, edge.nbytes, edge.names) == (3, 300, ("policy",))
+    loss_in = [e for e in flow.edges if e.dst == "loss"]
+    assert {e.src for e in loss_in} == {"advantage", "policy"}
+    assert all(e.nbytes == 300 and e.hops == 3 for e in loss_in)
+
+
+def test_a_result_that_is_its_input_and_hops_without_tensors_stay_direct_edges():
+    s = Script()
+    s.call("check", [1], [1])  # returns what it was given
+    s.hop("main", "logger", "metrics", [])  # no tensor: its own edge
+    flow = build_flow(s.hops)
+    pairs = {(e.src, e.dst) for e in flow.edges}
+    assert pairs == {("main", "check"), ("main", "logger")}
+    assert not flow.found
+
+
+def test_storages_of_two_processes_never_link():
+    s = grpo_script(steps=1)
+    other = Hop(10**9, 2, "main", "reward", "reward", 100,
+                (Leaf("x", "tensor", (10,), "float32", "cpu", 100, 1, None),), (2,),
+                None, None, "ref", ())
+    flow = build_flow([*s.hops, other])
+    edge = next(e for e in flow.edges if (e.src, e.dst) == ("main", "reward"))
+    assert edge.hops == 1  # storage 2 of pid 2 is not rollout's output in pid 1
