@@ -111,8 +111,7 @@ def arrows_against_layers(graph: nx.DiGraph) -> list[tuple[str, str]]:
                 out.append((src, dst))
             continue
         if dst.startswith(USERS):
-            if layer_of(src) != 0:  # only commands (the `trainer` verb) run the trainer
-                out.append((src, dst))
+            out.append((src, dst))
             continue
         a, b = layer_of(src), layer_of(dst)
         if a is not None and b is not None and b < a:
