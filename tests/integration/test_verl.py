@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import flowmap
-from flowmap.findings import findings
+from flowmap.findings import duplicates, findings
 
 pytestmark = [
     pytest.mark.slow,
@@ -234,10 +234,13 @@ def test_work_inside_a_call_runs_as_the_role_and_rank(runs):
 
 def test_findings_raise_no_false_duplicates(runs):
     for run in runs.values():
-        dup = [f for f in findings(run.view) if f.kind == "duplicate"]
         # the one true duplicate: ONE_TO_ALL sends the held-out set to both ranks
+        dup = duplicates.detect(run.view)
         assert [f.seams for f in dup] == [[f"driver -> actor_rollout/{r} : evaluate"
                                            for r in range(WORLD)]], dup
+        # ... a few hundred bytes a step, under 1 % of the step's payload: not worth a line
+        assert dup[0].bytes_per_step < 0.01 * run.view.totals.bytes_per_step_mean
+        assert [f for f in findings(run.view) if f.kind == "duplicate"] == []
 
 
 def test_seam_labels_are_identical_across_two_runs(runs, tmp_path_factory):
