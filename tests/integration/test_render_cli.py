@@ -115,8 +115,8 @@ def test_report_json_lists_findings_most_bytes_first(run_dir, capsys):
     assert code == 0 and found
     values = [f["bytes_per_step"] for f in found]
     assert values == sorted(values, reverse=True)
-    assert {"pass_through", "dropped", "padding", "duplicate",
-            "serialisation"} <= {f["kind"] for f in found}
+    # (its pickled trajectories are a few KiB each: no serialisation finding, by its rule)
+    assert {"pass_through", "dropped", "padding", "duplicate"} <= {f["kind"] for f in found}
 
 
 def test_report_shows_a_findings_table(run_dir, capsys):

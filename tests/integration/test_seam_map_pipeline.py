@@ -138,7 +138,9 @@ def test_child_processes_load_the_same_seam_map(tmp_path, run_cli):
     assert r.returncode == 0, r.stderr
     # THEN both children recorded the seam into the one run, and nobody warned
     run = flowmap.load(str(tmp_path / "run"))
-    calls = [h for h in run.hops if h.seam == ("main", "worker", "work")]
+    calls = [h for h in run.hops if h.dst == "worker" and h.name == "work"]
     assert len(calls) == 2 and len({h.pid for h in calls}) == 2
+    # the spawned child is named by its target, the subprocess (a program of its own) is `main`
+    assert sorted(h.src for h in calls) == ["child", "main"]
     assert os.getpid() not in {h.pid for h in calls}
     assert "never appeared" not in r.stderr
