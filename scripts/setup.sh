@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a development environment from a clean clone: a virtualenv in .venv with
-# flowmap installed editable and its test dependencies, plus Graphviz and Chromium
+# flowmap installed editable and its test dependencies, plus Graphviz, Chromium and tmux
 # from Debian when this machine can install them. Idempotent and quick the second
 # time: pip runs again only when pyproject.toml or setup.py changed.
 #
@@ -49,12 +49,13 @@ fi
 # source. Compile them once, as a regular install does (quick when up to date).
 .venv/bin/python -m compileall -q -j 0 flowmap trainer cli >/dev/null
 
-# Graphviz (`dot`) lays out the graph; Chromium runs the HTML tests. Both are
-# optional for users: flowmap falls back to its own layout and the browser
-# tests skip. Install them where we can (root on Debian), say so where we can't.
+# Graphviz (`dot`) lays out the graph; Chromium runs the HTML tests, tmux the
+# terminal ones. All are optional for users: flowmap falls back to its own layout
+# and those tests skip. Install them where we can (root on Debian), say so where we can't.
 missing=()
 command -v dot >/dev/null 2>&1 || missing+=(graphviz)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)  # the tests read `flowmap top` from a real terminal
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${missing[*]} from Debian"
