@@ -257,18 +257,19 @@ def test_views_of_a_shared_memory_pool_cross_as_handles(tmp_path):
 
 
 def test_gradient_all_reduce_is_no_heaviest_seam(tmp_path):
-    # GIVEN two ranks all-reducing 1 MiB of gradients a step, and a 32 KiB pickled batch
+    # GIVEN two ranks all-reducing 1 MiB of gradients a step, and a 512 KiB pickled float64 batch
     w = _shard(tmp_path)
     for s in range(2):
         for r in (0, 1):
             w.hop(10 * s + r, f"trainer/rank{r}", "group[0,1]", "all_reduce",
                   [tensor("", (262_144,))], step=s, transport="collective")
-        w.hop(10 * s + 5, "driver", "trainer/rank0", "batch", [tensor("ids", (4096,), "int64")],
-              step=s, transport="pickle")
+        w.hop(10 * s + 5, "driver", "trainer/rank0", "batch",
+              [tensor("adv", (65_536,), "float64")], step=s, transport="pickle")
     found = findings(_view(tmp_path, w))
     assert not [f for f in found if any("all_reduce" in seam for seam in f.seams)]
+    # the float64 batch is a finding of its own next to its pickling: two changes, each priced
     (heavy,) = [f for f in found if f.kind == "heaviest"]
-    assert heavy.seams == ["driver -> trainer/rank0 : batch"]
+    assert heavy.seams == ["driver -> trainer/rank0 : batch"] and heavy.bytes_per_step == 262_144
 
 
 def test_tagged_items_go_to_the_object_tagged_and_only_once(tmp_path):
