@@ -51,7 +51,7 @@ def _seam_dict(s: SeamShot) -> dict[str, Any]:
 
 
 def _leaf_dict(leaf: LeafShot) -> dict[str, Any]:
-    out = {
+    out: dict[str, Any] = {
         "bytes_per_hop": leaf.bytes_per_hop,
         "bytes_per_step": leaf.bytes_per_step,
         "dims": leaf.dims,
