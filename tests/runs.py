@@ -23,7 +23,7 @@ from typing import Any
 
 from flowmap.writer import TraceWriter, encode_line, items_json
 
-ITEMSIZE = {"int64": 8, "float32": 4, "int32": 4, "bfloat16": 2, "uint8": 1, "bool": 1}
+ITEMSIZE = {"int64": 8, "float64": 8, "float32": 4, "int32": 4, "bfloat16": 2, "uint8": 1, "bool": 1}
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 

@@ -46,18 +46,22 @@ def _seam_dict(s: SeamShot) -> dict[str, Any]:
         "hops_per_step": s.hops_per_step,
         "max_bytes_per_hop": s.max_bytes_per_hop,
         "transports": s.transports,
-        "leaves": {
-            path: {
-                "bytes_per_hop": leaf.bytes_per_hop,
-                "bytes_per_step": leaf.bytes_per_step,
-                "dims": leaf.dims,
-                "dtype": leaf.dtype,
-                "kind": leaf.kind,
-                "shape": leaf.shape,
-            }
-            for path, leaf in sorted(s.leaves.items())
-        },
+        "leaves": {path: _leaf_dict(leaf) for path, leaf in sorted(s.leaves.items())},
     }
+
+
+def _leaf_dict(leaf: LeafShot) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "bytes_per_hop": leaf.bytes_per_hop,
+        "bytes_per_step": leaf.bytes_per_step,
+        "dims": leaf.dims,
+        "dtype": leaf.dtype,
+        "kind": leaf.kind,
+        "shape": leaf.shape,
+    }
+    if leaf.ranks is not None:  # only where the rank varied: other leaves' lines stay as they were
+        out["ranks"] = list(leaf.ranks)
+    return out
 
 
 def dumps(doc: Any, indent: int = 0) -> str:
@@ -153,6 +157,15 @@ def _dict(d: dict[str, Any], key: str) -> dict[str, Any]:
 parse_label = parse_seam_label  # `src -> dst : name` back into its parts
 
 
+def _ranks(v: Any) -> tuple[int, int] | None:
+    """A leaf's `ranks` (files written before it was recorded have none)."""
+    if v is None:
+        return None
+    if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v)):
+        raise ValueError(f"a leaf's ranks must be [least, largest], not {v!r}")
+    return (v[0], v[1])
+
+
 def _seam_from(label: str, d: dict[str, Any]) -> SeamShot:
     src, dst, name = parse_label(label)
     leaves = {
@@ -164,6 +177,7 @@ def _seam_from(label: str, d: dict[str, Any]) -> SeamShot:
             dims=tuple(ld["dims"]) if ld.get("dims") else None,
             bytes_per_hop=int(ld["bytes_per_hop"]),
             bytes_per_step=int(ld.get("bytes_per_step", 0)),
+            ranks=_ranks(ld.get("ranks")),
         )
         for path, ld in _dict(d, "leaves").items()
     }

@@ -38,7 +38,8 @@ class LeafChange:
 
     @property
     def shape_changed(self) -> bool:
-        return bool(self.before and self.after and self.before.shape != self.after.shape)
+        return bool(self.before and self.after and (self.before.shape, self.before.ranks)
+                    != (self.after.shape, self.after.ranks))
 
     @property
     def dtype_widened(self) -> bool:
@@ -90,11 +91,16 @@ class LeafChange:
 
 
 def _schema(leaf: LeafShot) -> str:
+    if leaf.ranks is not None:
+        return f"{leaf.dtype or leaf.kind}{fmt_shape(leaf)}"
     return fmt_named_schema(leaf.dtype or leaf.kind, leaf.shape, leaf.dims)
 
 
 def fmt_shape(leaf: LeafShot) -> str:
-    """`[B=8, T=10..12]`: dims named where the hop named them, ranges for dims that varied."""
+    """`[B=8, T=10..12]`: dims named where the hop named them, ranges for dims that varied;
+    `[rank 1..2]` where hops gave the leaf different ranks."""
+    if leaf.ranks is not None:
+        return f"[rank {leaf.ranks[0]}..{leaf.ranks[1]}]"
     return fmt_named_shape(leaf.shape, leaf.dims)
 
 
@@ -184,7 +190,8 @@ def leaf_changes(before: SeamShot | None, after: SeamShot | None) -> list[LeafCh
 
 
 def _same(a: LeafShot, b: LeafShot) -> bool:
-    return a.dtype == b.dtype and a.shape == b.shape and a.bytes_per_hop == b.bytes_per_hop
+    return (a.dtype == b.dtype and a.shape == b.shape and a.ranks == b.ranks
+            and a.bytes_per_hop == b.bytes_per_hop)
 
 
 def _bytes(leaf: LeafShot | None) -> int:
@@ -211,6 +218,8 @@ def to_dict(d: SeamDelta) -> dict[str, Any]:
                 "b_dtype": c.after.dtype if c.after else None,
                 "a_shape": c.before.shape if c.before else None,
                 "b_shape": c.after.shape if c.after else None,
+                "a_ranks": c.before.ranks if c.before and c.before.ranks else None,
+                "b_ranks": c.after.ranks if c.after and c.after.ranks else None,
             }
             for c in d.leaves
         ],

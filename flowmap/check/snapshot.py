@@ -31,10 +31,15 @@ class LeafShot:
     dims: tuple[str, ...] | None  # dimension names given at the hop, if any
     bytes_per_hop: int  # mean over the hops that carried this leaf
     bytes_per_step: int
+    # (least, largest) number of dims where hops disagreed (then `shape` is ()): a leaf whose
+    # rank varies is not a 0-d one, and a baseline must not say it was
+    ranks: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         # A baseline file holds JSON lists: one form (tuples) whatever the source.
         object.__setattr__(self, "shape", as_shape(self.shape))
+        if self.ranks is not None:
+            object.__setattr__(self, "ranks", (int(self.ranks[0]), int(self.ranks[1])))
         if self.dims is not None:
             object.__setattr__(self, "dims", tuple(self.dims) or None)
 
@@ -101,6 +106,7 @@ def _leaf_shot(ls: LeafStats, num_steps: int) -> LeafShot:
         dims=ls.dims,
         bytes_per_hop=round(ls.mean_bytes),
         bytes_per_step=round(ls.total_bytes / num_steps),
+        ranks=ls.ranks,
     )
 
 

@@ -74,17 +74,7 @@ def findings(view: RunView) -> list[Finding]:
                 out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > max(0, floor))
     finally:
         STEPPED.reset(token)
-    return sorted(_without_repeats(out), key=_rank)
-
-
-def _without_repeats(found: list[Finding]) -> list[Finding]:
-    """Drop a `heaviest` finding whose seams another finding already names with a fix.
-
-    "this seam is heavy" adds nothing next to "this seam is heavy because it
-    is pickled / passed through / padded": the to-do list says it once.
-    """
-    named = {seam for f in found if f.kind != HEAVIEST for seam in f.seams}
-    return [f for f in found if f.kind != HEAVIEST or not set(f.seams) <= named]
+    return sorted(out, key=_rank)
 
 
 def _rank(f: Finding) -> tuple[float, str, list[str]]:

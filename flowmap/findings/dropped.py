@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from flowmap.findings.common import DROPPED, Finding, per_step
+from flowmap.findings.common import DROPPED, Finding, RoleKey, per_step, role_key
 from flowmap.model.format import seam_label
 from flowmap.model.types import ItemId, SeamKey, role_of
 
@@ -27,13 +27,14 @@ def detect(view: RunView) -> list[Finding]:
     if not first_drop:
         return []
     spent: dict[DropKey, float] = defaultdict(float)
-    seams: dict[DropKey, set[SeamKey]] = defaultdict(set)
+    seams: dict[DropKey, dict[SeamKey, float]] = defaultdict(lambda: defaultdict(float))
     for h in view.events.hops:
         for item in h.items:
             drop = first_drop.get(item)
             if drop is not None and h.t_ns <= drop[0]:
-                spent[(drop[2], drop[1])] += h.nbytes / len(h.items)
-                seams[(drop[2], drop[1])].add(h.seam)
+                share = h.nbytes / len(h.items)
+                spent[(drop[2], drop[1])] += share
+                seams[(drop[2], drop[1])][h.seam] += share
     items: defaultdict[DropKey, int] = defaultdict(int)
     for _, owner, reason in first_drop.values():
         items[(reason, owner)] += 1
@@ -41,16 +42,25 @@ def detect(view: RunView) -> list[Finding]:
     for (reason, owner), n in sorted(items.items()):
         bps = spent.get((reason, owner), 0.0) / view.detail.num_steps
         share = 100 * n / max(1, view.items.total)
+        rode = seams.get((reason, owner), {})
         out.append(Finding(
-            DROPPED, sorted(seam_label(k) for k in seams.get((reason, owner), ())), bps,
+            DROPPED, sorted(seam_label(k) for k in rode), bps,
             f"{n} items ({share:.0f}% of all) were dropped as `{reason}` at {owner} after "
-            f"{per_step(bps)} had carried them there: {_advice(reason)}.",
+            f"{per_step(bps)} had carried them there: {_advice(reason, rode)}.",
         ))
     return out
 
 
-def _advice(reason: str) -> str:
+def _advice(reason: str, rode: dict[SeamKey, float]) -> str:
     if "stale" in reason.lower() or "off" in reason.lower():
         return ("keep fewer in flight (a lower watermark) or accept more staleness, so less is "
                 "generated only to be thrown away")
-    return "filter them before the heaviest hop they ride, or produce fewer"
+    if not rode:
+        return "produce fewer of them"
+    # the role-level seam that carried most of them: the hop a filter placed before it spares
+    by_role: dict[RoleKey, float] = defaultdict(float)
+    for key, nbytes in rode.items():
+        by_role[role_key(key)] += nbytes
+    top = min(by_role, key=lambda k: (-by_role[k], k))
+    return (f"most of it on `{seam_label(top)}`; filter them before that hop if `{reason}` "
+            "is known there, or produce fewer")

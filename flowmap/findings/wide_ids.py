@@ -61,7 +61,9 @@ def detect(view: RunView) -> list[Finding]:
             key = (leaf_name(leaf.path) or s.name, leaf.dtype)
             at_stake[key] += moved * saved
             labels[key].add(s.label)
-            why[key] = f"its ids take {n:,} values ({source}): {target} holds them"
+            # -1-padded positions take n + 1 values: say which, not a count off by one
+            values = f"are {source}" if signed else f"take {n:,} values ({source})"
+            why[key] = f"its ids {values}: {target} holds them"
     return [
         Finding(WIDE_IDS, sorted(labels[key]), bps,
                 f"`{key[0]}` is sent as {key[1]} but {why[key]}; cast before sending and back "
@@ -84,7 +86,7 @@ def _bound(view: RunView, leaf: LeafStats) -> tuple[int, str, bool] | None:
     if dims[-1] == "index_topk" and "tokens" in dims:
         tokens = leaf.shape[dims.index("tokens")]
         n = tokens[1] if isinstance(tokens, tuple) else tokens
-        return int(n), f"token positions below its `tokens` dim, {n:,}, or -1", True
+        return int(n), f"token positions 0..{n - 1:,} (its `tokens` dim) or -1", True
     return None
 
 

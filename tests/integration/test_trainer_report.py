@@ -40,7 +40,10 @@ def _flowmap(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("trainer") / "run")
-    r = _flowmap("trace", "-o", path, TRAINER, "--steps", "4", "--seed", "0", "--no-progress")
+    # trained in float64, so that the report has a finding to lay out (as it ships, in float32,
+    # the built-in trainer has none: docs/findings.md)
+    r = _flowmap("trace", "-o", path, TRAINER, "--steps", "4", "--seed", "0", "--no-progress",
+                 "--set", "train.dtype=float64")
     assert r.returncode == 0, r.stderr[-3000:]
     return path
 

@@ -88,3 +88,44 @@ def test_binary_garbage_is_a_usage_error(tmp_path):
     path.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(UsageError, match="cannot read the baseline"):
         baseline.read(str(path))
+
+
+def _ranked_run(path, second_shape):
+    import os
+
+    from runs import ShardWriter, tensor
+
+    os.makedirs(path)
+    w = ShardWriter(os.path.join(path, "h-1-0001.flowmap.jsonl"), 1)
+    w.hop(1, "a", "b", "c", [tensor("x", (3,))], step=0)
+    w.hop(2, "a", "b", "c", [tensor("x", second_shape)], step=0)
+    w.close(10)
+    return flowmap.load(path)
+
+
+def test_a_leaf_whose_rank_varies_keeps_its_ranks_through_baseline_and_check(tmp_path):
+    from flowmap.check.diff import diff_snapshots
+
+    # GIVEN a leaf sent as [3] then [1×3] (rank 1..2), recorded as a baseline
+    varied = from_run(_ranked_run(str(tmp_path / "varied"), (1, 3)).view)
+    path = str(tmp_path / "b.json")
+    baseline.write(path, varied)
+    leaf = json.load(open(path))["seams"]["a -> b : c"]["leaves"]["x"]
+    assert leaf["shape"] == [] and leaf["ranks"] == [1, 2]  # not a 0-d leaf
+    back = baseline.read(path)
+    assert back.seams == varied.seams and back.seams["a -> b : c"].leaves["x"].ranks == (1, 2)
+    # THEN a run whose leaf keeps one rank is a change of shape, with the ranks said
+    steady = from_run(_ranked_run(str(tmp_path / "steady"), (3,)).view)
+    (delta,) = [d for d in diff_snapshots(back, steady) if d.leaves]
+    (change,) = delta.leaves
+    assert change.shape_changed and "[rank 1..2] -> [3]" in change.describe()
+
+
+def test_a_baseline_written_before_ranks_reads_as_fixed_rank(tmp_path):
+    varied = from_run(_ranked_run(str(tmp_path / "varied"), (1, 3)).view)
+    path = tmp_path / "b.json"
+    baseline.write(str(path), varied)
+    doc = json.loads(path.read_text())
+    del doc["seams"]["a -> b : c"]["leaves"]["x"]["ranks"]
+    path.write_text(json.dumps(doc))
+    assert baseline.read(str(path)).seams["a -> b : c"].leaves["x"].ranks is None

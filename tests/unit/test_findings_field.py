@@ -128,7 +128,9 @@ def test_indexer_positions_bounded_by_their_tokens_dim(tmp_path):
                tensor("token_ids", (300,), "int64")], step=s, transport="shm")
     (f,) = _of(_view(tmp_path, w), "wide_ids")
     assert f.bytes_per_step == 300 * 2 * 16 * 4 / 2  # 300 positions and -1: int16
-    assert "int16" in f.message
+    # 301 values, said as what they are (it used to say "take 300 values")
+    assert "its ids are token positions 0..299 (its `tokens` dim) or -1: int16 holds them" \
+        in f.message
 
 
 def test_a_finding_under_one_percent_of_the_step_is_left_out(tmp_path):
@@ -257,18 +259,19 @@ def test_views_of_a_shared_memory_pool_cross_as_handles(tmp_path):
 
 
 def test_gradient_all_reduce_is_no_heaviest_seam(tmp_path):
-    # GIVEN two ranks all-reducing 1 MiB of gradients a step, and a 32 KiB pickled batch
+    # GIVEN two ranks all-reducing 1 MiB of gradients a step, and a 512 KiB pickled float64 batch
     w = _shard(tmp_path)
     for s in range(2):
         for r in (0, 1):
             w.hop(10 * s + r, f"trainer/rank{r}", "group[0,1]", "all_reduce",
                   [tensor("", (262_144,))], step=s, transport="collective")
-        w.hop(10 * s + 5, "driver", "trainer/rank0", "batch", [tensor("ids", (4096,), "int64")],
-              step=s, transport="pickle")
+        w.hop(10 * s + 5, "driver", "trainer/rank0", "batch",
+              [tensor("adv", (65_536,), "float64")], step=s, transport="pickle")
     found = findings(_view(tmp_path, w))
     assert not [f for f in found if any("all_reduce" in seam for seam in f.seams)]
+    # the float64 batch is a finding of its own next to its pickling: two changes, each priced
     (heavy,) = [f for f in found if f.kind == "heaviest"]
-    assert heavy.seams == ["driver -> trainer/rank0 : batch"]
+    assert heavy.seams == ["driver -> trainer/rank0 : batch"] and heavy.bytes_per_step == 262_144
 
 
 def test_tagged_items_go_to_the_object_tagged_and_only_once(tmp_path):
@@ -343,3 +346,23 @@ def test_leaf_notes_stay_in_the_detail_window_under_aggregate(tmp_path):
     assert len([n for sh in run.view.events.shards for n in sh.notes]) == 1  # the window's hop
     (f,) = _of(run.view, "view")
     assert f.bytes_per_step == (16 - 1) * 1024 * 4  # per step of the window
+
+
+def test_a_filtered_drop_names_the_role_seam_that_carried_most_of_it(tmp_path):
+    from flowmap.findings import dropped
+
+    # GIVEN two engines storing 4 KiB per sample, then 64 B to the batcher, which drops
+    # half as zero_variance
+    w = _shard(tmp_path)
+    for s in range(2):
+        items = [f"s{s}-{i}" for i in range(4)]
+        for e in (0, 1):
+            w.hop(10 * s + e, f"rollout/{e}", "store", "replay", [tensor("x", (2, 512))],
+                  step=s, transport="shm", items=items[2 * e: 2 * e + 2])
+        w.hop(10 * s + 5, "store", "batcher", "ids", [tensor("ids", (4, 4))], step=s,
+              items=items)
+        w.drop(10 * s + 6, "batcher", "zero_variance", items[:2])
+    (f,) = dropped.detect(_view(tmp_path, w))
+    # THEN at stake 2 items a step x (2,048 + 16) B, and the role seam `rollout -> store` is named
+    assert f.bytes_per_step == 2 * (4096 / 2 + 64 / 4)
+    assert "most of it on `rollout -> store : replay`; filter them before that hop" in f.message
