@@ -63,7 +63,8 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
     if not _hooks_installed:
         _hooks_installed = True
         atexit.register(stop)
-        os.register_at_fork(before=_before_fork, after_in_child=_after_fork_child)
+        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
+                            after_in_child=_after_fork_child)
         _register_multiprocessing_finalizer()
     _install_sigterm()
     return tracer
@@ -87,10 +88,29 @@ def _before_fork() -> None:
     pass  # nothing is buffered: every event is in the shard when it is recorded
 
 
+_forks = 0  # children this process forked while tracing, in fork order: they are named by it
+
+
+def _after_fork_parent() -> None:
+    global _forks
+    if state.tracer is not None:
+        _forks += 1
+
+
 def _after_fork_child() -> None:
+    global _forks
     parent = state.tracer
     if parent is None:
         return
+    # Every process by its name: a plain `os.fork` child would keep its parent's owner and
+    # merge with it into one node. It is `<parent owner>/fork<N>` (N in the parent's fork
+    # order, so stable across runs) unless it sets one; a multiprocessing child is renamed
+    # by its `Process` as it bootstraps (`flowmap.integrations.processes`), and
+    # `init_process_group` may still make it `rank<N>`.
+    state.default_owner = f"{state.current_owner.get() or state.default_owner}/fork{_forks}"
+    state.auto_owner = True
+    state.current_owner.set(None)  # the parent's owner block, inherited with the stack
+    _forks = 0
     # The inherited tracer maps the parent's shard: let go of it without
     # writing (the parent still writes there); our own shard opens at this
     # child's first event, and is durable from that event on.
@@ -138,7 +158,10 @@ class _PendingShard:
         installed: object = state.tracer  # this stand-in, typed as the Tracer it stands for
         if installed is self:
             state.tracer = None
-        real = start(self.run_dir, self.process, self.aggregate) if not self.closed else None
+        # the header names the process as flowmap named it (the fork's or its `Process`'s
+        # default owner), where no name was given
+        process = self.process or (state.default_owner if state.auto_owner else None)
+        real = start(self.run_dir, process, self.aggregate) if not self.closed else None
         return getattr(real, name) if real is not None else _noop
 
 

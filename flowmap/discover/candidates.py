@@ -50,6 +50,7 @@ class Function:
     kernel: bool = False  # an autograd kernel: dropped, with everything it calls
     nn_module: bool = False  # a method of a torch.nn.Module
     ignores_args: bool = False  # its body never reads its arguments
+    ray: bool = False  # a Ray task or actor method (recorded by the Ray integration)
 
     @property
     def sink(self) -> str | None:
@@ -155,6 +156,7 @@ def merge(records: list[dict[str, Any]]) -> dict[str, Function]:
             fn.kernel = fn.kernel or f.get("why_not") == KERNEL
             fn.nn_module = fn.nn_module or bool(f.get("nn_module"))
             fn.ignores_args = fn.ignores_args or bool(f.get("ignores_args"))
+            fn.ray = fn.ray or bool(f.get("ray"))
             if fn.target is None and f.get("target"):
                 fn.target, fn.why_not = f["target"], None
             elif fn.target is None and fn.why_not is None:

@@ -73,26 +73,22 @@ def is_kernel(info: CodeInfo) -> bool:
         return False
 
 
-RAY = ("a Ray task or actor method: `flowmap trace` records its calls through flowmap's "
-       "Ray integration, and patching it would break `.remote`")
+RAY = ("a Ray task or actor method: in a seam map it is not wrapped (that would break "
+       "`.remote`); flowmap's Ray integration records its calls under the map's owner and names")
 
 
 def recheck(records: list[dict[str, Any]]) -> None:
-    """In the process that ran the program: refuse targets that are Ray remote functions or
-    actor classes (a worker, which runs the plain function, cannot tell)."""
+    """In the process that ran the program: mark targets that are Ray remote functions or
+    actor methods (a worker, which runs the plain function, cannot tell), so the seam map
+    says how they are recorded."""
+    from flowmap.integrations.ray_seams import is_ray
+
     for rec in records:
         for f in rec["functions"].values():
             module = sys.modules.get(f["module"])
-            if f.get("target") and module is not None and _is_ray(module, f["qualname"]):
-                f["target"], f["why_not"] = None, RAY
-
-
-def _is_ray(module: Any, qualname: str) -> bool:
-    holder = getattr(module, "__dict__", {}).get(qualname.split(".", 1)[0])
-    kinds = tuple(k for k in (getattr(sys.modules.get("ray.actor"), "ActorClass", None),
-                              getattr(sys.modules.get("ray.remote_function"), "RemoteFunction",
-                                      None)) if isinstance(k, type))
-    return bool(kinds) and isinstance(holder, kinds)
+            holder = getattr(module, "__dict__", {}).get(f["qualname"].split(".", 1)[0])
+            if f.get("target") and module is not None and is_ray(holder):
+                f["ray"] = True
 
 
 def _findable(module: str) -> bool:

@@ -127,6 +127,9 @@ def render(d: Discovery, command: str) -> str:
                      f"{c.fn.processes} process(es)")
         if c.folded:
             lines.append("  # folded into it: " + ", ".join(k for k, _ in c.folded.most_common(4)))
+        if c.fn.ray:
+            lines.append("  # a Ray task or actor method: not wrapped; flowmap's Ray integration "
+                         "records its calls as owner, name and result_name say")
         lines.append(f"  - target: {q(c.fn.target)}")
         lines.append(f"    owner: {q(suggest_owner(c))}")
         if c.args:

@@ -58,7 +58,7 @@ from typing import Any
 from flowmap.capture import forksafe, state
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.capture.session import restore_environ
-from flowmap.integrations import ray_refs
+from flowmap.integrations import ray_refs, ray_seams
 from flowmap.integrations.ray_callee import (
     CALLER_KW,
     FLAG,
@@ -76,6 +76,7 @@ _installed = False
 _actor_counts: dict[str, itertools.count[int]] = {}
 # The owner name of each actor this process created (actor id hex -> owner); bounded.
 _actor_owners: dict[str, str] = {}
+_actor_classes: dict[str, tuple[str, str]] = {}  # actor id hex -> its class (module, qualname)
 
 
 # Set around an actor creation to name the actor, and around a method
@@ -211,12 +212,17 @@ def _wrap_submit(submit: Callable[..., Any], is_ours: Callable[[Any], bool]) -> 
     @functools.wraps(submit)
     def flowmap_remote(self: Any, args: Any = None, kwargs: Any = None, **options: Any) -> Any:
         ours = state.tracer is not None and is_ours(self)
+        named = None
         if ours:
-            kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(args, kwargs)}
+            fn = self._function
+            named = ray_seams.of(fn.__module__, fn.__qualname__)
+            kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(
+                args, kwargs, (named.owner, named.name) if named else None)}
         out = submit(self, args, kwargs, **options)
         if ours:
             name = self._function.__name__
-            ray_refs.remember(out, name, (current_owner(), name))
+            owner = named.owner if named else name
+            ray_refs.remember(out, owner, (current_owner(), named.result_name if named else name))
         return out
 
     return flowmap_remote
@@ -229,8 +235,9 @@ def _wrap_create(create: Callable[..., Any]) -> Callable[..., Any]:
         try:
             cls = self.__ray_metadata__.modified_class
             if getattr(cls, FLAG, False):
-                name = (actor_owner.get() or options.get("name")
-                        or _next_actor_name(cls.__name__))
+                where = _class_key(cls)
+                name = (actor_owner.get() or options.get("name") or _next_actor_name(
+                    ray_seams.actor_owner(*where) or cls.__name__))
                 kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(args, kwargs),
                           OWNER_KW: name}
         except Exception as exc:
@@ -239,6 +246,7 @@ def _wrap_create(create: Callable[..., Any]) -> Callable[..., Any]:
         if name is not None:
             with contextlib.suppress(Exception):
                 ray_refs.bounded_set(_actor_owners, handle._ray_actor_id.hex(), name)
+                ray_refs.bounded_set(_actor_classes, handle._ray_actor_id.hex(), where)
         return handle
 
     return flowmap_create
@@ -253,13 +261,19 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
         try:
             params = self._ray_method_signatures.get(method_name) or ()
             if state.tracer is not None and any(p.name == CALLER_KW for p in params):
-                kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(args, kwargs)}
+                module, qualname = _actor_classes.get(self._ray_actor_id.hex()) or (
+                    self._ray_actor_creation_function_descriptor.module_name,
+                    self._ray_actor_creation_function_descriptor.class_name)
+                named = ray_seams.of(module, f"{qualname}.{method_name}")
+                kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(
+                    args, kwargs, ("", named.name) if named else None)}
                 done = dispatched.get()
                 owner = (done.owner if done is not None else None) or _actor_owners.get(
                     self._ray_actor_id.hex()) or (
                     self._ray_actor_creation_function_descriptor.class_name.rsplit(".", 1)[-1]
                 )
-                reply = None if done is not None else (current_owner(), method_name)
+                reply = None if done is not None else (
+                    current_owner(), named.result_name if named else method_name)
         except Exception as exc:
             _error(exc)
         out = call(self, method_name, args, kwargs, **options)
@@ -270,9 +284,12 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_method_call
 
 
-def _caller_payload(args: Any, kwargs: Any) -> tuple[Any, ...]:
+def _caller_payload(args: Any, kwargs: Any,
+                    named: tuple[str, str] | None = None) -> tuple[Any, ...]:
     """What the callee needs to attribute its arguments: our owner, each ref's producer,
-    and the call's `Dispatched` fields when an integration recorded it already.
+    the call's `Dispatched` fields when an integration recorded it already, and the
+    (owner, call name) a seam map gave the target (`ray_seams`; owner "" for a method,
+    which runs as its actor).
 
     A ref this process got back from a call and passes on unresolved is a
     `ref` hop of the handle from its producer to us (`ray_refs.passed_on`).
@@ -288,9 +305,17 @@ def _caller_payload(args: Any, kwargs: Any) -> tuple[Any, ...]:
             except Exception as exc:
                 _error(exc)
     done = dispatched.get()
+    if named is not None:
+        return current_owner(), refs, tuple(done) if done is not None else None, named
     if done is not None:
         return current_owner(), refs, tuple(done)
     return current_owner(), refs
+
+
+def _class_key(cls: type) -> tuple[str, str]:
+    """(module, qualname) of the user's actor class: Ray's subclass of it has neither."""
+    ours = next((k for k in cls.__mro__ if FLAG in vars(k)), cls)
+    return ours.__module__, ours.__qualname__
 
 
 def _next_actor_name(class_name: str) -> str:

@@ -141,8 +141,10 @@ class _Call:
         if caller is None:
             self.caller: str | None = None
             return
-        caller_owner, ref_producers, done = _caller_info(caller)
+        caller_owner, ref_producers, done, named = _caller_info(caller)
         self.caller = caller_owner
+        if named is not None:  # a seam map's words for this target (`ray_seams`)
+            self.owner, self.name = named[0] or self.owner, named[1] or self.name
         t = state.tracer
         if done is not None:
             self.dispatched = done
@@ -194,12 +196,16 @@ class _Call:
             t.error(exc)
 
 
-def _caller_info(caller: Any) -> tuple[str, dict[Any, str], Dispatched | None]:
-    """`_flowmap_caller` is `(owner, {arg index or name: producer}[, Dispatched fields])`."""
-    if isinstance(caller, (tuple, list)) and len(caller) in (2, 3):
-        done = Dispatched(*caller[2]) if len(caller) == 3 and caller[2] else None
-        return str(caller[0]), dict(caller[1] or {}), done
-    return (str(caller) if caller else "driver"), {}, None
+def _caller_info(
+    caller: Any,
+) -> tuple[str, dict[Any, str], Dispatched | None, tuple[str, str] | None]:
+    """`_flowmap_caller` is `(owner, {arg index or name: producer}[, Dispatched fields
+    or None[, (owner, call name) from a seam map]])`."""
+    if isinstance(caller, (tuple, list)) and len(caller) in (2, 3, 4):
+        done = Dispatched(*caller[2]) if len(caller) >= 3 and caller[2] else None
+        named = (str(caller[3][0]), str(caller[3][1])) if len(caller) == 4 and caller[3] else None
+        return str(caller[0]), dict(caller[1] or {}), done, named
+    return (str(caller) if caller else "driver"), {}, None, None
 
 
 def _split_arguments(

@@ -10,7 +10,9 @@ program itself always goes on.
 `__main__:function` names a function of the script `flowmap trace` runs: no
 import hook sees that module, so the script runner (`flowmap.capture.script`)
 calls `bind_main` as each top-level name is bound, and the target is wrapped
-right after its `def`. A plain function imported into other modules
+right after its `def`. A Ray task or actor method is not wrapped (that would
+break `.remote`): it is handed to the Ray integration, which records its
+calls under the map's names (`flowmap.integrations.ray_seams`). A plain function imported into other modules
 (`from .ops import kl`) is rebound there too: the modules imported after the
 patch get the wrapper from the patched module, and those already imported get
 it here, so no call is lost to a copy of the name.
@@ -27,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from flowmap.capture import forksafe, importhook
+from flowmap.integrations import ray_seams
 from flowmap.seams.spec import SeamMap, SeamSpec
 from flowmap.seams.wrapper import MARKER, wrap
 
@@ -99,10 +102,14 @@ def _patch(module: ModuleType, spec: SeamSpec) -> str | None:
             return f"{walked} has no attribute {part}"
         holder = getattr(holder, part)
         walked += f".{part}"
+        if ray_seams.is_ray(holder):  # an actor class: its methods are recorded by Ray's side
+            return _claim_ray(spec)
     try:
         raw = inspect.getattr_static(holder, name)
     except AttributeError:
         return f"{walked} has no attribute {name}"
+    if ray_seams.is_ray(raw):
+        return _claim_ray(spec)
     if isinstance(raw, (staticmethod, classmethod)):
         fn = raw.__func__
         if getattr(fn, MARKER, None):
@@ -117,6 +124,13 @@ def _patch(module: ModuleType, spec: SeamSpec) -> str | None:
     setattr(holder, name, wrapper)
     if holder is module and isinstance(raw, types.FunctionType):
         _rebind_copies(module, raw, wrapper)
+    return None
+
+
+def _claim_ray(spec: SeamSpec) -> str | None:
+    """A Ray task or actor method: wrapping it would break `.remote`; the Ray integration
+    records its calls under the map's owner and names (`flowmap.integrations.ray_seams`)."""
+    ray_seams.claim(spec.module, spec.qualname, spec.owner, spec.name, spec.result_name)
     return None
 
 

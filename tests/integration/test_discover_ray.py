@@ -13,8 +13,9 @@ import tempfile
 import textwrap
 
 import pytest
+import yaml
 
-from flowmap.discover.naming import RAY
+import flowmap
 
 pytestmark = [
     pytest.mark.slow,
@@ -53,26 +54,45 @@ ray.shutdown()
 """
 
 
-def test_ray_workers_discover_and_the_map_merges_them(tmp_path, run_cli):
+def test_ray_targets_are_discovered_and_the_map_records_them(tmp_path, run_cli):
     (tmp_path / "ray_disc_lib.py").write_text(textwrap.dedent(RAY_LIB))
     (tmp_path / "job.py").write_text(textwrap.dedent(JOB))
     ray_tmp = tempfile.mkdtemp(prefix="fmray", dir="/tmp")  # socket paths stay short
+    env = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_TMPDIR": ray_tmp, "PYTHONPATH": str(tmp_path)}
     try:
         r = run_cli(["discover", "--seconds", "600", "-o", "seams.yaml", "job.py"], cwd=tmp_path,
-                    timeout=400, env={"RAY_USAGE_STATS_ENABLED": "0", "RAY_TMPDIR": ray_tmp,
-                                      "PYTHONPATH": str(tmp_path)})
+                    timeout=400, env=env)
+        assert r.returncode == 0, r.stderr[-4000:]
+        assert r.stdout.count("loss") == 2
+        # THEN the task, which ran only in a worker, is a target of the written map, marked as
+        # recorded by the Ray integration (the actor method too where its thread was watched:
+        # on Python 3.11 Ray may run actor calls on a thread the profile hook never reaches)
+        seam_map = yaml.safe_load((tmp_path / "seams.yaml").read_text())
+        by_target = {s["target"]: s for s in seam_map["seams"]}
+        assert "ray_disc_lib:make_prompts" in by_target, r.stderr[-4000:]
+        assert set(by_target) <= {"ray_disc_lib:make_prompts", "ray_disc_lib:Learner.train"}
+        text = (tmp_path / "seams.yaml").read_text()
+        assert text.count("a Ray task or actor method") == len(by_target)
+        # AND used with `flowmap trace --seams` (owners renamed as a user would), the job still
+        # runs (`.remote` unbroken) and its Ray calls are recorded under the map's words
+        by_target["ray_disc_lib:make_prompts"].update(owner="prompts", result_name="prompt_ids")
+        train = {"target": "ray_disc_lib:Learner.train", "owner": "learner", "name": "batch",
+                 "result_name": "loss"}
+        seam_map["seams"] = [s for s in seam_map["seams"] if s["target"] != train["target"]]
+        seam_map["seams"].append(train)
+        (tmp_path / "seams.yaml").write_text(yaml.safe_dump(seam_map))
+        r = run_cli(["trace", "-o", str(tmp_path / "run"), "--seams", "seams.yaml", "job.py"],
+                    cwd=tmp_path, timeout=400, env=env)
     finally:
         shutil.rmtree(ray_tmp, ignore_errors=True)
     assert r.returncode == 0, r.stderr[-4000:]
     assert r.stdout.count("loss") == 2
-    # THEN the task, which ran only in a worker, is found with the bytes each call returned
-    # (8x16 int64), and listed as what a seam map must not patch (flowmap's Ray integration
-    # records Ray calls); so is the actor method where its thread was watched (on Python
-    # 3.11 Ray may run actor calls on a thread Python's profile hook never reaches)
-    assert "no candidate can be a seam-map target" in r.stderr
-    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("not a target: ray_disc_lib:")]
-    assert "not a target: ray_disc_lib:make_prompts (2 calls, 1.00 KiB/call): " + RAY in lines
-    assert set(lines) <= {
-        "not a target: ray_disc_lib:make_prompts (2 calls, 1.00 KiB/call): " + RAY,
-        "not a target: ray_disc_lib:Learner.train (2 calls, 4.00 KiB/call): " + RAY,
-    }
+    assert "never appeared" not in r.stderr and "could not" not in r.stderr
+    run = flowmap.load(str(tmp_path / "run"))
+    call_name = by_target["ray_disc_lib:make_prompts"].get("name", "make_prompts")
+    assert run.seams[("driver", "prompts", call_name)].hops == 2
+    result = run.seams[("prompts", "driver", "prompt_ids")]
+    assert result.hops == 2 and result.total_bytes == 2 * 8 * 16 * 8
+    assert run.seams[("driver", "learner/0", "batch")].total_bytes == 2 * 8 * 64 * 8
+    assert run.seams[("learner/0", "driver", "loss")].hops == 2
+    assert not {"make_prompts", "Learner/0"} & set(run.owners)

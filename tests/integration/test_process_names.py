@@ -82,6 +82,10 @@ def test_three_processes_are_three_nodes_named_by_their_targets(tmp_path, run_cl
     assert [h.nbytes for h in replies] == [len(pickle.dumps(SCORE))] * N
     big = [h for h in run.hops if h.seam == ("rollout_worker", "scorer", "dict")]
     assert len(big) == N and all(h.nbytes == len(pickle.dumps(TRAJECTORY)) for h in big)
+    if method == "fork":  # AND each child's shard header names it (a spawned child's shard
+        # opens as its interpreter starts, before it knows its `Process`)
+        assert sorted(s.process for s in run.shards if s.process) == [
+            "learner", "rollout_worker", "scorer"]
 
 
 POOL = textwrap.dedent('''
@@ -124,3 +128,45 @@ def test_pool_workers_by_pool_and_number_and_twins_never_merge(tmp_path, run_cli
     # two processes of one target are two nodes
     twins = {h.src for h in run.hops if h.dst == "main" and h.name == "int"}
     assert twins == {"twin", "twin/1"}
+
+
+PLAIN_FORKS = textwrap.dedent('''
+    import multiprocessing as mp, os
+
+    q = mp.get_context("fork").Queue()
+    children = []
+    for n in range(2):  # plain os.fork, no multiprocessing Process: two children of main
+        pid = os.fork()
+        if pid == 0:
+            if n == 0:  # a child of a child (forked before the queue's feeder thread starts)
+                grandchild = os.fork()
+                if grandchild == 0:
+                    q.put({"grandchild": 0})
+                    q.close(); q.join_thread()
+                    os._exit(0)
+                os.waitpid(grandchild, 0)
+            q.put({"child": n})
+            q.close(); q.join_thread()
+            os._exit(0)
+        children.append(pid)
+    got = [q.get() for _ in range(3)]
+    for pid in children:
+        os.waitpid(pid, 0)
+    q.put("from main"); q.get()
+''')
+
+
+def test_plain_forks_are_named_by_parent_and_fork_order(tmp_path, run_cli):
+    (tmp_path / "forks.py").write_text(PLAIN_FORKS)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), "forks.py"], cwd=tmp_path, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    senders = {h.pid: h.src for h in run.hops if h.name in ("dict", "str")}
+    # THEN each child is its own node, named by its parent and its place in the fork order,
+    # and the main process stays main: nothing merges with it
+    assert sorted(senders.values()) == ["main", "main/fork0", "main/fork0/fork0", "main/fork1"]
+    assert len(senders) == 4
+    # AND each child's shard header carries that name (the main's was never set)
+    names = {s.pid: s.process for s in run.shards}
+    assert {names[pid] for pid, src in senders.items() if src != "main"} == {
+        "main/fork0", "main/fork0/fork0", "main/fork1"}
