@@ -165,3 +165,19 @@ def test_disjoint_total_leaves_what_it_cannot_hold_to_python() -> None:
     assert accel.disjoint_total([(0, 4, 4), [8, 9, 1]]) is None  # type: ignore[list-item]
     assert accel.disjoint_total([(0, 4, 4), (2, 9, 7)]) is None  # overlapping
     assert accel.disjoint_total([(8, 9, 1), (0, 4, 4)]) == 5
+
+
+def test_tensor_entries_checks_its_arguments() -> None:
+    # It reads its arguments by hand (METH_FASTCALL): a wrong one is a TypeError, never a crash.
+    assert accel.tensor_entries is not None
+    describe({"a": torch.zeros(1)})  # binds torch's readers
+    t = torch_._T
+    good: list[Any] = [{"a": torch.zeros(2)}, t["Tensor"], t["readers"], torch_._DTYPE_NAMES, "",
+                       48, None, [], [], [], 4]
+    assert accel.tensor_entries(*good) == (1, 0)
+    with pytest.raises(TypeError):
+        accel.tensor_entries(*good[:10])
+    for i, bad in ((0, []), (2, []), (3, []), (4, b""), (5, "48"), (7, ()), (8, ()), (9, ()),
+                   (10, 1.5)):
+        with pytest.raises(TypeError):
+            accel.tensor_entries(*good[:i], bad, *good[i + 1:])

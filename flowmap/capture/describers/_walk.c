@@ -106,13 +106,31 @@ PyDoc_STRVAR(tensor_entries_doc,
 "descriptors. `taken` counts the entries done; `full` says one more came past the leaf bound\n"
 "(its bytes counted, its leaf dropped) and the walk stops there.");
 
-static PyObject *tensor_entries(PyObject *self, PyObject *args) {
+/* Python's `n` conversion of an argument (an int, or an object with `__index__`). */
+static int ssize_arg(PyObject *x, Py_ssize_t *out) {
+    *out = PyNumber_AsSsize_t(x, PyExc_OverflowError);
+    return !(*out == -1 && PyErr_Occurred());
+}
+
+/* Called once per hop: its arguments are read by hand (METH_FASTCALL), not parsed from a
+ * format string, which cost as much as reading one tensor. */
+static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    PyObject *d, *ttype, *readers, *names, *prefix, *dims, *leaves, *pieces, *storages;
+    if (nargs != 11) {
+        PyErr_Format(PyExc_TypeError, "tensor_entries() takes 11 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *d = args[0], *ttype = args[1], *readers = args[2], *names = args[3],
+             *prefix = args[4], *dims = args[6], *leaves = args[7], *pieces = args[8],
+             *storages = args[9];
     Py_ssize_t max_key, room;
-    if (!PyArg_ParseTuple(args, "O!OO!O!UnOO!O!O!n", &PyDict_Type, &d, &ttype, &PyTuple_Type,
-                          &readers, &PyDict_Type, &names, &prefix, &max_key, &dims, &PyList_Type,
-                          &leaves, &PyList_Type, &pieces, &PyList_Type, &storages, &room))
+    if (!PyDict_Check(d) || !PyTuple_Check(readers) || !PyDict_Check(names) ||
+        !PyUnicode_Check(prefix) || !PyList_Check(leaves) || !PyList_Check(pieces) ||
+        !PyList_Check(storages)) {
+        PyErr_SetString(PyExc_TypeError, "tensor_entries(): an argument of the wrong type");
+        return NULL;
+    }
+    if (!ssize_arg(args[5], &max_key) || !ssize_arg(args[10], &room))
         return NULL;
     if (PyTuple_GET_SIZE(readers) != READERS)
         return Py_BuildValue("(ni)", (Py_ssize_t)0, 0);
@@ -229,7 +247,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"tensor_entries", tensor_entries, METH_VARARGS, tensor_entries_doc},
+    {"tensor_entries", (PyCFunction)(void (*)(void))tensor_entries, METH_FASTCALL, tensor_entries_doc},
     {"disjoint_total", disjoint_total, METH_O, disjoint_total_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -2,7 +2,8 @@
 from typing import Any
 
 def tensor_entries(
-    d: dict[Any, Any], tensor_type: type, dtype_names: dict[Any, str], prefix: str, max_key: int,
+    d: dict[Any, Any], tensor_type: type, readers: tuple[Any, ...], dtype_names: dict[Any, str],
+    prefix: str, max_key: int,
     dims: Any, leaves: list[Any], pieces: list[Any], storages: list[Any], room: int, /,
 ) -> tuple[int, int]: ...
 def disjoint_total(pieces: list[Any], /) -> int | None: ...

@@ -144,7 +144,13 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
                                      leaves, cpu, storages, room)
         if full or taken == dict.__len__(d):
             w.full = bool(full)  # it was False: checked on entry
-            _joined(w, cpu)
+            w.nodes += len(cpu)  # `_joined`, inlined: this is the common hop's return
+            if cpu:
+                have = w.pieces.get("cpu")
+                if have is None:
+                    w.pieces["cpu"] = cpu
+                else:
+                    have.extend(cpu)
             return
         if taken:
             entries = islice(entries, taken, None)
