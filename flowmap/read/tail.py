@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from flowmap import trace_format as tf
@@ -273,31 +274,27 @@ def _hop(d: _Decoder, ev: list[Any]) -> None:
 def _bound(sh: Shard) -> None:
     """Fold all but the newest half-bound of a shard's samples, marks and drops past the bound."""
     if len(sh.counters) > MAX_RECORDS:
-        cut = len(sh.counters) - MAX_RECORDS // 2  # the newest half stays one by one
-        old, sh.counters[:] = sh.counters[:cut], sh.counters[cut:]
-        by: dict[tuple[str, str], list[Any]] = defaultdict(list)
-        for c in old:
-            by[(c.name, c.owner)].append(c)
-        for (name, owner), cs in by.items():
+        for (name, owner), cs in _cut_oldest(sh.counters, lambda c: (c.name, c.owner)).items():
             vals = [c.value for c in cs]
             sh.counter_folds.append(CounterFold(cs[-1].t_ns, cs[0].t_ns, cs[0].pid, name, owner,
                                                 None, len(cs), sum(vals), min(vals), max(vals),
                                                 vals[-1]))
     if len(sh.marks) > MAX_RECORDS:
-        cut = len(sh.marks) - MAX_RECORDS // 2  # the newest half stays one by one
-        old_m, sh.marks[:] = sh.marks[:cut], sh.marks[cut:]
-        marks: dict[tuple[str, str], list[Any]] = defaultdict(list)
-        for m in old_m:
-            marks[(m.name, m.owner)].append(m)
-        for (name, owner), ms in marks.items():
+        for (name, owner), ms in _cut_oldest(sh.marks, lambda m: (m.name, m.owner)).items():
             sh.mark_folds.append(MarkFold(ms[-1].t_ns, ms[0].t_ns, ms[0].pid, name, owner, None,
                                           len(ms)))
     if len(sh.drops) > MAX_RECORDS:
-        cut = len(sh.drops) - MAX_RECORDS // 2  # the newest half stays one by one
-        old_d, sh.drops[:] = sh.drops[:cut], sh.drops[cut:]
-        drops: dict[tuple[str, str], list[Any]] = defaultdict(list)
-        for dr in old_d:
-            drops[(dr.owner, dr.reason)].append(dr)
-        for (owner, reason), ds in drops.items():
+        for (owner, reason), ds in _cut_oldest(sh.drops, lambda d: (d.owner, d.reason)).items():
             sh.drop_folds.append(DropFold(ds[-1].t_ns, ds[0].t_ns, ds[0].pid, owner, reason, None,
                                           len(ds), sum(len(x.items) for x in ds)))
+
+
+def _cut_oldest(records: list[Any], key: Callable[[Any], tuple[str, str]]
+                ) -> dict[tuple[str, str], list[Any]]:
+    """Take all but the newest half-bound out of `records` (in place), grouped by `key`."""
+    cut = len(records) - MAX_RECORDS // 2  # the newest half stays one by one
+    old, records[:] = records[:cut], records[cut:]
+    by: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for r in old:
+        by[key(r)].append(r)
+    return by
