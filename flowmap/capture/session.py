@@ -44,7 +44,6 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
     `aggregate`: fold hops past a detail window of that many steps; None: as
     FLOWMAP_AGGREGATE says (unless `environment=False`), else every hop is written.
     """
-    global _hooks_installed
     if state.tracer is not None:
         return state.tracer
     try:
@@ -60,6 +59,35 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
         tracer.fold = fold.ProcessFolder(tracer, detail)
     tracer.on_stop = _forget
     state.tracer = tracer
+    _install_process_hooks()
+    return tracer
+
+
+def start_named_later(run_dir: str) -> None:
+    """Begin tracing a process that learns its name only after start-up.
+
+    A multiprocessing `spawn` child starts a fresh interpreter, which boots
+    flowmap before multiprocessing has told it which `Process` it is; a shard
+    opened now would say `process: null` for good. So its shard opens when
+    multiprocessing names it (`process_named`, as the `Process` bootstraps),
+    or at its first event if that comes sooner. The forkserver's server,
+    which only forks the children, opens none unless it records something.
+    """
+    if state.tracer is not None:
+        return
+    state.tracer = _PendingShard(run_dir, None, open_when_named=True)  # type: ignore[assignment]
+    _install_process_hooks()
+
+
+def process_named() -> None:
+    """multiprocessing gave this process its name: a shard held back for it opens now."""
+    pending = state.tracer
+    if isinstance(pending, _PendingShard) and pending.open_when_named:
+        pending.open()
+
+
+def _install_process_hooks() -> None:
+    global _hooks_installed
     if not _hooks_installed:
         _hooks_installed = True
         atexit.register(stop)
@@ -67,7 +95,6 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
                             after_in_child=_after_fork_child)
         _register_multiprocessing_finalizer()
     _install_sigterm()
-    return tracer
 
 
 def _forget(tracer: Tracer) -> None:
@@ -138,10 +165,12 @@ class _PendingShard:
     exec in the run. The first use of any tracer method opens the real shard.
     """
 
-    def __init__(self, run_dir: str, process: str | None, aggregate: int | None = None) -> None:
+    def __init__(self, run_dir: str, process: str | None, aggregate: int | None = None, *,
+                 open_when_named: bool = False) -> None:
         self.run_dir = run_dir
         self.process = process
         self.aggregate = aggregate  # the parent's `--aggregate` detail window
+        self.open_when_named = open_when_named  # a spawned child: open once multiprocessing names it
         self.closed = False
         self.fd = -1
 
@@ -154,14 +183,18 @@ class _PendingShard:
     def abandon(self) -> None:
         self.closed = True
 
-    def __getattr__(self, name: str) -> Any:
+    def open(self) -> Tracer | None:
+        """Open the real shard (None when this stand-in was closed, or the shard cannot open)."""
         installed: object = state.tracer  # this stand-in, typed as the Tracer it stands for
         if installed is self:
             state.tracer = None
         # the header names the process as flowmap named it (the fork's or its `Process`'s
         # default owner), where no name was given
         process = self.process or (state.default_owner if state.auto_owner else None)
-        real = start(self.run_dir, process, self.aggregate) if not self.closed else None
+        return start(self.run_dir, process, self.aggregate) if not self.closed else None
+
+    def __getattr__(self, name: str) -> Any:
+        real = self.open()
         return getattr(real, name) if real is not None else _noop
 
 

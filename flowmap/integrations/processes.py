@@ -31,7 +31,7 @@ import functools
 import re
 from typing import Any
 
-from flowmap.capture import state
+from flowmap.capture import session, state
 
 _DEFAULT = re.compile(r"^[A-Za-z_]\w*-\d+(:\d+)*$")  # multiprocessing's own `Process-3`
 _taken: dict[str, int] = {}  # in the parent: children started per name
@@ -71,6 +71,7 @@ def _wrap_bootstrap(bootstrap: Any) -> Any:
             state.default_owner = name
             state.auto_owner = True
             state.current_owner.set(None)  # an owner block of the parent, inherited by fork
+            session.process_named()  # a spawned child's shard header takes the name
         return bootstrap(self, *args, **kwargs)
 
     return flowmap_bootstrap

@@ -62,7 +62,7 @@ PIPELINE = textwrap.dedent(f'''
 ''')
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_three_processes_are_three_nodes_named_by_their_targets(tmp_path, run_cli, method):
     # GIVEN a three-process pipeline that imports nothing of flowmap
     (tmp_path / "pipeline.py").write_text(PIPELINE)
@@ -82,10 +82,16 @@ def test_three_processes_are_three_nodes_named_by_their_targets(tmp_path, run_cl
     assert [h.nbytes for h in replies] == [len(pickle.dumps(SCORE))] * N
     big = [h for h in run.hops if h.seam == ("rollout_worker", "scorer", "dict")]
     assert len(big) == N and all(h.nbytes == len(pickle.dumps(TRAJECTORY)) for h in big)
-    if method == "fork":  # AND each child's shard header names it (a spawned child's shard
-        # opens as its interpreter starts, before it knows its `Process`)
-        assert sorted(s.process for s in run.shards if s.process) == [
-            "learner", "rollout_worker", "scorer"]
+    # AND each child's shard header names it, whatever the start method (a spawned child's
+    # interpreter boots before it knows its `Process`: its shard waits for the name), and the
+    # run's processes are the main and its three children (the forkserver's server, which only
+    # forks them, leaves no shard)
+    assert sorted(str(s.process) for s in run.shards) == [
+        "None", "learner", "rollout_worker", "scorer"]
+    assert run.health.shards == 4
+    by_pid = {s.pid: s.process for s in run.shards}
+    assert {(by_pid[h.pid], h.src) for h in run.hops if h.src != "main"} == {
+        ("rollout_worker", "rollout_worker"), ("scorer", "scorer")}
 
 
 POOL = textwrap.dedent('''

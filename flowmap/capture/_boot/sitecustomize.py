@@ -35,14 +35,32 @@ def _start() -> None:
     if not run_dir or _helper():
         return
     session = _import_flowmap("flowmap.capture.session")
-    if session is not None and session.start(run_dir, _process_name()) is not None:
-        _instrument()
+    if session is None:
+        return
+    if _named_later():
+        session.start_named_later(run_dir)
+    elif session.start(run_dir, _process_name()) is None:
+        return
+    _instrument()
 
 
 def _helper() -> bool:
     """Whether this process is one of `_HELPERS` (`python -c '<one of them>;main(fd)'`)."""
     argv: list[str] = getattr(sys, "orig_argv", [])
     return len(argv) >= 3 and argv[-2] == "-c" and argv[-1].startswith(_HELPERS)
+
+
+# Processes multiprocessing starts from a fresh interpreter: a `spawn` child (it learns
+# which `Process` it is only after start-up) and the forkserver's server (it only forks).
+_SPAWN_FLAG = "--multiprocessing-fork"
+_FORKSERVER = "from multiprocessing.forkserver import main"
+
+
+def _named_later() -> bool:
+    """Whether multiprocessing names this process after start-up (so its shard waits)."""
+    argv: list[str] = getattr(sys, "orig_argv", [])
+    return (len(argv) >= 2 and argv[-1] == _SPAWN_FLAG) or (
+        len(argv) >= 3 and argv[-2] == "-c" and argv[-1].startswith(_FORKSERVER))
 
 
 def _import_flowmap(name: str) -> ModuleType | None:
