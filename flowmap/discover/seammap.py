@@ -129,7 +129,8 @@ def render(d: Discovery, command: str) -> str:
             lines.append("  # folded into it: " + ", ".join(k for k, _ in c.folded.most_common(4)))
         if c.fn.ray:
             lines.append("  # a Ray task or actor method: not wrapped; flowmap's Ray integration "
-                         "records its calls as owner, name and result_name say")
+                         "records its calls as the map says (split_by does not apply: its "
+                         "arguments reach the worker as fresh copies at every call)")
         lines.append(f"  - target: {q(c.fn.target)}")
         lines.append(f"    owner: {q(suggest_owner(c))}")
         if c.args:
@@ -141,7 +142,7 @@ def render(d: Discovery, command: str) -> str:
             lines.append(f"    result_name: {q(result_name)}")
         else:
             lines.append("    result: false")
-        split = split_by(c)
+        split = split_by(c) if not c.fn.ray else ()
         if split:
             lines.append(f"    split_by: [{', '.join(q(a) for a in split)}]")
         dims = guess_dims(c)

@@ -222,7 +222,7 @@ def _wrap_submit(submit: Callable[..., Any], is_ours: Callable[[Any], bool]) -> 
         if ours:
             name = self._function.__name__
             owner = named.owner if named else name
-            ray_refs.remember(out, owner, (current_owner(), named.result_name if named else name))
+            ray_refs.remember(out, owner, _reply(named, name))
         return out
 
     return flowmap_remote
@@ -272,8 +272,7 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
                     self._ray_actor_id.hex()) or (
                     self._ray_actor_creation_function_descriptor.class_name.rsplit(".", 1)[-1]
                 )
-                reply = None if done is not None else (
-                    current_owner(), named.result_name if named else method_name)
+                reply = None if done is not None else _reply(named, method_name)
         except Exception as exc:
             _error(exc)
         out = call(self, method_name, args, kwargs, **options)
@@ -282,6 +281,16 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
         return out
 
     return flowmap_method_call
+
+
+def _reply(named: ray_seams.Claim | None, name: str) -> ray_refs.Reply | None:
+    """Who records the result of this submission's ref when it is resolved, and how: the
+    caller, under the call's name, or as its seam-map entry says (None: `result: false`)."""
+    if named is None:
+        return current_owner(), name, None
+    if not named.plan.spec.result:
+        return None
+    return named.plan.spec.caller or current_owner(), named.result_name, named.plan
 
 
 def _caller_payload(args: Any, kwargs: Any,

@@ -13,10 +13,14 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner, set_owner
+from flowmap.integrations import ray_seams
+
+if TYPE_CHECKING:
+    from flowmap.seams.plan import Plan
 
 CALLER_KW = "_flowmap_caller"
 OWNER_KW = "_flowmap_owner"
@@ -34,9 +38,10 @@ class Dispatched(NamedTuple):
 def instrument_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A remote function's body that records its call and result; it runs as its own name."""
     arguments = calls.Arguments(fn)
+    target = (fn.__module__, fn.__qualname__)  # its seam-map entry's key (`ray_seams`)
 
     def enter(a: tuple[Any, ...], kw: dict[str, Any]) -> _Call:
-        return _Call(arguments, fn.__name__, fn.__name__, kw.pop(CALLER_KW, None), a, kw)
+        return _Call(arguments, fn.__name__, fn.__name__, kw.pop(CALLER_KW, None), a, kw, target)
 
     task = calls.wrap_call(fn, None, enter, _Call.returned, owner_of=_Call.body_owner)
     _set_signature(task, inspect.signature(fn), CALLER_KW)
@@ -55,7 +60,7 @@ def instrument_class(cls: type) -> type:
             continue
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
             continue
-        members[name] = _instrument_method(fn, name)
+        members[name] = _instrument_method(fn, name, (cls.__module__, f"{cls.__qualname__}.{name}"))
     members["__init__"] = _instrument_init(cls)
     members.update({
         "__module__": cls.__module__,
@@ -92,12 +97,13 @@ def _instrument_init(cls: type) -> Callable[..., Any]:
     return __init__
 
 
-def _instrument_method(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _instrument_method(fn: Callable[..., Any], name: str,
+                       target: tuple[str, str]) -> Callable[..., Any]:
     """An actor method that records its call (the receiver is bound, then left out)."""
     arguments = calls.Arguments(fn)
 
     def enter(a: tuple[Any, ...], kw: dict[str, Any]) -> _Call:
-        return _Call(arguments, current_owner(), name, kw.pop(CALLER_KW, None), a, kw)
+        return _Call(arguments, current_owner(), name, kw.pop(CALLER_KW, None), a, kw, target)
 
     method = calls.wrap_call(fn, None, enter, _Call.returned, owner_of=_Call.dispatched_owner)
     _set_signature(method, inspect.signature(fn), CALLER_KW)
@@ -134,7 +140,8 @@ class _Call:
     __slots__ = ("owner", "name", "caller", "dispatched")
 
     def __init__(self, arguments: calls.Arguments, owner: str, name: str, caller: Any,
-                 a: tuple[Any, ...], kw: dict[str, Any]) -> None:
+                 a: tuple[Any, ...], kw: dict[str, Any],
+                 target: tuple[str, str] | None = None) -> None:
         self.owner = owner
         self.name = name
         self.dispatched: Dispatched | None = None
@@ -143,8 +150,10 @@ class _Call:
             return
         caller_owner, ref_producers, done, named = _caller_info(caller)
         self.caller = caller_owner
+        claim = None
         if named is not None:  # a seam map's words for this target (`ray_seams`)
             self.owner, self.name = named[0] or self.owner, named[1] or self.name
+            claim = ray_seams.of(*target) if target is not None else None
         t = state.tracer
         if done is not None:
             self.dispatched = done
@@ -154,13 +163,43 @@ class _Call:
         if t is None:
             return
         try:
-            inline, by_producer = _split_arguments(arguments.bind(a, kw), ref_producers)
+            bound = arguments.bind(a, kw)
+            inline, by_producer = _split_arguments(bound, ref_producers)
+            if claim is not None:
+                self._mapped(t, claim.plan, bound, inline, by_producer, done is None)
+                return
             for producer, payload in sorted(by_producer.items()):
                 self._hop(t, producer, self.owner, payload, "shm")
             if done is None:  # a dispatched call's inline arguments were recorded by the submitter
                 self._hop(t, self.caller, self.owner, inline, "rpc")
         except Exception as exc:
             t.error(exc)
+
+    def _mapped(self, t: Any, plan: Plan, bound: dict[str, Any], inline: dict[str, Any],
+                by_producer: dict[str, dict[str, Any]], with_inline: bool) -> None:
+        """The call as its seam-map entry says, through the code a wrapped target records
+        with: the arguments `args` selects (each where it came from: inline, or by ref
+        from its producer), their `dims`, the `items` on the hop that carries them, the
+        `step`, and the `also` hops of the arguments."""
+        import flowmap.seams.plan as seam_plan  # loaded with the map that made `plan`
+
+        spec = plan.spec
+        if spec.step is not None:
+            seam_plan.set_step(t, bound, spec.step)
+        if spec.call:
+            selected = plan.payload(bound)
+            items_at = plan.items_root()
+            for producer, sent in sorted(by_producer.items()):
+                payload = {k: v for k, v in sent.items() if k in selected}
+                if payload:
+                    seam_plan.call_hop(t, plan, producer, self.owner, payload,
+                                       bound if items_at in payload else None, "shm")
+            if with_inline:
+                by_ref = {k for sent in by_producer.values() for k in sent}
+                payload = {k: v for k, v in inline.items() if k in selected}
+                seam_plan.call_hop(t, plan, spec.caller or str(self.caller), self.owner, payload,
+                                   None if items_at in by_ref else bound, "rpc")
+        seam_plan.extra_hops(t, bound, plan.call_also, "rpc")
 
     def body_owner(self) -> str:
         """A task's body runs as the task (or the role an integration dispatched it to)."""

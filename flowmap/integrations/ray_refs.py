@@ -20,18 +20,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flowmap.capture import calls, state
 from flowmap.capture.describers import walk
+
+if TYPE_CHECKING:
+    from flowmap.seams.plan import Plan
 
 OBJECT_STORE = "object_store"
 MAX_REMEMBERED_REFS = 100_000
 
 # ref hex -> the task or actor whose call returned it
 producers: dict[str, str] = {}
-# ref hex -> [producer, caller, payload name, passed on already]
+# ref hex -> [producer, caller, payload name, passed on already, seam-map plan or None]
 _replies: dict[str, list[Any]] = {}
+# (caller, payload name, the seam-map entry's `Plan` when a map names the target)
+Reply = tuple[str, str, "Plan | None"]
 
 
 def bounded_set(table: dict[str, Any], key: str, value: Any) -> None:
@@ -40,9 +45,10 @@ def bounded_set(table: dict[str, Any], key: str, value: Any) -> None:
     table[key] = value
 
 
-def remember(out: Any, producer: str, reply: tuple[str, str] | None = None) -> None:
-    """Note who made the refs a submission returned; `reply=(caller, name)` when their
-    resolution is ours to record (not when an integration had the callee record it)."""
+def remember(out: Any, producer: str, reply: Reply | None = None) -> None:
+    """Note who made the refs a submission returned; `reply=(caller, name, plan)` when their
+    resolution is ours to record (not when an integration had the callee record it, nor
+    when a seam map says `result: false`)."""
     import ray
 
     refs = out if isinstance(out, (list, tuple)) else [out]
@@ -51,7 +57,7 @@ def remember(out: Any, producer: str, reply: tuple[str, str] | None = None) -> N
             key = ref.hex()
             bounded_set(producers, key, producer)
             if reply is not None:
-                bounded_set(_replies, key, [producer, reply[0], reply[1], False])
+                bounded_set(_replies, key, [producer, reply[0], reply[1], False, reply[2]])
 
 
 def producer_of(ref: Any) -> str:
@@ -98,9 +104,19 @@ def _resolved(t: Any, object_refs: Any, out: Any) -> None:
         return
     for ref, value in pairs:
         entry = _replies.pop(ref.hex(), None) if isinstance(ref, ray.ObjectRef) else None
-        if entry is not None:
+        if entry is None:
+            continue
+        plan = entry[4]
+        if plan is None:
             t.hop(src=entry[0], dst=entry[1], payload=calls.reply(value), name=entry[2],
                   items=(), step=None, version=None, transport="rpc", dims=None)
+            continue
+        # a seam map's entry: its result `dims`, `items` and `also`, as a wrapped target has
+        import flowmap.seams.plan as seam_plan  # loaded with the map that made `plan`
+
+        root = {calls.RESULT: value}
+        seam_plan.result_hop(t, plan, entry[0], entry[1], value, root, "rpc")
+        seam_plan.extra_hops(t, root, plan.result_also, "rpc")
 
 
 def describe_refs_as_handles(ref_type: type) -> None:

@@ -4,28 +4,53 @@ A seam map may name a Ray remote function (`jobs:make_prompts`) or a method
 of an actor class (`jobs:Learner.train`), which is what `flowmap discover`
 proposes for a Ray pipeline. Wrapping the object `ray.remote` returned would
 break `.remote`, and flowmap's Ray integration records those calls already,
-with the arguments as the callee received them. So the patcher hands such a
-target here instead, and the integration, which looks it up at each
-submission, records the call under the map's words: a task runs as the map's
-`owner`, an actor of a class with a claimed method is `<owner>/<n>` (unless
-it has a Ray name), and the call and result hops take the map's `name` and
-`result_name`. What a wrapper would add (args, dims, split_by, items) does
-not apply: the integration records every inline argument and ref.
+with the arguments as the callee received them. So the integration looks the
+target up here at each submission and in the worker that runs it, and records
+the call under the map's words, read through the same `Plan` a wrapped Python
+target records with (`flowmap.seams.plan`): a task runs as the map's `owner`,
+an actor of a class with a mapped method is `<owner>/<n>` (unless it has a Ray
+name); the call hop takes `name` and the arguments `args` selects, inline or
+by ref, with `dims`, `items` and `step`; the result hop, recorded where the
+caller resolves its ref, takes `result_name`, `dims` and `items` of the result;
+`call`, `result`, `caller` and `also` apply as for a Python target.
+
+Every entry of every map loaded in the process is known here, not only those
+whose target this process resolved: Ray may ship a task to a worker by value,
+and the worker then never imports the module the map names. Lookups are made
+only for Ray tasks and actor methods, so an entry of a plain function is never
+read here.
+
+`split_by` and `transport` do not apply (`NOT_FOR_RAY` says why); the
+process that reports the run warns once per such entry.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from flowmap.seams.plan import Plan
+    from flowmap.seams.spec import SeamSpec
+
+# The keys of a seam-map entry that a Ray target cannot honour, with the reason.
+NOT_FOR_RAY = {
+    "split_by": "its arguments reach the worker as fresh copies at every call, so their "
+                "identity cannot tell calls apart (each actor is already an instance of its own)",
+    "transport": "a Ray call's transport is how its bytes moved: `rpc` inline, `shm` by ref, "
+                 "`ref` for a handle passed on",
+}
 
 
 class Claim(NamedTuple):
     owner: str
     name: str  # the call hop's payload name
     result_name: str
+    plan: Plan  # what the call and the result record (`flowmap.seams.plan`)
 
 
-_claims: dict[tuple[str, str], Claim] = {}  # (module, qualname) -> the map's words
+_claims: dict[tuple[str, str], Claim] = {}  # (module, qualname) -> the map's entry
 
 
 def is_ray(obj: Any) -> bool:
@@ -36,8 +61,19 @@ def is_ray(obj: Any) -> bool:
     return bool(kinds) and isinstance(obj, kinds)
 
 
-def claim(module: str, qualname: str, owner: str, name: str, result_name: str) -> None:
-    _claims[(module, qualname)] = Claim(owner, name, result_name)
+def know(specs: Iterable[SeamSpec]) -> None:
+    """The entries of a seam map loaded in this process (the patcher, as it installs)."""
+    from flowmap.seams.plan import Plan
+
+    for spec in specs:
+        _claims[(spec.module, spec.qualname)] = Claim(
+            spec.owner, spec.name, spec.result_name, Plan(spec))
+
+
+def ignored(spec: SeamSpec) -> list[str]:
+    """The keys `spec` sets that a Ray target does not honour."""
+    return [key for key, set_ in (("split_by", bool(spec.split_by)),
+                                  ("transport", spec.transport != "ref")) if set_]
 
 
 def of(module: str, qualname: str) -> Claim | None:

@@ -69,7 +69,7 @@ def activate(paths: list[str], *, report: bool = True, run_dir: str | None = Non
     seam_map = load_seam_maps(paths)
     os.environ[ENV_SEAMS] = os.pathsep.join(paths)
     run_dir = run_dir or os.environ.get("FLOWMAP_RUN_DIR")
-    patcher = Patcher(seam_map, _outcome_logger(run_dir))
+    patcher = Patcher(seam_map, _outcome_logger(run_dir), warn=report)
     patcher.install()
     if report:
         atexit.register(_report, patcher, run_dir)

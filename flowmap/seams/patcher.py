@@ -11,8 +11,8 @@ program itself always goes on.
 import hook sees that module, so the script runner (`flowmap.capture.script`)
 calls `bind_main` as each top-level name is bound, and the target is wrapped
 right after its `def`. A Ray task or actor method is not wrapped (that would
-break `.remote`): it is handed to the Ray integration, which records its
-calls under the map's names (`flowmap.integrations.ray_seams`). A plain function imported into other modules
+break `.remote`): the Ray integration records its calls as the map says
+(`flowmap.integrations.ray_seams`), and a key it cannot honour is warned of. A plain function imported into other modules
 (`from .ops import kl`) is rebound there too: the modules imported after the
 patch get the wrapper from the patched module, and those already imported get
 it here, so no call is lost to a copy of the name.
@@ -40,15 +40,18 @@ class Patcher:
     """Applies one seam map in this process and keeps account of every target."""
 
     def __init__(
-        self, seam_map: SeamMap, on_outcome: Callable[[str, str | None], None] | None = None
+        self, seam_map: SeamMap, on_outcome: Callable[[str, str | None], None] | None = None,
+        *, warn: bool = True,
     ) -> None:
         self.seam_map = seam_map
+        self.warn = warn  # say which keys a Ray target ignores (the process that reports)
         self.lock = forksafe.lock()
         self.patched: set[str] = set()
         self.failed: dict[str, str] = {}  # target -> why it could not be patched
         self._on_outcome = on_outcome
 
     def install(self) -> None:
+        ray_seams.know(self.seam_map.seams)  # a Ray worker may run a target it never imports
         for module, specs in self.seam_map.by_module().items():
             if module == MAIN:
                 continue  # patched by `bind_main` as the script defines them
@@ -80,7 +83,7 @@ class Patcher:
     def _patch_module(self, module: ModuleType, specs: list[SeamSpec]) -> None:
         for spec in specs:
             try:
-                why = _patch(module, spec)
+                why = _patch(module, spec, self.warn)
             except Exception as exc:
                 why = f"{type(exc).__name__}: {exc}"
             with self.lock:
@@ -92,7 +95,7 @@ class Patcher:
                 self._on_outcome(spec.target, why)
 
 
-def _patch(module: ModuleType, spec: SeamSpec) -> str | None:
+def _patch(module: ModuleType, spec: SeamSpec, warn: bool = True) -> str | None:
     """Replace the target with its wrapper; returns why not, or None when done."""
     holder: Any = module
     *outer, name = spec.qualname.split(".")
@@ -103,13 +106,13 @@ def _patch(module: ModuleType, spec: SeamSpec) -> str | None:
         holder = getattr(holder, part)
         walked += f".{part}"
         if ray_seams.is_ray(holder):  # an actor class: its methods are recorded by Ray's side
-            return _claim_ray(spec)
+            return _claim_ray(spec, warn)
     try:
         raw = inspect.getattr_static(holder, name)
     except AttributeError:
         return f"{walked} has no attribute {name}"
     if ray_seams.is_ray(raw):
-        return _claim_ray(spec)
+        return _claim_ray(spec, warn)
     if isinstance(raw, (staticmethod, classmethod)):
         fn = raw.__func__
         if getattr(fn, MARKER, None):
@@ -127,10 +130,14 @@ def _patch(module: ModuleType, spec: SeamSpec) -> str | None:
     return None
 
 
-def _claim_ray(spec: SeamSpec) -> str | None:
+def _claim_ray(spec: SeamSpec, warn: bool) -> str | None:
     """A Ray task or actor method: wrapping it would break `.remote`; the Ray integration
-    records its calls under the map's owner and names (`flowmap.integrations.ray_seams`)."""
-    ray_seams.claim(spec.module, spec.qualname, spec.owner, spec.name, spec.result_name)
+    records its calls as the map says (`flowmap.integrations.ray_seams`). A key it cannot
+    honour is named, with why, rather than silently dropped."""
+    for key in ray_seams.ignored(spec) if warn else ():
+        sys.stderr.write(f"flowmap: warning: seam-map target {spec.target} is a Ray task or "
+                         f"actor method, so its `{key}` does not apply: "
+                         f"{ray_seams.NOT_FOR_RAY[key]}.\n")
     return None
 
 

@@ -15,54 +15,24 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner
-from flowmap.seams import paths
-from flowmap.seams.spec import ExtraHop, SeamSpec
-from flowmap.seams.variants import Namer
-
-if TYPE_CHECKING:
-    from flowmap.capture.tracer import Tracer
+from flowmap.seams.plan import Plan, call_hop, extra_hops, result_hop, set_step
+from flowmap.seams.spec import SeamSpec
 
 MARKER = "__flowmap_seam__"
 
 
-class _Plan:
-    """A spec split once, at patch time, into what the call and the result each record."""
+class _Plan(Plan):
+    """The entry's `Plan`, with the wrapped function's parameters to bind each call to."""
 
-    __slots__ = (
-        "spec", "arguments", "call_dims", "result_dims", "call_items", "result_items",
-        "call_also", "result_also", "namer",
-    )
+    __slots__ = ("arguments",)
 
     def __init__(self, spec: SeamSpec, fn: Callable[..., Any]) -> None:
-        self.spec = spec
+        super().__init__(spec)
         self.arguments = calls.Arguments(fn)
-        self.call_dims: dict[str, tuple[str, ...]] = {}
-        self.result_dims: dict[str, tuple[str, ...]] = {}
-        for path, dims in spec.dims.items():
-            # both sides' leaves are named as the paths are: `batch.tokens`, `result.tokens`
-            side = self.result_dims if paths.root(path) == "result" else self.call_dims
-            side[path] = dims
-        on_result = spec.items is not None and paths.split(spec.items)[0] == "result"
-        self.call_items = None if on_result else spec.items
-        self.result_items = spec.items if on_result else None
-        self.call_also = tuple(h for h in spec.also if paths.split(h.payload)[0] != "result")
-        self.result_also = tuple(h for h in spec.also if paths.split(h.payload)[0] == "result")
-        self.namer = Namer() if spec.split_by else None
-
-    def owner(self, bound: dict[str, Any] | None) -> str:
-        """The callee's owner for this call: with `split_by`, an instance per what it was given."""
-        if self.namer is None or bound is None:
-            return self.spec.owner
-        label = self.namer.label(self.spec.split_by, bound)
-        return f"{self.spec.owner}/{label}" if label else self.spec.owner
-
-    def payload(self, bound: dict[str, Any]) -> dict[str, Any]:
-        """The call's payload, as `flowmap.seam` builds it: selected arguments by name."""
-        return calls.payload(bound, self.spec.args)
 
 
 # (caller, the call's arguments by name, the callee's owner for this call)
@@ -136,16 +106,10 @@ def _enter(plan: _Plan, a: tuple[Any, ...], kw: dict[str, Any]) -> Entered:
         t.error(exc)
         owner = spec.owner
     if spec.step is not None:
-        _set_step(t, bound, spec.step)
+        set_step(t, bound, spec.step)
     if spec.call:
-        items = _items(t, bound, plan.call_items)
-        try:
-            t.hop(src=caller, dst=owner, payload=plan.payload(bound), name=spec.name,
-                  items=items, step=None, version=None, transport=spec.transport,
-                  dims=plan.call_dims or None)
-        except Exception as exc:
-            t.error(exc)
-    _extra_hops(t, bound, plan.call_also, spec.transport)
+        call_hop(t, plan, caller, owner, plan.payload(bound), bound, spec.transport)
+    extra_hops(t, bound, plan.call_also, spec.transport)
     return caller, bound, owner
 
 
@@ -158,46 +122,5 @@ def _leave(plan: _Plan, entered: Entered, out: Any) -> None:
     root = dict(bound or {})
     root["result"] = out
     if spec.result:
-        items = _items(t, root, plan.result_items)
-        try:
-            t.hop(src=owner, dst=caller, payload=calls.reply(out), name=spec.result_name,
-                  items=items, step=None, version=None, transport=spec.transport,
-                  dims=plan.result_dims or None)
-        except Exception as exc:
-            t.error(exc)
-    _extra_hops(t, root, plan.result_also, spec.transport)
-
-
-def _items(t: Tracer, root: dict[str, Any], path: str | None) -> list[Any]:
-    if path is None:
-        return []
-    try:
-        return paths.item_ids(paths.resolve(root, path))
-    except Exception as exc:
-        t.error(exc)
-        return []
-
-
-def _set_step(t: Tracer, bound: dict[str, Any], path: str) -> None:
-    try:
-        value = paths.resolve(bound, path)
-        # the program's own step, even one equal to a step counted from its optimizer: from
-        # here on its steps are the ones that count
-        if isinstance(value, int) and not isinstance(value, bool) and \
-                (value != t.step or not t.explicit_steps):
-            t.set_step(value)
-    except Exception as exc:
-        t.error(exc)
-
-
-def _extra_hops(
-    t: Tracer, root: dict[str, Any], hops: tuple[ExtraHop, ...], transport: str
-) -> None:
-    for h in hops:
-        try:
-            # named by the field it came from (`advantages`), not `(value)`; a path's last part
-            leaf = paths.split(h.payload)[1][-1:] or [paths.split(h.payload)[0]]
-            t.hop(src=h.src, dst=h.dst, payload={leaf[0]: paths.resolve(root, h.payload)}, name=h.name,
-                  items=(), step=None, version=None, transport=transport, dims=None)
-        except Exception as exc:
-            t.error(exc)
+        result_hop(t, plan, owner, caller, out, root, spec.transport)
+    extra_hops(t, root, plan.result_also, spec.transport)

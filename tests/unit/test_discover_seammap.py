@@ -126,3 +126,20 @@ def test_targets_and_the_reasons_a_function_cannot_be_one(tmp_path, monkeypatch)
     finally:
         for m in ("naming_lib", "naming_user"):
             sys.modules.pop(m, None)
+
+
+@pytest.mark.parametrize("ray", [False, True])
+def test_split_by_is_proposed_for_python_targets_and_never_for_ray_ones(ray):
+    # GIVEN a log-prob function called on two models, with and without gradients
+    key, f = fn("m:Policy.logprobs", calls=8, call_bytes=64, result_bytes=64, args=["batch"],
+                contexts=[((), 8)])
+    f["stats"]["given"] = {"self": 2}
+    f["stats"]["grad_modes"] = [False, True]
+    if ray:  # marked by the process that ran the program: a Ray actor method
+        f["ray"] = True
+    spec = parse_seam_map(render(analyse([record((key, f))]), "flowmap discover x.py")).seams[0]
+    # THEN a Python target is split by what it was given; a Ray one is not (its arguments
+    # arrive as fresh copies at every call), and the map's comment says why
+    assert spec.split_by == (() if ray else ("self", "grad"))
+    text = render(analyse([record((key, f))]), "flowmap discover x.py")
+    assert ("split_by does not apply" in text) is ray
