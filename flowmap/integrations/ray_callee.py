@@ -153,7 +153,7 @@ class _Call:
         claim = None
         if named is not None:  # a seam map's words for this target (`ray_seams`)
             self.owner, self.name = named[0] or self.owner, named[1] or self.name
-            claim = ray_seams.of(*target) if target is not None else None
+            claim = ray_seams.in_worker(*target) if target is not None else None
         t = state.tracer
         if done is not None:
             self.dispatched = done

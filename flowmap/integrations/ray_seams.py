@@ -14,11 +14,12 @@ by ref, with `dims`, `items` and `step`; the result hop, recorded where the
 caller resolves its ref, takes `result_name`, `dims` and `items` of the result;
 `call`, `result`, `caller` and `also` apply as for a Python target.
 
-Every entry of every map loaded in the process is known here, not only those
-whose target this process resolved: Ray may ship a task to a worker by value,
-and the worker then never imports the module the map names. Lookups are made
-only for Ray tasks and actor methods, so an entry of a plain function is never
-read here.
+The submitting side uses the entries the patcher found to be Ray targets
+(`claim`); a plain class made an actor later (`ray.remote(Learner)`) keeps its
+wrapped methods and is not claimed. The worker that runs a claimed call (the
+submitter says so) finds the entry among all those of the maps it loaded
+(`know`): Ray may ship a task to it by value, and it then never imports the
+module the map names.
 
 `split_by` and `transport` do not apply (`NOT_FOR_RAY` says why); the
 process that reports the run warns once per such entry.
@@ -50,7 +51,8 @@ class Claim(NamedTuple):
     plan: Plan  # what the call and the result record (`flowmap.seams.plan`)
 
 
-_claims: dict[tuple[str, str], Claim] = {}  # (module, qualname) -> the map's entry
+_known: dict[tuple[str, str], Claim] = {}  # (module, qualname) -> the map's entry
+_claimed: set[tuple[str, str]] = set()  # the entries whose target is a Ray one, found here
 
 
 def is_ray(obj: Any) -> bool:
@@ -66,8 +68,15 @@ def know(specs: Iterable[SeamSpec]) -> None:
     from flowmap.seams.plan import Plan
 
     for spec in specs:
-        _claims[(spec.module, spec.qualname)] = Claim(
+        _known[(spec.module, spec.qualname)] = Claim(
             spec.owner, spec.name, spec.result_name, Plan(spec))
+
+
+def claim(spec: SeamSpec) -> None:
+    """The patcher found `spec`'s target to be a Ray task or actor method."""
+    if (spec.module, spec.qualname) not in _known:
+        know([spec])
+    _claimed.add((spec.module, spec.qualname))
 
 
 def ignored(spec: SeamSpec) -> list[str]:
@@ -77,15 +86,21 @@ def ignored(spec: SeamSpec) -> list[str]:
 
 
 def of(module: str, qualname: str) -> Claim | None:
-    return _claims.get((module, qualname)) if _claims else None
+    """The entry of a claimed Ray target (on the submitting side)."""
+    return _known.get((module, qualname)) if (module, qualname) in _claimed else None
+
+
+def in_worker(module: str, qualname: str) -> Claim | None:
+    """The entry of a call the submitter said was claimed (in the worker that runs it)."""
+    return _known.get((module, qualname))
 
 
 def actor_owner(module: str, class_qualname: str) -> str | None:
     """The owner a seam map gave any method of this actor class (the first in the map)."""
-    if not _claims:
+    if not _claimed:
         return None
     prefix = class_qualname + "."
-    for (mod, qual), c in _claims.items():
-        if mod == module and qual.startswith(prefix):
+    for key, c in _known.items():
+        if key in _claimed and key[0] == module and key[1].startswith(prefix):
             return c.owner
     return None

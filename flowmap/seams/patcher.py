@@ -134,6 +134,7 @@ def _claim_ray(spec: SeamSpec, warn: bool) -> str | None:
     """A Ray task or actor method: wrapping it would break `.remote`; the Ray integration
     records its calls as the map says (`flowmap.integrations.ray_seams`). A key it cannot
     honour is named, with why, rather than silently dropped."""
+    ray_seams.claim(spec)
     for key in ray_seams.ignored(spec) if warn else ():
         sys.stderr.write(f"flowmap: warning: seam-map target {spec.target} is a Ray task or "
                          f"actor method, so its `{key}` does not apply: "

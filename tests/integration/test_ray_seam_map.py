@@ -3,7 +3,7 @@
 One Ray job on a local, loopback-only cluster, traced with a seam map; the job
 never imports flowmap. A task makes batches (called with an argument the map
 leaves out), an actor trains on them, once passed inline and once by ref, and
-evaluates them. The map's `args`, `dims`, `items`, `also` and `result: false`
+evaluates them, and a task of the script counts their tokens. The map's `args`, `dims`, `items`, `also` and `result: false`
 shape what is recorded, as for a wrapped Python function; `split_by` and
 `transport`, which cannot apply to a Ray call, are named in one warning each.
 Every figure below is computed by hand from the arrays the job builds.
@@ -52,12 +52,20 @@ ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_
 PAD = np.ones(250, dtype=np.float32)     # 1000 B that `args` leaves out of the task's call
 NOTES = np.ones(500, dtype=np.float64)   # 4000 B that `args` leaves out of the method's call
 learner = ray_map_lib.Learner.remote()
+
+
+@ray.remote
+def total(batch, scale):  # a task of the script itself: Ray ships it to its worker by value
+    return int(batch["tokens"].sum()) * scale
+
+
 for step in range(2):
     batch = ray.get(ray_map_lib.make_batch.remote(8, f"s{step}-", PAD))  # resolved by the driver
     print("loss", ray.get(learner.train.remote(batch, 0.5, NOTES))["loss"][0])  # passed inline
     ref = ray_map_lib.make_batch.remote(4, f"r{step}-", PAD)  # handed on unresolved: by ref
     print("loss", ray.get(learner.train.remote(ref, 0.25, NOTES))["loss"][0])
     ray.get(learner.evaluate.remote(batch))
+    ray.get(total.remote(batch, 3))
 ray.shutdown()
 '''
 
@@ -84,6 +92,12 @@ seams:
     name: eval
     result: false
     transport: shm
+  - target: __main__:total
+    owner: counter
+    args: [batch]
+    name: tokens
+    dims: {batch.tokens: [batch, tokens]}
+    result: false
 '''
 
 
@@ -137,6 +151,15 @@ def test_args_select_the_payload_of_a_task_and_of_an_actor_method(mapped_run):
     # an entry without `args` sends every argument, as a wrapped function does
     assert leaves(run.seams[("driver", "learner/0", "eval")]) == {
         "batch.tokens": (2 * 8 * 16 * 8, None), "batch.uid[*]": (2 * 8 * 4, None)}
+
+
+def test_a_task_of_the_script_is_recorded_as_its_entry_says(mapped_run):
+    _, run = mapped_run
+    # its worker never imports a module the map names, and knows the entry all the same
+    counted = run.seams[("driver", "counter", "tokens")]
+    assert counted.hops == 2 and leaves(counted) == {
+        "batch.tokens": (2 * 8 * 16 * 8, ("batch", "tokens")), "batch.uid[*]": (2 * 8 * 4, None)}
+    assert not [k for k in run.seams if k[0] == "counter"]
 
 
 def test_dims_name_the_leaves_on_the_call_and_on_the_result(mapped_run):
