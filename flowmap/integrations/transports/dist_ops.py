@@ -66,10 +66,10 @@ def parameters(fn: Any) -> list[str] | None:
     """The names of `fn`'s parameters, in `inspect.signature`'s order, or None.
 
     Read from the code object of the function `functools.wraps` wrapped (c10d's
-    functions are decorated): each traced process enumerates some 80 functions when
-    `torch.distributed` loads, and building a `Signature` for each cost ~0.8 ms a
-    process; this ~0.1 ms. A function that states its own `__signature__` goes
-    through `inspect`.
+    functions are decorated): each traced process enumerates c10d's 55 functions when
+    `torch.distributed` loads, and with a `Signature` built for each `ops()` took
+    0.9 ms a process, 0.4 ms this way. A function that states its own `__signature__`
+    goes through `inspect`.
     """
     try:
         inner = inspect.unwrap(fn, stop=lambda f: hasattr(f, "__signature__"))
