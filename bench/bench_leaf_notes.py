@@ -29,7 +29,23 @@ def payloads() -> dict[str, dict[str, torch.Tensor]]:
         "10 tensors": plain,
         "+ a view": {**plain, "row": big[:1]},
         "+ a mask": {**plain, "attention_mask": torch.ones(8, 128, dtype=torch.bool)},
+        "shared slot": slot_views(),
     }
+
+
+def slot_views() -> dict[str, torch.Tensor]:
+    """The built-in trainer's micro-batch: six views of one slot in shared memory (its
+    `shm_pool`), two of them masks, as a rank hands them on."""
+    slot = torch.zeros(1 << 16, dtype=torch.uint8).share_memory_()
+    out: dict[str, torch.Tensor] = {}
+    offset = 0
+    for name, dtype in (("input_ids", torch.int64), ("attention_mask", torch.int64),
+                        ("response_mask", torch.int64), ("position_ids", torch.int64),
+                        ("rollout_log_probs", torch.float32), ("advantages", torch.float32)):
+        n = 8 * 40 * dtype.itemsize
+        out[name] = slot[offset:offset + n].view(dtype).view(8, 40)
+        offset += n
+    return out
 
 
 def main() -> None:

@@ -88,8 +88,11 @@ def _note(torch: Any, t: Any, path: str, shm: bool) -> Note | None:
         if t._base is None and not masked:  # not a view, nor a mask: nothing to note
             return None
         nbytes = int(t.nbytes)
-        storage = int(t.untyped_storage().nbytes())
-        if shm and storage > nbytes and (not t.is_cpu or t.is_shared()):
+        held = t.untyped_storage()
+        storage = int(held.nbytes())
+        # the storage's own `is_shared` (C): `Tensor.is_shared` asks it too, through a
+        # TypedStorage it builds first (~1 µs a tensor, most of a note on a shared slot)
+        if shm and storage > nbytes and (not t.is_cpu or held.is_shared()):
             storage = 0  # a handle crosses: the storage is where the receiver maps it
         real = None
         if (masked and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS

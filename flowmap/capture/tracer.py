@@ -270,7 +270,8 @@ class Tracer:
             if self.closed:
                 return
             w = self.writer
-            w.hop(t, src, dst, name, d.leaves, d.nbytes, w.storage_ids(d.storages),
+            w.hop(t, src, dst, name, d.leaves, d.nbytes,
+                  w.storage_ids(d.storages) if d.storages else "",  # none: a hop of objects
                   self.step if step is None else step, version, transport, items_text)
 
     def notes(self, src: str, dst: str, name: str, transport: str, step: int | None,

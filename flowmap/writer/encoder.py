@@ -208,7 +208,8 @@ class TraceWriter:
         if last is not None and last[0] == leaves:
             schema = last[1]
         else:
-            schema = self.seam_schema(seam, leaves)
+            schema = self.schema_id(leaves)
+            self.last_schema[seam] = (leaves, schema)
         self.emit(
             f'["h",{t_us},{seam},{schema},{nbytes},[{storages}],'
             f"{'null' if step is None else int(step)},"

@@ -68,3 +68,42 @@ def test_the_installed_torch_ops_include_what_fsdp2_calls():
         if hasattr(c10d, name):
             assert name in found, name
     assert not {"get_rank", "barrier", "new_group", "destroy_process_group"} & set(found)
+
+
+def _decorated(fn):
+    """As c10d decorates its functions (`_exception_logger`, `_time_logger`)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def test_parameters_are_read_in_the_order_inspect_gives_them():
+    import inspect
+
+    from flowmap.integrations.transports.dist_ops import parameters
+
+    # GIVEN functions of every parameter shape: positional-only, *args between the
+    # positional and keyword-only ones, **kwargs, decorated, with a stated signature
+    def every_kind(a, /, b, *rest, c, d=1, **more): ...
+    def keyword_only(tensor, *, group=None, tag=0): ...
+    def plain(tensor, group=None): ...
+    def stated(*args, **kwargs): ...
+    stated.__signature__ = inspect.signature(plain)
+    shapes = [every_kind, keyword_only, plain, stated, _decorated(every_kind),
+              _decorated(_decorated(keyword_only)), _decorated(stated)]
+    # THEN each reads as `inspect.signature` reads it
+    for fn in shapes:
+        assert parameters(fn) == list(inspect.signature(fn).parameters), fn
+    # AND so does every function the installed torch's c10d exports
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    import torch.distributed.distributed_c10d as c10d
+
+    functions = [f for n in c10d.__all__ if type(f := vars(c10d).get(n)) is types.FunctionType]
+    assert len(functions) > 20
+    for fn in functions:
+        assert parameters(fn) == list(inspect.signature(fn).parameters), fn.__name__
