@@ -38,6 +38,11 @@ from flowmap.capture.describers.walk import (
 )
 
 _DTYPE_NAMES: dict[Any, str] = {}
+# Bytes per element of each dtype named: the C loop counts a contiguous tensor's bytes from its
+# shape with it, as torch does, instead of asking torch for `nbytes`.
+_ITEMSIZES: dict[Any, int] = {}
+# The C loop's last leaf per path: a candidate it hands out again only where every field is equal.
+_KNOWN: dict[str, Any] = {}
 _DEVICE_NAMES: dict[Any, str] = {}
 _T: dict[str, Any] = {}  # torch handles, filled by bind()
 
@@ -56,6 +61,7 @@ def bind() -> Any:
     base = torch._C.TensorBase
     _T.update(
         Tensor=torch.Tensor, base=base, strided=torch.strided, no_subclass=torch._C.DisableTorchFunctionSubclass,
+        dtype_type=torch.dtype,
         **{name: base.__dict__[name] for name in ("shape", "dtype", "device", "nbytes", "is_cpu", "layout",
                                                   "is_nested")},
     )
@@ -66,7 +72,7 @@ def bind() -> Any:
     return torch._C._is_torch_function_mode_enabled, torch._C.DisableTorchFunction
 
 
-READS = ("data_ptr", "is_cpu", "is_contiguous", "shape", "dtype", "nbytes")
+READS = ("data_ptr", "is_cpu", "is_contiguous", "shape", "dtype")
 
 
 def _readers(tensor: type, base: type) -> tuple[Any, ...]:
@@ -79,7 +85,13 @@ def _readers(tensor: type, base: type) -> tuple[Any, ...]:
 
 
 def _dtype_name(dt: Any) -> str:
-    return cached_name(_DTYPE_NAMES, dt, "torch.")
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        size = getattr(dt, "itemsize", None) if type(dt) is _T.get("dtype_type") else None
+        if type(size) is int and size > 0:
+            _ITEMSIZES[dt] = size
+        name = cached_name(_DTYPE_NAMES, dt, "torch.")
+    return name
 
 
 def _device_name(dev: Any) -> str:
@@ -141,7 +153,7 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     entries: Iterable[tuple[Any, Any]] = dict.items(d)
     if tensor_entries is not None:  # the loop below, in C, up to the first entry it leaves
         taken, full = tensor_entries(d, tensor_t, _T["readers"], names, prefix, MAX_KEY_CHARS, dims,
-                                     leaves, cpu, storages, room)
+                                     leaves, cpu, storages, room, _ITEMSIZES, _KNOWN)
         if full or taken == dict.__len__(d):
             w.full = bool(full)  # it was False: checked on entry
             w.nodes += len(cpu)  # `_joined`, inlined: this is the common hop's return
