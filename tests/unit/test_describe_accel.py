@@ -90,12 +90,14 @@ def test_the_leaf_bound(extra: int) -> None:
 
 
 def test_a_dtype_not_named_yet() -> None:
-    saved = dict(torch_._DTYPE_NAMES)
+    saved, facts = dict(torch_._DTYPE_NAMES), dict(torch_._DTYPES)
     torch_._DTYPE_NAMES.clear()
+    torch_._DTYPES.clear()
     try:
         d = describe({"a": torch.zeros(3, dtype=torch.bfloat16), "b": torch.zeros(2)})
     finally:
         torch_._DTYPE_NAMES.update(saved)
+        torch_._DTYPES.update(facts)
     assert [leaf[3] for leaf in d.leaves] == ["bfloat16", "float32"]
     assert d.nbytes == 3 * 2 + 2 * 4
 
@@ -173,13 +175,13 @@ def test_tensor_entries_checks_its_arguments() -> None:
     assert accel.tensor_entries is not None
     describe({"a": torch.zeros(1)})  # binds torch's readers
     t = torch_._T
-    good: list[Any] = [{"a": torch.zeros(2)}, t["Tensor"], t["readers"], torch_._DTYPE_NAMES, "",
-                       48, None, [], [], [], 4, torch_._ITEMSIZES, {}]
+    good: list[Any] = [{"a": torch.zeros(2)}, t["Tensor"], t["readers"], torch_._DTYPES, "",
+                       48, None, [], [], [], 4, {}]
     assert accel.tensor_entries(*good) == (1, 0)
     with pytest.raises(TypeError):
-        accel.tensor_entries(*good[:12])
+        accel.tensor_entries(*good[:11])
     for i, bad in ((0, []), (2, []), (3, []), (4, b""), (5, "48"), (7, ()), (8, ()), (9, ()),
-                   (10, 1.5), (11, []), (12, [])):
+                   (10, 1.5), (11, [])):
         with pytest.raises(TypeError):
             accel.tensor_entries(*good[:i], bad, *good[i + 1:])
 

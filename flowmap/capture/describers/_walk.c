@@ -18,7 +18,7 @@
 #include <Python.h>
 #include <stdlib.h>
 
-static PyObject *s_tensor, *s_cpu, *one;
+static PyObject *s_tensor, *s_cpu, *one, *zero;
 
 /* `known` is cleared past this many paths (payloads whose keys are made on the fly). */
 #define MAX_KNOWN 4096
@@ -97,7 +97,7 @@ static int same_leaf(PyObject *old, PyObject *path, const Py_ssize_t *dims, Py_s
 /* One entry: its leaf (NULL past the leaf bound), piece and storage, or -1 (error cleared) / 0
  * (not an entry this loop takes) with nothing built. */
 static int read_entry(PyObject *k, PyObject *v, PyObject *const *readers, PyObject *prefix,
-                      PyObject *dims, PyObject *names, PyObject *itemsizes, PyObject *known,
+                      PyObject *dims, PyObject *dtypes, PyObject *known,
                       int with_leaf, PyObject **leaf, PyObject **piece, PyObject **ptr_out) {
     int taken = 0;
     PyObject *ptr = NULL, *flag = NULL, *shape = NULL, *dtype = NULL, *nbytes = NULL, *end = NULL;
@@ -114,13 +114,17 @@ static int read_entry(PyObject *k, PyObject *v, PyObject *const *readers, PyObje
     if (shape == NULL) goto out;
     PyObject *dt = get(readers, DTYPE, v);
     if (dt == NULL) goto out;
-    /* a dtype not named yet: Python names it (and notes its item size) */
-    dtype = PyDict_GetItemWithError(names, dt);
-    PyObject *size = dtype == NULL ? NULL : PyDict_GetItemWithError(itemsizes, dt);  /* borrowed */
+    /* (name, item size); a dtype not named yet: Python names it and notes its item size */
+    PyObject *facts = PyDict_GetItemWithError(dtypes, dt);  /* borrowed */
     Py_DECREF(dt);
-    if (dtype == NULL) goto out;
+    if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 2) goto out;
+    dtype = PyTuple_GET_ITEM(facts, 0);
+    PyObject *size = PyTuple_GET_ITEM(facts, 1);
+    if (!PyUnicode_CheckExact(dtype) || !PyLong_CheckExact(size)) {
+        dtype = NULL;
+        goto out;
+    }
     Py_INCREF(dtype);
-    if (size == NULL || !PyLong_CheckExact(size)) goto out;
     Py_ssize_t itemsize = PyLong_AsSsize_t(size);
     if (itemsize <= 0 || !shape_bytes(shape, itemsize, sizes, &ndim, &nb)) goto out;
     if (PyUnicode_GET_LENGTH(prefix) > 0) {
@@ -194,12 +198,12 @@ out:
 }
 
 PyDoc_STRVAR(tensor_entries_doc,
-"tensor_entries(d, tensor_type, readers, dtype_names, prefix, max_key, dims, leaves, pieces,\n"
-"               storages, room, itemsizes, known)\n"
+"tensor_entries(d, tensor_type, readers, dtypes, prefix, max_key, dims, leaves, pieces,\n"
+"               storages, room, known)\n"
 "-> (taken, full)\n\n"
 "Walk `d`'s entries in order while each is an exact `tensor_type` under a str key of at most\n"
-"`max_key` characters, on the CPU, contiguous, with data and a dtype in `dtype_names` and\n"
-"`itemsizes`: append its leaf to `leaves` (while `room` lasts), its piece to `pieces` and its\n"
+"`max_key` characters, on the CPU, contiguous, with data and a dtype in `dtypes` (a dtype ->\n"
+"(name, item size) dict): append its leaf to `leaves` (while `room` lasts), its piece to `pieces` and its\n"
 "address to `storages`. `readers` are torch's data_ptr, is_cpu, is_contiguous, shape and dtype\n"
 "descriptors. `known` maps a path to the last leaf built for it, which stands for the new one\n"
 "where they are equal. `taken` counts the entries done; `full` says one more came past the leaf\n"
@@ -215,17 +219,17 @@ static int ssize_arg(PyObject *x, Py_ssize_t *out) {
  * format string, which cost as much as reading one tensor. */
 static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 13) {
-        PyErr_Format(PyExc_TypeError, "tensor_entries() takes 13 arguments (%zd given)", nargs);
+    if (nargs != 12) {
+        PyErr_Format(PyExc_TypeError, "tensor_entries() takes 12 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *d = args[0], *ttype = args[1], *readers = args[2], *names = args[3],
+    PyObject *d = args[0], *ttype = args[1], *readers = args[2], *dtypes = args[3],
              *prefix = args[4], *dims = args[6], *leaves = args[7], *pieces = args[8],
-             *storages = args[9], *itemsizes = args[11], *known = args[12];
+             *storages = args[9], *known = args[11];
     Py_ssize_t max_key, room;
-    if (!PyDict_Check(d) || !PyTuple_Check(readers) || !PyDict_Check(names) ||
+    if (!PyDict_Check(d) || !PyTuple_Check(readers) || !PyDict_Check(dtypes) ||
         !PyUnicode_Check(prefix) || !PyList_Check(leaves) || !PyList_Check(pieces) ||
-        !PyList_Check(storages) || !PyDict_Check(itemsizes) || !PyDict_CheckExact(known)) {
+        !PyList_Check(storages) || !PyDict_CheckExact(known)) {
         PyErr_SetString(PyExc_TypeError, "tensor_entries(): an argument of the wrong type");
         return NULL;
     }
@@ -252,8 +256,8 @@ static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_
         PyObject *leaf = NULL, *piece = NULL, *ptr = NULL;
         Py_INCREF(k);
         Py_INCREF(v);
-        int got = read_entry(k, v, rs, prefix, dims, names, itemsizes, known, room > 0, &leaf,
-                             &piece, &ptr);
+        int got = read_entry(k, v, rs, prefix, dims, dtypes, known, room > 0, &leaf, &piece,
+                             &ptr);
         Py_DECREF(k);
         Py_DECREF(v);
         if (got <= 0)
@@ -275,7 +279,12 @@ static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_
         }
         room--;
     }
-    return Py_BuildValue("(ni)", taken, full);
+    PyObject *n = PyLong_FromSsize_t(taken);
+    if (n == NULL)
+        return NULL;
+    PyObject *result = PyTuple_Pack(2, n, full ? one : zero);
+    Py_DECREF(n);
+    return result;
 }
 
 typedef struct {
@@ -371,7 +380,8 @@ PyMODINIT_FUNC PyInit__walk(void) {
     s_tensor = PyUnicode_InternFromString("tensor");
     s_cpu = PyUnicode_InternFromString("cpu");
     one = PyLong_FromLong(1);
-    if (!s_tensor || !s_cpu || !one)
+    zero = PyLong_FromLong(0);
+    if (!s_tensor || !s_cpu || !one || !zero)
         return NULL;
     return PyModule_Create(&module);
 }
