@@ -7,13 +7,13 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-
-static PyObject *comma;
+#include <string.h>
 
 PyDoc_STRVAR(known_ids_doc,
 "known_ids(table, keys) -> str | None\n\n"
 "`\",\".join(table[k] for k in keys)` when every key of the list `keys` is in the dict\n"
-"`table` with a str value; None when one is not (`storage_ids` then numbers the new ones).");
+"`table` with an ASCII str value (ids are digits); None when one is not (`storage_ids` then\n"
+"numbers the new ones).");
 
 static PyObject *known_ids(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -22,22 +22,38 @@ static PyObject *known_ids(PyObject *self, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     PyObject *table = args[0], *keys = args[1];
-    Py_ssize_t n = PyList_GET_SIZE(keys);
-    PyObject *ids = PyList_New(n), *result = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(keys), length = n > 0 ? n - 1 : 0, got = 0;
+    PyObject *stack[64], *result = NULL;
+    PyObject **ids = n <= 64 ? stack : PyMem_Malloc(sizeof(PyObject *) * (size_t)n);
     if (ids == NULL) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *id = PyDict_GetItemWithError(table, PyList_GET_ITEM(keys, i));
-        if (id == NULL || !PyUnicode_CheckExact(id))
-            goto done;  /* a new storage (or an error): Python numbers it */
-        Py_INCREF(id);
-        PyList_SET_ITEM(ids, i, id);
+    for (; got < n; got++) {
+        PyObject *id = PyDict_GetItemWithError(table, PyList_GET_ITEM(keys, got));
+        /* a new storage (or an error): Python numbers it. Ids are ASCII digits. */
+        if (id == NULL || !PyUnicode_CheckExact(id) || !PyUnicode_IS_ASCII(id))
+            goto done;
+        Py_INCREF(id);  /* held: comparing a later key could free it from the table */
+        ids[got] = id;
+        length += PyUnicode_GET_LENGTH(id);
     }
-    result = PyUnicode_Join(comma, ids);
+    result = PyUnicode_New(length, 127);
+    if (result == NULL)
+        goto done;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(result);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i > 0)
+            *out++ = ',';
+        Py_ssize_t len = PyUnicode_GET_LENGTH(ids[i]);
+        memcpy(out, PyUnicode_1BYTE_DATA(ids[i]), (size_t)len);
+        out += len;
+    }
 done:
-    Py_DECREF(ids);  /* the slots not reached are NULL, which list_dealloc skips */
+    for (Py_ssize_t i = 0; i < got; i++)
+        Py_DECREF(ids[i]);
+    if (ids != stack)
+        PyMem_Free(ids);
     if (result == NULL) {
         PyErr_Clear();
         Py_RETURN_NONE;
@@ -56,8 +72,5 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__ids(void) {
-    comma = PyUnicode_InternFromString(",");
-    if (comma == NULL)
-        return NULL;
     return PyModule_Create(&module);
 }

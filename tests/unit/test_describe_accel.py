@@ -233,10 +233,12 @@ def test_an_unchanged_tensor_keeps_its_leaf() -> None:
     first = describe(payload).leaves
     again = describe(payload).leaves
     assert all(x is y for x, y in zip(first, again))  # the schema compares by identity
-    payload["b"] = torch.zeros(4, dtype=torch.int32)  # same path and shape, another dtype
+    payload["b"] = torch.zeros(4, dtype=torch.float64)  # same path, shape and bytes; another dtype
     third = describe(payload).leaves
     assert third[0] is first[0] and third[1] != first[1]
-    assert third[1][3] == "int32" and third[1][5] == 16
+    assert third[1][3] == "float64" and third[1][5] == 32
+    payload["a"] = torch.zeros(3, 2)  # the same bytes in another shape
+    assert describe(payload).leaves[0][2] == (3, 2)
 
 
 _SHAPES = st.lists(st.integers(0, 5), min_size=0, max_size=3)

@@ -152,12 +152,12 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     dtypes = _DTYPES
     cpu: list[Piece] = []  # this dict's inline pieces, joined to the walk's at the end
     storages = [] if w.folded else w.storages
-    entries: Iterable[tuple[Any, Any]] = dict.items(d)
+    entries: Iterable[tuple[Any, Any]]
     if tensor_entries is not None:  # the loop below, in C, up to the first entry it leaves
         taken, full = tensor_entries(d, tensor_t, _T["readers"], dtypes, prefix, MAX_KEY_CHARS, dims,
                                      leaves, cpu, storages, room, _KNOWN)
         if full or taken == dict.__len__(d):
-            w.full = bool(full)  # it was False: checked on entry
+            w.full = full == 1  # it was False: checked on entry
             w.nodes += len(cpu)  # `_joined`, inlined: this is the common hop's return
             if cpu:
                 have = w.pieces.get("cpu")
@@ -166,9 +166,10 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
                 else:
                     have.extend(cpu)
             return
-        if taken:
-            entries = islice(entries, taken, None)
-            room = MAX_LEAVES - len(leaves)
+        entries = islice(dict.items(d), taken, None) if taken else dict.items(d)
+        room = MAX_LEAVES - len(leaves)
+    else:
+        entries = dict.items(d)
     for k, v in entries:
         if type(v) is tensor_t:
             try:
