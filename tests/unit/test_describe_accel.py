@@ -261,3 +261,22 @@ def test_hops_of_changing_payloads_are_described_alike(
         path = f"inner.{key}" if nested else key
         fast, pure = _both(payload, {path: named} if named else None)
         assert fast == pure
+
+
+def test_dims_of_other_objects_are_never_compared_by_their_eq() -> None:
+    # The C loop compares a kept leaf's dims with the new ones only where they are strings:
+    # an object's own __eq__ is user code, which capture never calls.
+    calls = []
+
+    class Loud:
+        def __eq__(self, other: object) -> bool:
+            calls.append(other)
+            return True
+
+        __hash__ = object.__hash__
+
+    payload = {"a": torch.zeros(2)}
+    for _ in range(3):
+        fast, pure = _both(payload, {"a": (Loud(),)})
+        assert fast[0][0][2] == pure[0][0][2] == (2,)
+    assert calls == []

@@ -64,6 +64,16 @@ static int shape_bytes(PyObject *shape, Py_ssize_t itemsize, Py_ssize_t *dims, P
     return 1;
 }
 
+/* Whether `x` is a tuple of str (the dims of a leaf, as `flowmap.hop(dims=)` is usually given). */
+static int str_tuple(PyObject *x) {
+    if (!PyTuple_CheckExact(x))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(x); i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(x, i)))
+            return 0;
+    return 1;
+}
+
 /* Whether `old`, a leaf this loop built for `path` at an earlier hop, holds what was just read:
  * the same path, shape, dtype name, bytes and dims (its kind, device and count are this loop's
  * constants). -1 on an error. */
@@ -84,10 +94,13 @@ static int same_leaf(PyObject *old, PyObject *path, const Py_ssize_t *dims, Py_s
     PyObject *pairs[3][2] = {{PyTuple_GET_ITEM(old, 0), path}, {PyTuple_GET_ITEM(old, 3), dtype},
                              {PyTuple_GET_ITEM(old, 7), named}};
     for (int i = 0; i < 3; i++) {
-        if (pairs[i][0] == pairs[i][1])
+        PyObject *a = pairs[i][0], *b = pairs[i][1];
+        if (a == b)
             continue;
-        /* str, or a tuple of str (dims): no user code runs in the comparison */
-        int eq = PyObject_RichCompareBool(pairs[i][0], pairs[i][1], Py_EQ);
+        if (!(PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) &&
+            !(i == 2 && str_tuple(a) && str_tuple(b)))
+            return 0;  /* compared only where no user code can run: a new leaf is built */
+        int eq = PyObject_RichCompareBool(a, b, Py_EQ);
         if (eq <= 0)
             return eq;
     }
