@@ -110,8 +110,9 @@ static int same_leaf(PyObject *old, PyObject *path, const Py_ssize_t *dims, Py_s
 /* One entry: its leaf (NULL past the leaf bound), piece and storage, or -1 (error cleared) / 0
  * (not an entry this loop takes) with nothing built. */
 static int read_entry(PyObject *k, PyObject *v, PyObject *const *readers, PyObject *prefix,
-                      PyObject *dims, PyObject *dtypes, PyObject *known,
-                      int with_leaf, PyObject **leaf, PyObject **piece, PyObject **ptr_out) {
+                      PyObject *dims, PyObject *dtypes, PyObject **last_dt, PyObject **last_facts,
+                      PyObject *known, int with_leaf, PyObject **leaf, PyObject **piece,
+                      PyObject **ptr_out) {
     int taken = 0;
     PyObject *ptr = NULL, *flag = NULL, *shape = NULL, *dtype = NULL, *nbytes = NULL, *end = NULL;
     PyObject *path = NULL, *old = NULL;
@@ -127,8 +128,14 @@ static int read_entry(PyObject *k, PyObject *v, PyObject *const *readers, PyObje
     if (shape == NULL) goto out;
     PyObject *dt = get(readers, DTYPE, v);
     if (dt == NULL) goto out;
-    /* (name, item size); a dtype not named yet: Python names it and notes its item size */
-    PyObject *facts = PyDict_GetItemWithError(dtypes, dt);  /* borrowed */
+    /* (name, item size); a dtype not named yet: Python names it and notes its item size. A
+     * hop's tensors mostly share one dtype: the last one's facts serve again (both borrowed
+     * from `dtypes`, which holds them and is never emptied). */
+    PyObject *facts = dt == *last_dt ? *last_facts : PyDict_GetItemWithError(dtypes, dt);
+    if (facts != NULL) {
+        *last_dt = dt;
+        *last_facts = facts;
+    }
     Py_DECREF(dt);
     if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 2) goto out;
     dtype = PyTuple_GET_ITEM(facts, 0);
@@ -259,7 +266,7 @@ static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_
     PyObject *const *rs = &PyTuple_GET_ITEM(readers, 0);
     Py_ssize_t pos = 0, taken = 0;
     int full = 0;
-    PyObject *k, *v;
+    PyObject *k, *v, *last_dt = NULL, *last_facts = NULL;
     if (dims != Py_None && !PyDict_CheckExact(dims)) /* another Mapping: Python reads it */
         return Py_BuildValue("(ni)", taken, full);
     while (PyDict_Next(d, &pos, &k, &v)) {
@@ -269,8 +276,8 @@ static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_
         PyObject *leaf = NULL, *piece = NULL, *ptr = NULL;
         Py_INCREF(k);
         Py_INCREF(v);
-        int got = read_entry(k, v, rs, prefix, dims, dtypes, known, room > 0, &leaf, &piece,
-                             &ptr);
+        int got = read_entry(k, v, rs, prefix, dims, dtypes, &last_dt, &last_facts, known,
+                             room > 0, &leaf, &piece, &ptr);
         Py_DECREF(k);
         Py_DECREF(v);
         if (got <= 0)
