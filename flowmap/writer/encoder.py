@@ -230,9 +230,9 @@ class TraceWriter:
         last = self.last_schema.get(seam)  # `seam_schema`, inlined: this runs once per hop
         if last is not None and last[0] == leaves:
             last[0] = leaves
-        else:
-            self.seam_schema(seam, leaves)
-            last = self.last_schema[seam]
+        else:  # `seam_schema`'s miss: a new schema is looked up once
+            schema = self.schema_id(leaves)
+            last = self.last_schema[seam] = [leaves, schema, f"{seam},{schema}"]
         self.emit(
             f'["h",{t_us},{last[2]},{nbytes},[{storages}],'
             f"{'null' if step is None else int(step)},"
