@@ -37,9 +37,10 @@ for name, folder in ROOTS.items():
 # Optional: where they cannot be compiled, the install goes on and capture runs
 # the same loops in Python.
 accel = [
-    Extension(f"flowmap.capture.describers.{name}", [f"flowmap/capture/describers/{name}.c"],
+    Extension(f"flowmap.{folder.replace('/', '.')}.{name}", [f"flowmap/{folder}/{name}.c"],
               optional=True)
-    for name in ("_walk", "_columns")
+    for folder, name in (("capture/describers", "_walk"), ("capture/describers", "_columns"),
+                         ("writer", "_ids"))
 ]
 
 setup(packages=packages, package_dir=package_dir, ext_modules=accel)

@@ -2,8 +2,9 @@
 
 Each turn runs one fresh process per tree (`PYTHONPATH` set to the tree), each
 timing the hop both ways `bench_capture.py` does: the user's way (ten tensors
-of ten shapes, `name=` and `step=`, wall clock, median of rounds) and the
-bench's way (ten tensors of one shape, CPU time, best round). Pin it to one
+of ten shapes, `name=` and `step=`, wall clock, median of rounds; and its CPU
+time, best round, which a loaded machine moves less) and the bench's way (ten
+tensors of one shape, CPU time, best round). Pin it to one
 core for steadier figures: `taskset -c 0 python bench/bench_hop_paired.py OLD NEW`.
 
 Run: python bench/bench_hop_paired.py TREE_A TREE_B [--turns 5]
@@ -43,9 +44,12 @@ with tempfile.TemporaryDirectory() as tmp, flowmap.tracing(os.path.join(tmp, "ru
         hop("rollout/0", "ready_buffer", same, name="trajectory", items=[1])
     u = per_call(lambda: hop("rollout/0", "ready_buffer", user, name="trajectory", step=3),
                  2000, 11, time.perf_counter_ns)
+    uc = per_call(lambda: hop("rollout/0", "ready_buffer", user, name="trajectory", step=3),
+                  2000, 11, time.thread_time_ns)
     b = per_call(lambda: hop("rollout/0", "ready_buffer", same, name="trajectory", items=[1]),
                  2000, 11, time.thread_time_ns)
-print(json.dumps({"file": flowmap.__file__, "user_ns": statistics.median(u), "bench_ns": min(b)}))
+print(json.dumps({"file": flowmap.__file__, "user_ns": statistics.median(u), "user_cpu_ns": min(uc),
+                  "bench_ns": min(b)}))
 """
 
 
@@ -67,11 +71,13 @@ def main() -> None:
     for _ in range(args.turns):
         for tree in args.trees:
             rows[tree].append(one(tree))
-    print(f"{'tree':40} {'user way us (median of turns)':>30} {'bench way us CPU (best)':>24}")
+    print(f"{'tree':40} {'user way us (median of turns)':>30} {'user way us CPU (best)':>23} "
+          f"{'bench way us CPU (best)':>24}")
     for tree, got in rows.items():
         user = statistics.median(r["user_ns"] for r in got) / 1000
+        user_cpu = min(r["user_cpu_ns"] for r in got) / 1000
         bench = min(r["bench_ns"] for r in got) / 1000
-        print(f"{tree[-40:]:40} {user:30.2f} {bench:24.2f}")
+        print(f"{tree[-40:]:40} {user:30.2f} {user_cpu:23.2f} {bench:24.2f}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ null, and a hop line is written once per hop (`json.dumps` is ~3x slower).
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from itertools import repeat
@@ -36,6 +37,15 @@ MAX_STORAGE_IDS = 100_000
 # A leaf as a schema line holds it: (path, kind, shape, dtype, device, nbytes, count, dims).
 Leaf = tuple[Any, ...]
 Sink = Callable[[str], None]
+
+# The C twin of `storage_ids`' common case (`_ids.c`), where it was built (as the describers'
+# C loops: compiled at install when a compiler is there, off under FLOWMAP_PURE_PYTHON=1).
+known_ids: Callable[[dict[Any, str], list[Any]], str | None] | None = None
+if not os.environ.get("FLOWMAP_PURE_PYTHON"):
+    try:
+        from flowmap.writer._ids import known_ids
+    except ImportError:
+        pass
 
 
 def _opaque(obj: Any) -> str:
@@ -93,9 +103,12 @@ class TraceWriter:
         self.storages: dict[Hashable, str] = {}  # -> its id as JSON text
         self.next_storage = 0
         self.seams: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
-        # Per seam, the last hop's (leaves, schema id): a seam mostly repeats its
-        # schema, and comparing with the last one spares hashing every leaf.
-        self.last_schema: dict[str, tuple[Sequence[Leaf], int]] = {}
+        # Per seam, the last hop's [leaves, schema id, "seam,schema" text]: a seam mostly
+        # repeats its schema, and comparing with the last one spares hashing every leaf.
+        # The leaves are the last hop's even when equal to the ones before, so that a
+        # describer that hands out its last leaf tuples again compares by identity.
+        self.last_schema: dict[str, list[Any]] = {}
+        self.id_texts: dict[str, str] = {}  # a string (a transport) -> its id as text
 
     # -- interning ------------------------------------------------------------
     def string_id(self, s: str) -> int:
@@ -107,6 +120,11 @@ class TraceWriter:
             text = s if len(s) <= MAX_NAME else f"{s[:MAX_NAME]}…[{len(s) - MAX_NAME} more]"
             self.write(dumps([tf.STRING, i, text]))
         return i
+
+    def id_text(self, s: str) -> str:
+        """`string_id(s)` as text, formatted once per string (a hop line names its transport)."""
+        text = self.id_texts[s] = str(self.string_id(s))
+        return text
 
     def schema_id(self, leaves: Sequence[Leaf]) -> int:
         """The id of a payload schema, written as an `S` line the first time."""
@@ -135,9 +153,10 @@ class TraceWriter:
         """The schema id of a hop of `seam` (as `seam` returns it) carrying `leaves`."""
         last = self.last_schema.get(seam)
         if last is not None and last[0] == leaves:  # equal by value: nothing goes stale
-            return last[1]
+            last[0] = leaves
+            return last[1]  # type: ignore[no-any-return]
         schema = self.schema_id(leaves)
-        self.last_schema[seam] = (leaves, schema)
+        self.last_schema[seam] = [leaves, schema, f"{seam},{schema}"]
         return schema
 
     def storage_id(self, key: Hashable) -> str:
@@ -158,10 +177,14 @@ class TraceWriter:
         if not keys:
             return ""
         table = self.storages
+        if known_ids is not None and type(keys) is list:
+            text = known_ids(table, keys)  # every storage met before: the common hop
+            if text is not None:
+                return text
         # One C-level pass; not join's TypeError on a new one: raising it costs more than a
         # hop's other work, and a training step's tensors are mostly new storages.
         ids = list(map(table.get, keys))
-        if None not in ids:
+        if all(ids):  # ids are never "": truth, not `None not in`, which compares each with None
             return ",".join(ids)  # type: ignore[arg-type]
         if len(table) + len(ids) >= MAX_STORAGE_IDS:  # the table may be cleared midway
             return ",".join([table.get(k) or self.storage_id(k) for k in keys])
@@ -206,15 +229,15 @@ class TraceWriter:
         seam = self.seams.get((src, dst, name)) or self.seam(src, dst, name)
         last = self.last_schema.get(seam)  # `seam_schema`, inlined: this runs once per hop
         if last is not None and last[0] == leaves:
-            schema = last[1]
-        else:
+            last[0] = leaves
+        else:  # `seam_schema`'s miss: a new schema is looked up once
             schema = self.schema_id(leaves)
-            self.last_schema[seam] = (leaves, schema)
+            last = self.last_schema[seam] = [leaves, schema, f"{seam},{schema}"]
         self.emit(
-            f'["h",{t_us},{seam},{schema},{nbytes},[{storages}],'
+            f'["h",{t_us},{last[2]},{nbytes},[{storages}],'
             f"{'null' if step is None else int(step)},"
             f"{'null' if version is None else int(version)},"
-            f"{self.strings.get(transport) or self.string_id(transport)},{items}]"
+            f"{self.id_texts.get(transport) or self.id_text(transport)},{items}]"
         )
 
     def send_half(self, t_us: int, src: str, dst: str, name: str, leaves: Sequence[Leaf],

@@ -141,19 +141,22 @@ def test_the_cli_entry_point_runs_from_the_wheel(installed, tmp_path):
 def test_the_wheel_carries_the_c_loops_and_capture_uses_them(installed, tmp_path):
     """This machine has a compiler: the regular install runs capture's hot loops in C."""
     wheel, env_dir = installed
-    for module in ("_walk", "_columns"):
-        assert any(n.startswith(f"flowmap/capture/describers/{module}.") and n.endswith(".so")
+    for module in ("capture/describers/_walk", "capture/describers/_columns", "writer/_ids"):
+        assert any(n.startswith(f"flowmap/{module}.") and n.endswith(".so")
                    for n in zipfile.ZipFile(wheel).namelist()), module
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "FLOWMAP_PURE_PYTHON")}
     r = _run([str(env_dir / "bin" / "python"), "-c",
               "from flowmap.capture.describers import accel; "
               "print(accel.tensor_entries is not None, accel.disjoint_total([(0, 4, 4), (8, 9, 1)]), "
-              "accel.fold_columns(['ab', 'c'], '[*]', 1, lambda t: None))"],
+              "accel.fold_columns(['ab', 'c'], '[*]', 1, lambda t: None)); "
+              "from flowmap.writer import encoder; print(encoder.known_ids({5: '0'}, [5, 5]))"],
              cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().split(maxsplit=2) == ["True", "5",
-                                          "([('[*]', 'str', ((1, 2),), '', '', 3, 2, None)], 1, 2, [], 0, 3)"]
+    first, ids = r.stdout.strip().splitlines()
+    assert first.split(maxsplit=2) == ["True", "5",
+                                       "([('[*]', 'str', ((1, 2),), '', '', 3, 2, None)], 1, 2, [], 0, 3)"]
+    assert ids == "0,0"  # the writer's C twin
 
 
 def test_from_the_source_trees_root_the_installed_names_resolve(installed):

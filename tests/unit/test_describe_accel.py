@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import warnings
 from typing import Any
 
 import pytest
@@ -89,12 +90,14 @@ def test_the_leaf_bound(extra: int) -> None:
 
 
 def test_a_dtype_not_named_yet() -> None:
-    saved = dict(torch_._DTYPE_NAMES)
+    saved, facts = dict(torch_._DTYPE_NAMES), dict(torch_._DTYPES)
     torch_._DTYPE_NAMES.clear()
+    torch_._DTYPES.clear()
     try:
         d = describe({"a": torch.zeros(3, dtype=torch.bfloat16), "b": torch.zeros(2)})
     finally:
         torch_._DTYPE_NAMES.update(saved)
+        torch_._DTYPES.update(facts)
     assert [leaf[3] for leaf in d.leaves] == ["bfloat16", "float32"]
     assert d.nbytes == 3 * 2 + 2 * 4
 
@@ -172,12 +175,108 @@ def test_tensor_entries_checks_its_arguments() -> None:
     assert accel.tensor_entries is not None
     describe({"a": torch.zeros(1)})  # binds torch's readers
     t = torch_._T
-    good: list[Any] = [{"a": torch.zeros(2)}, t["Tensor"], t["readers"], torch_._DTYPE_NAMES, "",
-                       48, None, [], [], [], 4]
+    good: list[Any] = [{"a": torch.zeros(2)}, t["Tensor"], t["readers"], torch_._DTYPES, "",
+                       48, None, [], [], [], 4, {}]
     assert accel.tensor_entries(*good) == (1, 0)
     with pytest.raises(TypeError):
-        accel.tensor_entries(*good[:10])
+        accel.tensor_entries(*good[:11])
     for i, bad in ((0, []), (2, []), (3, []), (4, b""), (5, "48"), (7, ()), (8, ()), (9, ()),
-                   (10, 1.5)):
+                   (10, 1.5), (11, [])):
         with pytest.raises(TypeError):
             accel.tensor_entries(*good[:i], bad, *good[i + 1:])
+
+
+# -- what the C loop keeps between hops: the last leaf per path, a candidate only --------
+def _every_dtype() -> list[torch.dtype]:
+    found = {getattr(torch, n) for n in dir(torch) if isinstance(getattr(torch, n), torch.dtype)}
+    out = []
+    for dt in sorted(found, key=str):
+        try:
+            with warnings.catch_warnings():  # quantized and complex32 tensors warn
+                warnings.simplefilter("ignore")
+                torch.empty(2, dtype=dt)
+        except Exception:  # a dtype with no CPU tensor
+            continue
+        out.append(dt)
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # quantized and complex32 tensors warn
+@pytest.mark.parametrize("dtype", _every_dtype(), ids=str)
+def test_bytes_from_the_shape_are_torchs_for_every_dtype(dtype: torch.dtype) -> None:
+    # The C loop counts shape x item size instead of reading `nbytes`.
+    payload = {"a": torch.empty(3, 5, dtype=dtype), "b": torch.empty(7, dtype=dtype)}
+    for _ in range(2):  # the second hop hands out the leaves of the first
+        fast, pure = _both(payload)
+        assert fast == pure
+        assert fast[1] == payload["a"].nbytes + payload["b"].nbytes
+
+
+def test_a_tensor_changed_in_place_is_read_again_every_way() -> None:
+    t = torch.zeros(4, 4)
+    payload = {"t": t, "u": torch.zeros(3)}
+    shapes = []
+    for change in (lambda: None, lambda: t.resize_(2, 3), lambda: t.as_strided_((3, 2), (2, 1)),
+                   lambda: t.set_(torch.zeros(5, dtype=torch.float32)),
+                   lambda: t.set_(torch.zeros(2, 2, dtype=torch.float32).untyped_storage()),
+                   lambda: t.as_strided_((2, 2), (1, 2))):  # strided: Python's way
+        change()
+        fast, pure = _both(payload)
+        assert fast == pure
+        shapes.append(fast[0][0][2])
+        assert fast[0][0][5] == t.nbytes
+    assert shapes == [(4, 4), (2, 3), (3, 2), (5,), (4,), (2, 2)]
+
+
+def test_an_unchanged_tensor_keeps_its_leaf() -> None:
+    payload = {"a": torch.zeros(2, 3), "b": torch.zeros(4, dtype=torch.int64)}
+    first = describe(payload).leaves
+    again = describe(payload).leaves
+    assert all(x is y for x, y in zip(first, again))  # the schema compares by identity
+    payload["b"] = torch.zeros(4, dtype=torch.float64)  # same path, shape and bytes; another dtype
+    third = describe(payload).leaves
+    assert third[0] is first[0] and third[1] != first[1]
+    assert third[1][3] == "float64" and third[1][5] == 32
+    payload["a"] = torch.zeros(3, 2)  # the same bytes in another shape
+    assert describe(payload).leaves[0][2] == (3, 2)
+
+
+_SHAPES = st.lists(st.integers(0, 5), min_size=0, max_size=3)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _SHAPES,
+                          st.sampled_from([torch.float32, torch.float16, torch.int64]),
+                          st.sampled_from([None, ("x",), ("y", "z")]), st.booleans()),
+                min_size=1, max_size=12))
+def test_hops_of_changing_payloads_are_described_alike(
+        hops: list[tuple[str, list[int], torch.dtype, tuple[str, ...] | None, bool]]) -> None:
+    # One path, hop after hop, with its shape, dtype and dims changing or not; the leaves
+    # the C loop hands out again must always equal what the Python loop reads now.
+    for key, shape, dtype, named, nested in hops:
+        t = torch.zeros(tuple(shape), dtype=dtype)
+        payload: dict[str, Any] = {key: t, "k": torch.ones(2)}
+        if nested:
+            payload = {"inner": payload}
+        path = f"inner.{key}" if nested else key
+        fast, pure = _both(payload, {path: named} if named else None)
+        assert fast == pure
+
+
+def test_dims_of_other_objects_are_never_compared_by_their_eq() -> None:
+    # The C loop compares a kept leaf's dims with the new ones only where they are strings:
+    # an object's own __eq__ is user code, which capture never calls.
+    calls = []
+
+    class Loud:
+        def __eq__(self, other: object) -> bool:
+            calls.append(other)
+            return True
+
+        __hash__ = object.__hash__
+
+    payload = {"a": torch.zeros(2)}
+    for _ in range(3):
+        fast, pure = _both(payload, {"a": (Loud(),)})
+        assert fast[0][0][2] == pure[0][0][2] == (2,)
+    assert calls == []

@@ -91,12 +91,14 @@ def test_the_leaf_bound_reached_exactly() -> None:
 
 def test_a_dtype_met_for_the_first_time_is_named_as_the_general_path_names_it() -> None:
     payload = {"a": torch.zeros(3, dtype=torch.bfloat16), "b": torch.zeros(2, dtype=torch.int16)}
-    saved = dict(torch_._DTYPE_NAMES)
+    saved, facts = dict(torch_._DTYPE_NAMES), dict(torch_._DTYPES)
     torch_._DTYPE_NAMES.clear()
+    torch_._DTYPES.clear()
     try:
         d = describe(payload)
     finally:
         torch_._DTYPE_NAMES.update(saved)
+        torch_._DTYPES.update(facts)
     leaves, nbytes = _general(payload)
     assert d.leaves == leaves
     assert [leaf[3] for leaf in d.leaves] == ["bfloat16", "int16"]

@@ -21,10 +21,10 @@ def _tree(tmp_path):
     shutil.copy(os.path.join(REPO, "scripts", "setup.sh"), tmp_path / "scripts")
     for name in ("pyproject.toml", "setup.py"):
         shutil.copy(os.path.join(REPO, name), tmp_path)
-    desc = tmp_path / "flowmap" / "capture" / "describers"
-    os.makedirs(desc)
-    for c in glob.glob(os.path.join(REPO, "flowmap", "capture", "describers", "_*.c")):
-        shutil.copy(c, desc)
+    for folder in (("capture", "describers"), ("writer",)):
+        os.makedirs(tmp_path.joinpath("flowmap", *folder))
+        for c in glob.glob(os.path.join(REPO, "flowmap", *folder, "_*.c")):
+            shutil.copy(c, tmp_path.joinpath("flowmap", *folder))
     os.makedirs(tmp_path / ".venv" / "bin")
     py = tmp_path / ".venv" / "bin" / "python"
     py.write_text('#!/bin/sh\necho "$*" >> "$(dirname "$0")/../calls.log"\n')

@@ -65,13 +65,33 @@ def test_every_line_kind_it_writes_reads_back(tmp_path) -> None:
     assert notes == [("a", "msg", "row", 64, 4096, None), ("a", "msg", "mask", 16, None, 9)]
 
 
-def test_storage_ids_are_those_interning_one_by_one_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("c_twin", [True, False], ids=["C", "Python"])
+def test_storage_ids_are_those_interning_one_by_one_gives(monkeypatch: pytest.MonkeyPatch,
+                                                          c_twin: bool) -> None:
     """Ids in order of first sight, one per storage (also when a hop names it twice), and
-    unique in the shard across the clearing of a full table."""
+    unique in the shard across the clearing of a full table; with the C twin of the common
+    case (`_ids.c`) and without it."""
     monkeypatch.setattr(encoder, "MAX_STORAGE_IDS", 16)
+    if not c_twin:
+        monkeypatch.setattr(encoder, "known_ids", None)
+    elif encoder.known_ids is None:
+        pytest.skip("the C twin is not built here (or FLOWMAP_PURE_PYTHON=1)")
     rng = random.Random(3)
     batched, single = TraceWriter(lambda s: None), TraceWriter(lambda s: None)
     for _ in range(300):
-        keys = [rng.randrange(40) for _ in range(rng.randrange(7))]
+        keys: list[object] = [rng.randrange(40) if rng.random() < 0.8 else (rng.randrange(4), "cuda:0")
+                              for _ in range(rng.randrange(70))]
         one_by_one = ",".join([single.storages.get(k) or single.storage_id(k) for k in keys])
         assert batched.storage_ids(keys) == one_by_one
+
+
+def test_the_c_twin_of_storage_ids_is_built_here() -> None:
+    # Without it, the C case above would be skipped and prove nothing.
+    if os.environ.get("FLOWMAP_PURE_PYTHON"):
+        pytest.skip("FLOWMAP_PURE_PYTHON=1: the C twins are off")
+    assert encoder.known_ids is not None
+    assert encoder.known_ids({5: "0", (5, "cuda:0"): "1"}, [5, (5, "cuda:0"), 5]) == "0,1,0"
+    assert encoder.known_ids({5: "0"}, [5, 6]) is None
+    assert encoder.known_ids({}, []) == ""
+    with pytest.raises(TypeError):
+        encoder.known_ids({}, (5,))  # type: ignore[arg-type]

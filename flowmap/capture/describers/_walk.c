@@ -6,20 +6,30 @@
  * flowmap runs the same without this module (it is built when a compiler is there, and
  * FLOWMAP_PURE_PYTHON=1 turns it off).
  *
- * Capture rules hold here too: metadata only (the six reads below are torch's own C getters on
+ * Capture rules hold here too: metadata only (the five reads below are torch's own C getters on
  * an exact torch.Tensor; no user code runs), no exception escapes (an error stops the loop and is
- * cleared: Python takes over at that entry), nothing is kept between calls.
+ * cleared: Python takes over at that entry). Nothing read from a tensor is kept between calls:
+ * every fact is read again at every hop (a shape can change in place). What is kept is the last
+ * leaf built for each path (`known`), a candidate only: it stands for the new leaf where every
+ * field compares equal to what was just read, so a seam's schema compares equal to its last one
+ * by identity, and no leaf is built or freed per hop.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdlib.h>
 
-static PyObject *s_tensor, *s_cpu, *one;
+static PyObject *s_tensor, *s_cpu, *one, *zero;
+
+/* `known` is cleared past this many paths (payloads whose keys are made on the fly). */
+#define MAX_KNOWN 4096
+/* Dims of a shape read in C; a tensor with more goes the Python way. */
+#define MAX_DIMS 64
 
 /* torch's own readers, taken from `torch._C.TensorBase.__dict__` by the caller (`torch_.bind`):
  * what `t.data_ptr()`, `t.is_cpu`... resolve to on an exact torch.Tensor, called without looking
- * the name up each time. */
-enum { DATA_PTR, IS_CPU, IS_CONTIGUOUS, SHAPE, DTYPE, NBYTES, READERS };
+ * the name up each time. `t.nbytes` is not read: a contiguous tensor's is its shape's product
+ * times its dtype's item size, which is what torch computes it from. */
+enum { DATA_PTR, IS_CPU, IS_CONTIGUOUS, SHAPE, DTYPE, READERS };
 
 static PyObject *get(PyObject *const *readers, int which, PyObject *v) {
     PyObject *r = readers[which];
@@ -28,14 +38,85 @@ static PyObject *get(PyObject *const *readers, int which, PyObject *v) {
     return Py_TYPE(r)->tp_descr_get(r, v, (PyObject *)Py_TYPE(v));  /* a getset descriptor */
 }
 
+/* The elements of `shape` (a tuple of ints, as torch.Size is) into `dims`, and their product
+ * times `itemsize` into `nbytes`; 0 where one is not a non-negative int, there are too many, or
+ * the product would overflow (Python counts those). */
+static int shape_bytes(PyObject *shape, Py_ssize_t itemsize, Py_ssize_t *dims, Py_ssize_t *ndim,
+                       Py_ssize_t *nbytes) {
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) > MAX_DIMS)
+        return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(shape), total = itemsize;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyTuple_GET_ITEM(shape, i);
+        if (!PyLong_CheckExact(x))
+            return 0;
+        Py_ssize_t d = PyLong_AsSsize_t(x);
+        if (d < 0) { /* negative, or past a Py_ssize_t */
+            PyErr_Clear();
+            return 0;
+        }
+        if (__builtin_mul_overflow(total, d, &total))
+            return 0;
+        dims[i] = d;
+    }
+    *ndim = n;
+    *nbytes = total;
+    return 1;
+}
+
+/* Whether `x` is a tuple of str (the dims of a leaf, as `flowmap.hop(dims=)` is usually given). */
+static int str_tuple(PyObject *x) {
+    if (!PyTuple_CheckExact(x))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(x); i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(x, i)))
+            return 0;
+    return 1;
+}
+
+/* Whether `old`, a leaf this loop built for `path` at an earlier hop, holds what was just read:
+ * the same path, shape, dtype name, bytes and dims (its kind, device and count are this loop's
+ * constants). -1 on an error. */
+static int same_leaf(PyObject *old, PyObject *path, const Py_ssize_t *dims, Py_ssize_t ndim,
+                     PyObject *dtype, Py_ssize_t nbytes, PyObject *named) {
+    if (!PyTuple_CheckExact(old) || PyTuple_GET_SIZE(old) != 8)
+        return 0;
+    PyObject *shape = PyTuple_GET_ITEM(old, 2), *nb = PyTuple_GET_ITEM(old, 5);
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != ndim || !PyLong_CheckExact(nb))
+        return 0;
+    for (Py_ssize_t i = 0; i < ndim; i++) {
+        PyObject *x = PyTuple_GET_ITEM(shape, i);
+        if (!PyLong_CheckExact(x) || PyLong_AsSsize_t(x) != dims[i])
+            return PyErr_Occurred() ? -1 : 0;
+    }
+    if (PyLong_AsSsize_t(nb) != nbytes)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *pairs[3][2] = {{PyTuple_GET_ITEM(old, 0), path}, {PyTuple_GET_ITEM(old, 3), dtype},
+                             {PyTuple_GET_ITEM(old, 7), named}};
+    for (int i = 0; i < 3; i++) {
+        PyObject *a = pairs[i][0], *b = pairs[i][1];
+        if (a == b)
+            continue;
+        if (!(PyUnicode_CheckExact(a) && PyUnicode_CheckExact(b)) &&
+            !(i == 2 && str_tuple(a) && str_tuple(b)))
+            return 0;  /* compared only where no user code can run: a new leaf is built */
+        int eq = PyObject_RichCompareBool(a, b, Py_EQ);
+        if (eq <= 0)
+            return eq;
+    }
+    return 1;
+}
+
 /* One entry: its leaf (NULL past the leaf bound), piece and storage, or -1 (error cleared) / 0
  * (not an entry this loop takes) with nothing built. */
 static int read_entry(PyObject *k, PyObject *v, PyObject *const *readers, PyObject *prefix,
-                      PyObject *dims, PyObject *names, int with_leaf, PyObject **leaf,
-                      PyObject **piece, PyObject **ptr_out) {
+                      PyObject *dims, PyObject *dtypes, PyObject **last_dt, PyObject **last_facts,
+                      PyObject *known, int with_leaf, PyObject **leaf, PyObject **piece,
+                      PyObject **ptr_out) {
     int taken = 0;
     PyObject *ptr = NULL, *flag = NULL, *shape = NULL, *dtype = NULL, *nbytes = NULL, *end = NULL;
-    PyObject *path = NULL;
+    PyObject *path = NULL, *old = NULL;
+    Py_ssize_t sizes[MAX_DIMS], ndim = 0, nb = 0;
     ptr = get(readers, DATA_PTR, v);
     if (ptr == NULL || !PyLong_CheckExact(ptr) || PyObject_Not(ptr) != 0) goto out;
     flag = get(readers, IS_CPU, v);
@@ -47,34 +128,74 @@ static int read_entry(PyObject *k, PyObject *v, PyObject *const *readers, PyObje
     if (shape == NULL) goto out;
     PyObject *dt = get(readers, DTYPE, v);
     if (dt == NULL) goto out;
-    dtype = PyDict_GetItemWithError(names, dt);  /* a dtype not named yet: Python names it */
+    /* (name, item size); a dtype not named yet: Python names it and notes its item size. A
+     * hop's tensors mostly share one dtype: the last one's facts serve again (both borrowed
+     * from `dtypes`, which holds them and is never emptied). */
+    PyObject *facts = dt == *last_dt ? *last_facts : PyDict_GetItemWithError(dtypes, dt);
+    if (facts != NULL) {
+        *last_dt = dt;
+        *last_facts = facts;
+    }
     Py_DECREF(dt);
-    if (dtype == NULL) goto out;
+    if (facts == NULL || !PyTuple_CheckExact(facts) || PyTuple_GET_SIZE(facts) != 2) goto out;
+    dtype = PyTuple_GET_ITEM(facts, 0);
+    PyObject *size = PyTuple_GET_ITEM(facts, 1);
+    if (!PyUnicode_CheckExact(dtype) || !PyLong_CheckExact(size)) {
+        dtype = NULL;
+        goto out;
+    }
     Py_INCREF(dtype);
-    nbytes = get(readers, NBYTES, v);
-    if (nbytes == NULL || !PyLong_CheckExact(nbytes)) goto out;
+    Py_ssize_t itemsize = PyLong_AsSsize_t(size);
+    if (itemsize <= 0 || !shape_bytes(shape, itemsize, sizes, &ndim, &nb)) goto out;
+    if (PyUnicode_GET_LENGTH(prefix) > 0) {
+        path = PyUnicode_Concat(prefix, k);
+    } else {
+        path = k;  /* a top-level key is its own path */
+        Py_INCREF(path);
+    }
+    if (path == NULL) goto out;
+    PyObject *named = Py_None;
+    if (dims != Py_None) {
+        named = PyDict_GetItemWithError(dims, path);
+        if (named == NULL) {
+            if (PyErr_Occurred()) goto out;
+            named = Py_None;
+        }
+    }
+    old = PyDict_GetItemWithError(known, path);
+    int same = 0;
+    if (old != NULL) {
+        Py_INCREF(old);
+        same = same_leaf(old, path, sizes, ndim, dtype, nb, named);
+    } else if (PyErr_Occurred()) {
+        goto out;
+    }
+    if (same < 0) goto out;
+    if (same) {
+        nbytes = PyTuple_GET_ITEM(old, 5);
+        Py_INCREF(nbytes);
+    } else {
+        nbytes = PyLong_FromSsize_t(nb);
+        if (nbytes == NULL) goto out;
+    }
     end = PyNumber_Add(ptr, nbytes);
     if (end == NULL) goto out;
     *piece = PyTuple_Pack(3, ptr, end, nbytes);
     if (*piece == NULL) goto out;
     if (with_leaf) {
-        if (PyUnicode_GET_LENGTH(prefix) > 0) {
-            path = PyUnicode_Concat(prefix, k);
+        if (same) {
+            *leaf = old;
+            Py_INCREF(old);
         } else {
-            path = k;  /* a top-level key is its own path */
-            Py_INCREF(path);
-        }
-        if (path == NULL) goto out;
-        PyObject *named = Py_None;
-        if (dims != Py_None) {
-            named = PyDict_GetItemWithError(dims, path);
-            if (named == NULL) {
-                if (PyErr_Occurred()) goto out;
-                named = Py_None;
+            *leaf = PyTuple_Pack(8, path, s_tensor, shape, dtype, s_cpu, nbytes, one, named);
+            if (*leaf == NULL) goto out;
+            if (PyDict_GET_SIZE(known) >= MAX_KNOWN)
+                PyDict_Clear(known);
+            if (PyDict_SetItem(known, path, *leaf) < 0) {
+                Py_CLEAR(*leaf);
+                goto out;
             }
         }
-        *leaf = PyTuple_Pack(8, path, s_tensor, shape, dtype, s_cpu, nbytes, one, named);
-        if (*leaf == NULL) goto out;
     }
     *ptr_out = ptr;
     ptr = NULL;
@@ -92,19 +213,21 @@ out:
     Py_XDECREF(nbytes);
     Py_XDECREF(end);
     Py_XDECREF(path);
+    Py_XDECREF(old);
     return taken;
 }
 
 PyDoc_STRVAR(tensor_entries_doc,
-"tensor_entries(d, tensor_type, readers, dtype_names, prefix, max_key, dims, leaves, pieces,\n"
-"               storages, room)\n"
+"tensor_entries(d, tensor_type, readers, dtypes, prefix, max_key, dims, leaves, pieces,\n"
+"               storages, room, known)\n"
 "-> (taken, full)\n\n"
 "Walk `d`'s entries in order while each is an exact `tensor_type` under a str key of at most\n"
-"`max_key` characters, on the CPU, contiguous, with data and a dtype in `dtype_names`:\n"
-"append its leaf to `leaves` (while `room` lasts), its piece to `pieces` and its address to\n"
-"`storages`. `readers` are torch's data_ptr, is_cpu, is_contiguous, shape, dtype and nbytes\n"
-"descriptors. `taken` counts the entries done; `full` says one more came past the leaf bound\n"
-"(its bytes counted, its leaf dropped) and the walk stops there.");
+"`max_key` characters, on the CPU, contiguous, with data and a dtype in `dtypes` (a dtype ->\n"
+"(name, item size) dict): append its leaf to `leaves` (while `room` lasts), its piece to `pieces` and its\n"
+"address to `storages`. `readers` are torch's data_ptr, is_cpu, is_contiguous, shape and dtype\n"
+"descriptors. `known` maps a path to the last leaf built for it, which stands for the new one\n"
+"where they are equal. `taken` counts the entries done; `full` says one more came past the leaf\n"
+"bound (its bytes counted, its leaf dropped) and the walk stops there.");
 
 /* Python's `n` conversion of an argument (an int, or an object with `__index__`). */
 static int ssize_arg(PyObject *x, Py_ssize_t *out) {
@@ -116,17 +239,17 @@ static int ssize_arg(PyObject *x, Py_ssize_t *out) {
  * format string, which cost as much as reading one tensor. */
 static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 11) {
-        PyErr_Format(PyExc_TypeError, "tensor_entries() takes 11 arguments (%zd given)", nargs);
+    if (nargs != 12) {
+        PyErr_Format(PyExc_TypeError, "tensor_entries() takes 12 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *d = args[0], *ttype = args[1], *readers = args[2], *names = args[3],
+    PyObject *d = args[0], *ttype = args[1], *readers = args[2], *dtypes = args[3],
              *prefix = args[4], *dims = args[6], *leaves = args[7], *pieces = args[8],
-             *storages = args[9];
+             *storages = args[9], *known = args[11];
     Py_ssize_t max_key, room;
-    if (!PyDict_Check(d) || !PyTuple_Check(readers) || !PyDict_Check(names) ||
+    if (!PyDict_Check(d) || !PyTuple_Check(readers) || !PyDict_Check(dtypes) ||
         !PyUnicode_Check(prefix) || !PyList_Check(leaves) || !PyList_Check(pieces) ||
-        !PyList_Check(storages)) {
+        !PyList_Check(storages) || !PyDict_CheckExact(known)) {
         PyErr_SetString(PyExc_TypeError, "tensor_entries(): an argument of the wrong type");
         return NULL;
     }
@@ -143,7 +266,7 @@ static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_
     PyObject *const *rs = &PyTuple_GET_ITEM(readers, 0);
     Py_ssize_t pos = 0, taken = 0;
     int full = 0;
-    PyObject *k, *v;
+    PyObject *k, *v, *last_dt = NULL, *last_facts = NULL;
     if (dims != Py_None && !PyDict_CheckExact(dims)) /* another Mapping: Python reads it */
         return Py_BuildValue("(ni)", taken, full);
     while (PyDict_Next(d, &pos, &k, &v)) {
@@ -153,7 +276,8 @@ static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_
         PyObject *leaf = NULL, *piece = NULL, *ptr = NULL;
         Py_INCREF(k);
         Py_INCREF(v);
-        int got = read_entry(k, v, rs, prefix, dims, names, room > 0, &leaf, &piece, &ptr);
+        int got = read_entry(k, v, rs, prefix, dims, dtypes, &last_dt, &last_facts, known,
+                             room > 0, &leaf, &piece, &ptr);
         Py_DECREF(k);
         Py_DECREF(v);
         if (got <= 0)
@@ -175,7 +299,12 @@ static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_
         }
         room--;
     }
-    return Py_BuildValue("(ni)", taken, full);
+    PyObject *n = PyLong_FromSsize_t(taken);
+    if (n == NULL)
+        return NULL;
+    PyObject *result = PyTuple_Pack(2, n, full ? one : zero);
+    Py_DECREF(n);
+    return result;
 }
 
 typedef struct {
@@ -183,7 +312,7 @@ typedef struct {
 } piece_t;
 
 /* The order Python sorts the tuples in: by start, then end, then weight. */
-static int in_order(const void *a, const void *b) {
+static inline int in_order(const void *a, const void *b) {
     const piece_t *x = a, *y = b;
     for (int i = 0; i < 3; i++)
         if (x->f[i] != y->f[i])
@@ -225,7 +354,17 @@ static PyObject *disjoint_total(PyObject *self, PyObject *pieces) {
             ps[i].f[j] = u;
         }
     }
-    qsort(ps, (size_t)n, sizeof(piece_t), in_order);
+    if (n <= 64) { /* a hop's few pieces: an insertion sort, without qsort's calls */
+        for (Py_ssize_t i = 1; i < n; i++) {
+            piece_t x = ps[i];
+            Py_ssize_t j = i;
+            for (; j > 0 && in_order(&ps[j - 1], &x) > 0; j--)
+                ps[j] = ps[j - 1];
+            ps[j] = x;
+        }
+    } else {
+        qsort(ps, (size_t)n, sizeof(piece_t), in_order);
+    }
     unsigned long long total = 0, end = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i > 0 && ps[i].f[0] < end)
@@ -261,7 +400,8 @@ PyMODINIT_FUNC PyInit__walk(void) {
     s_tensor = PyUnicode_InternFromString("tensor");
     s_cpu = PyUnicode_InternFromString("cpu");
     one = PyLong_FromLong(1);
-    if (!s_tensor || !s_cpu || !one)
+    zero = PyLong_FromLong(0);
+    if (!s_tensor || !s_cpu || !one || !zero)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -38,6 +38,11 @@ from flowmap.capture.describers.walk import (
 )
 
 _DTYPE_NAMES: dict[Any, str] = {}
+# (name, bytes per element) of each dtype named, for the C loop: it counts a contiguous tensor's
+# bytes from its shape with it, as torch does, instead of asking torch for `nbytes`.
+_DTYPES: dict[Any, tuple[str, int]] = {}
+# The C loop's last leaf per path: a candidate it hands out again only where every field is equal.
+_KNOWN: dict[str, Any] = {}
 _DEVICE_NAMES: dict[Any, str] = {}
 _T: dict[str, Any] = {}  # torch handles, filled by bind()
 
@@ -56,6 +61,7 @@ def bind() -> Any:
     base = torch._C.TensorBase
     _T.update(
         Tensor=torch.Tensor, base=base, strided=torch.strided, no_subclass=torch._C.DisableTorchFunctionSubclass,
+        dtype_type=torch.dtype,
         **{name: base.__dict__[name] for name in ("shape", "dtype", "device", "nbytes", "is_cpu", "layout",
                                                   "is_nested")},
     )
@@ -66,7 +72,7 @@ def bind() -> Any:
     return torch._C._is_torch_function_mode_enabled, torch._C.DisableTorchFunction
 
 
-READS = ("data_ptr", "is_cpu", "is_contiguous", "shape", "dtype", "nbytes")
+READS = ("data_ptr", "is_cpu", "is_contiguous", "shape", "dtype")
 
 
 def _readers(tensor: type, base: type) -> tuple[Any, ...]:
@@ -79,7 +85,14 @@ def _readers(tensor: type, base: type) -> tuple[Any, ...]:
 
 
 def _dtype_name(dt: Any) -> str:
-    return cached_name(_DTYPE_NAMES, dt, "torch.")
+    facts = _DTYPES.get(dt)
+    if facts is not None:
+        return facts[0]
+    name = cached_name(_DTYPE_NAMES, dt, "torch.")
+    size = getattr(dt, "itemsize", None) if type(dt) is _T.get("dtype_type") else None
+    if type(size) is int and size > 0:
+        _DTYPES[dt] = (name, size)
+    return name
 
 
 def _device_name(dev: Any) -> str:
@@ -95,7 +108,8 @@ def tensor_leaf(w: Walk, t: Any, path: str) -> None:
         _unusual(w, t, path)
         return
     device = "cpu" if t.is_cpu else _device_name(t.device)
-    dtype = _DTYPE_NAMES.get(t.dtype) or _dtype_name(t.dtype)
+    facts = _DTYPES.get(t.dtype)
+    dtype = facts[0] if facts is not None else _dtype_name(t.dtype)
     nbytes = span = t.nbytes
     if not t.is_contiguous():
         nbytes, span = _strided_bytes(shape, t.stride(), nbytes)
@@ -135,15 +149,15 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     leaves = w.leaves
     room = MAX_LEAVES - len(leaves)
     dims = w.dims
-    names = _DTYPE_NAMES
+    dtypes = _DTYPES
     cpu: list[Piece] = []  # this dict's inline pieces, joined to the walk's at the end
     storages = [] if w.folded else w.storages
-    entries: Iterable[tuple[Any, Any]] = dict.items(d)
+    entries: Iterable[tuple[Any, Any]]
     if tensor_entries is not None:  # the loop below, in C, up to the first entry it leaves
-        taken, full = tensor_entries(d, tensor_t, _T["readers"], names, prefix, MAX_KEY_CHARS, dims,
-                                     leaves, cpu, storages, room)
+        taken, full = tensor_entries(d, tensor_t, _T["readers"], dtypes, prefix, MAX_KEY_CHARS, dims,
+                                     leaves, cpu, storages, room, _KNOWN)
         if full or taken == dict.__len__(d):
-            w.full = bool(full)  # it was False: checked on entry
+            w.full = full == 1  # it was False: checked on entry
             w.nodes += len(cpu)  # `_joined`, inlined: this is the common hop's return
             if cpu:
                 have = w.pieces.get("cpu")
@@ -152,9 +166,10 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
                 else:
                     have.extend(cpu)
             return
-        if taken:
-            entries = islice(entries, taken, None)
-            room = MAX_LEAVES - len(leaves)
+        entries = islice(dict.items(d), taken, None) if taken else dict.items(d)
+        room = MAX_LEAVES - len(leaves)
+    else:
+        entries = dict.items(d)
     for k, v in entries:
         if type(v) is tensor_t:
             try:
@@ -166,7 +181,7 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
                         p = join(path, k)
                     shape = v.shape
                     # a dtype not named yet raises KeyError: the general path names it
-                    dtype = names[v.dtype]
+                    dtype = dtypes[v.dtype][0]
                     nbytes = v.nbytes
                     cpu.append((ptr, ptr + nbytes, nbytes))
                     storages.append(ptr)

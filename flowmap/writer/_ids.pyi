@@ -1,0 +1,4 @@
+# Types of the C twin in _ids.c (see encoder.py).
+from typing import Any
+
+def known_ids(table: dict[Any, str], keys: list[Any], /) -> str | None: ...
