@@ -129,28 +129,35 @@ def _one_seam(
         hops_in_step[h.step] = hops_in_step.get(h.step, 0) + 1
         transports[h.transport] = transports.get(h.transport, 0) + 1
         items += len(h.items)
-    for st in folded:
-        per_step[st.step] = per_step.get(st.step, 0) + st.nbytes_sum
-        hops_in_step[st.step] = hops_in_step.get(st.step, 0) + st.hops
-        transports[st.transport] = transports.get(st.transport, 0) + st.hops
+    means: list[tuple[int, int]] = []
+    n, total = len(hops), sum(hop_bytes)
+    times = [h.t_ns for h in hops[:1] + hops[-1:]]
+    lows, highs = [], []  # folded steps' least and largest hop
+    for st in folded:  # one pass: this loop runs once per seam-step, at every live update
+        step, k, b = st.step, st.hops, st.nbytes_sum
+        per_step[step] = per_step.get(step, 0) + b
+        hops_in_step[step] = hops_in_step.get(step, 0) + k
+        transports[st.transport] = transports.get(st.transport, 0) + k
         items += st.num_items
-    means = [(st.nbytes_sum // st.hops, st.hops) for st in folded if st.hops]
+        if k:
+            means.append((b // k, k))
+        n += k
+        total += b
+        times += (st.t_first_ns, st.t_ns)
+        lows.append(st.nbytes_min)
+        highs.append(st.nbytes_max)
     counts = Counter(hop_bytes)
     for mean, k in means:
         counts[mean] += k
     sizes = sorted(counts.items())
-    n = len(hops) + sum(st.hops for st in folded)
-    total = sum(hop_bytes) + sum(st.nbytes_sum for st in folded)
-    times = [h.t_ns for h in hops[:1] + hops[-1:]] + [t for st in folded
-                                                       for t in (st.t_first_ns, st.t_ns)]
     return SeamStats(
         src=key[0],
         dst=key[1],
         name=key[2],
         hops=n,
         total_bytes=total,
-        min_bytes=min([st.nbytes_min for st in folded] + ([min(hop_bytes)] if hops else [])),
-        max_bytes=max([st.nbytes_max for st in folded] + ([max(hop_bytes)] if hops else [])),
+        min_bytes=min(lows + ([min(hop_bytes)] if hops else [])),
+        max_bytes=max(highs + ([max(hop_bytes)] if hops else [])),
         p50_bytes=weighted_percentile(sizes, 0.5),
         p90_bytes=weighted_percentile(sizes, 0.9),
         p99_bytes=weighted_percentile(sizes, 0.99),
@@ -179,14 +186,26 @@ def _leaf_stats(hops: list[Hop], folded: Sequence[SeamStep] = ()) -> tuple[LeafS
     for sid, n in uses.items():  # first-seen order: deterministic for a given trace
         for leaf in schemas[sid]:
             _merge_leaf(acc, leaf, n)
+    # A folded step's schema holds each leaf's largest size: its bytes are shared among
+    # the leaves in that proportion, so leaf totals add up to the seam's (exact where sizes
+    # were steady within the step). Steps share their schema tuples too: each leaf is
+    # merged once per schema, with the hops and shares of every step that carried it
+    # (merging is order-free but for first-seen values, and schemas keep their first-seen
+    # order).
+    by_schema: dict[int, tuple[tuple[Leaf, ...], list[int], list[int], int]] = {}
     for st in folded:
-        # A folded step's schema holds each leaf's largest size: its bytes are
-        # shared among the leaves in that proportion, so leaf totals add up to
-        # the seam's (exact where sizes were steady within the step).
-        largest = sum(leaf.nbytes for leaf in st.leaves)
-        for leaf in st.leaves:
-            share = round(st.nbytes_sum * leaf.nbytes / largest) if largest else 0
-            _merge_leaf(acc, leaf, st.hops, share)
+        got = by_schema.get(id(st.leaves))
+        if got is None:
+            got = by_schema[id(st.leaves)] = (st.leaves, [0], [0] * len(st.leaves),
+                                              sum(leaf.nbytes for leaf in st.leaves))
+        leaves, carried, shares, largest = got
+        carried[0] += st.hops
+        if largest:
+            for i, leaf in enumerate(leaves):
+                shares[i] += round(st.nbytes_sum * leaf.nbytes / largest)
+    for leaves, carried, shares, _ in by_schema.values():
+        for leaf, share in zip(leaves, shares, strict=True):
+            _merge_leaf(acc, leaf, carried[0], share)
     ranked = sorted(acc.values(), key=lambda ls: (-ls.total_bytes, ls.path))
     return tuple(a.freeze() for a in ranked)
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections import defaultdict
 from collections.abc import Callable
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from flowmap import trace_format as tf
@@ -38,6 +41,9 @@ from flowmap.read.validate import CHECKS
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
 MAX_SEEN = 4096  # distinct hop lines (but for their time) a shard remembers as already checked
+# A line: a hop's time as JSON writes an integer of at most 16 digits and the bytes after it,
+# or (any other line) the whole line.
+_LINE = re.compile(rb'\["h",(0|[1-9][0-9]{0,15})(,[^\n]*)\n|([^\n]*)\n')
 
 
 class ShardTail:
@@ -122,7 +128,7 @@ class ShardTail:
             data = data[nl + 1:]
         end = data.rfind(b"\n")
         if end >= 0:
-            self._feed(data[:end].split(b"\n"))
+            self._feed(data[:end + 1])
             self.offset += end + 1
             data = data[end + 1:]
         if len(data) > tf.MAX_LINE:  # a partial line already past the bound: skip it
@@ -132,48 +138,41 @@ class ShardTail:
             self.offset += len(data)
         _bound(d.shard)
 
-    def _feed(self, lines: list[bytes]) -> None:
-        """Decode `lines` in order; a hop line whose every field but its time was seen
-        before (most lines of a steady run) skips JSON decoding and checking, and a run of
-        such lines folds at once (`_hops`)."""
+    def _feed(self, data: bytes) -> None:
+        """Decode the complete lines of `data` (each ends in a newline) in order.
+
+        One regular-expression pass splits every line into a hop line's time and the
+        bytes after it, or the whole line; equal neighbours are taken as one group. A
+        group of hop lines whose bytes after the time were seen before (most lines of a
+        steady run) skips JSON decoding and checking, and folds at once (`_hops`): the
+        per-line work is the C of the pass, not a Python loop.
+        """
         d = self.decoder
         assert d is not None
         seen = self.seen
-        slow: list[bytes] = []
-        same: list[int] = []  # times of consecutive hop lines equal but for their time
-        last: list[Any] | None = None  # their event
-        for raw in lines:
-            if raw[:5] == b'["h",' and len(raw) <= tf.MAX_LINE:
-                comma = raw.find(b",", 5)
-                t = raw[5:comma]
-                ev = seen.get(raw[comma:])
-                if ev is None and len(seen) < MAX_SEEN:
-                    if slow:  # the strings and schemas this line names may be among them
-                        d._batch(slow)
-                        slow = []
-                    if same:
-                        _hops(d, last, same)
-                        same = []
-                    ev = self._learn(raw, comma)
-                if ev is not None and t.isdigit() and (len(t) == 1 or t[0] != 48) and len(t) < 17 \
-                        and int(t) <= tf.MAX_TIME_US:
-                    if slow:
-                        d._batch(slow)
-                        slow = []
-                    if ev is not last and same:
-                        _hops(d, last, same)
-                        same = []
-                    last = ev
-                    same.append(int(t))
-                    continue
-            if same:
-                _hops(d, last, same)
-                same = []
-            slow.append(raw)
-        if same:
-            _hops(d, last, same)
-        if slow:
-            d._batch(slow)
+        feed = _Feed(d)
+        for after, group in groupby(_LINE.findall(data), itemgetter(1)):
+            if not after:  # lines not of a hop's plain form: the decoder reads them
+                feed.flush_same()
+                feed.slow += map(itemgetter(2), group)
+                continue
+            ts = list(map(itemgetter(0), group))
+            ev = seen.get(after)
+            if ev is None and len(seen) < MAX_SEEN and 5 + len(ts[0]) + len(after) <= tf.MAX_LINE:
+                feed.flush()  # the strings and schemas it names may be among the slow lines
+                ev = self._learn(b'["h",' + ts[0] + after, 5 + len(ts[0]))
+            times = list(map(int, ts))
+            if ev is None or max(times) > tf.MAX_TIME_US \
+                    or 5 + max(map(len, ts)) + len(after) > tf.MAX_LINE:
+                for t in ts:  # some of them are not taken as they are: one by one
+                    feed.line(self, b'["h",' + t + after, len(t) + 5)
+                continue
+            feed.flush_slow()
+            if ev is not feed.last:
+                feed.flush_same()
+                feed.last = ev
+            feed.same += times
+        feed.flush()
 
     def _learn(self, raw: bytes, comma: int) -> list[Any] | None:
         """The event of hop line `raw` if it is valid as the finished reader checks it, kept
@@ -225,6 +224,51 @@ class ShardTail:
             out.append(hit[1])
         out.sort(key=lambda st: st.t_ns)
         return out
+
+
+class _Feed:
+    """What `ShardTail._feed` has gathered and not yet handed on, in the order read."""
+
+    __slots__ = ("d", "slow", "same", "last")
+
+    def __init__(self, d: _Decoder) -> None:
+        self.d = d
+        self.slow: list[bytes] = []  # lines for the decoder
+        self.same: list[int] = []  # times of consecutive hop lines equal but for their time
+        self.last: list[Any] | None = None  # their event
+
+    def flush_slow(self) -> None:
+        if self.slow:
+            self.d._batch(self.slow)
+            self.slow = []
+
+    def flush_same(self) -> None:
+        if self.same:
+            _hops(self.d, self.last, self.same)
+            self.same = []
+
+    def flush(self) -> None:
+        self.flush_slow()
+        self.flush_same()
+
+    def line(self, tail: ShardTail, raw: bytes, comma: int) -> None:
+        """One hop line, as a group takes them when some are not taken as they are."""
+        t = raw[5:comma]
+        ev = tail.seen.get(raw[comma:])
+        if len(raw) > tf.MAX_LINE:
+            ev = None
+        elif ev is None and len(tail.seen) < MAX_SEEN:
+            self.flush()
+            ev = tail._learn(raw, comma)
+        if ev is not None and int(t) <= tf.MAX_TIME_US:
+            self.flush_slow()
+            if ev is not self.last:
+                self.flush_same()
+                self.last = ev
+            self.same.append(int(t))
+            return
+        self.flush_same()
+        self.slow.append(raw)
 
 
 def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
