@@ -18,6 +18,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol
 
 from flowmap.model.types import (
@@ -115,20 +116,27 @@ def seam_stats(run: HopSource) -> dict[SeamKey, SeamStats]:
     return {s.key: s for s in out}
 
 
+_TRANSPORT = attrgetter("transport")
+_ITEMS = attrgetter("items")
+
+
 def _one_seam(
     key: SeamKey, hops: list[Hop], folded: list[SeamStep], num_steps: int,
     residency: list[float] | None,
 ) -> SeamStats:
     hop_bytes = [h.nbytes for h in hops]
+    steps = [h.step for h in hops]
+    # Counted in C where one can be (this runs once per kept hop, at every live update);
+    # only the values of these dicts are read.
+    hops_in_step: dict[int | None, int] = Counter(steps)
+    transports: dict[str, int] = Counter(map(_TRANSPORT, hops))
+    items = sum(map(len, map(_ITEMS, hops)))
     per_step: dict[int | None, int] = {}
-    hops_in_step: dict[int | None, int] = {}
-    transports: dict[str, int] = {}
-    items = 0
-    for h in hops:  # one pass, plain dicts: this loop runs once per hop of the run
-        per_step[h.step] = per_step.get(h.step, 0) + h.nbytes
-        hops_in_step[h.step] = hops_in_step.get(h.step, 0) + 1
-        transports[h.transport] = transports.get(h.transport, 0) + 1
-        items += len(h.items)
+    if len(hops_in_step) == 1:
+        per_step[steps[0]] = sum(hop_bytes)
+    else:
+        for step, b in zip(steps, hop_bytes):
+            per_step[step] = per_step.get(step, 0) + b
     means: list[tuple[int, int]] = []
     n, total = len(hops), sum(hop_bytes)
     times = [h.t_ns for h in hops[:1] + hops[-1:]]

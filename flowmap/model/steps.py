@@ -10,9 +10,9 @@ in its step's bin, or, without a step, where its last hop was.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from operator import attrgetter
 from typing import Protocol
 
 from flowmap.gc_pause import paused_gc
@@ -86,7 +86,11 @@ def _bins(run: StepSource, seams: list[SeamKey], max_bins: int) -> StepBins:
 def _in_time_order(events: Events) -> Iterator[Hop | SeamStep]:
     if not events.seam_steps:
         return iter(events.hops)
-    return heapq.merge(events.hops, events.seam_steps, key=lambda e: e.t_ns)
+    # Both lists are sorted by time: a stable sort of the two runs merges them as
+    # heapq.merge would (hops first on equal times), in C.
+    both: list[Hop | SeamStep] = [*events.hops, *events.seam_steps]
+    both.sort(key=attrgetter("t_ns"))
+    return iter(both)
 
 
 def totals(events: Events, seams: Mapping[SeamKey, SeamStats]) -> Totals:
