@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from itertools import groupby
 from operator import itemgetter
-from typing import Any
+from typing import Any, BinaryIO
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
@@ -39,6 +39,7 @@ from flowmap.read.reader import (
 from flowmap.read.validate import CHECKS
 
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
+FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
 MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
 MAX_SEEN = 4096  # distinct hop lines (but for their time) a shard remembers as already checked
 # A line: a hop's time as JSON writes an integer of at most 16 digits and the bytes after it,
@@ -74,13 +75,9 @@ class ShardTail:
                     self.offset, self.decoder, self.skipping = 0, None, False
                     self.seen, self.steps_made = {}, {}
                 f.seek(self.offset)
-                data = f.read(MAX_READ)
-                self.capped = len(data) == MAX_READ
+                data, self.capped = _read_to_nul(f)
         except NotATrace:
             return 0  # vanished between listing and opening; the next listing says so
-        nul = data.find(b"\0")
-        if nul >= 0:
-            data = data[:nul]
         start = self.offset
         if self.decoder is None:
             data = self._start(data)
@@ -224,6 +221,29 @@ class ShardTail:
             out.append(hit[1])
         out.sort(key=lambda st: st.t_ns)
         return out
+
+
+def _read_to_nul(f: BinaryIO) -> tuple[bytes, bool]:
+    """The bytes from `f`'s position to its first NUL (a mapped shard's reserved, unwritten
+    tail, tens of MB in a long run) or its end, at most MAX_READ; and whether more waits.
+
+    Read in growing pieces, so a poll reads about what was appended, not the zeros after it.
+    """
+    pieces = []
+    got, size = 0, FIRST_READ
+    while got < MAX_READ:
+        want = min(size, MAX_READ - got)
+        piece = f.read(want)
+        nul = piece.find(b"\0")
+        if nul >= 0:
+            pieces.append(piece[:nul])
+            return b"".join(pieces), False
+        pieces.append(piece)
+        got += len(piece)
+        if len(piece) < want:
+            return b"".join(pieces), False
+        size *= 2
+    return b"".join(pieces), True
 
 
 class _Feed:

@@ -20,6 +20,7 @@ import flowmap
 from flowmap import trace_format as tf
 from flowmap.model.run import Run
 from flowmap.read.incremental import MAX_RECORDS, IncrementalReader, RunGone
+from flowmap.read.tail import MAX_READ
 
 
 @pytest.mark.parametrize("detail_hops", [None, 40])
@@ -63,6 +64,32 @@ def test_a_line_still_being_written_waits_for_its_newline(tmp_path):
     reader.poll()
     run = reader.records(Run)
     assert run.num_hops == 2 and not run.truncated and run.health.bad_lines == 0
+
+
+def test_a_long_reserved_tail_is_not_more_to_read(tmp_path):
+    # GIVEN a mapped shard of a long run: its lines, then a reserved, unwritten tail of zeros
+    # larger than one poll reads (the writer reserves up to 32 MB at a time)
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    w.hop(10, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.hop(20, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.close(30)
+    path = tmp_path / "run" / "h-1-1.flowmap.jsonl"
+    data = path.read_bytes()
+    data = data[:data.rfind(b'["end"')]  # still being written
+    path.write_bytes(data + b"\0" * (2 * MAX_READ))
+    reader = IncrementalReader(str(tmp_path / "run"))
+    # WHEN polled; THEN it reads the lines, and says nothing more waits (a watch that
+    # believed it would read again and again, "catching up", for its whole time budget)
+    assert reader.poll() == len(data)
+    assert not reader.more
+    assert reader.records(Run).num_hops == 2
+    # AND a tail past MAX_READ of lines is more to read, taken at the next poll
+    line = data[data.rfind(b'["h"'):]
+    lines = line * (MAX_READ // len(line) + 10)
+    path.write_bytes(data + lines + b"\0" * 100)
+    assert reader.poll() <= MAX_READ and reader.more
+    reader.poll()
+    assert not reader.more and reader.records(Run).num_hops == 2 + lines.count(b"\n")
 
 
 def test_counter_samples_are_folded_past_the_bound_with_exact_statistics(tmp_path):
