@@ -118,6 +118,15 @@ def seam_stats(run: HopSource) -> dict[SeamKey, SeamStats]:
 
 _TRANSPORT = attrgetter("transport")
 _ITEMS = attrgetter("items")
+_STEP = attrgetter("step")
+_HOPS = attrgetter("hops")
+_NBYTES_SUM = attrgetter("nbytes_sum")
+_NBYTES_MIN = attrgetter("nbytes_min")
+_NBYTES_MAX = attrgetter("nbytes_max")
+_NUM_ITEMS = attrgetter("num_items")
+_T_FIRST = attrgetter("t_first_ns")
+_T_NS = attrgetter("t_ns")
+_LEAVES = attrgetter("leaves")
 
 
 def _one_seam(
@@ -137,23 +146,24 @@ def _one_seam(
     else:
         for step, b in zip(steps, hop_bytes):
             per_step[step] = per_step.get(step, 0) + b
-    means: list[tuple[int, int]] = []
-    n, total = len(hops), sum(hop_bytes)
-    times = [h.t_ns for h in hops[:1] + hops[-1:]]
-    lows, highs = [], []  # folded steps' least and largest hop
-    for st in folded:  # one pass: this loop runs once per seam-step, at every live update
-        step, k, b = st.step, st.hops, st.nbytes_sum
+    # Folded steps: fields taken out in C, one short loop (this runs once per seam-step, at
+    # every live update).
+    ks = list(map(_HOPS, folded))
+    bs = list(map(_NBYTES_SUM, folded))
+    for step, k, b in zip(map(_STEP, folded), ks, bs):
         per_step[step] = per_step.get(step, 0) + b
         hops_in_step[step] = hops_in_step.get(step, 0) + k
-        transports[st.transport] = transports.get(st.transport, 0) + k
-        items += st.num_items
-        if k:
-            means.append((b // k, k))
-        n += k
-        total += b
-        times += (st.t_first_ns, st.t_ns)
-        lows.append(st.nbytes_min)
-        highs.append(st.nbytes_max)
+    for transport, k in zip(map(_TRANSPORT, folded), ks):
+        transports[transport] = transports.get(transport, 0) + k
+    items += sum(map(_NUM_ITEMS, folded))
+    means = [(b // k, k) for b, k in zip(bs, ks) if k]
+    n, total = len(hops) + sum(ks), sum(hop_bytes) + sum(bs)
+    times = [h.t_ns for h in hops[:1] + hops[-1:]]
+    if folded:
+        times += (min(map(_T_FIRST, folded)), max(map(_T_FIRST, folded)),
+                  min(map(_T_NS, folded)), max(map(_T_NS, folded)))
+    lows = [min(map(_NBYTES_MIN, folded))] if folded else []  # folded steps' least hop
+    highs = [max(map(_NBYTES_MAX, folded))] if folded else []  # ... and largest
     counts = Counter(hop_bytes)
     for mean, k in means:
         counts[mean] += k
@@ -200,20 +210,18 @@ def _leaf_stats(hops: list[Hop], folded: Sequence[SeamStep] = ()) -> tuple[LeafS
     # merged once per schema, with the hops and shares of every step that carried it
     # (merging is order-free but for first-seen values, and schemas keep their first-seen
     # order).
-    by_schema: dict[int, tuple[tuple[Leaf, ...], list[int], list[int], int]] = {}
-    for st in folded:
-        got = by_schema.get(id(st.leaves))
+    by_schema: dict[int, tuple[tuple[Leaf, ...], list[int], list[int]]] = {}
+    for leaves, k, b in zip(map(_LEAVES, folded), map(_HOPS, folded), map(_NBYTES_SUM, folded)):
+        got = by_schema.get(id(leaves))
         if got is None:
-            got = by_schema[id(st.leaves)] = (st.leaves, [0], [0] * len(st.leaves),
-                                              sum(leaf.nbytes for leaf in st.leaves))
-        leaves, carried, shares, largest = got
-        carried[0] += st.hops
-        if largest:
-            for i, leaf in enumerate(leaves):
-                shares[i] += round(st.nbytes_sum * leaf.nbytes / largest)
-    for leaves, carried, shares, _ in by_schema.values():
-        for leaf, share in zip(leaves, shares, strict=True):
-            _merge_leaf(acc, leaf, carried[0], share)
+            got = by_schema[id(leaves)] = (leaves, [], [])
+        got[1].append(k)
+        got[2].append(b)
+    for leaves, ks, bs in by_schema.values():
+        largest = sum(leaf.nbytes for leaf in leaves)
+        for leaf in leaves:
+            share = sum([round(b * leaf.nbytes / largest) for b in bs]) if largest else 0
+            _merge_leaf(acc, leaf, sum(ks), share)
     ranked = sorted(acc.values(), key=lambda ls: (-ls.total_bytes, ls.path))
     return tuple(a.freeze() for a in ranked)
 
