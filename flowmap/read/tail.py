@@ -41,7 +41,11 @@ from flowmap.read.validate import CHECKS
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
 MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
-MAX_SEEN = 4096  # distinct hop lines (but for their time) a shard remembers as already checked
+# Distinct hop lines (but for their time) a shard remembers as already checked. When full,
+# it forgets them and learns again if they paid (more lines reused an event than were
+# learned: a long run's older steps' lines do not come back), else it stops learning (lines
+# that are all distinct, e.g. each naming its own item, decode faster in a batch).
+MAX_SEEN = 4096
 # A line: a hop's time as JSON writes an integer of at most 16 digits and the bytes after it,
 # or (any other line) the whole line.
 _LINE = re.compile(rb'\["h",(0|[1-9][0-9]{0,15})(,[^\n]*)\n|([^\n]*)\n')
@@ -58,6 +62,8 @@ class ShardTail:
         self.skipping = False  # inside an over-long line, until its newline
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
         self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
+        self.reused = 0  # hop lines that took an event from `seen` since it was last emptied
+        self.learning = True  # whether hop lines not in `seen` are learned
         self.steps_made: dict[Any, tuple[int, SeamStep]] = {}  # fold cell -> (hops, its record)
         self.capped = False  # the last poll stopped at MAX_READ: more is waiting
 
@@ -73,7 +79,7 @@ class ShardTail:
             with open_regular(self.path) as f:
                 if os.fstat(f.fileno()).st_size < self.offset:  # cut and rewritten: start over
                     self.offset, self.decoder, self.skipping = 0, None, False
-                    self.seen, self.steps_made = {}, {}
+                    self.seen, self.steps_made, self.reused, self.learning = {}, {}, 0, True
                 f.seek(self.offset)
                 data, self.capped = _read_to_nul(f)
         except NotATrace:
@@ -155,9 +161,13 @@ class ShardTail:
                 continue
             ts = list(map(itemgetter(0), group))
             ev = seen.get(after)
-            if ev is None and len(seen) < MAX_SEEN and 5 + len(ts[0]) + len(after) <= tf.MAX_LINE:
+            if ev is not None:
+                self.reused += len(ts)
+            elif self.learning and 5 + len(ts[0]) + len(after) <= tf.MAX_LINE:
                 feed.flush()  # the strings and schemas it names may be among the slow lines
                 ev = self._learn(b'["h",' + ts[0] + after, 5 + len(ts[0]))
+                self.reused += len(ts) - 1
+                seen = self.seen
             times = list(map(int, ts))
             if ev is None or max(times) > tf.MAX_TIME_US \
                     or 5 + max(map(len, ts)) + len(after) > tf.MAX_LINE:
@@ -184,6 +194,11 @@ class ShardTail:
             return None
         if type(ev) is not list or not CHECKS[tf.HOP](ev, d.strings, d.schemas):
             return None
+        if len(self.seen) >= MAX_SEEN:
+            self.learning = self.reused > len(self.seen)
+            self.seen, self.reused = {}, 0
+            if not self.learning:
+                return ev
         self.seen[raw[comma:]] = ev
         return ev
 
@@ -277,7 +292,7 @@ class _Feed:
         ev = tail.seen.get(raw[comma:])
         if len(raw) > tf.MAX_LINE:
             ev = None
-        elif ev is None and len(tail.seen) < MAX_SEEN:
+        elif ev is None and tail.learning:
             self.flush()
             ev = tail._learn(raw, comma)
         if ev is not None and int(t) <= tf.MAX_TIME_US:

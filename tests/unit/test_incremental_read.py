@@ -171,3 +171,33 @@ def test_runs_of_equal_hop_lines_fold_as_one_by_one(tmp_path):
         f.write("{}")
     assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 9, 5, 30) >= 6
     assert _grow(str(tmp_path / "src"), str(tmp_path / "live2"), 9, 6, None) >= 6
+
+
+def test_lines_remembered_past_the_bound_are_learned_again_while_they_pay(tmp_path, monkeypatch):
+    import flowmap.read.tail as tail
+
+    monkeypatch.setattr(tail, "MAX_SEEN", 16)
+    # GIVEN two shards past the bound on remembered lines: one of steady steps (each line
+    # repeated, a long run's), one whose every hop names its own item
+    steady = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    distinct = runs.ShardWriter(str(tmp_path / "src" / "h-2-1.flowmap.jsonl"), 2)
+    for step in range(60):
+        steady.step(100 * step, step)
+        distinct.step(100 * step, step)
+        for k in range(5):
+            steady.hop(100 * step + k + 1, "a", "b", "x", [runs.tensor("t", (4,))], step=step)
+            distinct.hop(100 * step + k + 1, "a", "b", "x", [runs.tensor("t", (4,))], step=step,
+                         items=[step * 5 + k])
+    steady.close(10_000)
+    distinct.close(10_000)
+    with open(tmp_path / "src" / "run.json", "w") as f:
+        f.write("{}")
+    # WHEN read as it grows; THEN every point reads as `load` reads it
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 7, 3, None) >= 5
+    reader = IncrementalReader(str(tmp_path / "src"), detail_hops=None)
+    reader.poll()
+    assert _doc(reader.records(Run)) == _doc(flowmap.load(str(tmp_path / "src"), detail_hops=None))
+    # AND the steady shard still takes its lines from what it learned; the other stopped
+    by_pid = {t.shard.pid: t for t in reader.tails.values() if t.shard is not None}
+    assert by_pid[1].learning and 0 < len(by_pid[1].seen) <= 16
+    assert not by_pid[2].learning
