@@ -284,7 +284,7 @@ def _latency(w: Watchers, probe: str) -> dict[str, list[float]]:
                 for i in pending:
                     if pattern.format(i).encode() in body:
                         got[what][i] = time.time() - written[i]
-        time.sleep(0.05)
+        time.sleep(0.1)
     return {k: sorted(v.values()) for k, v in got.items()}
 
 

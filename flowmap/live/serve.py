@@ -102,7 +102,9 @@ class LiveServer:
 
     def _update_loop(self) -> None:
         said = ""
-        while not self._stop.wait(UPDATE_S):
+        next_s = time.monotonic() + UPDATE_S
+        while not self._stop.wait(max(0.0, next_s - time.monotonic())):
+            next_s = time.monotonic() + UPDATE_S  # an update every UPDATE_S, whatever it took
             frame: Frame | None
             try:
                 frame = self.watch.update()

@@ -17,8 +17,6 @@ import os
 import re
 from collections import defaultdict
 from collections.abc import Callable
-from itertools import groupby
-from operator import itemgetter
 from typing import Any, BinaryIO
 
 from flowmap import trace_format as tf
@@ -46,9 +44,12 @@ MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before foldin
 # learned: a long run's older steps' lines do not come back), else it stops learning (lines
 # that are all distinct, e.g. each naming its own item, decode faster in a batch).
 MAX_SEEN = 4096
-# A line: a hop's time as JSON writes an integer of at most 16 digits and the bytes after it,
-# or (any other line) the whole line.
-_LINE = re.compile(rb'\["h",(0|[1-9][0-9]{0,15})(,[^\n]*)\n|([^\n]*)\n')
+# A run of hop lines equal but for their time, each time as JSON writes an integer of at
+# most 16 digits; groups: the first line's time, the bytes after it (newline included).
+_RUN = re.compile(rb'\["h",(0|[1-9][0-9]{0,15})(,[^\n]*\n)(?:\["h",(?:0|[1-9][0-9]{0,15})\2)*')
+# The times of a run's lines after its first (a line's start follows a newline; the bytes
+# after a time may hold `["h",` too, inside an item id)
+_NEXT_TIMES = re.compile(rb'\n\["h",([0-9]+)')
 
 
 class ShardTail:
@@ -144,22 +145,32 @@ class ShardTail:
     def _feed(self, data: bytes) -> None:
         """Decode the complete lines of `data` (each ends in a newline) in order.
 
-        One regular-expression pass splits every line into a hop line's time and the
-        bytes after it, or the whole line; equal neighbours are taken as one group. A
-        group of hop lines whose bytes after the time were seen before (most lines of a
-        steady run) skips JSON decoding and checking, and folds at once (`_hops`): the
-        per-line work is the C of the pass, not a Python loop.
+        One regular expression takes a run of hop lines equal but for their time at once
+        (a back-reference to the first line's bytes after its time), another their times.
+        A run whose bytes after the time were seen before (most lines of a steady run)
+        skips JSON decoding and checking, and folds at once (`_hops`): the per-line work
+        is in C, not a Python loop. Other lines go to the decoder, as many at once as
+        come together.
         """
         d = self.decoder
         assert d is not None
         seen = self.seen
         feed = _Feed(d)
-        for after, group in groupby(_LINE.findall(data), itemgetter(1)):
-            if not after:  # lines not of a hop's plain form: the decoder reads them
+        pos, n = 0, len(data)
+        while pos < n:
+            m = _RUN.match(data, pos)
+            if m is None:  # lines not of a hop's plain form, up to the next hop line
+                nxt = data.find(b'\n["h",', pos)
+                nxt = n - 1 if nxt < 0 else nxt
                 feed.flush_same()
-                feed.slow += map(itemgetter(2), group)
+                feed.slow += data[pos:nxt].split(b"\n")
+                pos = nxt + 1
                 continue
-            ts = list(map(itemgetter(0), group))
+            end = m.end()
+            ts = [m.group(1), *_NEXT_TIMES.findall(data, pos, end)]
+            after = m.group(2)
+            pos = end
+            after = after[:-1]  # without its newline
             ev = seen.get(after)
             if ev is not None:
                 self.reused += len(ts)
@@ -168,9 +179,8 @@ class ShardTail:
                 ev = self._learn(b'["h",' + ts[0] + after, 5 + len(ts[0]))
                 self.reused += len(ts) - 1
                 seen = self.seen
-            times = list(map(int, ts))
-            if ev is None or max(times) > tf.MAX_TIME_US \
-                    or 5 + max(map(len, ts)) + len(after) > tf.MAX_LINE:
+            _, hi, longest = _span(ts)
+            if ev is None or hi > tf.MAX_TIME_US or 5 + longest + len(after) > tf.MAX_LINE:
                 for t in ts:  # some of them are not taken as they are: one by one
                     feed.line(self, b'["h",' + t + after, len(t) + 5)
                 continue
@@ -178,7 +188,7 @@ class ShardTail:
             if ev is not feed.last:
                 feed.flush_same()
                 feed.last = ev
-            feed.same += times
+            feed.same += ts
         feed.flush()
 
     def _learn(self, raw: bytes, comma: int) -> list[Any] | None:
@@ -269,7 +279,7 @@ class _Feed:
     def __init__(self, d: _Decoder) -> None:
         self.d = d
         self.slow: list[bytes] = []  # lines for the decoder
-        self.same: list[int] = []  # times of consecutive hop lines equal but for their time
+        self.same: list[bytes] = []  # times of consecutive hop lines equal but for their time
         self.last: list[Any] | None = None  # their event
 
     def flush_slow(self) -> None:
@@ -300,13 +310,23 @@ class _Feed:
             if ev is not self.last:
                 self.flush_same()
                 self.last = ev
-            self.same.append(int(t))
+            self.same.append(t)
             return
         self.flush_same()
         self.slow.append(raw)
 
 
-def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
+def _span(times: list[bytes]) -> tuple[int, int, int]:
+    """Least and largest of `times` (JSON integers without a leading zero), and the longest's
+    digits: compared as bytes where all have as many digits (most runs), in C."""
+    lens = set(map(len, times))
+    if len(lens) == 1:
+        return int(min(times)), int(max(times)), len(times[0])
+    ints = list(map(int, times))
+    return min(ints), max(ints), max(lens)
+
+
+def _hops(d: _Decoder, ev: Any, times: list[bytes]) -> None:
     """Hop lines equal but for their `times`, as `_Decoder._batch` takes them one by one.
 
     Past the detail window, where every one of them folds (their step lies past the
@@ -319,13 +339,14 @@ def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
     if (len(times) < 2 or folder is None or cut is None or d.keep is None
             or len(sh.hops) < d.keep or step is None or cut.step is None or step <= cut.step):
         for t in times:
-            ev[1] = t
+            ev[1] = int(t)
             _hop(d, ev)
         return
-    ev[1] = times[0]
+    ev[1] = int(times[0])
     _hop(d, ev)  # folds: its step is past the window
     rest = times[1:]
     n = len(rest)
+    lo, hi, _ = _span(rest)
     d.line += n
     sh.num_events += n
     folder.hops += n
@@ -333,8 +354,8 @@ def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
     c.hops += n
     c.nbytes_sum += ev[6] * n
     c.num_items += (len(ev[11]) if ev[11] else 0) * n
-    c.t_first = min(c.t_first, d.t0 + min(rest) * 1000)
-    c.t_last = max(c.t_last, d.t0 + max(rest) * 1000)
+    c.t_first = min(c.t_first, d.t0 + lo * 1000)
+    c.t_last = max(c.t_last, d.t0 + hi * 1000)
 
 
 def _hop(d: _Decoder, ev: list[Any]) -> None:

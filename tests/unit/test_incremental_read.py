@@ -201,3 +201,19 @@ def test_lines_remembered_past_the_bound_are_learned_again_while_they_pay(tmp_pa
     by_pid = {t.shard.pid: t for t in reader.tails.values() if t.shard is not None}
     assert by_pid[1].learning and 0 < len(by_pid[1].seen) <= 16
     assert not by_pid[2].learning
+
+
+def test_hop_lines_whose_items_look_like_hop_lines_read_as_the_finished_reader_reads_them(tmp_path):
+    # GIVEN runs of equal hop lines whose item ids hold the bytes a hop line starts with
+    w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    for step in range(4):
+        w.step(100 * step, step)
+        for k in range(6):
+            w.hop(100 * step + k + 1, "a", "b", "x", [runs.tensor("t", (4,))], step=step,
+                  items=[["h", 7 + k % 2], "h"])
+    w.close(1000)
+    with open(tmp_path / "src" / "run.json", "w") as f:
+        f.write("{}")
+    # WHEN read as it grows; THEN every point reads as `load` reads it
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 6, 2, 3) >= 4
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live2"), 6, 4, None) >= 4
