@@ -150,11 +150,24 @@ def _one_seam(
     # every live update).
     ks = list(map(_HOPS, folded))
     bs = list(map(_NBYTES_SUM, folded))
-    for step, k, b in zip(map(_STEP, folded), ks, bs):
-        per_step[step] = per_step.get(step, 0) + b
-        hops_in_step[step] = hops_in_step.get(step, 0) + k
-    for transport, k in zip(map(_TRANSPORT, folded), ks):
-        transports[transport] = transports.get(transport, 0) + k
+    steps_folded = list(map(_STEP, folded))
+    if len(set(steps_folded)) == len(steps_folded) and per_step.keys().isdisjoint(steps_folded):
+        # one record per step, none a step of a kept hop (a long run's steps, most often):
+        # each step's figures are its record's, and only their largest are read
+        step_bytes_max = max([*per_step.values(), *bs])
+        step_hops_max = max([*hops_in_step.values(), *ks])
+    else:
+        for step, k, b in zip(steps_folded, ks, bs):
+            per_step[step] = per_step.get(step, 0) + b
+            hops_in_step[step] = hops_in_step.get(step, 0) + k
+        step_bytes_max, step_hops_max = max(per_step.values()), max(hops_in_step.values())
+    kinds = set(map(_TRANSPORT, folded))
+    if len(kinds) == 1:
+        (transport,) = kinds
+        transports[transport] = transports.get(transport, 0) + sum(ks)
+    else:
+        for transport, k in zip(map(_TRANSPORT, folded), ks):
+            transports[transport] = transports.get(transport, 0) + k
     items += sum(map(_NUM_ITEMS, folded))
     means = [(b // k, k) for b, k in zip(bs, ks) if k]
     n, total = len(hops) + sum(ks), sum(hop_bytes) + sum(bs)
@@ -180,9 +193,9 @@ def _one_seam(
         p90_bytes=weighted_percentile(sizes, 0.9),
         p99_bytes=weighted_percentile(sizes, 0.99),
         bytes_per_step_mean=total / num_steps,
-        bytes_per_step_max=max(per_step.values()),
+        bytes_per_step_max=step_bytes_max,
         hops_per_step=n / num_steps,
-        hops_per_step_max=max(hops_in_step.values()),
+        hops_per_step_max=step_hops_max,
         transports=dict(sorted(transports.items())),
         leaves=_leaf_stats(hops, folded),
         first_t_ns=min(times),
