@@ -224,12 +224,17 @@ def _leaf_stats(hops: list[Hop], folded: Sequence[SeamStep] = ()) -> tuple[LeafS
     # (merging is order-free but for first-seen values, and schemas keep their first-seen
     # order).
     by_schema: dict[int, tuple[tuple[Leaf, ...], list[int], list[int]]] = {}
-    for leaves, k, b in zip(map(_LEAVES, folded), map(_HOPS, folded), map(_NBYTES_SUM, folded)):
-        got = by_schema.get(id(leaves))
-        if got is None:
-            got = by_schema[id(leaves)] = (leaves, [], [])
-        got[1].append(k)
-        got[2].append(b)
+    schemas_of = list(map(_LEAVES, folded))
+    if len(set(map(id, schemas_of))) == 1:  # one schema (most seams): no grouping
+        by_schema[id(schemas_of[0])] = (schemas_of[0], list(map(_HOPS, folded)),
+                                        list(map(_NBYTES_SUM, folded)))
+    else:
+        for leaves, k, b in zip(schemas_of, map(_HOPS, folded), map(_NBYTES_SUM, folded)):
+            got = by_schema.get(id(leaves))
+            if got is None:
+                got = by_schema[id(leaves)] = (leaves, [], [])
+            got[1].append(k)
+            got[2].append(b)
     for leaves, ks, bs in by_schema.values():
         largest = sum(leaf.nbytes for leaf in leaves)
         for leaf in leaves:
