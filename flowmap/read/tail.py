@@ -17,6 +17,7 @@ import os
 import re
 from collections import defaultdict
 from collections.abc import Callable
+from operator import attrgetter, ne
 from typing import Any, BinaryIO
 
 from flowmap import trace_format as tf
@@ -36,6 +37,8 @@ from flowmap.read.reader import (
 )
 from flowmap.read.validate import CHECKS
 
+_CELL_HOPS = attrgetter("hops")
+_T_NS = attrgetter("t_ns")
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
 MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
@@ -65,7 +68,8 @@ class ShardTail:
         self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
         self.reused = 0  # hop lines that took an event from `seen` since it was last emptied
         self.learning = True  # whether hop lines not in `seen` are learned
-        self.steps_made: dict[Any, tuple[int, SeamStep]] = {}  # fold cell -> (hops, its record)
+        self.steps_made: list[SeamStep] = []  # each fold cell's record, in the cells' order
+        self.steps_made_hops: list[int] = []  # ... and the cell's hops when it was made
         self.capped = False  # the last poll stopped at MAX_READ: more is waiting
 
     @property
@@ -80,7 +84,8 @@ class ShardTail:
             with open_regular(self.path) as f:
                 if os.fstat(f.fileno()).st_size < self.offset:  # cut and rewritten: start over
                     self.offset, self.decoder, self.skipping = 0, None, False
-                    self.seen, self.steps_made, self.reused, self.learning = {}, {}, 0, True
+                    self.seen, self.reused, self.learning = {}, 0, True
+                    self.steps_made, self.steps_made_hops = [], []
                 f.seek(self.offset)
                 data, self.capped = _read_to_nul(f)
         except NotATrace:
@@ -232,20 +237,38 @@ class ShardTail:
 
     def _folded_steps(self, folder: SeamStepFolder) -> list[SeamStep]:
         """`folder.seam_steps(...)`, building anew only the cells that took hops since the
-        last snapshot (a long run's older steps no longer change)."""
+        last snapshot (a long run's older steps no longer change), found in C: the cells'
+        hop counts, compared with the last snapshot's in their (insertion) order."""
         d = self.decoder
         assert d is not None
-        one = SeamStepFolder(folder.pid)
-        out = []
-        for key, cell in folder.cells.items():
-            hit = self.steps_made.get(key)
-            if hit is None or hit[0] != cell.hops:  # grown by every hop added
-                one.cells = {key: cell}
-                hit = self.steps_made[key] = (
-                    cell.hops, one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0])
-            out.append(hit[1])
-        out.sort(key=lambda st: st.t_ns)
-        return out
+        cells = folder.cells
+        made, counts = self.steps_made, self.steps_made_hops  # in the order of `cells`
+        now = list(map(_CELL_HOPS, cells.values()))
+        if len(now) < len(counts):  # cells are only ever added; should that change: anew
+            made, counts = [], []
+        grown = list(map(ne, now, counts))  # as long as the shorter: the cells known before
+        changed = []
+        i = -1
+        while True:
+            try:
+                i = grown.index(True, i + 1)
+            except ValueError:
+                break
+            changed.append(i)
+        if changed or len(now) > len(made):
+            keys = list(cells)
+            one = SeamStepFolder(folder.pid)
+
+            def make(i: int) -> SeamStep:
+                one.cells = {keys[i]: cells[keys[i]]}
+                return one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0]
+
+            made = made[:]
+            for i in changed:
+                made[i] = make(i)
+            made += [make(i) for i in range(len(made), len(now))]  # the cells new since
+        self.steps_made, self.steps_made_hops = made, now
+        return sorted(made, key=_T_NS)
 
 
 def _read_to_nul(f: BinaryIO) -> tuple[bytes, bool]:
