@@ -14,7 +14,7 @@ def top(
     sort: Annotated[str, typer.Option("--sort", metavar="rate|total|hops", help="Rank seams by bytes/s over the last 10 s (default), total bytes, or hops/s.")] = "rate",
     width: Annotated[int | None, typer.Option("--width", metavar="COLUMNS", min=40, help="Lay the screen out for this many columns.")] = None,  # noqa: UP007
 ) -> None:
-    """Seams ranked by bytes/s, run health and findings, redrawn every second; keys t/r/h sort, p pauses, q quits."""
+    """Seams ranked by bytes/s, run health and findings, redrawn every 1.5 s; keys t/r/h sort, p pauses, q quits."""
     from rich.console import Console
 
     from flowmap.errors import UsageError

@@ -1,11 +1,13 @@
 """`flowmap serve`: the HTML page, live, and `/metrics` for Prometheus, from one watch.
 
 Routes: `/` the page (the same self-contained page as `render --html`, whose
-script also fetches `data.json` from this server each second and redraws in
-place), `/data.json` the page's data, `/metrics` the Prometheus text
-exposition (`flowmap.live.metrics`). One thread updates the watch about once
-a second; requests read its latest frame, so a scrape or a page never reads
-shards. Loopback by default: the page shows the run's owner and payload
+script also asks this server for newer data and redraws in place),
+`/data.json` the page's data, `/metrics` the Prometheus text exposition
+(`flowmap.live.metrics`). One thread updates the watch every `UPDATE_S`;
+requests read its latest frame, so a scrape or a page never reads shards.
+The page asks `data.json?after=VERSION`, which answers once the data is newer
+than VERSION (or after `HOLD_S`): the page shows an update as soon as it is
+built, and its data is built once per update, not once per request. Loopback by default: the page shows the run's owner and payload
 names and shapes, so binding elsewhere is the caller's explicit choice.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -22,14 +25,14 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from flowmap.errors import FlowmapError
 from flowmap.live.metrics import registry
 from flowmap.live.status import RUNNING
-from flowmap.live.watch import Frame, Watch
+from flowmap.live.watch import UPDATE_S, Frame, Watch
 from flowmap.reporters.html import page
 from flowmap.reporters.html_data import html_document
 from flowmap.reporters.layout import layout_graph
 from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 from flowmap.strict_json import finite
 
-POLL_S = 1.0
+HOLD_S = 10.0  # how long `data.json?after=VERSION` waits for newer data before answering
 
 
 class _SameLayout:
@@ -64,6 +67,8 @@ class LiveServer:
         self._place = _SameLayout()
         self._lock = threading.Lock()
         self._doc_lock = threading.Lock()  # one request builds a frame's data; the others wait
+        self._updated = threading.Condition()  # notified at each new frame (and at the stop)
+        self._frames = 0  # frames set so far
         self._stop = threading.Event()
         try:
             self.http = ThreadingHTTPServer((host, port), _handler(self))
@@ -91,11 +96,15 @@ class LiveServer:
 
     def shutdown(self) -> None:
         self._stop.set()
+        with self._updated:
+            self._updated.notify_all()
         self.http.shutdown()
 
     def _update_loop(self) -> None:
         said = ""
-        while not self._stop.wait(POLL_S):
+        next_s = time.monotonic() + UPDATE_S
+        while not self._stop.wait(max(0.0, next_s - time.monotonic())):
+            next_s = time.monotonic() + UPDATE_S  # an update every UPDATE_S, whatever it took
             frame: Frame | None
             try:
                 frame = self.watch.update()
@@ -106,6 +115,9 @@ class LiveServer:
                                           if frame.status.state != RUNNING else "")
             with self._lock:
                 self.frame = frame
+            with self._updated:
+                self._frames += 1
+                self._updated.notify_all()
             if sentence and sentence != said:
                 sys.stderr.write(f"flowmap: {sentence}\n")
                 said = sentence
@@ -123,6 +135,20 @@ class LiveServer:
             if key != self._doc_run:
                 self._build(frame, key, state, sentence)
             return self._doc_text
+
+    def document_after(self, version: int, hold_s: float = HOLD_S) -> str:
+        """The page's data once it is newer than `version`, or as it is after `hold_s`."""
+        deadline = time.monotonic() + hold_s
+        while True:
+            with self._updated:
+                seen = self._frames
+            text = self.document()
+            left = deadline - time.monotonic()
+            if self._version != version or left <= 0 or self._stop.is_set():
+                return text
+            with self._updated:  # unless a frame came while the data was built
+                if self._frames == seen:
+                    self._updated.wait(left)
 
     def _build(self, frame: Frame, key: Any, state: str, sentence: str) -> None:
         doc = html_document(frame.run.view, "auto", self._place, frame.findings)
@@ -152,7 +178,9 @@ def _handler(server: LiveServer) -> type[BaseHTTPRequestHandler]:
                 if route in ("/", "/index.html"):
                     self._send(200, "text/html; charset=utf-8", server.html().encode("utf-8"))
                 elif route == "/data.json":
-                    self._send(200, "application/json", server.document().encode("utf-8"))
+                    after = _after(self.path)
+                    text = server.document() if after is None else server.document_after(after)
+                    self._send(200, "application/json", text.encode("utf-8"))
                 elif route == "/metrics":
                     self._send(200, CONTENT_TYPE_LATEST, server.metrics())
                 else:
@@ -173,6 +201,15 @@ def _handler(server: LiveServer) -> type[BaseHTTPRequestHandler]:
             pass  # a scrape every 10 s is not news
 
     return Handler
+
+
+def _after(path: str) -> int | None:
+    """VERSION of a `data.json?after=VERSION` request (None: answer at once)."""
+    for field in path.partition("?")[2].split("&"):
+        name, _, value = field.partition("=")
+        if name == "after" and value.isdigit() and len(value) < 19:
+            return int(value)
+    return None
 
 
 def serve(path: str, host: str, port: int) -> None:

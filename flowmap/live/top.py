@@ -2,7 +2,8 @@
 
 The first screen comes as soon as the first poll is read (a large run is
 read in bounded pieces, so that is within a second); later screens follow
-every `REFRESH_S`. Keys are read from the terminal in cbreak mode, without
+each update of the watch, every `UPDATE_S` (a hop shows within that), and
+each key. Keys are read from the terminal in cbreak mode, without
 echo, and the terminal is restored on any exit. When the program exits or
 is cut short, or the run is removed, the last screen stays, with a sentence
 saying which.
@@ -22,9 +23,9 @@ from rich.live import Live
 
 from flowmap.live.screen import SORTS, screen
 from flowmap.live.status import RUNNING
-from flowmap.live.watch import Frame, Watch
+from flowmap.live.watch import UPDATE_S, Frame, Watch
 
-REFRESH_S = 1.0
+ONCE_WINDOW_S = 1.0  # `--once`: the seconds between its two reads, over which rates are taken
 
 
 def top_once(path: str, console: Console, sort: str = "rate") -> Frame:
@@ -32,7 +33,7 @@ def top_once(path: str, console: Console, sort: str = "rate") -> Frame:
     watch = Watch(path)
     while watch.update().behind:  # a script wants the whole run so far, however large
         pass
-    time.sleep(REFRESH_S)
+    time.sleep(ONCE_WINDOW_S)
     frame = watch.update()
     console.print(screen(frame, sort=sort, width=console.width))
     return frame
@@ -51,7 +52,7 @@ def top(path: str, console: Console, sort: str = "rate") -> Frame:
     with _keys() as read_key, Live(screen(frame, sort=sort, rows=_rows(console),
                                           width=console.width), console=console,
                                    auto_refresh=False, screen=False, transient=False) as live:
-        next_s = time.monotonic() + REFRESH_S
+        next_s = time.monotonic() + UPDATE_S
         while True:
             key = read_key(max(0.0, next_s - time.monotonic()))
             if key in ("q", "Q", "\x03"):
@@ -60,8 +61,9 @@ def top(path: str, console: Console, sort: str = "rate") -> Frame:
                 sort = SORTS[key]
             elif key in ("p", "P", " "):
                 paused = not paused
-            if time.monotonic() >= next_s:
-                next_s = time.monotonic() + REFRESH_S
+            now = time.monotonic()
+            if now >= next_s:
+                next_s = now + UPDATE_S
                 if not paused:
                     frame = watch.update()
             elif key is None:

@@ -1,10 +1,14 @@
 """One watch over a run: poll the incremental reader, rebuild the model when it grew, keep rates.
 
 `top`, the live page and `/metrics` each hold a `Watch` and call `update()`
-about once a second; what they show is the `Frame` it returns. The model is
-rebuilt whole from the reader (the read model is built whole, never
-patched), only when new bytes came, and never more often than its own cost
-allows (`MAX_BUSY`), so watching a busy run stays a small share of a core.
+every `UPDATE_S`; what they show is the `Frame` it returns. Each update reads
+what was appended and rebuilds the model whole from the reader (the read model
+is built whole, never patched) when new bytes came, so a hop shows within
+`UPDATE_S` plus the read and the rebuild. Reading right before rebuilding, not
+more often, is what keeps that delay short at the least cost: a rebuild costs
+per seam-step, whatever was read. A run whose model costs more than
+`MAX_BUSY` of the wall time is rebuilt less often, so watching it stays a
+small share of a core.
 Findings, the costliest part, wait for the second update (the first screen
 comes without them) and are recomputed at most every `FINDINGS_EVERY_S`. Once
 the program has ended, the run is read once more as `flowmap report` reads
@@ -24,11 +28,10 @@ from flowmap.model.run import Run, load
 from flowmap.model.types import SeamKey
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
 
-MAX_BUSY = 0.03  # share of wall time spent rebuilding the model, as a rule
-MAX_BUSY_HARD = 0.10  # ... and at most, where keeping a hop's delay under 2 s would cost more
+UPDATE_S = 1.5  # read and rebuild: a hop shows within this, plus one read and one rebuild
+MAX_BUSY = 0.03  # share of wall time one watch spends rebuilding the model, at most
 FINDINGS_EVERY_S = 5.0
 READ_BUDGET_S = 0.5  # reading per update at most, while a large run is caught up with
-MAX_REBUILD_GAP_S = 1.5  # a hop shows within this (plus one poll) even when rebuilds are costly
 
 
 @dataclass(slots=True)
@@ -77,12 +80,10 @@ class Watch:
             self.frame.gone = str(exc)
             return self.frame
         now = time.monotonic()
-        # as fresh as MAX_REBUILD_GAP_S allows while a rebuild is cheap; a run whose model
-        # costs more (seams x steps) is rebuilt less often, never past MAX_BUSY_HARD
-        wait = max(min(MAX_REBUILD_GAP_S, self._build_cost_s / MAX_BUSY),
-                   self._build_cost_s / MAX_BUSY_HARD)
         first = self.frame is None
-        if first or (self._pending and now - self._built_s >= wait):
+        # at every update that read something, unless the model costs more than MAX_BUSY
+        # of the time since the last rebuild (a run of many seams x steps)
+        if first or (self._pending and self._build_cost_s <= MAX_BUSY * (now - self._built_s)):
             self._rebuild(now)
         frame = self.frame
         assert frame is not None
@@ -126,10 +127,10 @@ class Watch:
                 return
 
     def _rebuild(self, now: float) -> None:
-        t = time.perf_counter()
+        t = time.thread_time()  # CPU time: a busy machine does not make it look costly
         run = self.reader.records(Run)
         _ = run.seams, run.owners, run.counters
-        self._build_cost_s = time.perf_counter() - t
+        self._build_cost_s = time.thread_time() - t
         self._built_s, self._pending, self._final = now, False, False
         old = self.frame
         self.frame = Frame(run, Status(RUNNING, "reading the run so far") if self.behind
@@ -142,8 +143,8 @@ class Watch:
         if self._found_run is frame.run or now - self._findings_s < max(
                 FINDINGS_EVERY_S, self._findings_cost_s / MAX_BUSY):
             return
-        t = time.perf_counter()
+        t = time.thread_time()
         frame.findings = tuple(findings(frame.run.view))
-        self._findings_cost_s = time.perf_counter() - t
+        self._findings_cost_s = time.thread_time() - t
         self._findings_s, self._found_run = now, frame.run
         frame.found_s = now

@@ -18,6 +18,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol
 
 from flowmap.model.types import (
@@ -115,49 +116,86 @@ def seam_stats(run: HopSource) -> dict[SeamKey, SeamStats]:
     return {s.key: s for s in out}
 
 
+_TRANSPORT = attrgetter("transport")
+_ITEMS = attrgetter("items")
+_STEP = attrgetter("step")
+_HOPS = attrgetter("hops")
+_NBYTES_SUM = attrgetter("nbytes_sum")
+_NBYTES_MIN = attrgetter("nbytes_min")
+_NBYTES_MAX = attrgetter("nbytes_max")
+_NUM_ITEMS = attrgetter("num_items")
+_T_FIRST = attrgetter("t_first_ns")
+_T_NS = attrgetter("t_ns")
+_LEAVES = attrgetter("leaves")
+
+
 def _one_seam(
     key: SeamKey, hops: list[Hop], folded: list[SeamStep], num_steps: int,
     residency: list[float] | None,
 ) -> SeamStats:
     hop_bytes = [h.nbytes for h in hops]
+    steps = [h.step for h in hops]
+    # Counted in C where one can be (this runs once per kept hop, at every live update);
+    # only the values of these dicts are read.
+    hops_in_step: dict[int | None, int] = Counter(steps)
+    transports: dict[str, int] = Counter(map(_TRANSPORT, hops))
+    items = sum(map(len, map(_ITEMS, hops)))
     per_step: dict[int | None, int] = {}
-    hops_in_step: dict[int | None, int] = {}
-    transports: dict[str, int] = {}
-    items = 0
-    for h in hops:  # one pass, plain dicts: this loop runs once per hop of the run
-        per_step[h.step] = per_step.get(h.step, 0) + h.nbytes
-        hops_in_step[h.step] = hops_in_step.get(h.step, 0) + 1
-        transports[h.transport] = transports.get(h.transport, 0) + 1
-        items += len(h.items)
-    for st in folded:
-        per_step[st.step] = per_step.get(st.step, 0) + st.nbytes_sum
-        hops_in_step[st.step] = hops_in_step.get(st.step, 0) + st.hops
-        transports[st.transport] = transports.get(st.transport, 0) + st.hops
-        items += st.num_items
-    means = [(st.nbytes_sum // st.hops, st.hops) for st in folded if st.hops]
+    if len(hops_in_step) == 1:
+        per_step[steps[0]] = sum(hop_bytes)
+    else:
+        for step, b in zip(steps, hop_bytes):
+            per_step[step] = per_step.get(step, 0) + b
+    # Folded steps: fields taken out in C, one short loop (this runs once per seam-step, at
+    # every live update).
+    ks = list(map(_HOPS, folded))
+    bs = list(map(_NBYTES_SUM, folded))
+    steps_folded = list(map(_STEP, folded))
+    if len(set(steps_folded)) == len(steps_folded) and per_step.keys().isdisjoint(steps_folded):
+        # one record per step, none a step of a kept hop (a long run's steps, most often):
+        # each step's figures are its record's, and only their largest are read
+        step_bytes_max = max([*per_step.values(), *bs])
+        step_hops_max = max([*hops_in_step.values(), *ks])
+    else:
+        for step, k, b in zip(steps_folded, ks, bs):
+            per_step[step] = per_step.get(step, 0) + b
+            hops_in_step[step] = hops_in_step.get(step, 0) + k
+        step_bytes_max, step_hops_max = max(per_step.values()), max(hops_in_step.values())
+    kinds = set(map(_TRANSPORT, folded))
+    if len(kinds) == 1:
+        (transport,) = kinds
+        transports[transport] = transports.get(transport, 0) + sum(ks)
+    else:
+        for transport, k in zip(map(_TRANSPORT, folded), ks):
+            transports[transport] = transports.get(transport, 0) + k
+    items += sum(map(_NUM_ITEMS, folded))
+    means = [(b // k, k) for b, k in zip(bs, ks) if k]
+    n, total = len(hops) + sum(ks), sum(hop_bytes) + sum(bs)
+    times = [h.t_ns for h in hops[:1] + hops[-1:]]
+    if folded:
+        times += (min(map(_T_FIRST, folded)), max(map(_T_FIRST, folded)),
+                  min(map(_T_NS, folded)), max(map(_T_NS, folded)))
+    lows = [min(map(_NBYTES_MIN, folded))] if folded else []  # folded steps' least hop
+    highs = [max(map(_NBYTES_MAX, folded))] if folded else []  # ... and largest
     counts = Counter(hop_bytes)
     for mean, k in means:
         counts[mean] += k
     sizes = sorted(counts.items())
-    n = len(hops) + sum(st.hops for st in folded)
-    total = sum(hop_bytes) + sum(st.nbytes_sum for st in folded)
-    times = [h.t_ns for h in hops[:1] + hops[-1:]] + [t for st in folded
-                                                       for t in (st.t_first_ns, st.t_ns)]
     return SeamStats(
         src=key[0],
         dst=key[1],
         name=key[2],
         hops=n,
         total_bytes=total,
-        min_bytes=min([st.nbytes_min for st in folded] + ([min(hop_bytes)] if hops else [])),
-        max_bytes=max([st.nbytes_max for st in folded] + ([max(hop_bytes)] if hops else [])),
+        min_bytes=min(lows + ([min(hop_bytes)] if hops else [])),
+        max_bytes=max(highs + ([max(hop_bytes)] if hops else [])),
         p50_bytes=weighted_percentile(sizes, 0.5),
         p90_bytes=weighted_percentile(sizes, 0.9),
         p99_bytes=weighted_percentile(sizes, 0.99),
         bytes_per_step_mean=total / num_steps,
-        bytes_per_step_max=max(per_step.values()),
+        bytes_per_step_max=step_bytes_max,
         hops_per_step=n / num_steps,
-        hops_per_step_max=max(hops_in_step.values()),
+        hops_per_step_max=step_hops_max,
         transports=dict(sorted(transports.items())),
         leaves=_leaf_stats(hops, folded),
         first_t_ns=min(times),
@@ -179,14 +217,29 @@ def _leaf_stats(hops: list[Hop], folded: Sequence[SeamStep] = ()) -> tuple[LeafS
     for sid, n in uses.items():  # first-seen order: deterministic for a given trace
         for leaf in schemas[sid]:
             _merge_leaf(acc, leaf, n)
-    for st in folded:
-        # A folded step's schema holds each leaf's largest size: its bytes are
-        # shared among the leaves in that proportion, so leaf totals add up to
-        # the seam's (exact where sizes were steady within the step).
-        largest = sum(leaf.nbytes for leaf in st.leaves)
-        for leaf in st.leaves:
-            share = round(st.nbytes_sum * leaf.nbytes / largest) if largest else 0
-            _merge_leaf(acc, leaf, st.hops, share)
+    # A folded step's schema holds each leaf's largest size: its bytes are shared among
+    # the leaves in that proportion, so leaf totals add up to the seam's (exact where sizes
+    # were steady within the step). Steps share their schema tuples too: each leaf is
+    # merged once per schema, with the hops and shares of every step that carried it
+    # (merging is order-free but for first-seen values, and schemas keep their first-seen
+    # order).
+    by_schema: dict[int, tuple[tuple[Leaf, ...], list[int], list[int]]] = {}
+    schemas_of = list(map(_LEAVES, folded))
+    if len(set(map(id, schemas_of))) == 1:  # one schema (most seams): no grouping
+        by_schema[id(schemas_of[0])] = (schemas_of[0], list(map(_HOPS, folded)),
+                                        list(map(_NBYTES_SUM, folded)))
+    else:
+        for leaves, k, b in zip(schemas_of, map(_HOPS, folded), map(_NBYTES_SUM, folded)):
+            got = by_schema.get(id(leaves))
+            if got is None:
+                got = by_schema[id(leaves)] = (leaves, [], [])
+            got[1].append(k)
+            got[2].append(b)
+    for leaves, ks, bs in by_schema.values():
+        largest = sum(leaf.nbytes for leaf in leaves)
+        for leaf in leaves:
+            share = sum([round(b * leaf.nbytes / largest) for b in bs]) if largest else 0
+            _merge_leaf(acc, leaf, sum(ks), share)
     ranked = sorted(acc.values(), key=lambda ls: (-ls.total_bytes, ls.path))
     return tuple(a.freeze() for a in ranked)
 

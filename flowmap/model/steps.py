@@ -10,9 +10,9 @@ in its step's bin, or, without a step, where its last hop was.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from operator import attrgetter
 from typing import Protocol
 
 from flowmap.gc_pause import paused_gc
@@ -47,8 +47,13 @@ def _bins(run: StepSource, seams: list[SeamKey], max_bins: int) -> StepBins:
     hop_rows = [[0] * nbins for _ in index]
     t_lo = [math.inf] * nbins
     t_hi = [-math.inf] * nbins
+    events = run.events
+    if steps and None not in map(_STEP, events.hops) and None not in map(_STEP, events.seam_steps):
+        # every record has its step, so its bin: the order they come in does not matter
+        _bins_by_step(events, bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
+        return _bins_of(run, steps, bin_of, nbins, index, byte_rows, hop_rows, t_lo, t_hi)
     cur = 0
-    for h in _in_time_order(run.events):
+    for h in _in_time_order(events):
         if h.step is not None:
             cur = bin_of[h.step]
         n = index[(h.src, h.dst, h.name)]
@@ -64,6 +69,36 @@ def _bins(run: StepSource, seams: list[SeamKey], max_bins: int) -> StepBins:
             t_lo[cur] = t_first
         if h.t_ns > t_hi[cur]:
             t_hi[cur] = h.t_ns
+    return _bins_of(run, steps, bin_of, nbins, index, byte_rows, hop_rows, t_lo, t_hi)
+
+
+def _bins_by_step(events: Events, bin_of: dict[int, int], index: dict[SeamKey, int],
+                  byte_rows: list[list[int]], hop_rows: list[list[int]], t_lo: list[float],
+                  t_hi: list[float]) -> None:
+    """`_bins`' sums where every record has its step (no merge by time needed)."""
+    for h in events.hops:
+        b = bin_of[h.step]  # type: ignore[index]  # every step is set (checked by the caller)
+        n = index[(h.src, h.dst, h.name)]
+        byte_rows[n][b] += h.nbytes
+        hop_rows[n][b] += 1
+        if h.t_ns < t_lo[b]:
+            t_lo[b] = h.t_ns
+        if h.t_ns > t_hi[b]:
+            t_hi[b] = h.t_ns
+    for st in events.seam_steps:
+        b = bin_of[st.step]  # type: ignore[index]
+        n = index[(st.src, st.dst, st.name)]
+        byte_rows[n][b] += st.nbytes_sum
+        hop_rows[n][b] += st.hops
+        if st.t_first_ns < t_lo[b]:
+            t_lo[b] = st.t_first_ns
+        if st.t_ns > t_hi[b]:
+            t_hi[b] = st.t_ns
+
+
+def _bins_of(run: StepSource, steps: Sequence[int], bin_of: dict[int, int], nbins: int,
+             index: dict[SeamKey, int], byte_rows: list[list[int]], hop_rows: list[list[int]],
+             t_lo: list[float], t_hi: list[float]) -> StepBins:
     members_of: list[list[int]] = [[] for _ in range(nbins)]
     for st in steps:
         members_of[bin_of[st]].append(st)
@@ -83,10 +118,17 @@ def _bins(run: StepSource, seams: list[SeamKey], max_bins: int) -> StepBins:
     )
 
 
+_STEP = attrgetter("step")
+
+
 def _in_time_order(events: Events) -> Iterator[Hop | SeamStep]:
     if not events.seam_steps:
         return iter(events.hops)
-    return heapq.merge(events.hops, events.seam_steps, key=lambda e: e.t_ns)
+    # Both lists are sorted by time: a stable sort of the two runs merges them as
+    # heapq.merge would (hops first on equal times), in C.
+    both: list[Hop | SeamStep] = [*events.hops, *events.seam_steps]
+    both.sort(key=attrgetter("t_ns"))
+    return iter(both)
 
 
 def totals(events: Events, seams: Mapping[SeamKey, SeamStats]) -> Totals:
@@ -97,9 +139,10 @@ def totals(events: Events, seams: Mapping[SeamKey, SeamStats]) -> Totals:
         per_step[h.step] = per_step.get(h.step, 0) + h.nbytes
         if h.nbytes > largest:
             largest = h.nbytes
-    for st in events.seam_steps:
-        per_step[st.step] = per_step.get(st.step, 0) + st.nbytes_sum
-        largest = max(largest, st.nbytes_max)
+    folded = events.seam_steps  # fields taken out in C: this runs at every live update
+    for step, b in zip(map(attrgetter("step"), folded), map(attrgetter("nbytes_sum"), folded)):
+        per_step[step] = per_step.get(step, 0) + b
+    largest = max(largest, max(map(attrgetter("nbytes_max"), folded), default=0))
     stats = seams.values()
     return Totals(
         total_bytes=sum(s.total_bytes for s in stats),

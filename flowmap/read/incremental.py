@@ -31,9 +31,13 @@ from flowmap.read.shards import scan_run
 from flowmap.read.tail import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
 from flowmap.read.tail import ShardTail
 
-# Hops a live run keeps one by one (shared among its shards), for the findings that
-# need per-hop identity; past it every hop is folded per seam and step.
-LIVE_DETAIL_HOPS = 2_000
+# Hops each process of a live run keeps one by one (`flowmap.read.fold.shard_budget`: and
+# the rest of the step they end in, to twice that), for the findings that need per-hop
+# identity; past it every hop is folded per seam and step. Every kept hop is read again
+# at each update (the model is built whole), so this bounds an update's cost as much as
+# seams x steps do: at 2,000, four processes kept 12,000 hops and their rebuilds cost
+# three times as much.
+LIVE_DETAIL_HOPS = 500
 
 
 class RunGone(FlowmapError):

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
+from operator import attrgetter, ne
+from typing import Any, BinaryIO
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
@@ -35,9 +37,22 @@ from flowmap.read.reader import (
 )
 from flowmap.read.validate import CHECKS
 
+_CELL_HOPS = attrgetter("hops")
+_T_NS = attrgetter("t_ns")
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
+FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
 MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
-MAX_SEEN = 4096  # distinct hop lines (but for their time) a shard remembers as already checked
+# Distinct hop lines (but for their time) a shard remembers as already checked. When full,
+# it forgets them and learns again if they paid (more lines reused an event than were
+# learned: a long run's older steps' lines do not come back), else it stops learning (lines
+# that are all distinct, e.g. each naming its own item, decode faster in a batch).
+MAX_SEEN = 4096
+# A run of hop lines equal but for their time, each time as JSON writes an integer of at
+# most 16 digits; groups: the first line's time, the bytes after it (newline included).
+_RUN = re.compile(rb'\["h",(0|[1-9][0-9]{0,15})(,[^\n]*\n)(?:\["h",(?:0|[1-9][0-9]{0,15})\2)*')
+# The times of a run's lines after its first (a line's start follows a newline; the bytes
+# after a time may hold `["h",` too, inside an item id)
+_NEXT_TIMES = re.compile(rb'\n\["h",([0-9]+)')
 
 
 class ShardTail:
@@ -51,7 +66,10 @@ class ShardTail:
         self.skipping = False  # inside an over-long line, until its newline
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
         self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
-        self.steps_made: dict[Any, tuple[int, SeamStep]] = {}  # fold cell -> (hops, its record)
+        self.reused = 0  # hop lines that took an event from `seen` since it was last emptied
+        self.learning = True  # whether hop lines not in `seen` are learned
+        self.steps_made: list[SeamStep] = []  # each fold cell's record, in the cells' order
+        self.steps_made_hops: list[int] = []  # ... and the cell's hops when it was made
         self.capped = False  # the last poll stopped at MAX_READ: more is waiting
 
     @property
@@ -66,15 +84,12 @@ class ShardTail:
             with open_regular(self.path) as f:
                 if os.fstat(f.fileno()).st_size < self.offset:  # cut and rewritten: start over
                     self.offset, self.decoder, self.skipping = 0, None, False
-                    self.seen, self.steps_made = {}, {}
+                    self.seen, self.reused, self.learning = {}, 0, True
+                    self.steps_made, self.steps_made_hops = [], []
                 f.seek(self.offset)
-                data = f.read(MAX_READ)
-                self.capped = len(data) == MAX_READ
+                data, self.capped = _read_to_nul(f)
         except NotATrace:
             return 0  # vanished between listing and opening; the next listing says so
-        nul = data.find(b"\0")
-        if nul >= 0:
-            data = data[:nul]
         start = self.offset
         if self.decoder is None:
             data = self._start(data)
@@ -122,7 +137,7 @@ class ShardTail:
             data = data[nl + 1:]
         end = data.rfind(b"\n")
         if end >= 0:
-            self._feed(data[:end].split(b"\n"))
+            self._feed(data[:end + 1])
             self.offset += end + 1
             data = data[end + 1:]
         if len(data) > tf.MAX_LINE:  # a partial line already past the bound: skip it
@@ -132,48 +147,54 @@ class ShardTail:
             self.offset += len(data)
         _bound(d.shard)
 
-    def _feed(self, lines: list[bytes]) -> None:
-        """Decode `lines` in order; a hop line whose every field but its time was seen
-        before (most lines of a steady run) skips JSON decoding and checking, and a run of
-        such lines folds at once (`_hops`)."""
+    def _feed(self, data: bytes) -> None:
+        """Decode the complete lines of `data` (each ends in a newline) in order.
+
+        One regular expression takes a run of hop lines equal but for their time at once
+        (a back-reference to the first line's bytes after its time), another their times.
+        A run whose bytes after the time were seen before (most lines of a steady run)
+        skips JSON decoding and checking, and folds at once (`_hops`): the per-line work
+        is in C, not a Python loop. Other lines go to the decoder, as many at once as
+        come together.
+        """
         d = self.decoder
         assert d is not None
         seen = self.seen
-        slow: list[bytes] = []
-        same: list[int] = []  # times of consecutive hop lines equal but for their time
-        last: list[Any] | None = None  # their event
-        for raw in lines:
-            if raw[:5] == b'["h",' and len(raw) <= tf.MAX_LINE:
-                comma = raw.find(b",", 5)
-                t = raw[5:comma]
-                ev = seen.get(raw[comma:])
-                if ev is None and len(seen) < MAX_SEEN:
-                    if slow:  # the strings and schemas this line names may be among them
-                        d._batch(slow)
-                        slow = []
-                    if same:
-                        _hops(d, last, same)
-                        same = []
-                    ev = self._learn(raw, comma)
-                if ev is not None and t.isdigit() and (len(t) == 1 or t[0] != 48) and len(t) < 17 \
-                        and int(t) <= tf.MAX_TIME_US:
-                    if slow:
-                        d._batch(slow)
-                        slow = []
-                    if ev is not last and same:
-                        _hops(d, last, same)
-                        same = []
-                    last = ev
-                    same.append(int(t))
-                    continue
-            if same:
-                _hops(d, last, same)
-                same = []
-            slow.append(raw)
-        if same:
-            _hops(d, last, same)
-        if slow:
-            d._batch(slow)
+        feed = _Feed(d)
+        pos, n = 0, len(data)
+        while pos < n:
+            m = _RUN.match(data, pos)
+            if m is None:  # lines not of a hop's plain form, up to the next hop line
+                nxt = data.find(b'\n["h",', pos)
+                nxt = n - 1 if nxt < 0 else nxt
+                feed.flush_same()
+                feed.slow += data[pos:nxt].split(b"\n")
+                pos = nxt + 1
+                continue
+            end = m.end()
+            ts = [m.group(1), *_NEXT_TIMES.findall(data, pos, end)]
+            after = m.group(2)
+            pos = end
+            after = after[:-1]  # without its newline
+            ev = seen.get(after)
+            if ev is not None:
+                self.reused += len(ts)
+            elif self.learning and 5 + len(ts[0]) + len(after) <= tf.MAX_LINE:
+                feed.flush()  # the strings and schemas it names may be among the slow lines
+                ev = self._learn(b'["h",' + ts[0] + after, 5 + len(ts[0]))
+                self.reused += len(ts) - 1
+                seen = self.seen
+            _, hi, longest = _span(ts)
+            if ev is None or hi > tf.MAX_TIME_US or 5 + longest + len(after) > tf.MAX_LINE:
+                for t in ts:  # some of them are not taken as they are: one by one
+                    feed.line(self, b'["h",' + t + after, len(t) + 5)
+                continue
+            feed.flush_slow()
+            if ev is not feed.last:
+                feed.flush_same()
+                feed.last = ev
+            feed.same += ts
+        feed.flush()
 
     def _learn(self, raw: bytes, comma: int) -> list[Any] | None:
         """The event of hop line `raw` if it is valid as the finished reader checks it, kept
@@ -188,6 +209,11 @@ class ShardTail:
             return None
         if type(ev) is not list or not CHECKS[tf.HOP](ev, d.strings, d.schemas):
             return None
+        if len(self.seen) >= MAX_SEEN:
+            self.learning = self.reused > len(self.seen)
+            self.seen, self.reused = {}, 0
+            if not self.learning:
+                return ev
         self.seen[raw[comma:]] = ev
         return ev
 
@@ -211,23 +237,119 @@ class ShardTail:
 
     def _folded_steps(self, folder: SeamStepFolder) -> list[SeamStep]:
         """`folder.seam_steps(...)`, building anew only the cells that took hops since the
-        last snapshot (a long run's older steps no longer change)."""
+        last snapshot (a long run's older steps no longer change), found in C: the cells'
+        hop counts, compared with the last snapshot's in their (insertion) order."""
         d = self.decoder
         assert d is not None
-        one = SeamStepFolder(folder.pid)
-        out = []
-        for key, cell in folder.cells.items():
-            hit = self.steps_made.get(key)
-            if hit is None or hit[0] != cell.hops:  # grown by every hop added
-                one.cells = {key: cell}
-                hit = self.steps_made[key] = (
-                    cell.hops, one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0])
-            out.append(hit[1])
-        out.sort(key=lambda st: st.t_ns)
-        return out
+        cells = folder.cells
+        made, counts = self.steps_made, self.steps_made_hops  # in the order of `cells`
+        now = list(map(_CELL_HOPS, cells.values()))
+        if len(now) < len(counts):  # cells are only ever added; should that change: anew
+            made, counts = [], []
+        grown = list(map(ne, now, counts))  # as long as the shorter: the cells known before
+        changed = []
+        i = -1
+        while True:
+            try:
+                i = grown.index(True, i + 1)
+            except ValueError:
+                break
+            changed.append(i)
+        if changed or len(now) > len(made):
+            keys = list(cells)
+            one = SeamStepFolder(folder.pid)
+
+            def make(i: int) -> SeamStep:
+                one.cells = {keys[i]: cells[keys[i]]}
+                return one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0]
+
+            made = made[:]
+            for i in changed:
+                made[i] = make(i)
+            made += [make(i) for i in range(len(made), len(now))]  # the cells new since
+        self.steps_made, self.steps_made_hops = made, now
+        return sorted(made, key=_T_NS)
 
 
-def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
+def _read_to_nul(f: BinaryIO) -> tuple[bytes, bool]:
+    """The bytes from `f`'s position to its first NUL (a mapped shard's reserved, unwritten
+    tail, tens of MB in a long run) or its end, at most MAX_READ; and whether more waits.
+
+    Read in growing pieces, so a poll reads about what was appended, not the zeros after it.
+    """
+    pieces = []
+    got, size = 0, FIRST_READ
+    while got < MAX_READ:
+        want = min(size, MAX_READ - got)
+        piece = f.read(want)
+        nul = piece.find(b"\0")
+        if nul >= 0:
+            pieces.append(piece[:nul])
+            return b"".join(pieces), False
+        pieces.append(piece)
+        got += len(piece)
+        if len(piece) < want:
+            return b"".join(pieces), False
+        size *= 2
+    return b"".join(pieces), True
+
+
+class _Feed:
+    """What `ShardTail._feed` has gathered and not yet handed on, in the order read."""
+
+    __slots__ = ("d", "slow", "same", "last")
+
+    def __init__(self, d: _Decoder) -> None:
+        self.d = d
+        self.slow: list[bytes] = []  # lines for the decoder
+        self.same: list[bytes] = []  # times of consecutive hop lines equal but for their time
+        self.last: list[Any] | None = None  # their event
+
+    def flush_slow(self) -> None:
+        if self.slow:
+            self.d._batch(self.slow)
+            self.slow = []
+
+    def flush_same(self) -> None:
+        if self.same:
+            _hops(self.d, self.last, self.same)
+            self.same = []
+
+    def flush(self) -> None:
+        self.flush_slow()
+        self.flush_same()
+
+    def line(self, tail: ShardTail, raw: bytes, comma: int) -> None:
+        """One hop line, as a group takes them when some are not taken as they are."""
+        t = raw[5:comma]
+        ev = tail.seen.get(raw[comma:])
+        if len(raw) > tf.MAX_LINE:
+            ev = None
+        elif ev is None and tail.learning:
+            self.flush()
+            ev = tail._learn(raw, comma)
+        if ev is not None and int(t) <= tf.MAX_TIME_US:
+            self.flush_slow()
+            if ev is not self.last:
+                self.flush_same()
+                self.last = ev
+            self.same.append(t)
+            return
+        self.flush_same()
+        self.slow.append(raw)
+
+
+def _span(times: list[bytes]) -> tuple[int, int, int]:
+    """Least and largest of `times` (JSON integers without a leading zero), and the longest's
+    digits: compared as bytes where all have as many digits (most runs), in C."""
+    lens = set(map(len, times))
+    if len(lens) == 1:
+        return int(min(times)), int(max(times)), len(times[0])
+    ints = list(map(int, times))
+    return min(ints), max(ints), max(lens)
+
+
+def _hops(d: _Decoder, ev: Any, times: list[bytes]) -> None:
     """Hop lines equal but for their `times`, as `_Decoder._batch` takes them one by one.
 
     Past the detail window, where every one of them folds (their step lies past the
@@ -240,13 +362,14 @@ def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
     if (len(times) < 2 or folder is None or cut is None or d.keep is None
             or len(sh.hops) < d.keep or step is None or cut.step is None or step <= cut.step):
         for t in times:
-            ev[1] = t
+            ev[1] = int(t)
             _hop(d, ev)
         return
-    ev[1] = times[0]
+    ev[1] = int(times[0])
     _hop(d, ev)  # folds: its step is past the window
     rest = times[1:]
     n = len(rest)
+    lo, hi, _ = _span(rest)
     d.line += n
     sh.num_events += n
     folder.hops += n
@@ -254,8 +377,8 @@ def _hops(d: _Decoder, ev: Any, times: list[int]) -> None:
     c.hops += n
     c.nbytes_sum += ev[6] * n
     c.num_items += (len(ev[11]) if ev[11] else 0) * n
-    c.t_first = min(c.t_first, d.t0 + min(rest) * 1000)
-    c.t_last = max(c.t_last, d.t0 + max(rest) * 1000)
+    c.t_first = min(c.t_first, d.t0 + lo * 1000)
+    c.t_last = max(c.t_last, d.t0 + hi * 1000)
 
 
 def _hop(d: _Decoder, ev: list[Any]) -> None:

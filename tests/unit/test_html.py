@@ -86,7 +86,7 @@ def test_script_writes_text_never_markup():
         assert banned not in js, banned
         # the live page fetches its data from the server that sent it, and nothing else
         assert banned not in live or banned == "fetch(", banned
-    assert live.count("fetch(") == 1 and 'fetch("data.json"' in live
+    assert live.count("fetch(") == 1 and 'fetch("data.json?after=" + ' in live
 
 
 def test_the_page_runs_only_the_script_whose_hash_it_declares(rl_run):

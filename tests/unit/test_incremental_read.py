@@ -20,6 +20,7 @@ import flowmap
 from flowmap import trace_format as tf
 from flowmap.model.run import Run
 from flowmap.read.incremental import MAX_RECORDS, IncrementalReader, RunGone
+from flowmap.read.tail import MAX_READ
 
 
 @pytest.mark.parametrize("detail_hops", [None, 40])
@@ -63,6 +64,32 @@ def test_a_line_still_being_written_waits_for_its_newline(tmp_path):
     reader.poll()
     run = reader.records(Run)
     assert run.num_hops == 2 and not run.truncated and run.health.bad_lines == 0
+
+
+def test_a_long_reserved_tail_is_not_more_to_read(tmp_path):
+    # GIVEN a mapped shard of a long run: its lines, then a reserved, unwritten tail of zeros
+    # larger than one poll reads (the writer reserves up to 32 MB at a time)
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    w.hop(10, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.hop(20, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.close(30)
+    path = tmp_path / "run" / "h-1-1.flowmap.jsonl"
+    data = path.read_bytes()
+    data = data[:data.rfind(b'["end"')]  # still being written
+    path.write_bytes(data + b"\0" * (2 * MAX_READ))
+    reader = IncrementalReader(str(tmp_path / "run"))
+    # WHEN polled; THEN it reads the lines, and says nothing more waits (a watch that
+    # believed it would read again and again, "catching up", for its whole time budget)
+    assert reader.poll() == len(data)
+    assert not reader.more
+    assert reader.records(Run).num_hops == 2
+    # AND a tail past MAX_READ of lines is more to read, taken at the next poll
+    line = data[data.rfind(b'["h"'):]
+    lines = line * (MAX_READ // len(line) + 10)
+    path.write_bytes(data + lines + b"\0" * 100)
+    assert reader.poll() <= MAX_READ and reader.more
+    reader.poll()
+    assert not reader.more and reader.records(Run).num_hops == 2 + lines.count(b"\n")
 
 
 def test_counter_samples_are_folded_past_the_bound_with_exact_statistics(tmp_path):
@@ -144,3 +171,49 @@ def test_runs_of_equal_hop_lines_fold_as_one_by_one(tmp_path):
         f.write("{}")
     assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 9, 5, 30) >= 6
     assert _grow(str(tmp_path / "src"), str(tmp_path / "live2"), 9, 6, None) >= 6
+
+
+def test_lines_remembered_past_the_bound_are_learned_again_while_they_pay(tmp_path, monkeypatch):
+    import flowmap.read.tail as tail
+
+    monkeypatch.setattr(tail, "MAX_SEEN", 16)
+    # GIVEN two shards past the bound on remembered lines: one of steady steps (each line
+    # repeated, a long run's), one whose every hop names its own item
+    steady = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    distinct = runs.ShardWriter(str(tmp_path / "src" / "h-2-1.flowmap.jsonl"), 2)
+    for step in range(60):
+        steady.step(100 * step, step)
+        distinct.step(100 * step, step)
+        for k in range(5):
+            steady.hop(100 * step + k + 1, "a", "b", "x", [runs.tensor("t", (4,))], step=step)
+            distinct.hop(100 * step + k + 1, "a", "b", "x", [runs.tensor("t", (4,))], step=step,
+                         items=[step * 5 + k])
+    steady.close(10_000)
+    distinct.close(10_000)
+    with open(tmp_path / "src" / "run.json", "w") as f:
+        f.write("{}")
+    # WHEN read as it grows; THEN every point reads as `load` reads it
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 7, 3, None) >= 5
+    reader = IncrementalReader(str(tmp_path / "src"), detail_hops=None)
+    reader.poll()
+    assert _doc(reader.records(Run)) == _doc(flowmap.load(str(tmp_path / "src"), detail_hops=None))
+    # AND the steady shard still takes its lines from what it learned; the other stopped
+    by_pid = {t.shard.pid: t for t in reader.tails.values() if t.shard is not None}
+    assert by_pid[1].learning and 0 < len(by_pid[1].seen) <= 16
+    assert not by_pid[2].learning
+
+
+def test_hop_lines_whose_items_look_like_hop_lines_read_as_the_finished_reader_reads_them(tmp_path):
+    # GIVEN runs of equal hop lines whose item ids hold the bytes a hop line starts with
+    w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    for step in range(4):
+        w.step(100 * step, step)
+        for k in range(6):
+            w.hop(100 * step + k + 1, "a", "b", "x", [runs.tensor("t", (4,))], step=step,
+                  items=[["h", 7 + k % 2], "h"])
+    w.close(1000)
+    with open(tmp_path / "src" / "run.json", "w") as f:
+        f.write("{}")
+    # WHEN read as it grows; THEN every point reads as `load` reads it
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 6, 2, 3) >= 4
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live2"), 6, 4, None) >= 4

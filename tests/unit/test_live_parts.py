@@ -108,3 +108,50 @@ def test_screen_ranks_seams_as_asked_and_shows_health(tmp_path):
     assert "sorted by rate" in text and "findings so far:" in text
     assert text.index(f"{light[0]} -> {light[1]} : {light[2]}") < text.index(
         f"{heaviest[0]} -> {heaviest[1]} : {heaviest[2]}")
+
+
+def test_page_data_after_a_version_answers_once_the_run_grew(tmp_path):
+    # GIVEN `serve` over a run still being written (its shard not closed)
+    import threading
+    import time
+    import urllib.request
+
+    from flowmap.live.serve import LiveServer
+    from flowmap.live.watch import UPDATE_S
+
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    w.hop(10, "rollout", "buffer", "traj", [runs.tensor("t", (4,))])
+    w.close(20, clean=False)
+    server = LiveServer(str(tmp_path / "run"), port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        def get(query: str) -> dict:
+            with urllib.request.urlopen(f"{server.url}data.json{query}", timeout=30) as r:
+                return json.loads(r.read())
+
+        time.sleep(2.5 * UPDATE_S)  # the second update adds the findings: newer data too
+        first = get("")["live"]["version"]
+        assert get("?after=x")["live"]["version"] == first  # not a version: answered at once
+        got: list[tuple[float, dict]] = []
+        asked = time.monotonic()
+
+        def ask() -> None:
+            doc = get(f"?after={first}")
+            got.append((time.monotonic(), doc))
+
+        asking = threading.Thread(target=ask)
+        asking.start()
+        # WHEN nothing new is written, THEN the request waits
+        asking.join(2 * UPDATE_S)
+        assert asking.is_alive() and not got
+        # WHEN a hop on a new seam is written, THEN the answer is the newer data, within an update
+        w.hop(30, "rollout", "probe", "late", [runs.tensor("t", (4,))])
+        w.close(40, clean=False)
+        written = time.monotonic()
+        asking.join(10)
+        assert got, "no answer"
+        at, doc = got[0]
+        assert doc["live"]["version"] > first and '"probe"' in json.dumps(doc)
+        assert at - written <= UPDATE_S + 1.0 and at - asked >= 2 * UPDATE_S
+    finally:
+        server.shutdown()

@@ -1,7 +1,8 @@
 /* flowmap live page (`flowmap serve`): included into flowmap.js's closure only in the page the
- * server sends. Every second it asks the server that sent the page for the run's data
- * (`data.json`, same origin: the page's CSP allows `connect-src 'self'` and nothing else)
- * and, when the run grew, draws the new data in place: the same page, the same view. */
+ * server sends. It asks the server that sent the page for data newer than its own
+ * (`data.json?after=VERSION`, same origin: the page's CSP allows `connect-src 'self'` and
+ * nothing else; the server answers once the run's data changed, or after a while) and
+ * draws the new data in place: the same page, the same view. */
   (function live() {
     var status;
 
@@ -23,11 +24,12 @@
     }
 
     function poll() {
-      fetch("data.json", { cache: "no-store" }).then(function (r) {
+      var asked = Date.now();
+      fetch("data.json?after=" + (D.live ? D.live.version : 0), { cache: "no-store" }).then(function (r) {
         return r.ok ? r.json() : null;
       }).then(function (data) {
         if (data && data.live && (!D.live || data.live.version !== D.live.version)) redraw(data);
-        setTimeout(poll, 1000);
+        setTimeout(poll, Math.max(0, 250 - (Date.now() - asked)));  // at most 4 asks a second
       }, function () {
         status.textContent = "the server stopped: this is the last data it sent";
         status.className = "warn";
@@ -35,5 +37,5 @@
     }
 
     showStatus();
-    setTimeout(poll, 1000);
+    setTimeout(poll, 0);
   })();
