@@ -24,6 +24,7 @@ from flowmap.errors import FlowmapError
 from flowmap.findings import Finding, findings
 from flowmap.live.rates import Rates
 from flowmap.live.status import RUNNING, Status, status
+from flowmap.model.aggregate import SeamMemo
 from flowmap.model.run import Run, load
 from flowmap.model.types import SeamKey
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
@@ -54,6 +55,7 @@ class Watch:
     def __init__(self, path: str, detail_hops: int | None = LIVE_DETAIL_HOPS) -> None:
         self.reader = IncrementalReader(path, detail_hops)
         self.rates = Rates()
+        self.memo = SeamMemo()  # each seam's folded steps that no longer change: not read again
         self.frame: Frame | None = None
         self._built_s = 0.0
         self._build_cost_s = 0.0
@@ -129,6 +131,7 @@ class Watch:
     def _rebuild(self, now: float) -> None:
         t = time.thread_time()  # CPU time: a busy machine does not make it look costly
         run = self.reader.records(Run)
+        run.seam_memo = self.memo
         _ = run.seams, run.owners, run.counters
         self._build_cost_s = time.thread_time() - t
         self._built_s, self._pending, self._final = now, False, False

@@ -18,7 +18,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import add, attrgetter, is_
 from typing import TYPE_CHECKING, Protocol
 
 from flowmap.model.types import (
@@ -40,7 +40,7 @@ from flowmap.read.events import CounterFold, CounterSample, Drop, Hop, Leaf, Sea
 if TYPE_CHECKING:
     from flowmap.read.records import Records
 
-__all__ = ["HopSource", "counter_stats", "item_stats", "owner_stats", "percentile", "role_of",
+__all__ = ["HopSource", "SeamMemo", "counter_stats", "item_stats", "owner_stats", "percentile", "role_of",
            "seam_stats"]
 
 
@@ -100,8 +100,12 @@ def weighted_percentile(sorted_pairs: Sequence[tuple[int, int]], q: float) -> in
     return sorted_pairs[-1][0]
 
 
-def seam_stats(run: HopSource) -> dict[SeamKey, SeamStats]:
-    """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism)."""
+def seam_stats(run: HopSource, memo: SeamMemo | None = None) -> dict[SeamKey, SeamStats]:
+    """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism).
+
+    `memo` (a live watch's, across its rebuilds): each seam's folded steps that did not
+    change since the last call are not read again; the figures are those computed without it.
+    """
     by_seam: dict[SeamKey, list[Hop]] = defaultdict(list)
     for h in run.hops:
         by_seam[(h.src, h.dst, h.name)].append(h)
@@ -110,7 +114,9 @@ def seam_stats(run: HopSource) -> dict[SeamKey, SeamStats]:
         folded[(st.src, st.dst, st.name)].append(st)
     residency = _residency(run)
     keys = list(by_seam) + [k for k in folded if k not in by_seam]
-    out = [_one_seam(key, by_seam.get(key, []), folded.get(key, []), run.num_steps,
+    parts = memo.parts(folded) if memo is not None else {}
+    out = [_one_seam(key, by_seam.get(key, []),
+                     parts.get(key) or _folded_part(folded.get(key, [])), run.num_steps,
                      residency.get(key)) for key in keys]
     out.sort(key=lambda s: (-s.total_bytes, s.key))
     return {s.key: s for s in out}
@@ -129,57 +135,191 @@ _T_NS = attrgetter("t_ns")
 _LEAVES = attrgetter("leaves")
 
 
+@dataclass(slots=True, frozen=True)
+class _Folded:
+    """What a seam's figures take from a run of its folded steps, in a form two adjacent
+    runs of them add up in (sums, counts, least and largest, per-step and per-size
+    counts): a live watch keeps the part of the steps that no longer change."""
+
+    records: int
+    hops: int
+    total: int
+    items: int
+    step_bytes: dict[int | None, int]
+    step_hops: dict[int | None, int]
+    transports: dict[str, int]
+    means: tuple[tuple[int, int], ...]  # (mean size, hops) of each step that took hops, in order
+    sizes: dict[int, int]  # mean size -> hops: the percentiles' histogram
+    t_lo: int  # least and largest time of any folded hop (0, 0 when none)
+    t_hi: int
+    low: int  # least and largest hop (0, 0 when none)
+    high: int
+    # id(schema) -> (schema, hops, each leaf's share of the bytes), in first-seen order
+    schemas: dict[int, tuple[tuple[Leaf, ...], int, list[int]]]
+
+    def plus(self, later: _Folded) -> _Folded:
+        """This part followed by `later` (neither is changed)."""
+        if not later.records:
+            return self
+        if not self.records:
+            return later
+        step_bytes, step_hops = dict(self.step_bytes), dict(self.step_hops)
+        for step, b in later.step_bytes.items():
+            step_bytes[step] = step_bytes.get(step, 0) + b
+        for step, k in later.step_hops.items():
+            step_hops[step] = step_hops.get(step, 0) + k
+        transports = dict(self.transports)
+        for t, k in later.transports.items():
+            transports[t] = transports.get(t, 0) + k
+        sizes = Counter(self.sizes)
+        sizes.update(later.sizes)
+        schemas = dict(self.schemas)
+        for sid, (leaves, k, shares) in later.schemas.items():
+            got = schemas.get(sid)
+            schemas[sid] = (leaves, k, shares) if got is None else (
+                leaves, got[1] + k, list(map(add, got[2], shares)))
+        return _Folded(self.records + later.records, self.hops + later.hops,
+                       self.total + later.total, self.items + later.items, step_bytes,
+                       step_hops, transports, self.means + later.means, sizes,
+                       min(self.t_lo, later.t_lo), max(self.t_hi, later.t_hi),
+                       min(self.low, later.low), max(self.high, later.high), schemas)
+
+
+def _folded_part(folded: Sequence[SeamStep]) -> _Folded:
+    """The figures of a run of one seam's folded steps (fields taken out in C: this runs
+    once per seam-step of a one-shot read, and on a live watch's new steps)."""
+    if not folded:
+        return _NO_FOLDED
+    ks = list(map(_HOPS, folded))
+    bs = list(map(_NBYTES_SUM, folded))
+    steps = list(map(_STEP, folded))
+    step_bytes: dict[int | None, int]
+    step_hops: dict[int | None, int]
+    if len(set(steps)) == len(steps):  # one record per step (a long run's steps, most often)
+        step_bytes, step_hops = dict(zip(steps, bs)), dict(zip(steps, ks))
+    else:
+        step_bytes, step_hops = {}, {}
+        for step, k, b in zip(steps, ks, bs):
+            step_bytes[step] = step_bytes.get(step, 0) + b
+            step_hops[step] = step_hops.get(step, 0) + k
+    transports: dict[str, int] = {}
+    kinds = set(map(_TRANSPORT, folded))
+    if len(kinds) == 1:
+        (transport,) = kinds
+        transports[transport] = sum(ks)
+    else:
+        for transport, k in zip(map(_TRANSPORT, folded), ks):
+            transports[transport] = transports.get(transport, 0) + k
+    means = tuple([(b // k, k) for b, k in zip(bs, ks) if k])
+    sizes: Counter[int] = Counter()
+    for mean, k in means:
+        sizes[mean] += k
+    firsts, lasts = list(map(_T_FIRST, folded)), list(map(_T_NS, folded))
+    # Steps share their schema tuples: each leaf's share is summed once per schema.
+    by_schema: dict[int, tuple[tuple[Leaf, ...], list[int], list[int]]] = {}
+    schemas_of = list(map(_LEAVES, folded))
+    if len(set(map(id, schemas_of))) == 1:  # one schema (most seams): no grouping
+        by_schema[id(schemas_of[0])] = (schemas_of[0], ks, bs)
+    else:
+        for leaves, k, b in zip(schemas_of, ks, bs):
+            got = by_schema.get(id(leaves))
+            if got is None:
+                got = by_schema[id(leaves)] = (leaves, [], [])
+            got[1].append(k)
+            got[2].append(b)
+    schemas: dict[int, tuple[tuple[Leaf, ...], int, list[int]]] = {}
+    for sid, (leaves, kk, bb) in by_schema.items():
+        # A folded step's schema holds each leaf's largest size: its bytes are shared among
+        # the leaves in that proportion, so leaf totals add up to the seam's (exact where
+        # sizes were steady within the step).
+        largest = sum(leaf.nbytes for leaf in leaves)
+        schemas[sid] = (leaves, sum(kk), [
+            sum([round(b * leaf.nbytes / largest) for b in bb]) if largest else 0
+            for leaf in leaves])
+    return _Folded(len(folded), sum(ks), sum(bs), sum(map(_NUM_ITEMS, folded)), step_bytes,
+                   step_hops, transports, means, sizes, min(min(firsts), min(lasts)),
+                   max(max(firsts), max(lasts)), min(map(_NBYTES_MIN, folded)),
+                   max(map(_NBYTES_MAX, folded)), schemas)
+
+
+_NO_FOLDED = _Folded(0, 0, 0, 0, {}, {}, {}, (), {}, 0, 0, 0, 0, {})
+
+
+class SeamMemo:
+    """Per seam, the figures of its folded steps that stayed the same from one call of
+    `seam_stats` to the next, so a live watch's rebuild reads only the steps that changed.
+
+    Records are never changed once made, and a growing run's reader keeps the record of
+    a step that took no hops since (`flowmap.read.tail`): a record the memo holds (it holds
+    them all, so no other can take its `id`) is the same step, unchanged. A seam's steps
+    come in time order; what is kept is the part over the longest run of them, from the
+    first, that two calls in a row read as the same records (the current step's record
+    is made anew while it takes hops, and lies past it). One entry per seam, replaced at
+    each call: nothing grows with hops.
+    """
+
+    def __init__(self) -> None:
+        # seam -> (its folded steps last call, how many of them from the first had not
+        # changed since the call before, the part over those)
+        self._seams: dict[SeamKey, tuple[list[SeamStep], int, _Folded]] = {}
+
+    def parts(self, folded: Mapping[SeamKey, list[SeamStep]]) -> dict[SeamKey, _Folded]:
+        """Each seam's part over all of `folded[seam]`: the kept part and the steps past it."""
+        out: dict[SeamKey, _Folded] = {}
+        kept: dict[SeamKey, tuple[list[SeamStep], int, _Folded]] = {}
+        for key, steps in folded.items():
+            last, stable, part = self._seams.get(key, ((), 0, _NO_FOLDED))
+            same = list(map(is_, last, steps))  # as long as the shorter
+            try:
+                n = same.index(False)
+            except ValueError:
+                n = len(same)
+            if n < stable:  # a step read before changed (a shard read again): anew
+                stable, part = 0, _NO_FOLDED
+            part = part.plus(_folded_part(steps[stable:n]))
+            kept[key] = (steps, n, part)
+            out[key] = part.plus(_folded_part(steps[n:]))
+        self._seams = kept
+        return out
+
+
 def _one_seam(
-    key: SeamKey, hops: list[Hop], folded: list[SeamStep], num_steps: int,
+    key: SeamKey, hops: list[Hop], folded: _Folded, num_steps: int,
     residency: list[float] | None,
 ) -> SeamStats:
     hop_bytes = [h.nbytes for h in hops]
     steps = [h.step for h in hops]
-    # Counted in C where one can be (this runs once per kept hop, at every live update);
-    # only the values of these dicts are read.
+    # Counted in C where one can be (this runs once per kept hop, at every live update).
     hops_in_step: dict[int | None, int] = Counter(steps)
     transports: dict[str, int] = Counter(map(_TRANSPORT, hops))
-    items = sum(map(len, map(_ITEMS, hops)))
+    items = sum(map(len, map(_ITEMS, hops))) + folded.items
     per_step: dict[int | None, int] = {}
     if len(hops_in_step) == 1:
         per_step[steps[0]] = sum(hop_bytes)
     else:
         for step, b in zip(steps, hop_bytes):
             per_step[step] = per_step.get(step, 0) + b
-    # Folded steps: fields taken out in C, one short loop (this runs once per seam-step, at
-    # every live update).
-    ks = list(map(_HOPS, folded))
-    bs = list(map(_NBYTES_SUM, folded))
-    steps_folded = list(map(_STEP, folded))
-    if len(set(steps_folded)) == len(steps_folded) and per_step.keys().isdisjoint(steps_folded):
-        # one record per step, none a step of a kept hop (a long run's steps, most often):
-        # each step's figures are its record's, and only their largest are read
-        step_bytes_max = max([*per_step.values(), *bs])
-        step_hops_max = max([*hops_in_step.values(), *ks])
+    if per_step.keys().isdisjoint(folded.step_bytes):
+        # no folded step is a step of a kept hop (a long run's steps, most often): each
+        # step's figures are its own, and only their largest are read
+        step_bytes_max = max([*per_step.values(), *folded.step_bytes.values()])
+        step_hops_max = max([*hops_in_step.values(), *folded.step_hops.values()])
     else:
-        for step, k, b in zip(steps_folded, ks, bs):
+        for step, b in folded.step_bytes.items():
             per_step[step] = per_step.get(step, 0) + b
+        for step, k in folded.step_hops.items():
             hops_in_step[step] = hops_in_step.get(step, 0) + k
         step_bytes_max, step_hops_max = max(per_step.values()), max(hops_in_step.values())
-    kinds = set(map(_TRANSPORT, folded))
-    if len(kinds) == 1:
-        (transport,) = kinds
-        transports[transport] = transports.get(transport, 0) + sum(ks)
-    else:
-        for transport, k in zip(map(_TRANSPORT, folded), ks):
-            transports[transport] = transports.get(transport, 0) + k
-    items += sum(map(_NUM_ITEMS, folded))
-    means = [(b // k, k) for b, k in zip(bs, ks) if k]
-    n, total = len(hops) + sum(ks), sum(hop_bytes) + sum(bs)
+    for transport, k in folded.transports.items():
+        transports[transport] = transports.get(transport, 0) + k
+    n, total = len(hops) + folded.hops, sum(hop_bytes) + folded.total
     times = [h.t_ns for h in hops[:1] + hops[-1:]]
-    if folded:
-        times += (min(map(_T_FIRST, folded)), max(map(_T_FIRST, folded)),
-                  min(map(_T_NS, folded)), max(map(_T_NS, folded)))
-    lows = [min(map(_NBYTES_MIN, folded))] if folded else []  # folded steps' least hop
-    highs = [max(map(_NBYTES_MAX, folded))] if folded else []  # ... and largest
+    if folded.records:
+        times += (folded.t_lo, folded.t_hi)
+    lows = [folded.low] if folded.records else []  # folded steps' least hop
+    highs = [folded.high] if folded.records else []  # ... and largest
     counts = Counter(hop_bytes)
-    for mean, k in means:
-        counts[mean] += k
+    counts.update(folded.sizes)
     sizes = sorted(counts.items())
     return SeamStats(
         src=key[0],
@@ -197,18 +337,19 @@ def _one_seam(
         hops_per_step=n / num_steps,
         hops_per_step_max=step_hops_max,
         transports=dict(sorted(transports.items())),
-        leaves=_leaf_stats(hops, folded),
+        leaves=_leaf_stats(hops, folded.schemas),
         first_t_ns=min(times),
         last_t_ns=max(times),
         residency_mean_s=sum(residency) / len(residency) if residency else None,
         residency_max_s=max(residency) if residency else None,
         items=items,
         hop_bytes=tuple(hop_bytes),
-        folded_bytes=tuple(means),
+        folded_bytes=folded.means,
     )
 
 
-def _leaf_stats(hops: list[Hop], folded: Sequence[SeamStep] = ()) -> tuple[LeafStats, ...]:
+def _leaf_stats(hops: list[Hop], folded: Mapping[int, tuple[tuple[Leaf, ...], int, list[int]]]
+                ) -> tuple[LeafStats, ...]:
     acc: dict[str, _LeafAcc] = {}
     # Hops share their schema tuples (interned in the trace): merge each once,
     # weighted by how many hops carried it.
@@ -217,29 +358,12 @@ def _leaf_stats(hops: list[Hop], folded: Sequence[SeamStep] = ()) -> tuple[LeafS
     for sid, n in uses.items():  # first-seen order: deterministic for a given trace
         for leaf in schemas[sid]:
             _merge_leaf(acc, leaf, n)
-    # A folded step's schema holds each leaf's largest size: its bytes are shared among
-    # the leaves in that proportion, so leaf totals add up to the seam's (exact where sizes
-    # were steady within the step). Steps share their schema tuples too: each leaf is
-    # merged once per schema, with the hops and shares of every step that carried it
-    # (merging is order-free but for first-seen values, and schemas keep their first-seen
-    # order).
-    by_schema: dict[int, tuple[tuple[Leaf, ...], list[int], list[int]]] = {}
-    schemas_of = list(map(_LEAVES, folded))
-    if len(set(map(id, schemas_of))) == 1:  # one schema (most seams): no grouping
-        by_schema[id(schemas_of[0])] = (schemas_of[0], list(map(_HOPS, folded)),
-                                        list(map(_NBYTES_SUM, folded)))
-    else:
-        for leaves, k, b in zip(schemas_of, map(_HOPS, folded), map(_NBYTES_SUM, folded)):
-            got = by_schema.get(id(leaves))
-            if got is None:
-                got = by_schema[id(leaves)] = (leaves, [], [])
-            got[1].append(k)
-            got[2].append(b)
-    for leaves, ks, bs in by_schema.values():
-        largest = sum(leaf.nbytes for leaf in leaves)
-        for leaf in leaves:
-            share = sum([round(b * leaf.nbytes / largest) for b in bs]) if largest else 0
-            _merge_leaf(acc, leaf, sum(ks), share)
+    # Folded steps: each leaf once per schema, with the hops and byte shares of every step
+    # that carried it (merging is order-free but for first-seen values, and schemas keep
+    # their first-seen order).
+    for leaves, k, shares in folded.values():
+        for leaf, share in zip(leaves, shares):
+            _merge_leaf(acc, leaf, k, share)
     ranked = sorted(acc.values(), key=lambda ls: (-ls.total_bytes, ls.path))
     return tuple(a.freeze() for a in ranked)
 

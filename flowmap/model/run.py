@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from flowmap.gc_pause import without_gc
-from flowmap.model.aggregate import counter_stats, item_stats, owner_stats, seam_stats
+from flowmap.model.aggregate import SeamMemo, counter_stats, item_stats, owner_stats, seam_stats
 from flowmap.model.types import (
     CounterStats,
     Health,
@@ -46,6 +46,9 @@ class Run(Records):
         # The run as traced, when this one is its projection: findings that read how a
         # leaf's shape changed from hop to hop (`prefix_resend`) read the traced shapes.
         self.traced: Run | None = None
+        # A live watch's memo of its seams' unchanged folded steps, across its rebuilds
+        # (`flowmap.model.aggregate.SeamMemo`); None for a run read once.
+        self.seam_memo: SeamMemo | None = None
 
     @cached_property
     def health(self) -> Health:
@@ -63,7 +66,7 @@ class Run(Records):
     @without_gc
     def seams(self) -> dict[SeamKey, SeamStats]:
         """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism)."""
-        return seam_stats(self)
+        return seam_stats(self, self.seam_memo)
 
     @cached_property
     @without_gc
