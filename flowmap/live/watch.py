@@ -26,6 +26,7 @@ from flowmap.live.rates import Rates
 from flowmap.live.status import RUNNING, Status, status
 from flowmap.model.aggregate import SeamMemo
 from flowmap.model.run import Run, load
+from flowmap.model.steps import StepMemo
 from flowmap.model.types import SeamKey
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
 
@@ -55,7 +56,8 @@ class Watch:
     def __init__(self, path: str, detail_hops: int | None = LIVE_DETAIL_HOPS) -> None:
         self.reader = IncrementalReader(path, detail_hops)
         self.rates = Rates()
-        self.memo = SeamMemo()  # each seam's folded steps that no longer change: not read again
+        # the figures of folded steps that no longer change, kept across rebuilds
+        self.seam_memo, self.step_memo = SeamMemo(), StepMemo()
         self.frame: Frame | None = None
         self._built_s = 0.0
         self._build_cost_s = 0.0
@@ -131,7 +133,7 @@ class Watch:
     def _rebuild(self, now: float) -> None:
         t = time.thread_time()  # CPU time: a busy machine does not make it look costly
         run = self.reader.records(Run)
-        run.seam_memo = self.memo
+        run.seam_memo, run.step_memo = self.seam_memo, self.step_memo
         _ = run.seams, run.owners, run.counters
         self._build_cost_s = time.thread_time() - t
         self._built_s, self._pending, self._final = now, False, False

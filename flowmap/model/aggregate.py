@@ -18,9 +18,10 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from operator import add, attrgetter, is_
+from operator import add, attrgetter
 from typing import TYPE_CHECKING, Protocol
 
+from flowmap.model.memo import PrefixMemo
 from flowmap.model.types import (
     CounterStats,
     Dim,
@@ -245,42 +246,12 @@ def _folded_part(folded: Sequence[SeamStep]) -> _Folded:
 _NO_FOLDED = _Folded(0, 0, 0, 0, {}, {}, {}, (), {}, 0, 0, 0, 0, {})
 
 
-class SeamMemo:
-    """Per seam, the figures of its folded steps that stayed the same from one call of
-    `seam_stats` to the next, so a live watch's rebuild reads only the steps that changed.
-
-    Records are never changed once made, and a growing run's reader keeps the record of
-    a step that took no hops since (`flowmap.read.tail`): a record the memo holds (it holds
-    them all, so no other can take its `id`) is the same step, unchanged. A seam's steps
-    come in time order; what is kept is the part over the longest run of them, from the
-    first, that two calls in a row read as the same records (the current step's record
-    is made anew while it takes hops, and lies past it). One entry per seam, replaced at
-    each call: nothing grows with hops.
-    """
+class SeamMemo(PrefixMemo[SeamKey, _Folded]):
+    """Per seam, the figures of its folded steps that did not change since the last call
+    of `seam_stats` (`flowmap.model.memo`): a live watch's rebuild reads only the rest."""
 
     def __init__(self) -> None:
-        # seam -> (its folded steps last call, how many of them from the first had not
-        # changed since the call before, the part over those)
-        self._seams: dict[SeamKey, tuple[list[SeamStep], int, _Folded]] = {}
-
-    def parts(self, folded: Mapping[SeamKey, list[SeamStep]]) -> dict[SeamKey, _Folded]:
-        """Each seam's part over all of `folded[seam]`: the kept part and the steps past it."""
-        out: dict[SeamKey, _Folded] = {}
-        kept: dict[SeamKey, tuple[list[SeamStep], int, _Folded]] = {}
-        for key, steps in folded.items():
-            last, stable, part = self._seams.get(key, ((), 0, _NO_FOLDED))
-            same = list(map(is_, last, steps))  # as long as the shorter
-            try:
-                n = same.index(False)
-            except ValueError:
-                n = len(same)
-            if n < stable:  # a step read before changed (a shard read again): anew
-                stable, part = 0, _NO_FOLDED
-            part = part.plus(_folded_part(steps[stable:n]))
-            kept[key] = (steps, n, part)
-            out[key] = part.plus(_folded_part(steps[n:]))
-        self._seams = kept
-        return out
+        super().__init__(_folded_part, _Folded.plus, _NO_FOLDED)
 
 
 def _one_seam(

@@ -31,7 +31,7 @@ from flowmap.gc_pause import paused_gc
 from flowmap.model.ending import Ending, read_ending
 from flowmap.model.flow import UNNAMED_DRIVER, Flow, build_flow, star_center
 from flowmap.model.pipeline import build_pipeline
-from flowmap.model.steps import step_bins, totals
+from flowmap.model.steps import StepMemo, step_bins, totals
 from flowmap.model.types import (
     CounterStats,
     Detail,
@@ -115,6 +115,9 @@ class RunView:
     # A projected view's hops as traced (same order as `events.hops`), for what reads how a
     # leaf's shape changed from hop to hop (`findings.prefix_resend`); None when not projected.
     traced_hops: Sequence[Hop] | None = field(default=None, repr=False)
+    # A live watch's memo of per-step sums across its rebuilds (`flowmap.model.memo`): the
+    # bins are the same with or without it.
+    step_memo: StepMemo | None = field(default=None, repr=False, compare=False)
 
     @property
     def duration_s(self) -> float:
@@ -173,7 +176,7 @@ class RunView:
 
     def step_bins(self, max_bins: int) -> StepBins:
         """Per seam bytes and hops in at most `max_bins` bins of consecutive steps."""
-        return step_bins(self, list(self.seams), max_bins)
+        return step_bins(self, list(self.seams), max_bins, self.step_memo)
 
     def pipeline_at(self, instances: bool) -> Pipeline:
         """One node per owner (`instances=True`) or per role."""
@@ -208,6 +211,7 @@ def _build(run: ViewSource) -> RunView:
         exit_code=run.meta.get("exit_code") if type(run.meta.get("exit_code")) is int else None,
         ending=read_ending(run.meta),
         traced_hops=_traced_hops(run),
+        step_memo=getattr(run, "step_memo", None),  # set on a watched `flowmap.model.run.Run`
     )
 
 

@@ -20,6 +20,7 @@ from flowmap.live.status import RUNNING, Status
 from flowmap.live.watch import Frame
 from flowmap.model.aggregate import SeamMemo
 from flowmap.model.run import Run
+from flowmap.model.steps import StepMemo
 from flowmap.read.incremental import IncrementalReader
 from flowmap.reporters.html_data import html_document
 from flowmap.strict_json import dumps
@@ -54,10 +55,11 @@ def _write(path: str) -> dict[str, bytes]:
     return out
 
 
-def _figures(run: Run) -> tuple[object, str, bytes]:
+def _figures(run: Run) -> tuple[object, ...]:
     frame = Frame(run, Status(RUNNING, ""), {}, (), 0.0)
     page = dumps(html_document(run.view, "auto", found=()), sort_keys=True)
-    return run.seams, page, generate_latest(registry(lambda: frame))
+    bins = [run.view.step_bins(n) for n in (1, 5, 7)]  # bins of several steps each
+    return run.seams, page, generate_latest(registry(lambda: frame)), bins
 
 
 def test_memo_figures_equal_a_whole_computation_as_a_run_grows(tmp_path):
@@ -65,7 +67,7 @@ def test_memo_figures_equal_a_whole_computation_as_a_run_grows(tmp_path):
     dst = tmp_path / "live"
     dst.mkdir()
     reader = IncrementalReader(str(dst), detail_hops=30)
-    memo = SeamMemo()
+    memo, step_memo = SeamMemo(), StepMemo()
     names = list(data)
     lines = {n: data[n].split(b"\n") for n in names}
     points = 40
@@ -82,11 +84,11 @@ def test_memo_figures_equal_a_whole_computation_as_a_run_grows(tmp_path):
                         + (b"\0" * 4096 if k < points else b""))
         reader.poll()
         run = reader.records(Run)
-        run.seam_memo = memo
+        run.seam_memo, run.step_memo = memo, step_memo
         with_memo = _figures(run)
         whole = _figures(reader.records(Run))
         assert with_memo == whole, k
         compared += 1
-        reused += sum(stable for _, stable, _ in memo._seams.values())
+        reused += memo.kept_records and step_memo.kept_records
     assert compared == points
     assert reused > 0  # the memo did keep steps: the comparison is not of two whole computations

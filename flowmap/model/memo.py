@@ -1,0 +1,64 @@
+"""What a live watch keeps from one rebuild to the next: figures of folded steps that did not change.
+
+A watch rebuilds the model whole at every update, and a long run's folded steps
+(`SeamStep`, one per seam, step and process) grow by ten a second while all but
+the few still taking hops stay as they were. Records are never changed once made,
+and the incremental reader (`flowmap.read.tail`) keeps the record of a step that
+took no hops since its last read, so a record seen again is the same step,
+unchanged. A `PrefixMemo` keeps, per key, a part computed over the longest run of
+records, from the first, that two calls in a row found the same (compared by
+identity; the memo holds the records, so no other object can take an `id`), and
+computes only the rest: parts are sums, counts, least and largest values, which
+two adjacent runs of records add up in, so the figures are exactly those of a
+whole computation. One entry per key, replaced at each call: nothing grows with
+hops, and a run read once (`flowmap.load`) never builds one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from operator import is_
+from typing import Generic, TypeVar
+
+from flowmap.read.events import SeamStep
+
+K = TypeVar("K", bound=Hashable)
+P = TypeVar("P")
+
+__all__ = ["PrefixMemo"]
+
+
+class PrefixMemo(Generic[K, P]):
+    """Per key, the part of its time-ordered records that stayed the same, and the rest added."""
+
+    def __init__(self, part: Callable[[Sequence[SeamStep]], P], plus: Callable[[P, P], P],
+                 empty: P) -> None:
+        self._part, self._plus, self._empty = part, plus, empty
+        # key -> (its records last call, how many of them from the first had not changed
+        # since the call before, the part over those)
+        self._kept: dict[K, tuple[Sequence[SeamStep], int, P]] = {}
+
+    @property
+    def kept_records(self) -> int:
+        """Records whose part is kept, all keys together (what the next call need not read)."""
+        return sum(n for _, n, _ in self._kept.values())
+
+    def parts(self, records: Mapping[K, Sequence[SeamStep]]) -> dict[K, P]:
+        """Each key's part over all of `records[key]`: the kept part plus the records past it."""
+        out: dict[K, P] = {}
+        kept: dict[K, tuple[Sequence[SeamStep], int, P]] = {}
+        for key, steps in records.items():
+            last, stable, part = self._kept.get(key, ((), 0, self._empty))
+            same = list(map(is_, last, steps))  # as long as the shorter
+            try:
+                n = same.index(False)
+            except ValueError:
+                n = len(same)
+            if n < stable:  # a record read before changed (a shard read again): anew
+                stable, part = 0, self._empty
+            if n > stable:
+                part = self._plus(part, self._part(steps[stable:n]))
+            kept[key] = (steps, n, part)
+            out[key] = self._plus(part, self._part(steps[n:])) if n < len(steps) else part
+        self._kept = kept
+        return out
