@@ -7,7 +7,9 @@ and the incremental reader (`flowmap.read.tail`) keeps the record of a step that
 took no hops since its last read, so a record seen again is the same step,
 unchanged. A `PrefixMemo` keeps, per key, a part computed over the longest run of
 records, from the first, that two calls in a row found the same (compared by
-identity; the memo holds the records, so no other object can take an `id`), and
+identity, as the memo holds the records no other object can take an `id`; and
+where that fails, by value: a run folds the kept hops that lie past another
+process's detail window anew at each read, as equal records), and
 computes only the rest: parts are sums, counts, least and largest values, which
 two adjacent runs of records add up in, so the figures are exactly those of a
 whole computation. One entry per key, replaced at each call: nothing grows with
@@ -49,11 +51,7 @@ class PrefixMemo(Generic[K, P]):
         kept: dict[K, tuple[Sequence[SeamStep], int, P]] = {}
         for key, steps in records.items():
             last, stable, part = self._kept.get(key, ((), 0, self._empty))
-            same = list(map(is_, last, steps))  # as long as the shorter
-            try:
-                n = same.index(False)
-            except ValueError:
-                n = len(same)
+            n = _same_from_first(last, steps)
             if n < stable:  # a record read before changed (a shard read again): anew
                 stable, part = 0, self._empty
             if n > stable:
@@ -62,3 +60,18 @@ class PrefixMemo(Generic[K, P]):
             out[key] = self._plus(part, self._part(steps[n:])) if n < len(steps) else part
         self._kept = kept
         return out
+
+
+def _same_from_first(last: Sequence[SeamStep], now: Sequence[SeamStep]) -> int:
+    """How many records from the first are the same in both: the same object (compared in
+    C), or, for the few that are not, equal in every field."""
+    same = list(map(is_, last, now))  # as long as the shorter
+    n = 0
+    while True:
+        try:
+            i = same.index(False, n)
+        except ValueError:
+            return len(same)
+        if last[i] != now[i]:
+            return i
+        n = i + 1
