@@ -30,7 +30,7 @@ from flowmap.model.steps import StepMemo
 from flowmap.model.types import SeamKey
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
 
-UPDATE_S = 1.5  # read and rebuild: a hop shows within this, plus one read and one rebuild
+UPDATE_S = 1.0  # read and rebuild: a hop shows within this, plus one read and one rebuild
 MAX_BUSY = 0.03  # share of wall time one watch spends rebuilding the model, at most
 FINDINGS_EVERY_S = 5.0
 READ_BUDGET_S = 0.5  # reading per update at most, while a large run is caught up with

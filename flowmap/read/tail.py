@@ -42,11 +42,14 @@ _T_NS = attrgetter("t_ns")
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
 MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
-# Distinct hop lines (but for their time) a shard remembers as already checked. When full,
-# it forgets them and learns again if they paid (more lines reused an event than were
-# learned: a long run's older steps' lines do not come back), else it stops learning (lines
-# that are all distinct, e.g. each naming its own item, decode faster in a batch).
-MAX_SEEN = 4096
+# Distinct hop lines (but for their time) a shard remembers as already checked, per
+# generation. A full generation becomes the old one (the one before is forgotten), and a
+# line found in the old one is kept in the new: lines that come back stay remembered (a
+# working set of up to a generation, in any order), while a long run's older steps' lines
+# (they do not come back) are forgotten within two generations, so what a watch holds does not grow with the run. Should two generations in
+# a row not have paid (fewer lines reused an event than were learned: lines that are all
+# distinct, e.g. each naming its own item, decode faster in a batch), learning stops.
+SEEN_GENERATION = 256
 # A run of hop lines equal but for their time, each time as JSON writes an integer of at
 # most 16 digits; groups: the first line's time, the bytes after it (newline included).
 _RUN = re.compile(rb'\["h",(0|[1-9][0-9]{0,15})(,[^\n]*\n)(?:\["h",(?:0|[1-9][0-9]{0,15})\2)*')
@@ -66,8 +69,11 @@ class ShardTail:
         self.skipping = False  # inside an over-long line, until its newline
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
         self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
-        self.reused = 0  # hop lines that took an event from `seen` since it was last emptied
-        self.learning = True  # whether hop lines not in `seen` are learned
+        self.old: dict[bytes, list[Any]] = {}  # the generation before `seen`
+        self.reused = 0  # hop lines that took a remembered event, this generation
+        self.learned = 0  # hop lines checked and remembered, this generation
+        self.unpaid = False  # the generation before did not pay
+        self.learning = True  # whether hop lines not remembered are learned
         self.steps_made: list[SeamStep] = []  # each fold cell's record, in the cells' order
         self.steps_made_hops: list[int] = []  # ... and the cell's hops when it was made
         self.capped = False  # the last poll stopped at MAX_READ: more is waiting
@@ -84,7 +90,8 @@ class ShardTail:
             with open_regular(self.path) as f:
                 if os.fstat(f.fileno()).st_size < self.offset:  # cut and rewritten: start over
                     self.offset, self.decoder, self.skipping = 0, None, False
-                    self.seen, self.reused, self.learning = {}, 0, True
+                    self.seen, self.old, self.learning, self.unpaid = {}, {}, True, False
+                    self.reused = self.learned = 0
                     self.steps_made, self.steps_made_hops = [], []
                 f.seek(self.offset)
                 data, self.capped = _read_to_nul(f)
@@ -177,6 +184,9 @@ class ShardTail:
             pos = end
             after = after[:-1]  # without its newline
             ev = seen.get(after)
+            if ev is None and after in self.old:
+                ev = self._keep(after, self.old[after])
+                seen = self.seen
             if ev is not None:
                 self.reused += len(ts)
             elif self.learning and 5 + len(ts[0]) + len(after) <= tf.MAX_LINE:
@@ -209,13 +219,24 @@ class ShardTail:
             return None
         if type(ev) is not list or not CHECKS[tf.HOP](ev, d.strings, d.schemas):
             return None
-        if len(self.seen) >= MAX_SEEN:
-            self.learning = self.reused > len(self.seen)
-            self.seen, self.reused = {}, 0
-            if not self.learning:
-                return ev
+        if len(self.seen) >= SEEN_GENERATION and not self._turn():
+            return ev
         self.seen[raw[comma:]] = ev
+        self.learned += 1
         return ev
+
+    def _keep(self, key: bytes, ev: list[Any]) -> list[Any]:
+        """Keep `ev` (found in the old generation) in the new one; returns it."""
+        if self.learning and (len(self.seen) < SEEN_GENERATION or self._turn()):
+            self.seen[key] = ev
+        return ev
+
+    def _turn(self) -> bool:
+        """The full generation becomes the old one; returns whether learning goes on."""
+        paid = self.reused >= self.learned
+        self.learning, self.unpaid = paid or not self.unpaid, not paid
+        self.old, self.seen, self.reused, self.learned = self.seen, {}, 0, 0
+        return self.learning
 
     def snapshot(self) -> Shard | None:
         """The shard as `read_shard` would return it for the bytes handled so far."""
@@ -322,7 +343,10 @@ class _Feed:
     def line(self, tail: ShardTail, raw: bytes, comma: int) -> None:
         """One hop line, as a group takes them when some are not taken as they are."""
         t = raw[5:comma]
-        ev = tail.seen.get(raw[comma:])
+        key = raw[comma:]
+        ev = tail.seen.get(key)
+        if ev is None and key in tail.old:
+            ev = tail._keep(key, tail.old[key])
         if len(raw) > tf.MAX_LINE:
             ev = None
         elif ev is None and tail.learning:

@@ -176,7 +176,7 @@ def test_runs_of_equal_hop_lines_fold_as_one_by_one(tmp_path):
 def test_lines_remembered_past_the_bound_are_learned_again_while_they_pay(tmp_path, monkeypatch):
     import flowmap.read.tail as tail
 
-    monkeypatch.setattr(tail, "MAX_SEEN", 16)
+    monkeypatch.setattr(tail, "SEEN_GENERATION", 16)
     # GIVEN two shards past the bound on remembered lines: one of steady steps (each line
     # repeated, a long run's), one whose every hop names its own item
     steady = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
@@ -199,8 +199,64 @@ def test_lines_remembered_past_the_bound_are_learned_again_while_they_pay(tmp_pa
     assert _doc(reader.records(Run)) == _doc(flowmap.load(str(tmp_path / "src"), detail_hops=None))
     # AND the steady shard still takes its lines from what it learned; the other stopped
     by_pid = {t.shard.pid: t for t in reader.tails.values() if t.shard is not None}
-    assert by_pid[1].learning and 0 < len(by_pid[1].seen) <= 16
+    assert by_pid[1].learning and 0 < len(by_pid[1].seen) <= 16 and len(by_pid[1].old) <= 16
     assert not by_pid[2].learning
+
+
+def test_lines_of_a_working_set_over_one_generation_stay_remembered(tmp_path, monkeypatch):
+    import flowmap.read.tail as tail
+
+    monkeypatch.setattr(tail, "SEEN_GENERATION", 8)
+    # GIVEN a shard whose 9 distinct hop lines (more than fill a generation) come back in
+    # turn, again and again, with a time of their own each
+    w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    t = 0
+    for _round in range(40):
+        for k in range(9):
+            t += 1
+            w.hop(t, "a", "b", f"x{k}", [runs.tensor("t", (4,))], step=0)
+    w.close(t + 1)
+    with open(tmp_path / "src" / "run.json", "w") as f:
+        f.write("{}")
+    # WHEN read as it grows
+    assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 9, 4, None) >= 5
+    reader = IncrementalReader(str(tmp_path / "src"), detail_hops=None)
+    learned = []
+    real_learn = tail.ShardTail._learn
+
+    def counting(self, raw, comma):
+        learned.append(raw[comma:])
+        return real_learn(self, raw, comma)
+
+    monkeypatch.setattr(tail.ShardTail, "_learn", counting)
+    reader.poll()
+    # THEN each line was checked at most once: later ones came from the remembered generations
+    assert learned and len(learned) == len(set(learned))
+    (only,) = reader.tails.values()
+    assert only.learning and len(only.seen) <= 8 and len(only.old) <= 8
+    assert _doc(reader.records(Run)) == _doc(flowmap.load(str(tmp_path / "src"), detail_hops=None))
+
+
+def test_what_a_shard_remembers_stays_bounded_in_a_run_of_ever_new_steps(tmp_path, monkeypatch):
+    import flowmap.read.tail as tail
+
+    monkeypatch.setattr(tail, "SEEN_GENERATION", 8)
+    # GIVEN a long run whose lines differ step to step (the step is in the line)
+    w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
+    for step in range(200):
+        w.step(100 * step, step)
+        for k in range(5):
+            w.hop(100 * step + k + 1, "a", "b", "x", [runs.tensor("t", (4,))], step=step)
+    w.close(100_000)
+    with open(tmp_path / "src" / "run.json", "w") as f:
+        f.write("{}")
+    # WHEN it is read; THEN it holds two generations at most, and still learns (lines repeat
+    # within a step)
+    reader = IncrementalReader(str(tmp_path / "src"), detail_hops=None)
+    reader.poll()
+    (only,) = reader.tails.values()
+    assert only.learning and len(only.seen) + len(only.old) <= 16
+    assert _doc(reader.records(Run)) == _doc(flowmap.load(str(tmp_path / "src"), detail_hops=None))
 
 
 def test_hop_lines_whose_items_look_like_hop_lines_read_as_the_finished_reader_reads_them(tmp_path):
