@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import time
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from flowmap.live.status import CUT_SHORT, EXITED
@@ -87,21 +87,38 @@ def ranked(frame: Frame, sort: str) -> list[SeamStats]:
     return sorted(seams, key=lambda s: (-rate(s, 0), -s.total_bytes, s.key))
 
 
-def _seams(frame: Frame, sort: str, rows: int, width: int) -> Table:
-    table = Table(box=None, pad_edge=False, header_style="bold reverse", expand=False)
-    table.add_column("SEAM", no_wrap=True, overflow="ellipsis", max_width=max(24, width - 72))
-    for col in ("BYTES/S", "HOPS/S", "TOTAL", "HOPS", "P50", "MAX"):
-        table.add_column(col, justify="right", no_wrap=True)
-    table.add_column("TRANSPORT", no_wrap=True)
+_COLUMNS = ("SEAM", "BYTES/S", "HOPS/S", "TOTAL", "HOPS", "P50", "MAX", "TRANSPORT")
+_RIGHT = (False, True, True, True, True, True, True, False)  # numbers are right-aligned
+_GAP = "  "
+
+
+def _seams(frame: Frame, sort: str, rows: int, width: int) -> Text:
+    """The seams, one line each, in columns laid out here: rich's `Table` measures every
+    cell of every column in Python, several milliseconds at each redraw of a small table."""
     seams = ranked(frame, sort)
+    lines = [list(_COLUMNS)]
     for s in seams[:rows]:
         bps, hps = frame.rates.get(s.key, (0.0, 0.0))
-        table.add_row(_label(s.key), fmt_bytes(bps) + "/s", f"{hps:,.1f}", fmt_bytes(s.total_bytes),
+        lines.append([_label(s.key), fmt_bytes(bps) + "/s", f"{hps:,.1f}", fmt_bytes(s.total_bytes),
                       fmt_count(s.hops), fmt_bytes(s.p50_bytes), fmt_bytes(s.max_bytes),
-                      ",".join(s.transports))
+                      ",".join(s.transports)])
+    widths = [max(map(cell_len, col)) for col in zip(*lines)]
+    # the seam's name gives way first, then the line is cut at the screen's edge
+    widths[0] = min(widths[0], max(12, width - sum(widths[1:]) - len(_GAP) * (len(widths) - 1)))
+    text = Text(no_wrap=True, overflow="crop")
+    for i, cells in enumerate(lines):
+        if i:
+            text.append("\n")
+        parts = []
+        for cell, w, right in zip(cells, widths, _RIGHT):
+            if cell_len(cell) > w:
+                cell = set_cell_size(cell, w - 1) + "…"
+            pad = " " * (w - cell_len(cell))
+            parts.append(pad + cell if right else cell + pad)
+        text.append(_GAP.join(parts), style="bold reverse" if i == 0 else "")
     if len(seams) > rows:
-        table.caption = f"{len(seams) - rows} more seams"
-    return table
+        text.append(f"\n{len(seams) - rows} more seams", style="dim italic")
+    return text
 
 
 def _label(key: SeamKey) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from flowmap.gc_pause import without_gc
 from flowmap.model.aggregate import SeamMemo, counter_stats, item_stats, owner_stats, seam_stats
+from flowmap.model.flow import FlowMemo
 from flowmap.model.steps import StepMemo
 from flowmap.model.types import (
     CounterStats,
@@ -51,6 +52,7 @@ class Run(Records):
         # (`flowmap.model.aggregate.SeamMemo`); None for a run read once.
         self.seam_memo: SeamMemo | None = None
         self.step_memo: StepMemo | None = None  # ... and of their per-step sums, for step bins
+        self.flow_memo: FlowMemo | None = None  # ... and of the flow of its kept hops
 
     @cached_property
     def health(self) -> Health:

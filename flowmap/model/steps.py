@@ -11,11 +11,11 @@ in its step's bin, or, without a step, where its last hop was.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, repeat
-from operator import add, attrgetter, sub
+from itertools import accumulate, compress, repeat
+from operator import add, attrgetter, is_not, not_, sub
 from typing import Protocol
 
 from flowmap.gc_pause import paused_gc
@@ -117,34 +117,81 @@ def _bins(run: StepSource, seams: list[SeamKey], max_bins: int,
     t_lo = [math.inf] * nbins
     t_hi = [-math.inf] * nbins
     events = run.events
-    if steps and None not in map(_STEP, events.hops) and None not in map(_STEP, events.seam_steps):
-        # every record has its step, so its bin: the order they come in does not matter
-        if memo is not None:
-            sums = memo.parts({None: events.seam_steps})[None]
-            _bins_by_step(events.hops, (), bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
-            _add_sums(sums, steps, bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
-        else:
-            _bins_by_step(events.hops, events.seam_steps, bin_of, index, byte_rows, hop_rows,
-                          t_lo, t_hi)
-        return _bins_of(run, steps, bin_of, nbins, index, byte_rows, hop_rows, t_lo, t_hi)
-    cur = 0
-    for h in _in_time_order(events):
-        if h.step is not None:
-            cur = bin_of[h.step]
-        n = index[(h.src, h.dst, h.name)]
-        if isinstance(h, SeamStep):
-            byte_rows[n][cur] += h.nbytes_sum
-            hop_rows[n][cur] += h.hops
-            t_first = h.t_first_ns
-        else:
-            byte_rows[n][cur] += h.nbytes
-            hop_rows[n][cur] += 1
-            t_first = h.t_ns
-        if t_first < t_lo[cur]:
-            t_lo[cur] = t_first
-        if h.t_ns > t_hi[cur]:
-            t_hi[cur] = h.t_ns
+    hops, folded = events.hops, events.seam_steps
+    loose = _Loose(hops, folded)
+    if loose.any:  # records without a step: each in the bin of the last step before it
+        hops, folded = loose.stepped_hops, loose.stepped_folded
+        for rec, b in loose.placed(bin_of):
+            n = index[(rec.src, rec.dst, rec.name)]
+            if isinstance(rec, SeamStep):
+                byte_rows[n][b] += rec.nbytes_sum
+                hop_rows[n][b] += rec.hops
+                t_first = rec.t_first_ns
+            else:
+                byte_rows[n][b] += rec.nbytes
+                hop_rows[n][b] += 1
+                t_first = rec.t_ns
+            if t_first < t_lo[b]:
+                t_lo[b] = t_first
+            if rec.t_ns > t_hi[b]:
+                t_hi[b] = rec.t_ns
+    # every other record has its step, so its bin: the order they come in does not matter
+    if memo is not None:
+        sums = memo.parts({None: folded})[None]
+        _bins_by_step(hops, (), bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
+        _add_sums(sums, steps, bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
+    else:
+        _bins_by_step(hops, folded, bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
     return _bins_of(run, steps, bin_of, nbins, index, byte_rows, hop_rows, t_lo, t_hi)
+
+
+class _Loose:
+    """The records without a step, and where each falls: in time order (hops before
+    folded steps at equal times, each list in its own order), the bin of the last record
+    with a step before it, or the first bin. Found by bisection over the records with a
+    step (their indices and times taken out in C), so a live watch's update does not walk
+    every folded step of a long run in Python, only the few records without one."""
+
+    def __init__(self, hops: Sequence[Hop], folded: Sequence[SeamStep]) -> None:
+        self.hops, self.folded = hops, folded
+        hop_steps, folded_steps = list(map(_STEP, hops)), list(map(_STEP, folded))
+        self.any = None in hop_steps or None in folded_steps
+        if not self.any:
+            return
+        has_h = list(map(is_not, hop_steps, repeat(None)))
+        has_f = list(map(is_not, folded_steps, repeat(None)))
+        self.stepped_hops = list(compress(hops, has_h))
+        self.stepped_folded = list(compress(folded, has_f))
+        self._h_at = list(compress(range(len(hops)), has_h))  # indices of stepped hops
+        self._f_at = list(compress(range(len(folded)), has_f))
+        self._loose_h = list(compress(range(len(hops)), map(not_, has_h)))
+        self._loose_f = list(compress(range(len(folded)), map(not_, has_f)))
+
+    def placed(self, bin_of: dict[int, int]) -> Iterator[tuple[Hop | SeamStep, int]]:
+        """Each record without a step, with its bin."""
+        hops, folded = self.hops, self.folded
+        hop_t, folded_t = list(map(_T_NS, hops)), list(map(_T_NS, folded))
+        for i in self._loose_h:  # a hop: hops before it in its list, folded ones strictly earlier
+            yield hops[i], self._bin(bin_of, i, bisect_left(folded_t, hop_t[i]))
+        for j in self._loose_f:  # a folded step: hops at or before its time, folded before it
+            yield folded[j], self._bin(bin_of, bisect_right(hop_t, folded_t[j]), j)
+
+    def _bin(self, bin_of: dict[int, int], hops_below: int, folded_below: int) -> int:
+        """The bin of the later of the last stepped hop with index < `hops_below` and the
+        last stepped folded step with index < `folded_below` (0: neither)."""
+        k = bisect_left(self._h_at, hops_below) - 1
+        m = bisect_left(self._f_at, folded_below) - 1
+        if k < 0 and m < 0:
+            return 0
+        last: Hop | SeamStep
+        if k < 0:
+            last = self.folded[self._f_at[m]]
+        elif m < 0:
+            last = self.hops[self._h_at[k]]
+        else:  # in time order, a hop comes before a folded step of the same time
+            h, f = self.hops[self._h_at[k]], self.folded[self._f_at[m]]
+            last = f if f.t_ns >= h.t_ns else h
+        return bin_of[last.step]  # type: ignore[index]  # stepped: its step is set
 
 
 def _bins_by_step(hops: Sequence[Hop], folded: Sequence[SeamStep], bin_of: dict[int, int],
@@ -219,16 +266,7 @@ def _bins_of(run: StepSource, steps: Sequence[int], bin_of: dict[int, int], nbin
 
 
 _STEP = attrgetter("step")
-
-
-def _in_time_order(events: Events) -> Iterator[Hop | SeamStep]:
-    if not events.seam_steps:
-        return iter(events.hops)
-    # Both lists are sorted by time: a stable sort of the two runs merges them as
-    # heapq.merge would (hops first on equal times), in C.
-    both: list[Hop | SeamStep] = [*events.hops, *events.seam_steps]
-    both.sort(key=attrgetter("t_ns"))
-    return iter(both)
+_T_NS = attrgetter("t_ns")
 
 
 def totals(events: Events, seams: Mapping[SeamKey, SeamStats]) -> Totals:

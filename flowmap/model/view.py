@@ -25,11 +25,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import Any, Protocol
 
 from flowmap.gc_pause import paused_gc
 from flowmap.model.ending import Ending, read_ending
-from flowmap.model.flow import UNNAMED_DRIVER, Flow, build_flow, star_center
+from flowmap.model.flow import UNNAMED_DRIVER, Flow, FlowMemo, build_flow, star_center
 from flowmap.model.pipeline import build_pipeline
 from flowmap.model.steps import StepMemo, step_bins, totals
 from flowmap.model.types import (
@@ -118,6 +119,8 @@ class RunView:
     # A live watch's memo of per-step sums across its rebuilds (`flowmap.model.memo`): the
     # bins are the same with or without it.
     step_memo: StepMemo | None = field(default=None, repr=False, compare=False)
+    # ... and of the flow of its kept hops, the same objects once its detail window is full
+    flow_memo: FlowMemo | None = field(default=None, repr=False, compare=False)
 
     @property
     def duration_s(self) -> float:
@@ -152,7 +155,8 @@ class RunView:
     @cached_property
     def flow(self) -> Flow:
         """Producer -> consumer edges from storage identity, the driver's hand-offs collapsed."""
-        return build_flow(self.events.hops)
+        hops = self.events.hops
+        return build_flow(hops) if self.flow_memo is None else self.flow_memo.flow(hops)
 
     @property
     def draws_flow(self) -> bool:
@@ -212,7 +216,12 @@ def _build(run: ViewSource) -> RunView:
         ending=read_ending(run.meta),
         traced_hops=_traced_hops(run),
         step_memo=getattr(run, "step_memo", None),  # set on a watched `flowmap.model.run.Run`
+        flow_memo=getattr(run, "flow_memo", None),
     )
+
+
+_HOPS = attrgetter("hops")
+_STEP = attrgetter("step")
 
 
 def _traced_hops(run: ViewSource) -> Sequence[Hop] | None:
@@ -221,10 +230,12 @@ def _traced_hops(run: ViewSource) -> Sequence[Hop] | None:
 
 
 def _detail(run: ViewSource) -> Detail:
-    folded_hops = sum(st.hops for st in run.seam_steps)
+    # (fields taken out in C: a live watch builds this at every update)
+    folded_hops = sum(map(_HOPS, run.seam_steps))
     if not run.seam_steps:
         return Detail(False, len(run.hops), 0, tuple(run.steps), run.num_steps)
-    kept = {h.step for h in run.hops if h.step is not None}
-    steps = tuple(sorted(kept.difference(st.step for st in run.seam_steps)))
+    kept = set(map(_STEP, run.hops))
+    kept.discard(None)
+    steps = tuple(sorted(kept.difference(map(_STEP, run.seam_steps))))
     return Detail(True, len(run.hops), folded_hops, steps, max(1, len(steps)),
                   tuple(run.shared_channels))

@@ -13,6 +13,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from flowmap import trace_format as tf
@@ -62,8 +64,8 @@ class Records:
         self.shards = shards
         self.meta = meta
         joined = join_halves(shards)
-        hops = [h for s in shards for h in s.hops] + joined.hops
-        folded = [st for s in shards for st in s.seam_steps] + joined.seam_steps
+        hops = [*chain.from_iterable(s.hops for s in shards), *joined.hops]
+        folded = [*chain.from_iterable(s.seam_steps for s in shards), *joined.seam_steps]
         # Channels several owners read whose folded sends were shared out by count.
         self.shared_channels: list[str] = joined.shared
         cut = _detail_cut(shards)
@@ -71,9 +73,10 @@ class Records:
             past = [cut.past(h.step, h.t_ns) for h in hops]
             folded += fold_hops(h for h, p in zip(hops, past) if p)
             hops = [h for h, p in zip(hops, past) if not p]
-        self.hops: list[Hop] = sorted(hops, key=lambda h: h.t_ns)
+        self.hops: list[Hop] = sorted(hops, key=_T_NS)
         # Hops folded per seam and step (`flowmap.read.fold`), past the detail window.
-        self.seam_steps: list[SeamStep] = sorted(folded, key=lambda st: st.t_ns)
+        # (Fields are taken out in C: a live watch builds this at every update.)
+        self.seam_steps: list[SeamStep] = sorted(folded, key=_T_NS)
         self.counter_samples: list[CounterSample] = sorted(
             (c for s in shards for c in s.counters), key=lambda c: c.t_ns
         )
@@ -113,13 +116,15 @@ class Records:
     @cached_property
     def steps(self) -> list[int]:
         """The training steps seen on hops (kept or folded), sorted; empty when none was set."""
-        seen = {h.step for h in self.hops if h.step is not None}
-        return sorted(seen.union(st.step for st in self.seam_steps if st.step is not None))
+        seen = set(map(_STEP, self.hops))
+        seen.update(map(_STEP, self.seam_steps))
+        seen.discard(None)
+        return sorted(seen)
 
     @property
     def num_hops(self) -> int:
         """Every hop of the run, kept one by one or folded."""
-        return len(self.hops) + sum(st.hops for st in self.seam_steps)
+        return len(self.hops) + int(sum(map(_HOPS, self.seam_steps)))
 
     @property
     def num_steps(self) -> int:
@@ -131,6 +136,11 @@ class Records:
         """The time-ordered records, as the view carries them."""
         return Events(self.shards, self.hops, self.counter_samples, self.marks, self.drops,
                       self.seam_steps, self.counter_folds, self.mark_folds, self.drop_folds)
+
+
+_T_NS = attrgetter("t_ns")
+_STEP = attrgetter("step")
+_HOPS = attrgetter("hops")
 
 
 def _detail_cut(shards: list[Shard]) -> Cut | None:

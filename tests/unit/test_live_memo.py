@@ -3,8 +3,8 @@
 GIVEN a run written out piece by piece (several processes, steps folded past a small
 detail window, sizes and schemas that change, a seam that starts late, a shard cut and
 written again from its start), WHEN one reader polls along and each rebuild's seams are
-computed with the same memo, THEN at every point the seams, the page data and `/metrics`
-equal those of the same records computed without it.
+computed with the same memos, THEN at every point the seams, the page data, the flow and
+`/metrics` equal those of the same records computed without them.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from flowmap.live.metrics import registry
 from flowmap.live.status import RUNNING, Status
 from flowmap.live.watch import Frame
 from flowmap.model.aggregate import SeamMemo
+from flowmap.model.flow import FlowMemo
 from flowmap.model.run import Run
 from flowmap.model.steps import StepMemo
 from flowmap.read.incremental import IncrementalReader
@@ -59,7 +60,7 @@ def _figures(run: Run) -> tuple[object, ...]:
     frame = Frame(run, Status(RUNNING, ""), {}, (), 0.0)
     page = dumps(html_document(run.view, "auto", found=()), sort_keys=True)
     bins = [run.view.step_bins(n) for n in (1, 5, 7)]  # bins of several steps each
-    return run.seams, page, generate_latest(registry(lambda: frame)), bins
+    return run.seams, page, generate_latest(registry(lambda: frame)), bins, run.view.flow
 
 
 def test_memo_figures_equal_a_whole_computation_as_a_run_grows(tmp_path):
@@ -67,7 +68,7 @@ def test_memo_figures_equal_a_whole_computation_as_a_run_grows(tmp_path):
     dst = tmp_path / "live"
     dst.mkdir()
     reader = IncrementalReader(str(dst), detail_hops=30)
-    memo, step_memo = SeamMemo(), StepMemo()
+    memo, step_memo, flow_memo = SeamMemo(), StepMemo(), FlowMemo()
     names = list(data)
     lines = {n: data[n].split(b"\n") for n in names}
     points = 40
@@ -84,7 +85,7 @@ def test_memo_figures_equal_a_whole_computation_as_a_run_grows(tmp_path):
                         + (b"\0" * 4096 if k < points else b""))
         reader.poll()
         run = reader.records(Run)
-        run.seam_memo, run.step_memo = memo, step_memo
+        run.seam_memo, run.step_memo, run.flow_memo = memo, step_memo, flow_memo
         with_memo = _figures(run)
         whole = _figures(reader.records(Run))
         assert with_memo == whole, k
@@ -92,3 +93,4 @@ def test_memo_figures_equal_a_whole_computation_as_a_run_grows(tmp_path):
         reused += memo.kept_records and step_memo.kept_records
     assert compared == points
     assert reused > 0  # the memo did keep steps: the comparison is not of two whole computations
+    assert 0 < flow_memo.reused < compared  # the flow was reused, and built anew when hops changed
