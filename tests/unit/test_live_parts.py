@@ -155,3 +155,33 @@ def test_page_data_after_a_version_answers_once_the_run_grew(tmp_path):
         assert at - written <= UPDATE_S + 1.0 and at - asked >= 2 * UPDATE_S
     finally:
         server.shutdown()
+
+
+def test_screen_columns_line_up_and_a_narrow_terminal_shortens_the_seam_names(tmp_path):
+    path = runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=2))
+    frame = Watch(path).update()
+    frame.rates = {}
+    n = len(frame.run.seams)
+
+    def table(width: int) -> tuple[list[str], str]:
+        out = io.StringIO()
+        Console(file=out, width=width).print(screen(frame, rows=n - 1, width=width))
+        lines = out.getvalue().splitlines()
+        head = next(i for i, x in enumerate(lines) if x.startswith("SEAM"))
+        return lines[head:head + n], lines[head + n]  # header and n - 1 seams; the caption
+
+    wide, caption = table(200)
+    assert caption == "1 more seams"
+    names = [row.split("  ")[0] for row in wide[1:]]
+    assert names == [f"{a} -> {b} : {c}" for a, b, c in (s.key for s in ranked(frame, "rate"))][
+        :n - 1]
+    narrow_width = len(wide[0].rstrip()) - 8  # eight columns too few for the longest name
+    for rows in (wide, table(narrow_width)[0]):
+        # every figure ends in its column, right-aligned under its header; every column shows
+        assert rows[0].rstrip().endswith("TRANSPORT"), rows[0]
+        for col in ("TOTAL", "HOPS", "MAX"):
+            end = rows[0].index(f" {col} ") + len(col) + 1
+            assert all(r[end - 1] != " " and r[end] == " " for r in rows[1:]), (col, rows)
+    narrow = table(narrow_width)[0]
+    assert any(row.split("  ")[0].endswith("…") for row in narrow[1:])  # names gave way
+    assert all(len(x.rstrip()) <= narrow_width for x in narrow)
