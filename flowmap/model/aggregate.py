@@ -104,20 +104,17 @@ def weighted_percentile(sorted_pairs: Sequence[tuple[int, int]], q: float) -> in
 def seam_stats(run: HopSource, memo: SeamMemo | None = None) -> dict[SeamKey, SeamStats]:
     """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism).
 
-    `memo` (a live watch's, across its rebuilds): each seam's folded steps that did not
-    change since the last call are not read again; the figures are those computed without it.
+    `memo` (a live watch's, across its rebuilds): the folded steps that did not change
+    since the last call are not read again; the figures are those computed without it.
     """
     by_seam: dict[SeamKey, list[Hop]] = defaultdict(list)
     for h in run.hops:
         by_seam[(h.src, h.dst, h.name)].append(h)
-    folded: dict[SeamKey, list[SeamStep]] = defaultdict(list)
-    for st in run.seam_steps:
-        folded[(st.src, st.dst, st.name)].append(st)
+    parts = (memo.parts({None: run.seam_steps})[None] if memo is not None
+             else _folded_parts(run.seam_steps))
     residency = _residency(run)
-    keys = list(by_seam) + [k for k in folded if k not in by_seam]
-    parts = memo.parts(folded) if memo is not None else {}
-    out = [_one_seam(key, by_seam.get(key, []),
-                     parts.get(key) or _folded_part(folded.get(key, [])), run.num_steps,
+    keys = list(by_seam) + [k for k in parts if k not in by_seam]
+    out = [_one_seam(key, by_seam.get(key, []), parts.get(key, _NO_FOLDED), run.num_steps,
                      residency.get(key)) for key in keys]
     out.sort(key=lambda s: (-s.total_bytes, s.key))
     return {s.key: s for s in out}
@@ -246,12 +243,36 @@ def _folded_part(folded: Sequence[SeamStep]) -> _Folded:
 _NO_FOLDED = _Folded(0, 0, 0, 0, {}, {}, {}, (), {}, 0, 0, 0, 0, {})
 
 
-class SeamMemo(PrefixMemo[SeamKey, _Folded]):
-    """Per seam, the figures of its folded steps that did not change since the last call
-    of `seam_stats` (`flowmap.model.memo`): a live watch's rebuild reads only the rest."""
+def _folded_parts(folded: Sequence[SeamStep]) -> dict[SeamKey, _Folded]:
+    """Each seam's part of a run of folded steps of any seams, by seam in first-seen order."""
+    by_seam: dict[SeamKey, list[SeamStep]] = defaultdict(list)
+    for st in folded:
+        by_seam[(st.src, st.dst, st.name)].append(st)
+    return {key: _folded_part(steps) for key, steps in by_seam.items()}
+
+
+def _plus_parts(earlier: dict[SeamKey, _Folded], later: dict[SeamKey, _Folded]
+                ) -> dict[SeamKey, _Folded]:
+    """Each seam's part of two adjacent runs of folded steps (neither is changed)."""
+    if not later:
+        return earlier
+    if not earlier:
+        return later
+    out = dict(earlier)
+    for key, part in later.items():
+        got = out.get(key)
+        out[key] = part if got is None else got.plus(part)
+    return out
+
+
+class SeamMemo(PrefixMemo[None, dict[SeamKey, _Folded]]):
+    """The per-seam figures of the run's folded steps that did not change since the last
+    call of `seam_stats`, all seams at once (`flowmap.model.memo`). The records are in time
+    order and only the latest still take hops, so a live watch's rebuild groups by seam and
+    reads only those after the first that changed, not each of a long run's records."""
 
     def __init__(self) -> None:
-        super().__init__(_folded_part, _Folded.plus, _NO_FOLDED)
+        super().__init__(_folded_parts, _plus_parts, {})
 
 
 def _one_seam(
