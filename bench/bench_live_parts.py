@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import subprocess
 import sys
@@ -39,7 +38,7 @@ from flowmap.live.status import status
 from flowmap.live.watch import Frame, Watch
 from flowmap.model.run import Run
 from flowmap.reporters.html_data import html_document
-from flowmap.strict_json import finite
+from flowmap.strict_json import dumps
 
 # "step bins" is timed alone and again within "page data" (the page bins by its own count)
 SERVE = ("records", "seams", "owners, counters", "view", "flow", "page data", "JSON")
@@ -97,7 +96,7 @@ def parts(path: str, updates: int) -> tuple[dict[str, float], Run]:
         timed("step bins", lambda: view.step_bins(200))
         found = timed("findings", lambda: tuple(findings(view)))
         doc = timed("page data", lambda: html_document(view, "auto", place, found))
-        timed("JSON", lambda: json.dumps(finite(doc), sort_keys=True, separators=(",", ":")))
+        timed("JSON", lambda: dumps(doc, sort_keys=True, separators=(",", ":")))
         frame = Frame(run, status(run), {}, found, time.time())
         timed("screen", lambda: console.print(screen(frame)))
         return run

@@ -26,5 +26,12 @@ def finite(doc: Any) -> Any:
 
 
 def dumps(doc: Any, **kwargs: Any) -> str:
-    """`json.dumps` of `finite(doc)` with `allow_nan=False`."""
-    return json.dumps(finite(doc), allow_nan=False, **kwargs)
+    """`json.dumps` of `finite(doc)` with `allow_nan=False`.
+
+    Most documents hold no non-finite float: they are written as they are, in C, and only
+    one the encoder refuses is copied through `finite` (a live page's data is written at
+    every update, and the copy cost more than the writing)."""
+    try:
+        return json.dumps(doc, allow_nan=False, **kwargs)
+    except ValueError:
+        return json.dumps(finite(doc), allow_nan=False, **kwargs)

@@ -30,7 +30,7 @@ from flowmap.reporters.html import page
 from flowmap.reporters.html_data import html_document
 from flowmap.reporters.layout import layout_graph
 from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
-from flowmap.strict_json import finite
+from flowmap.strict_json import dumps
 
 HOLD_S = 10.0  # how long `data.json?after=VERSION` waits for newer data before answering
 
@@ -156,7 +156,7 @@ class LiveServer:
         doc["live"] = {"version": self._version, "state": state, "sentence": sentence}
         if state == RUNNING:  # shards still being written are not cut short
             doc["run"]["truncated"] = False
-        self._doc_text = json.dumps(finite(doc), sort_keys=True, separators=(",", ":"))
+        self._doc_text = dumps(doc, sort_keys=True, separators=(",", ":"))
         self._doc_run = key
 
     def html(self) -> str:

@@ -106,7 +106,7 @@ class FlowMemo:
         self.reused = 0  # calls answered with the last flow
 
     def flow(self, hops: Sequence[Hop]) -> Flow:
-        """`build_flow(hops)`, or the last one when `hops` are the same objects."""
+        """`build_flow(hops)`, or the last one when `hops` are the hops it was built from."""
         last = self._hops
         if self._flow is None or not _same(last, hops):
             self._flow, self._hops = build_flow(hops), list(hops)
