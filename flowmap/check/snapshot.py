@@ -131,7 +131,7 @@ def from_run(view: RunView, *, counters: bool = False) -> Snapshot:
         shot = seam_shot(s, view.num_steps)
         seams[shot.label] = shot
     # the steps the run had: 0 for a run without any, whose "per step" figures are totals
-    snap = Snapshot(steps=len(view.steps), seams=dict(sorted(seams.items())), source=view.path)
+    snap = Snapshot(steps=view.step_count, seams=dict(sorted(seams.items())), source=view.path)
     if counters:
         snap.counters = {
             c.name: CounterShot(

@@ -57,7 +57,7 @@ class RunCollector(Collector):
         yield CounterMetricFamily("flowmap_hops", "Hops recorded in the run", value=run.num_hops)
         yield GaugeMetricFamily("flowmap_processes", "Processes traced (shards read)",
                                 value=len(run.shards))
-        yield GaugeMetricFamily("flowmap_steps", "Training steps seen", value=len(run.steps))
+        yield GaugeMetricFamily("flowmap_steps", "Training steps seen", value=run.step_count)
         yield CounterMetricFamily("flowmap_tracer_errors", "Internal errors the tracers counted",
                                   value=h.tracer_errors)
         yield CounterMetricFamily("flowmap_dropped_records",

@@ -59,7 +59,7 @@ def _title(frame: Frame, paused: bool) -> Text:
 def _health(frame: Frame) -> Text:
     run = frame.run
     h = run.health
-    parts = [f"{len(run.shards)} processes traced", f"{len(run.steps)} steps",
+    parts = [f"{len(run.shards)} processes traced", f"{run.step_count} steps",
              f"{fmt_count(run.num_hops)} hops"]
     for name, label in HEALTH_COUNTERS:
         c = run.counters.get(name)

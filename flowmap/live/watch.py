@@ -9,6 +9,8 @@ more often, is what keeps that delay short at the least cost: a rebuild costs
 per seam-step, whatever was read. A run whose model costs more than
 `MAX_BUSY` of the wall time is rebuilt less often, so watching it stays a
 small share of a core.
+Steps older than a horizon are held in blocks (`flowmap.read.blocks`), so a long run's
+frames keep every sum exact and read per-step figures from each block's own.
 Findings, the costliest part, wait for the second update (the first screen
 comes without them) and are recomputed at most every `FINDINGS_EVERY_S`. Once
 the program has ended, the run is read once more as `flowmap report` reads
@@ -29,6 +31,7 @@ from flowmap.model.flow import FlowMemo
 from flowmap.model.run import Run, load
 from flowmap.model.steps import StepMemo
 from flowmap.model.types import SeamKey
+from flowmap.read.blocks import StepBlocks
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
 
 UPDATE_S = 1.0  # read and rebuild: a hop shows within this, plus one read and one rebuild
@@ -54,8 +57,11 @@ class Frame:
 class Watch:
     """One viewer's hold on a run: the reader, the latest frame, and what rebuilding costs."""
 
-    def __init__(self, path: str, detail_hops: int | None = LIVE_DETAIL_HOPS) -> None:
-        self.reader = IncrementalReader(path, detail_hops)
+    def __init__(self, path: str, detail_hops: int | None = LIVE_DETAIL_HOPS,
+                 blocks: StepBlocks | None = None) -> None:
+        # old steps held in blocks past a horizon (`flowmap.read.blocks`): what the watch
+        # holds and rebuilds stays bounded however long the run
+        self.reader = IncrementalReader(path, detail_hops, blocks or StepBlocks())
         self.rates = Rates()
         # the figures of folded steps that no longer change, kept across rebuilds
         self.seam_memo, self.step_memo, self.flow_memo = SeamMemo(), StepMemo(), FlowMemo()

@@ -18,10 +18,11 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from operator import add, attrgetter
 from typing import TYPE_CHECKING, Protocol
 
-from flowmap.model.memo import PrefixMemo
+from flowmap.model.memo import HopsMemo, PrefixMemo
 from flowmap.model.types import (
     CounterStats,
     Dim,
@@ -105,16 +106,15 @@ def seam_stats(run: HopSource, memo: SeamMemo | None = None) -> dict[SeamKey, Se
     """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism).
 
     `memo` (a live watch's, across its rebuilds): the folded steps that did not change
-    since the last call are not read again; the figures are those computed without it.
+    since the last call are not read again, nor the kept hops if none changed; the
+    figures are those computed without it.
     """
-    by_seam: dict[SeamKey, list[Hop]] = defaultdict(list)
-    for h in run.hops:
-        by_seam[(h.src, h.dst, h.name)].append(h)
+    kept = memo.kept.of(run.hops) if memo is not None else _kept_parts(run.hops)
     parts = (memo.parts({None: run.seam_steps})[None] if memo is not None
              else _folded_parts(run.seam_steps))
     residency = _residency(run)
-    keys = list(by_seam) + [k for k in parts if k not in by_seam]
-    out = [_one_seam(key, by_seam.get(key, []), parts.get(key, _NO_FOLDED), run.num_steps,
+    keys = list(kept) + [k for k in parts if k not in kept]
+    out = [_one_seam(key, kept.get(key, _NO_KEPT), parts.get(key, _NO_FOLDED), run.num_steps,
                      residency.get(key)) for key in keys]
     out.sort(key=lambda s: (-s.total_bytes, s.key))
     return {s.key: s for s in out}
@@ -131,6 +131,9 @@ _NUM_ITEMS = attrgetter("num_items")
 _T_FIRST = attrgetter("t_first_ns")
 _T_NS = attrgetter("t_ns")
 _LEAVES = attrgetter("leaves")
+_BLOCK = attrgetter("block")
+_NBYTES = attrgetter("nbytes")
+_SEAM = attrgetter("src", "dst", "name")
 
 
 @dataclass(slots=True, frozen=True)
@@ -154,6 +157,10 @@ class _Folded:
     high: int
     # id(schema) -> (schema, hops, each leaf's share of the bytes), in first-seen order
     schemas: dict[int, tuple[tuple[Leaf, ...], int, list[int]]]
+    # the largest step's bytes and hops among blocks of old steps (a live watch's; 0: none),
+    # whose steps are not in `step_bytes`
+    block_bytes_max: int = 0
+    block_hops_max: int = 0
 
     def plus(self, later: _Folded) -> _Folded:
         """This part followed by `later` (neither is changed)."""
@@ -180,7 +187,9 @@ class _Folded:
                        self.total + later.total, self.items + later.items, step_bytes,
                        step_hops, transports, self.means + later.means, sizes,
                        min(self.t_lo, later.t_lo), max(self.t_hi, later.t_hi),
-                       min(self.low, later.low), max(self.high, later.high), schemas)
+                       min(self.low, later.low), max(self.high, later.high), schemas,
+                       max(self.block_bytes_max, later.block_bytes_max),
+                       max(self.block_hops_max, later.block_hops_max))
 
 
 def _folded_part(folded: Sequence[SeamStep]) -> _Folded:
@@ -191,9 +200,18 @@ def _folded_part(folded: Sequence[SeamStep]) -> _Folded:
     ks = list(map(_HOPS, folded))
     bs = list(map(_NBYTES_SUM, folded))
     steps = list(map(_STEP, folded))
+    blocks = list(filter(None, map(_BLOCK, folded)))
     step_bytes: dict[int | None, int]
     step_hops: dict[int | None, int]
-    if len(set(steps)) == len(steps):  # one record per step (a long run's steps, most often)
+    if blocks:  # a block's steps count by their own largest, never as one step
+        own = [st.block is None for st in folded]
+        steps, ks_own, bs_own = (list(compress(steps, own)), list(compress(ks, own)),
+                                 list(compress(bs, own)))
+        step_bytes, step_hops = {}, {}
+        for step, k, b in zip(steps, ks_own, bs_own):
+            step_bytes[step] = step_bytes.get(step, 0) + b
+            step_hops[step] = step_hops.get(step, 0) + k
+    elif len(set(steps)) == len(steps):  # one record per step (a long run's steps, most often)
         step_bytes, step_hops = dict(zip(steps, bs)), dict(zip(steps, ks))
     else:
         step_bytes, step_hops = {}, {}
@@ -237,7 +255,9 @@ def _folded_part(folded: Sequence[SeamStep]) -> _Folded:
     return _Folded(len(folded), sum(ks), sum(bs), sum(map(_NUM_ITEMS, folded)), step_bytes,
                    step_hops, transports, means, sizes, min(min(firsts), min(lasts)),
                    max(max(firsts), max(lasts)), min(map(_NBYTES_MIN, folded)),
-                   max(map(_NBYTES_MAX, folded)), schemas)
+                   max(map(_NBYTES_MAX, folded)), schemas,
+                   max([b.bytes_max for b in blocks], default=0),
+                   max([b.hops_max for b in blocks], default=0))
 
 
 _NO_FOLDED = _Folded(0, 0, 0, 0, {}, {}, {}, (), {}, 0, 0, 0, 0, {})
@@ -269,48 +289,96 @@ class SeamMemo(PrefixMemo[None, dict[SeamKey, _Folded]]):
     """The per-seam figures of the run's folded steps that did not change since the last
     call of `seam_stats`, all seams at once (`flowmap.model.memo`). The records are in time
     order and only the latest still take hops, so a live watch's rebuild groups by seam and
-    reads only those after the first that changed, not each of a long run's records."""
+    reads only those after the first that changed, not each of a long run's records. And
+    each seam's part of the kept hops, while they stay the same."""
 
     def __init__(self) -> None:
         super().__init__(_folded_parts, _plus_parts, {})
+        # each seam's part of the kept hops, while they stay the same
+        self.kept: HopsMemo[dict[SeamKey, _Kept]] = HopsMemo(_kept_parts)
 
 
-def _one_seam(
-    key: SeamKey, hops: list[Hop], folded: _Folded, num_steps: int,
-    residency: list[float] | None,
-) -> SeamStats:
-    hop_bytes = [h.nbytes for h in hops]
-    steps = [h.step for h in hops]
-    # Counted in C where one can be (this runs once per kept hop, at every live update).
+@dataclass(slots=True, frozen=True)
+class _Kept:
+    """What a seam's figures take from its kept hops (in time order): a live watch keeps
+    it while the kept hops stay the same, as they do once the detail window is full."""
+
+    hops: int
+    hop_bytes: tuple[int, ...]
+    total: int
+    items: int
+    per_step: dict[int | None, int]  # bytes per step
+    hops_in_step: dict[int | None, int]
+    transports: dict[str, int]
+    sizes: Counter[int]  # hop size -> hops
+    times: tuple[int, ...]  # the first hop's time and the last's (none when no hop)
+    schemas: tuple[tuple[tuple[Leaf, ...], int], ...]  # (schema, hops), in first-seen order
+
+
+def _kept_part(hops: list[Hop]) -> _Kept:
+    """A seam's `_Kept` (counted in C where one can be: this reads every kept hop)."""
+    hop_bytes = list(map(_NBYTES, hops))
+    steps = list(map(_STEP, hops))
     hops_in_step: dict[int | None, int] = Counter(steps)
-    transports: dict[str, int] = Counter(map(_TRANSPORT, hops))
-    items = sum(map(len, map(_ITEMS, hops))) + folded.items
     per_step: dict[int | None, int] = {}
     if len(hops_in_step) == 1:
         per_step[steps[0]] = sum(hop_bytes)
     else:
         for step, b in zip(steps, hop_bytes):
             per_step[step] = per_step.get(step, 0) + b
+    # Hops share their schema tuples (interned in the trace): each is merged once, weighted
+    # by how many hops carried it.
+    carried = list(map(_LEAVES, hops))
+    ids = list(map(id, carried))
+    schemas = dict(zip(ids, carried))
+    return _Kept(len(hops), tuple(hop_bytes), sum(hop_bytes), sum(map(len, map(_ITEMS, hops))),
+                 per_step, hops_in_step, dict(Counter(map(_TRANSPORT, hops))), Counter(hop_bytes),
+                 tuple(h.t_ns for h in hops[:1] + hops[-1:]),
+                 tuple((schemas[sid], n) for sid, n in Counter(ids).items()))
+
+
+_NO_KEPT = _Kept(0, (), 0, 0, {}, {}, {}, Counter(), (), ())
+
+
+def _kept_parts(hops: Sequence[Hop]) -> dict[SeamKey, _Kept]:
+    """Each seam's `_Kept`, by seam in first-seen order."""
+    by_seam: dict[SeamKey, list[Hop]] = defaultdict(list)
+    for key, h in zip(map(_SEAM, hops), hops):  # seams taken out in C
+        by_seam[key].append(h)
+    return {key: _kept_part(seam_hops) for key, seam_hops in by_seam.items()}
+
+
+def _one_seam(
+    key: SeamKey, kept: _Kept, folded: _Folded, num_steps: int,
+    residency: list[float] | None,
+) -> SeamStats:
+    per_step, hops_in_step = kept.per_step, kept.hops_in_step
     if per_step.keys().isdisjoint(folded.step_bytes):
         # no folded step is a step of a kept hop (a long run's steps, most often): each
         # step's figures are its own, and only their largest are read
-        step_bytes_max = max([*per_step.values(), *folded.step_bytes.values()])
-        step_hops_max = max([*hops_in_step.values(), *folded.step_hops.values()])
+        step_bytes_max = max([*per_step.values(), *folded.step_bytes.values()], default=0)
+        step_hops_max = max([*hops_in_step.values(), *folded.step_hops.values()], default=0)
     else:
+        per_step, hops_in_step = dict(per_step), dict(hops_in_step)  # the kept part stays
         for step, b in folded.step_bytes.items():
             per_step[step] = per_step.get(step, 0) + b
         for step, k in folded.step_hops.items():
             hops_in_step[step] = hops_in_step.get(step, 0) + k
         step_bytes_max, step_hops_max = max(per_step.values()), max(hops_in_step.values())
+    step_bytes_max = max(step_bytes_max, folded.block_bytes_max)
+    step_hops_max = max(step_hops_max, folded.block_hops_max)
+    transports = dict(kept.transports)
     for transport, k in folded.transports.items():
         transports[transport] = transports.get(transport, 0) + k
-    n, total = len(hops) + folded.hops, sum(hop_bytes) + folded.total
-    times = [h.t_ns for h in hops[:1] + hops[-1:]]
+    n, total = kept.hops + folded.hops, kept.total + folded.total
+    items = kept.items + folded.items
+    times = list(kept.times)
     if folded.records:
         times += (folded.t_lo, folded.t_hi)
     lows = [folded.low] if folded.records else []  # folded steps' least hop
     highs = [folded.high] if folded.records else []  # ... and largest
-    counts = Counter(hop_bytes)
+    hop_bytes = kept.hop_bytes
+    counts = Counter(kept.sizes)
     counts.update(folded.sizes)
     sizes = sorted(counts.items())
     return SeamStats(
@@ -319,8 +387,8 @@ def _one_seam(
         name=key[2],
         hops=n,
         total_bytes=total,
-        min_bytes=min(lows + ([min(hop_bytes)] if hops else [])),
-        max_bytes=max(highs + ([max(hop_bytes)] if hops else [])),
+        min_bytes=min(lows + ([min(hop_bytes)] if hop_bytes else [])),
+        max_bytes=max(highs + ([max(hop_bytes)] if hop_bytes else [])),
         p50_bytes=weighted_percentile(sizes, 0.5),
         p90_bytes=weighted_percentile(sizes, 0.9),
         p99_bytes=weighted_percentile(sizes, 0.99),
@@ -329,26 +397,25 @@ def _one_seam(
         hops_per_step=n / num_steps,
         hops_per_step_max=step_hops_max,
         transports=dict(sorted(transports.items())),
-        leaves=_leaf_stats(hops, folded.schemas),
+        leaves=_leaf_stats(kept.schemas, folded.schemas),
         first_t_ns=min(times),
         last_t_ns=max(times),
         residency_mean_s=sum(residency) / len(residency) if residency else None,
         residency_max_s=max(residency) if residency else None,
         items=items,
-        hop_bytes=tuple(hop_bytes),
+        hop_bytes=hop_bytes,
         folded_bytes=folded.means,
     )
 
 
-def _leaf_stats(hops: list[Hop], folded: Mapping[int, tuple[tuple[Leaf, ...], int, list[int]]]
+def _leaf_stats(kept: Sequence[tuple[tuple[Leaf, ...], int]],
+                folded: Mapping[int, tuple[tuple[Leaf, ...], int, list[int]]]
                 ) -> tuple[LeafStats, ...]:
     acc: dict[str, _LeafAcc] = {}
-    # Hops share their schema tuples (interned in the trace): merge each once,
-    # weighted by how many hops carried it.
-    uses = Counter(map(id, (h.leaves for h in hops)))
-    schemas = {id(h.leaves): h.leaves for h in hops}
-    for sid, n in uses.items():  # first-seen order: deterministic for a given trace
-        for leaf in schemas[sid]:
+    # Kept hops: each schema once, weighted by how many hops carried it (first-seen order:
+    # deterministic for a given trace).
+    for leaves, n in kept:
+        for leaf in leaves:
             _merge_leaf(acc, leaf, n)
     # Folded steps: each leaf once per schema, with the hops and byte shares of every step
     # that carried it (merging is order-free but for first-seen values, and schemas keep
@@ -412,7 +479,8 @@ def _residency(run: HopSource) -> dict[SeamKey, list[float]]:
     """Seconds each item stayed at a seam's destination before leaving it (or being dropped)."""
     arrivals: dict[tuple[ItemId, str], tuple[SeamKey, int]] = {}
     out: dict[SeamKey, list[float]] = defaultdict(list)
-    events: list[tuple[int, int, Hop | Drop]] = [(h.t_ns, 0, h) for h in run.hops if h.items]
+    events: list[tuple[int, int, Hop | Drop]] = [
+        (h.t_ns, 0, h) for h in compress(run.hops, map(_ITEMS, run.hops))]
     events += [(d.t_ns, 1, d) for d in run.drops if d.items]
     events.sort(key=lambda e: (e[0], e[1]))
     for t, _, ev in events:
@@ -513,7 +581,7 @@ class _Life:
 def item_stats(run: Records) -> ItemStats:
     """Totals, drops by reason, and each item's life."""
     lives: dict[ItemId, _Life] = {}
-    for h in run.hops:
+    for h in compress(run.hops, map(_ITEMS, run.hops)):  # those that carry items
         t = (h.t_ns - run.t0_ns) / 1e9
         for item in h.items:
             life = lives.get(item)

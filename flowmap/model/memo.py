@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from operator import is_
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from flowmap.read.events import SeamStep
 
 K = TypeVar("K", bound=Hashable)
 P = TypeVar("P")
 
-__all__ = ["PrefixMemo"]
+__all__ = ["HopsMemo", "PrefixMemo", "same_from_first"]
 
 
 class PrefixMemo(Generic[K, P]):
@@ -51,7 +51,7 @@ class PrefixMemo(Generic[K, P]):
         kept: dict[K, tuple[Sequence[SeamStep], int, P]] = {}
         for key, steps in records.items():
             last, stable, part = self._kept.get(key, ((), 0, self._empty))
-            n = _same_from_first(last, steps)
+            n = same_from_first(last, steps)
             if n < stable:  # a record read before changed (a shard read again): anew
                 stable, part = 0, self._empty
             if n > stable:
@@ -62,7 +62,26 @@ class PrefixMemo(Generic[K, P]):
         return out
 
 
-def _same_from_first(last: Sequence[SeamStep], now: Sequence[SeamStep]) -> int:
+class HopsMemo(Generic[P]):
+    """A figure of a run's kept hops, computed again only when they are not those of the
+    last call: the same objects, or equal (hops joined from message halves are made anew).
+    A live watch's kept hops stop changing once its detail window is full."""
+
+    def __init__(self, compute: Callable[[Sequence[Any]], P]) -> None:
+        self._compute = compute
+        self._last: tuple[Sequence[Any], P] | None = None
+
+    def of(self, hops: Sequence[Any]) -> P:
+        if self._last is not None:
+            last, value = self._last
+            if len(last) == len(hops) and same_from_first(last, hops) == len(hops):
+                return value
+        value = self._compute(hops)
+        self._last = (hops, value)
+        return value
+
+
+def same_from_first(last: Sequence[Any], now: Sequence[Any]) -> int:
     """How many records from the first are the same in both: the same object (compared in
     C), or, for the few that are not, equal in every field."""
     same = list(map(is_, last, now))  # as long as the shorter

@@ -14,12 +14,12 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, compress, repeat
-from operator import add, attrgetter, is_not, not_, sub
+from itertools import accumulate, compress, groupby, repeat
+from operator import add, attrgetter, is_not, itemgetter, not_, sub
 from typing import Protocol
 
 from flowmap.gc_pause import paused_gc
-from flowmap.model.memo import PrefixMemo
+from flowmap.model.memo import HopsMemo, PrefixMemo
 from flowmap.model.types import SeamKey, SeamStats, StepBin, StepBins, Totals
 from flowmap.read.events import Hop, SeamStep
 from flowmap.read.records import Events
@@ -98,12 +98,31 @@ def _step_sums(folded: Sequence[SeamStep]) -> _StepSums:
     return out
 
 
+def _hop_sums(hops: Sequence[Hop]) -> _StepSums:
+    """`_step_sums` of kept hops (each with its step)."""
+    out = _StepSums({}, {}, {}, {})
+    for h in hops:
+        key, step, t = (h.src, h.dst, h.name), h.step, h.t_ns
+        per_step = out.nbytes.setdefault(key, {})
+        per_step[step] = per_step.get(step, 0) + h.nbytes
+        per_step = out.hops.setdefault(key, {})
+        per_step[step] = per_step.get(step, 0) + 1
+        if t < out.t_lo.get(step, t + 1):
+            out.t_lo[step] = t
+        if t > out.t_hi.get(step, t - 1):
+            out.t_hi[step] = t
+    return out
+
+
 class StepMemo(PrefixMemo[None, _StepSums]):
     """The per-step sums of a run's folded steps that did not change since the last call of
-    `step_bins` (`flowmap.model.memo`): a live watch's rebuild reads only the rest."""
+    `step_bins` (`flowmap.model.memo`): a live watch's rebuild reads only the rest. And of
+    its kept hops, which stop changing once the detail window is full."""
 
     def __init__(self) -> None:
         super().__init__(_step_sums, _StepSums.plus, _StepSums({}, {}, {}, {}))
+        # the sums of the kept hops, while they stay the same
+        self.kept: HopsMemo[_StepSums] = HopsMemo(_hop_sums)
 
 
 def _bins(run: StepSource, seams: list[SeamKey], max_bins: int,
@@ -137,8 +156,7 @@ def _bins(run: StepSource, seams: list[SeamKey], max_bins: int,
                 t_hi[b] = rec.t_ns
     # every other record has its step, so its bin: the order they come in does not matter
     if memo is not None:
-        sums = memo.parts({None: folded})[None]
-        _bins_by_step(hops, (), bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
+        sums = memo.parts({None: folded})[None].plus(memo.kept.of(hops))
         _add_sums(sums, steps, bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
     else:
         _bins_by_step(hops, folded, bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
@@ -249,12 +267,14 @@ def _bins_of(run: StepSource, steps: Sequence[int], bin_of: dict[int, int], nbin
     members_of: list[list[int]] = [[] for _ in range(nbins)]
     for st in steps:
         members_of[bin_of[st]].append(st)
+    spans = getattr(run, "step_spans", None) or {}  # a live watch's blocks of old steps
     bins = []
     for b, members in enumerate(members_of):
         bins.append(StepBin(
             first_step=members[0] if members else None,
-            last_step=members[-1] if members else None,
-            num_steps=max(1, len(members)),
+            last_step=spans.get(members[-1], (members[-1], 1))[0] if members else None,
+            num_steps=max(1, sum(spans.get(m, (m, 1))[1] for m in members) if spans
+                          else len(members)),
             t0_s=(t_lo[b] - run.t0_ns) / 1e9 if t_lo[b] != math.inf else None,
             t1_s=(t_hi[b] - run.t0_ns) / 1e9 if t_hi[b] != -math.inf else None,
         ))
@@ -267,25 +287,32 @@ def _bins_of(run: StepSource, steps: Sequence[int], bin_of: dict[int, int], nbin
 
 _STEP = attrgetter("step")
 _T_NS = attrgetter("t_ns")
+_BLOCK = attrgetter("block")
+_NBYTES = attrgetter("nbytes")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def totals(events: Events, seams: Mapping[SeamKey, SeamStats]) -> Totals:
     """All seams together; the heaviest step groups hops by their step (no step: one group)."""
     per_step: dict[int | None, int] = {}
-    largest = 0
-    for h in events.hops:
-        per_step[h.step] = per_step.get(h.step, 0) + h.nbytes
-        if h.nbytes > largest:
-            largest = h.nbytes
+    # kept hops in runs of one step (in time order), each run summed in C
+    hop_bytes = list(map(_NBYTES, events.hops))
+    for step, run in groupby(zip(map(_STEP, events.hops), hop_bytes), key=_FIRST):
+        per_step[step] = per_step.get(step, 0) + sum(map(_SECOND, run))
+    largest = max(hop_bytes, default=0)
     folded = events.seam_steps  # fields taken out in C: this runs at every live update
+    blocks = list(filter(None, map(_BLOCK, folded)))
+    if blocks:  # a block of old steps (a live watch's) counts by its largest step
+        folded = [st for st in folded if st.block is None]
     for step, b in zip(map(attrgetter("step"), folded), map(attrgetter("nbytes_sum"), folded)):
         per_step[step] = per_step.get(step, 0) + b
-    largest = max(largest, max(map(attrgetter("nbytes_max"), folded), default=0))
+    largest = max(largest, max(map(attrgetter("nbytes_max"), events.seam_steps), default=0))
     stats = seams.values()
     return Totals(
         total_bytes=sum(s.total_bytes for s in stats),
         bytes_per_step_mean=sum(s.bytes_per_step_mean for s in stats),
-        bytes_per_step_max=max(per_step.values(), default=0),
+        bytes_per_step_max=max([*per_step.values(), *(b.run_bytes_max for b in blocks)],
+                               default=0),
         max_hop_bytes=largest,
         moved_bytes_per_step_mean=sum(s.moved_bytes_per_step for s in stats),
     )

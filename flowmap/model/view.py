@@ -98,7 +98,7 @@ class RunView:
     path: str
     truncated: bool
     projection: Projection | None  # set when the figures were scaled to a model preset
-    steps: tuple[int, ...]  # training steps seen on hops, sorted
+    steps: tuple[int, ...]  # training steps seen on hops, sorted (a block's first, for a block)
     num_steps: int  # the "per step" denominator: at least 1
     num_hops: int  # kept and folded
     t0_ns: int  # run start, host monotonic clock
@@ -121,6 +121,9 @@ class RunView:
     step_memo: StepMemo | None = field(default=None, repr=False, compare=False)
     # ... and of the flow of its kept hops, the same objects once its detail window is full
     flow_memo: FlowMemo | None = field(default=None, repr=False, compare=False)
+    # A live watch's blocks of old steps (`flowmap.read.blocks`): a block's first step ->
+    # (its last step, how many steps it stands for); empty: every step is in `steps`.
+    step_spans: Mapping[int, tuple[int, int]] = field(default_factory=dict, repr=False)
 
     @property
     def duration_s(self) -> float:
@@ -151,6 +154,11 @@ class RunView:
     def has_steps(self) -> bool:
         """Whether the run has training steps; without, every "per step" figure is a total."""
         return bool(self.steps)
+
+    @property
+    def step_count(self) -> int:
+        """How many training steps the run has seen (0: none was set)."""
+        return self.num_steps if self.steps else 0
 
     @cached_property
     def flow(self) -> Flow:
@@ -217,6 +225,7 @@ def _build(run: ViewSource) -> RunView:
         traced_hops=_traced_hops(run),
         step_memo=getattr(run, "step_memo", None),  # set on a watched `flowmap.model.run.Run`
         flow_memo=getattr(run, "flow_memo", None),
+        step_spans=getattr(run, "step_spans", None) or {},
     )
 
 

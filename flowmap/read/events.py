@@ -180,10 +180,45 @@ class SeamStep:
     version_min: int | None
     version_max: int | None
     leaves: tuple[Leaf, ...]
+    # Set where a live watch keeps a block of old steps as one record (`step`: the block's
+    # first; `flowmap.read.blocks`); None: the record is the one step `step`.
+    block: StepBlock | None = None
 
     @property
     def seam(self) -> tuple[str, str, str]:
         return (self.src, self.dst, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class StepBlock:
+    """Old steps of a long run that a live watch holds as one record per seam and process.
+
+    Sums, least and largest values add up over steps, so the records of a block keep them
+    exactly; what a block cannot keep, its steps one by one, it keeps as the figures read
+    per step: which steps it holds, and each step's largest bytes and hops, for the seam
+    and for the whole run (`flowmap.read.blocks`).
+    """
+
+    steps: tuple[tuple[int, int], ...]  # the steps it holds: ranges (first, last), ascending
+    bytes_max: int  # the seam's largest step in the block (its processes together)
+    hops_max: int  # ... and most hops in one step
+    run_bytes_max: int  # the run's largest step in the block (every seam together)
+
+    @property
+    def first(self) -> int:
+        return self.steps[0][0]
+
+    @property
+    def last(self) -> int:
+        return self.steps[-1][1]
+
+    @property
+    def count(self) -> int:
+        """How many steps it holds."""
+        return sum(hi - lo + 1 for lo, hi in self.steps)
+
+    def holds(self, step: int) -> bool:
+        return any(lo <= step <= hi for lo, hi in self.steps)
 
 
 @dataclass(slots=True)

@@ -9,10 +9,10 @@ up at the next poll.
 
 State stays bounded, whatever the run's length: past a detail window the
 decoder folds hops into per-seam, per-step records (as `flowmap.load` does
-for a long trace), and a shard's counter samples, marks and drops past
-`MAX_RECORDS` are folded, oldest first, into per-name records whose count,
-sum, least, largest and last value are exact. What grows is what an
-aggregated trace holds: seams x steps.
+for a long trace); steps older than a horizon are held in blocks of steps
+(`flowmap.read.blocks`, when a watch asks for them), and a shard's counter
+samples, marks and drops past `MAX_RECORDS` are folded, oldest first, into
+per-name records whose count, sum, least, largest and last value are exact.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
+from flowmap.read.blocks import StepBlocks
 from flowmap.read.events import Shard
 from flowmap.read.fold import shard_budget
 from flowmap.read.reader import _show
@@ -51,10 +52,13 @@ class IncrementalReader:
     as `flowmap.load(path, detail_hops)` would read the bytes handled so far.
     """
 
-    def __init__(self, path: str | os.PathLike[str], detail_hops: int | None = LIVE_DETAIL_HOPS
-                 ) -> None:
+    def __init__(self, path: str | os.PathLike[str], detail_hops: int | None = LIVE_DETAIL_HOPS,
+                 blocks: StepBlocks | None = None) -> None:
         self.path = os.fspath(path)
         self.detail_hops = detail_hops
+        # Where old steps go, past a horizon (a live watch's); None: every step kept, and the
+        # records are exactly those `flowmap.load` reads from the same bytes.
+        self.blocks = blocks
         self.tails: dict[str, ShardTail] = {}
         self.skipped: list[str] = []  # entries of the directory that are not shard files
         self.bytes_read = 0
@@ -100,9 +104,11 @@ class IncrementalReader:
 
     def records(self, cls: type[R]) -> R:
         """The run as read so far, as `cls.read(path, detail_hops)` would read the bytes
-        handled (`flowmap.model.run.Run` for the figures); a new one each call: the model
-        is built whole."""
+        handled (`flowmap.model.run.Run` for the figures), old steps in blocks where the
+        reader has them; a new one each call: the model is built whole."""
         shards = self.shards()
+        if self.blocks is not None:
+            self._hand_over(shards, self.blocks)
         problems = list(self.skipped)
         for p in sorted(self.tails):
             t = self.tails[p]
@@ -114,3 +120,24 @@ class IncrementalReader:
         if os.path.isdir(self.path):
             meta = read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
         return cls(self.path, shards, meta, problems)
+
+    def _hand_over(self, shards: list[Shard], blocks: StepBlocks) -> None:
+        """Move the folded steps past the horizon of the run's newest step into `blocks`
+        (the tails forget them), and give each shard its blocks' records in their place."""
+        stepped = [st.step for sh in shards for st in sh.seam_steps if st.step is not None]
+        if stepped:
+            before = blocks.before(max(stepped))
+            if min(stepped) < before:
+                old = [st for sh in shards for st in sh.seam_steps
+                       if st.step is not None and st.step < before]
+                blocks.add(old, (h for sh in shards for h in sh.hops))
+                for t in self.tails.values():
+                    t.retire(before)
+                for sh in shards:
+                    sh.seam_steps = [st for st in sh.seam_steps
+                                     if st.step is None or st.step >= before]
+        if not blocks.blocks or not shards:
+            return
+        by_pid = {sh.pid: sh for sh in shards}
+        for st in blocks.records():
+            by_pid.get(st.pid, shards[0]).seam_steps.append(st)

@@ -10,11 +10,12 @@ the per-seam figures and the view from these.
 from __future__ import annotations
 
 import os
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, not_
 from typing import Any, TypeVar
 
 from flowmap import trace_format as tf
@@ -70,9 +71,9 @@ class Records:
         self.shared_channels: list[str] = joined.shared
         cut = _detail_cut(shards)
         if cut is not None:  # one detail window for the whole run: fold what lies past it
-            past = [cut.past(h.step, h.t_ns) for h in hops]
-            folded += fold_hops(h for h, p in zip(hops, past) if p)
-            hops = [h for h, p in zip(hops, past) if not p]
+            past = _past(cut, hops)
+            folded += fold_hops(compress(hops, past))
+            hops = list(compress(hops, map(not_, past)))
         self.hops: list[Hop] = sorted(hops, key=_T_NS)
         # Hops folded per seam and step (`flowmap.read.fold`), past the detail window.
         # (Fields are taken out in C: a live watch builds this at every update.)
@@ -121,6 +122,23 @@ class Records:
         seen.discard(None)
         return sorted(seen)
 
+    @cached_property
+    def step_spans(self) -> dict[int, tuple[int, int]]:
+        """Where a live watch holds old steps in blocks (`flowmap.read.blocks`): each block's
+        first step (listed in `steps`) -> (its last step, how many steps it stands for: its
+        own, less those `steps` lists apart from its first). Empty for a run read once:
+        every step is listed."""
+        blocks = {st.block.first: st.block for st in self.seam_steps if st.block is not None}
+        if not blocks:
+            return {}
+        listed = self.steps
+        out = {}
+        for first, block in blocks.items():
+            inside = listed[bisect_left(listed, first):bisect_right(listed, block.last)]
+            out[first] = (block.last, block.count - sum(1 for s in inside if s != first
+                                                       and block.holds(s)))
+        return out
+
     @property
     def num_hops(self) -> int:
         """Every hop of the run, kept one by one or folded."""
@@ -129,7 +147,12 @@ class Records:
     @property
     def num_steps(self) -> int:
         """The denominator of every "per step" figure: at least 1."""
-        return max(1, len(self.steps))
+        return max(1, self.step_count)
+
+    @property
+    def step_count(self) -> int:
+        """How many training steps the run has seen (0: none was set)."""
+        return len(self.steps) + sum(n - 1 for _, n in self.step_spans.values())
 
     @property
     def events(self) -> Events:
@@ -141,6 +164,21 @@ class Records:
 _T_NS = attrgetter("t_ns")
 _STEP = attrgetter("step")
 _HOPS = attrgetter("hops")
+
+
+def _past(cut: Cut, hops: list[Hop]) -> list[bool]:
+    """`cut.past` of each hop, compared in C but for the few without a step (a live watch
+    reads this at every update)."""
+    if cut.step is None:
+        return [cut.past(h.step, h.t_ns) for h in hops]
+    steps = list(map(_STEP, hops))
+    loose = list(compress(range(len(steps)), map(is_, steps, repeat(None))))
+    for i in loose:
+        steps[i] = cut.step  # not past by step: by time, below
+    past = list(map(cut.step.__lt__, steps))
+    for i in loose:
+        past[i] = hops[i].t_ns > cut.t_ns
+    return past
 
 
 def _detail_cut(shards: list[Shard]) -> Cut | None:

@@ -256,6 +256,28 @@ class ShardTail:
             copy.fold_cut = (d.cut.step, d.cut.t_ns)
         return copy
 
+    def retire(self, before: int) -> None:
+        """Forget the folded steps below `before` (a live watch's blocks hold them now,
+        `flowmap.read.blocks`): a step's hops that come later fold into a record of their
+        own. Right after `snapshot`, whose records are the ones forgotten."""
+        d = self.decoder
+        if d is None:
+            return
+        sh = d.shard  # `a` events of an aggregated trace
+        sh.seam_steps[:] = [st for st in sh.seam_steps if st.step is None or st.step >= before]
+        if d.folder is None:
+            return
+        cells = d.folder.cells  # keyed (src, dst, name, step, transport)
+        keep = [k[3] is None or k[3] >= before for k in cells]
+        if all(keep):
+            return
+        d.folder.cells = {k: c for (k, c), ok in zip(cells.items(), keep) if ok}
+        if len(self.steps_made) == len(keep):  # in the cells' order: forget the same ones
+            self.steps_made = [m for m, ok in zip(self.steps_made, keep) if ok]
+            self.steps_made_hops = [n for n, ok in zip(self.steps_made_hops, keep) if ok]
+        else:  # not made for these cells: made anew at the next snapshot
+            self.steps_made, self.steps_made_hops = [], []
+
     def _folded_steps(self, folder: SeamStepFolder) -> list[SeamStep]:
         """`folder.seam_steps(...)`, building anew only the cells that took hops since the
         last snapshot (a long run's older steps no longer change), found in C: the cells'

@@ -150,7 +150,7 @@ def dot_source(view: RunView, *, instances: bool = False, title: str | None = No
     if title is None and view.projection is not None:
         title = f"PROJECTION — {view.projection.note}"
     heading = title if title is not None else (
-        f"flowmap · {run} · {fmt_steps(len(view.steps))} · "
+        f"flowmap · {run} · {fmt_steps(view.step_count)} · "
         f"{fmt_per_step(p.total_bytes_per_step, stepped)} across all seams"
     )
     if view.draws_flow and view.projection is None:
@@ -187,7 +187,7 @@ def _flow_source(view: RunView, heading: str) -> str:
     data moved through them."""
     flow, stepped = view.flow, view.has_steps
     ids = {name: f"n{i}" for i, name in enumerate(flow.stages)}
-    steps = max(1, len(view.steps))
+    steps = view.num_steps
     weights = [e.nbytes / steps for e in flow.edges if e.nbytes > 0]
     scale = (math.log(min(weights)), math.log(max(weights))) if weights else (1.0, 1.0)
     out = [

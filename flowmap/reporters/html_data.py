@@ -93,7 +93,7 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
     return {
         "path": view.path,
         "hops": view.num_hops,
-        "steps": len(view.steps),  # 0: no steps, and the page says its figures are totals
+        "steps": view.step_count,  # 0: no steps, and the page says its figures are totals
         "first_step": view.steps[0] if view.steps else None,
         "last_step": view.steps[-1] if view.steps else None,
         "duration_s": _num(view.duration_s),
@@ -146,7 +146,7 @@ def _flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow,
 
 
 def _flow(view: RunView, flow: Flow, owner_id: dict[str, str], placed: Layout) -> dict[str, Any]:
-    steps = max(1, len(view.steps))
+    steps = view.num_steps
     edges = []
     for i, e in enumerate(flow.edges):
         route = placed.edges.get(f"f{i}")

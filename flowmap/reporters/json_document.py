@@ -44,7 +44,7 @@ def report_document(view: RunView) -> dict[str, Any]:
         "run": view.path,
         "truncated": view.truncated,
         "projection": dataclasses.asdict(view.projection) if view.projection else None,
-        "steps": len(view.steps),  # 0: the run had none, and every "per step" figure is a total
+        "steps": view.step_count,  # 0: the run had none, and every "per step" figure is a total
         "program": program_dict(view),
         "seams": [seam_dict(s) for s in view.seams.values()],
         "owners": [owner_dict(o) for o in view.owners.values()],

@@ -77,7 +77,7 @@ class _Part:
     @classmethod
     def whole(cls, view: RunView) -> _Part:
         ev = view.events
-        return cls(view.path, view.t0_ns, len(view.steps), ev.shards, ev.hops,
+        return cls(view.path, view.t0_ns, view.step_count, ev.shards, ev.hops,
                    _with_folds(ev.counter_samples, ev.counter_folds, _mean_sample),
                    _with_folds(ev.marks, ev.mark_folds, _first_mark), ev.drops, ev.seam_steps,
                    ev.drop_folds)
