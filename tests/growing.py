@@ -65,3 +65,25 @@ def _grow(src: str, dst: str, points: int, seed: int, detail_hops: int | None) -
     return compared
 
 
+def exact_figures(run: Run) -> tuple[object, ...]:
+    """What a watch's blocks and settled halves keep exactly: per seam, per owner and for
+    the run (`flowmap.read.blocks`, `flowmap.read.settle`)."""
+    view = run.view
+    seams = {k: (s.hops, s.total_bytes, s.min_bytes, s.max_bytes, s.items, s.transports,
+                 s.bytes_per_step_max, s.hops_per_step_max, s.bytes_per_step_mean,
+                 s.first_t_ns, s.last_t_ns) for k, s in run.seams.items()}
+    owners = {k: (o.bytes_in, o.bytes_out, o.hops_in, o.hops_out, o.pids)
+              for k, o in run.owners.items()}
+    t = view.totals
+    return (seams, owners, run.num_hops, run.num_steps, view.step_count, run.steps[0],
+            t.total_bytes, t.bytes_per_step_max, t.max_hop_bytes, t.bytes_per_step_mean)
+
+
+def bins_add_up(run: Run, n: int) -> None:
+    bins = run.view.step_bins(n)
+    assert sum(b.num_steps for b in bins.bins) == run.num_steps
+    for key, s in run.seams.items():
+        assert sum(bins.bytes[key]) == s.total_bytes
+        assert sum(bins.hops[key]) == s.hops
+    lasts = [b.last_step for b in bins.bins if b.last_step is not None]
+    assert lasts == sorted(lasts) and lasts[-1] == run.steps[-1]

@@ -105,6 +105,8 @@ class Watch:
             frame.status = Status(RUNNING, "reading the run so far")
         elif frame.status.state == RUNNING or self._pending:
             frame.status = status(frame.run)  # a program's death shows without new bytes
+            if self._pending and frame.status.state != RUNNING:  # but not before its last ones
+                frame.status = Status(RUNNING, "reading the run's last bytes")
             self.rates.add(time.time(), frame.run.seams)
             frame.rates = self.rates.per_second()
         if frame.status.state != RUNNING and not self.behind and not self._pending \

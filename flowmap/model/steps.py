@@ -268,11 +268,21 @@ def _bins_of(run: StepSource, steps: Sequence[int], bin_of: dict[int, int], nbin
     for st in steps:
         members_of[bin_of[st]].append(st)
     spans = getattr(run, "step_spans", None) or {}  # a live watch's blocks of old steps
+    # a block's steps run up to the next bin's first (those it lists itself are that bin's)
+    nexts = [m[0] for m in members_of if m][1:] + [None]
     bins = []
+    k = 0  # the bins with members so far
     for b, members in enumerate(members_of):
+        last = None
+        if members:
+            last = spans.get(members[-1], (members[-1], 1))[0]
+            after = nexts[k]
+            if after is not None and last >= after:
+                last = after - 1
+            k += 1
         bins.append(StepBin(
             first_step=members[0] if members else None,
-            last_step=spans.get(members[-1], (members[-1], 1))[0] if members else None,
+            last_step=last,
             num_steps=max(1, sum(spans.get(m, (m, 1))[1] for m in members) if spans
                           else len(members)),
             t0_s=(t_lo[b] - run.t0_ns) / 1e9 if t_lo[b] != math.inf else None,

@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from flowmap.read.events import Hop, SeamStep, StepBlock
-from flowmap.read.fold import merge_schemas
+from flowmap.read.fold import merge_seam_steps
 
 HORIZON_STEPS = 64  # the newest steps a live watch keeps one record per seam, step and process
 MAX_BLOCKS = 64  # older steps are held in at most this many blocks of equal width
@@ -55,7 +55,7 @@ class _Block:
         self.steps = _union(self.steps, other.steps)
         for key, st in other.merged.items():
             got = self.merged.get(key)
-            self.merged[key] = st if got is None else _merged(got, st)
+            self.merged[key] = st if got is None else merge_seam_steps(got, st)
         for seam, (b, k) in other.seam_max.items():
             got_b, got_k = self.seam_max.get(seam, (0, 0))
             self.seam_max[seam] = (max(got_b, b), max(got_k, k))
@@ -117,7 +117,7 @@ class StepBlocks:
             for st in records:
                 key = (st.src, st.dst, st.name, st.pid, st.transport)
                 got_st = blk.merged.get(key)
-                blk.merged[key] = st if got_st is None else _merged(got_st, st)
+                blk.merged[key] = st if got_st is None else merge_seam_steps(got_st, st)
             blk.made = None
         for (seam, step), (nbytes, hops) in seam_sums.items():
             blk = self.blocks[step // self.width]
@@ -154,31 +154,6 @@ def _with_block(st: SeamStep, first: int, block: StepBlock) -> SeamStep:
     return SeamStep(st.t_ns, st.t_first_ns, st.pid, st.src, st.dst, st.name, first, st.transport,
                     st.hops, st.nbytes_sum, st.nbytes_min, st.nbytes_max, st.wire_bytes_sum,
                     st.num_items, st.version_min, st.version_max, st.leaves, block)
-
-
-def _merged(a: SeamStep, b: SeamStep) -> SeamStep:
-    """The record of `a`'s hops and `b`'s (one seam, process and transport)."""
-    return SeamStep(
-        t_ns=max(a.t_ns, b.t_ns), t_first_ns=min(a.t_first_ns, b.t_first_ns), pid=a.pid,
-        src=a.src, dst=a.dst, name=a.name, step=min(a.step, b.step),  # type: ignore[type-var]
-        transport=a.transport, hops=a.hops + b.hops, nbytes_sum=a.nbytes_sum + b.nbytes_sum,
-        nbytes_min=min(a.nbytes_min, b.nbytes_min), nbytes_max=max(a.nbytes_max, b.nbytes_max),
-        wire_bytes_sum=None if a.wire_bytes_sum is None and b.wire_bytes_sum is None
-        else (a.wire_bytes_sum or 0) + (b.wire_bytes_sum or 0),
-        num_items=a.num_items + b.num_items,
-        version_min=_least(a.version_min, b.version_min),
-        version_max=_largest(a.version_max, b.version_max),
-        leaves=a.leaves if a.leaves is b.leaves or a.leaves == b.leaves
-        else merge_schemas([a.leaves, b.leaves]),
-    )
-
-
-def _least(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
-
-
-def _largest(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else max(a, b)
 
 
 def _ranges(steps: Iterable[int]) -> list[tuple[int, int]]:

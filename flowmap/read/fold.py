@@ -177,3 +177,29 @@ def shape_range(a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
         lo, hi = min(lx, ly), max(hx, hy)
         out.append(lo if lo == hi else (lo, hi))
     return tuple(out)
+
+
+def merge_seam_steps(a: SeamStep, b: SeamStep) -> SeamStep:
+    """The record of `a`'s hops and `b`'s (one seam, process and transport; `step` the least)."""
+    return SeamStep(
+        t_ns=max(a.t_ns, b.t_ns), t_first_ns=min(a.t_first_ns, b.t_first_ns), pid=a.pid,
+        src=a.src, dst=a.dst, name=a.name,
+        step=a.step if a.step == b.step else min(a.step, b.step),  # type: ignore[type-var]
+        transport=a.transport, hops=a.hops + b.hops, nbytes_sum=a.nbytes_sum + b.nbytes_sum,
+        nbytes_min=min(a.nbytes_min, b.nbytes_min), nbytes_max=max(a.nbytes_max, b.nbytes_max),
+        wire_bytes_sum=None if a.wire_bytes_sum is None and b.wire_bytes_sum is None
+        else (a.wire_bytes_sum or 0) + (b.wire_bytes_sum or 0),
+        num_items=a.num_items + b.num_items,
+        version_min=_least(a.version_min, b.version_min),
+        version_max=_largest(a.version_max, b.version_max),
+        leaves=a.leaves if a.leaves is b.leaves or a.leaves == b.leaves
+        else merge_schemas([a.leaves, b.leaves]),
+    )
+
+
+def _least(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _largest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)

@@ -35,12 +35,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.read.events import (
+    Half,
     Hop,
     Leaf,
     ReceiveFold,
@@ -84,10 +85,15 @@ def join(shards: list[Shard]) -> list[Hop]:
 
 def join_run(shards: list[Shard]) -> Joined:
     """Every half of every shard, as hops and, where halves were folded, seam-steps."""
-    sends = [h for sh in shards for h in sh.halves if isinstance(h, SendHalf)]
-    receives = [h for sh in shards for h in sh.halves if isinstance(h, ReceiveHalf)]
-    send_folds = [h for sh in shards for h in sh.halves if isinstance(h, SendFold)]
-    receive_folds = [h for sh in shards for h in sh.halves if isinstance(h, ReceiveFold)]
+    return join_halves([h for sh in shards for h in sh.halves])
+
+
+def join_halves(halves: Sequence[Half]) -> Joined:
+    """`halves` (of any shards) joined, as hops and, where halves were folded, seam-steps."""
+    sends = [h for h in halves if isinstance(h, SendHalf)]
+    receives = [h for h in halves if isinstance(h, ReceiveHalf)]
+    send_folds = [h for h in halves if isinstance(h, SendFold)]
+    receive_folds = [h for h in halves if isinstance(h, ReceiveFold)]
     if not sends and not receives and not send_folds and not receive_folds:
         return Joined([], [], [])
     sends.sort(key=lambda h: h.t_ns)
@@ -103,7 +109,7 @@ def join_run(shards: list[Shard]) -> Joined:
         queue = exact.get((r.channel, r.key))
         if queue:
             s = claimed[(r.channel, r.key)] = queue.popleft()
-            out.append(_hop(s, r.owner))
+            out.append(joined_hop(s, r.owner))
         else:
             left.append(r)
     # 2. a side that names no single channel (`zmq`, `mp`): the key within the family
@@ -111,32 +117,32 @@ def join_run(shards: list[Shard]) -> Joined:
     any_channel: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
     unnamed: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
     for s in unclaimed:
-        if _digest_keyed(s):
-            any_channel[(_family(s), s.key)].append(s)
-            if s.channel == _family(s):
-                unnamed[(_family(s), s.key)].append(s)
+        if digest_keyed(s):
+            any_channel[(family(s), s.key)].append(s)
+            if s.channel == family(s):
+                unnamed[(family(s), s.key)].append(s)
     taken: set[int] = set()
     still: list[ReceiveHalf] = []
     for r in left:
-        table = any_channel if r.channel == _family(r) else unnamed
-        queue = table.get((_family(r), r.key)) if _digest_keyed(r) else None
+        table = any_channel if r.channel == family(r) else unnamed
+        queue = table.get((family(r), r.key)) if digest_keyed(r) else None
         while queue and id(queue[0]) in taken:
             queue.popleft()
         if queue:
             s = queue.popleft()
             taken.add(id(s))
-            claimed[(r.channel, r.key)] = claimed[(_family(r), r.key)] = s
-            out.append(_hop(s, r.owner))
+            claimed[(r.channel, r.key)] = claimed[(family(r), r.key)] = s
+            out.append(joined_hop(s, r.owner))
         else:
             still.append(r)
     # 3. a message already claimed reached one more receiver (fan-out)
     unsent: list[ReceiveHalf] = []
     for r in still:
         sender = claimed.get((r.channel, r.key))
-        if sender is None and _digest_keyed(r):  # a socket on several endpoints fanned out
-            sender = claimed.get((_family(r), r.key))
+        if sender is None and digest_keyed(r):  # a socket on several endpoints fanned out
+            sender = claimed.get((family(r), r.key))
         if sender is not None:
-            out.append(_hop(sender, r.owner))
+            out.append(joined_hop(sender, r.owner))
         else:
             unsent.append(r)
     # folded halves: what is left on their channels is joined by count
@@ -147,8 +153,8 @@ def join_run(shards: list[Shard]) -> Joined:
         # a folded side that names no single channel (a socket on two endpoints: `zmq`)
         # pools every channel of its family
         bare = {c for c in pooled if c == _family_name(c) and c not in SEQUENCED}
-        pooled |= {s.channel for s in unclaimed if _family(s) in bare}
-        pooled |= {r.channel for r in unsent if _family(r) in bare}
+        pooled |= {s.channel for s in unclaimed if family(s) in bare}
+        pooled |= {r.channel for r in unsent if family(r) in bare}
         pool_sends = [s for s in unclaimed if id(s) not in taken and s.channel in pooled]
         taken.update(id(s) for s in pool_sends)
         pool_receives = [r for r in unsent if r.channel in pooled]
@@ -271,7 +277,7 @@ def _give(rec: SendHalf | SendFold, owner: str | None, start: int, k: int, hops:
     A fold's sums are cut at the same places, so its parts add up to it exactly.
     """
     if isinstance(rec, SendHalf):
-        hops.append(rec.hop if owner is None else _hop(rec, owner))
+        hops.append(rec.hop if owner is None else joined_hop(rec, owner))
         return
     st = rec.seam_step
     dst = st.dst if owner is None else owner
@@ -308,16 +314,20 @@ def _untraced(r: ReceiveHalf | ReceiveFold, got: _Receiver, owner: str, extra: i
     ))
 
 
-def _family(h: Any) -> str:
+def family(h: Any) -> str:
     return _family_name(h.channel)
 
 
-def _digest_keyed(h: Any) -> bool:
-    return _family(h) not in SEQUENCED
+def digest_keyed(h: Any) -> bool:
+    return family(h) not in SEQUENCED
 
 
-def _hop(s: SendHalf, dst: str) -> Hop:
-    return s.hop if s.hop.dst == dst else dataclasses.replace(s.hop, dst=dst)
+def joined_hop(s: SendHalf, dst: str) -> Hop:
+    h = s.hop
+    if h.dst == dst:
+        return h
+    return Hop(h.t_ns, h.pid, h.src, dst, h.name, h.nbytes, h.leaves, h.storages, h.step,
+               h.version, h.transport, h.items, h.wire_bytes)  # (`replace` costs 10 times this)
 
 
 def _untraced_sender(r: ReceiveHalf) -> Hop:

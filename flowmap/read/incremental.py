@@ -10,7 +10,9 @@ up at the next poll.
 State stays bounded, whatever the run's length: past a detail window the
 decoder folds hops into per-seam, per-step records (as `flowmap.load` does
 for a long trace); steps older than a horizon are held in blocks of steps
-(`flowmap.read.blocks`, when a watch asks for them), and a shard's counter
+(`flowmap.read.blocks`, when a watch asks for them), a transport message's
+halves are joined once, once both are read, and held as what they made
+(`flowmap.read.settle`), and a shard's counter
 samples, marks and drops past `MAX_RECORDS` are folded, oldest first, into
 per-name records whose count, sum, least, largest and last value are exact.
 """
@@ -23,11 +25,12 @@ from typing import Any
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
 from flowmap.read.blocks import StepBlocks
-from flowmap.read.events import Shard
+from flowmap.read.events import SendFold, SendHalf, Shard
 from flowmap.read.fold import shard_budget
 from flowmap.read.reader import _show
 from flowmap.read.records import R
 from flowmap.read.run_meta import read_run_meta
+from flowmap.read.settle import HalfSettler
 from flowmap.read.shards import scan_run
 from flowmap.read.tail import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
 from flowmap.read.tail import ShardTail
@@ -53,12 +56,15 @@ class IncrementalReader:
     """
 
     def __init__(self, path: str | os.PathLike[str], detail_hops: int | None = LIVE_DETAIL_HOPS,
-                 blocks: StepBlocks | None = None) -> None:
+                 blocks: StepBlocks | None = None, settler: HalfSettler | None = None) -> None:
         self.path = os.fspath(path)
         self.detail_hops = detail_hops
-        # Where old steps go, past a horizon (a live watch's); None: every step kept, and the
-        # records are exactly those `flowmap.load` reads from the same bytes.
+        # Where old steps go, past a horizon (a live watch's), and where transport halves are
+        # joined once, as they are read; None: every step and half kept, and the records are
+        # exactly those `flowmap.load` reads from the same bytes.
         self.blocks = blocks
+        self.settler = settler if settler is not None or blocks is None else HalfSettler(
+            keep_hops=LIVE_DETAIL_HOPS if detail_hops is None else detail_hops)
         self.tails: dict[str, ShardTail] = {}
         self.skipped: list[str] = []  # entries of the directory that are not shard files
         self.bytes_read = 0
@@ -107,8 +113,19 @@ class IncrementalReader:
         handled (`flowmap.model.run.Run` for the figures), old steps in blocks where the
         reader has them; a new one each call: the model is built whole."""
         shards = self.shards()
+        newest = _newest_step(shards) if self.blocks is not None else None
+        if self.settler is not None:
+            before = None if newest is None or self.blocks is None \
+                else self.blocks.before(newest)
+            live = {t.path: t.decoder.shard.halves for t in self.tails.values()
+                    if t.decoder is not None}
+            self.settler.settle(list(live.values()), before)
+            for sh in shards:  # the snapshot's halves, less those settled
+                sh.halves = list(live[sh.path])
+            self.settler.give(shards)
+            newest = _newest_step(shards)
         if self.blocks is not None:
-            self._hand_over(shards, self.blocks)
+            self._hand_over(shards, self.blocks, newest)
         problems = list(self.skipped)
         for p in sorted(self.tails):
             t = self.tails[p]
@@ -119,14 +136,17 @@ class IncrementalReader:
         meta: dict[str, Any] = {}
         if os.path.isdir(self.path):
             meta = read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
-        return cls(self.path, shards, meta, problems)
+        rec = cls(self.path, shards, meta, problems)
+        if self.settler is not None and self.settler.shared:
+            rec.shared_channels = sorted({*rec.shared_channels, *self.settler.shared})
+        return rec
 
-    def _hand_over(self, shards: list[Shard], blocks: StepBlocks) -> None:
+    def _hand_over(self, shards: list[Shard], blocks: StepBlocks, newest: int | None) -> None:
         """Move the folded steps past the horizon of the run's newest step into `blocks`
         (the tails forget them), and give each shard its blocks' records in their place."""
         stepped = [st.step for sh in shards for st in sh.seam_steps if st.step is not None]
-        if stepped:
-            before = blocks.before(max(stepped))
+        if stepped and newest is not None:
+            before = blocks.before(newest)
             if min(stepped) < before:
                 old = [st for sh in shards for st in sh.seam_steps
                        if st.step is not None and st.step < before]
@@ -136,8 +156,22 @@ class IncrementalReader:
                 for sh in shards:
                     sh.seam_steps = [st for st in sh.seam_steps
                                      if st.step is None or st.step >= before]
+                if self.settler is not None:
+                    self.settler.retire(before)
         if not blocks.blocks or not shards:
             return
         by_pid = {sh.pid: sh for sh in shards}
         for st in blocks.records():
             by_pid.get(st.pid, shards[0]).seam_steps.append(st)
+
+
+def _newest_step(shards: list[Shard]) -> int | None:
+    """The run's newest step so far: of its folded and kept hops, and of its sends."""
+    newest = None
+    for sh in shards:
+        for step in (*(st.step for st in sh.seam_steps), *(h.step for h in sh.hops),
+                     *(h.hop.step for h in sh.halves if isinstance(h, SendHalf)),
+                     *(h.seam_step.step for h in sh.halves if isinstance(h, SendFold))):
+            if step is not None and (newest is None or step > newest):
+                newest = step
+    return newest

@@ -17,6 +17,7 @@ import os
 
 import pytest
 import runs
+from growing import bins_add_up, exact_figures
 
 import flowmap
 from flowmap import trace_format as tf
@@ -54,29 +55,6 @@ def _write(path: str) -> dict[str, list[bytes]]:
     return out
 
 
-def _exact(run: Run) -> tuple[object, ...]:
-    """What blocks keep exactly: per seam, per owner and for the run."""
-    view = run.view
-    seams = {k: (s.hops, s.total_bytes, s.min_bytes, s.max_bytes, s.items, s.transports,
-                 s.bytes_per_step_max, s.hops_per_step_max, s.bytes_per_step_mean,
-                 s.first_t_ns, s.last_t_ns) for k, s in run.seams.items()}
-    owners = {k: (o.bytes_in, o.bytes_out, o.hops_in, o.hops_out, o.pids)
-              for k, o in run.owners.items()}
-    t = view.totals
-    return (seams, owners, run.num_hops, run.num_steps, view.step_count, run.steps[0],
-            t.total_bytes, t.bytes_per_step_max, t.max_hop_bytes, t.bytes_per_step_mean)
-
-
-def _bins_add_up(run: Run, n: int) -> None:
-    bins = run.view.step_bins(n)
-    assert sum(b.num_steps for b in bins.bins) == run.num_steps
-    for key, s in run.seams.items():
-        assert sum(bins.bytes[key]) == s.total_bytes
-        assert sum(bins.hops[key]) == s.hops
-    lasts = [b.last_step for b in bins.bins if b.last_step is not None]
-    assert lasts == sorted(lasts) and lasts[-1] == run.steps[-1]
-
-
 def test_blocks_keep_every_figure_a_full_read_has_as_a_run_grows(tmp_path):
     lines = _write(str(tmp_path / "src"))
     dst = tmp_path / "live"
@@ -94,9 +72,9 @@ def test_blocks_keep_every_figure_a_full_read_has_as_a_run_grows(tmp_path):
         reader.poll()
         live = reader.records(Run)
         full = flowmap.load(str(dst), detail_hops=DETAIL)
-        assert _exact(live) == _exact(full), k
+        assert exact_figures(live) == exact_figures(full), k
         for n in (1, 6, 50):
-            _bins_add_up(live, n)
+            bins_add_up(live, n)
         held.append(len(live.seam_steps))
     assert blocks.blocks and blocks.width > 1  # blocks were made, and merged as they grew
     full = flowmap.load(str(dst), detail_hops=DETAIL)
@@ -135,8 +113,8 @@ def test_an_aggregated_trace_keeps_every_figure_in_blocks_too(tmp_path):
             (dst / name).write_bytes(b"\n".join(ls[:upto]) + b"\n")
         reader.poll()
         live = reader.records(Run)
-        assert _exact(live) == _exact(flowmap.load(str(dst), detail_hops=DETAIL)), k
-        _bins_add_up(live, 7)
+        assert exact_figures(live) == exact_figures(flowmap.load(str(dst), detail_hops=DETAIL)), k
+        bins_add_up(live, 7)
     assert len(blocks.blocks) > 1 and len(live.seam_steps) <= 2 * (HORIZON + MAX_BLOCKS) + 2
 
 
