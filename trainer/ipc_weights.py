@@ -49,7 +49,7 @@ class IpcPublisher:
         # The copies must be done before another process reads the memory: IPC shares memory,
         # not this stream's order of work.
         torch.cuda.current_stream(device).synchronize()
-        return [(name, reduce_tensor(t)) for name, t in snapshot.items()]  # type: ignore[no-untyped-call]
+        return [(name, reduce_tensor(t)) for name, t in snapshot.items()]
 
 
 def open_handles(handles: Handles) -> dict[str, torch.Tensor]:

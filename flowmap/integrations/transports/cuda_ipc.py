@@ -153,6 +153,6 @@ def install(module: ModuleType) -> None:
                 record.error(exc)
         return out
 
-    module.rebuild_cuda_tensor = rebuild_cuda_tensor
-    module.reduce_tensor = reduce
-    module._flowmap_cuda_ipc = True
+    setattr(module, "rebuild_cuda_tensor", rebuild_cuda_tensor)  # noqa: B010 (a module's global)
+    setattr(module, "reduce_tensor", reduce)  # noqa: B010
+    setattr(module, "_flowmap_cuda_ipc", True)  # noqa: B010
