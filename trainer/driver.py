@@ -281,6 +281,10 @@ class Loop:
         self.version = result.version
         resubmitted = sync_weights(self.engines, self.rollout, self.trainer.weights(result),
                                    result.version, attempts=self.cfg.train.sync_attempts)
+        if result.ipc_handles is not None:
+            # The engines' copies out of rank 0's snapshot must be done before rank 0 may write
+            # version + 2 into it: another process does not wait for this one's stream.
+            torch.cuda.synchronize()
         s = self.summary
         s.resubmitted += resubmitted
         s.reward_per_step.append(self.rewards[result.batch_id])
