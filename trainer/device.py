@@ -58,8 +58,15 @@ def moved(obj: T, device: torch.device) -> T:
         if not f.init:
             continue
         value = getattr(obj, f.name)
+        there: Any
         if isinstance(value, torch.Tensor):
-            changes[f.name] = value.to(device, non_blocking=True)
+            there = value.to(device, non_blocking=True)  # host -> device: ordered on the stream
         elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
-            changes[f.name] = [moved(v, device) for v in value]
+            there = [moved(v, device) for v in value]
+            if all(a is b for a, b in zip(there, value)):
+                continue
+        else:
+            continue
+        if there is not value:
+            changes[f.name] = there
     return dataclasses.replace(obj, **changes) if changes else obj
