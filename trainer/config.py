@@ -211,9 +211,7 @@ class WarmupConfig:
 class Config:
     seed: int = 0
     progress: bool = True  # rich live display; off prints one line per step block
-    # "cpu" (the demo), "cuda" (engines, ranks and the reference model on the GPU; refused
-    # where torch sees none) or "auto" (cuda where there is one). See `resolve_device`.
-    device: str = "cpu"
+    device: str = "cpu"  # or "cuda" (refused where torch sees none), "auto": trainer/device.py
     task: TaskConfig = field(default_factory=TaskConfig)
     model: ModelSection = field(default_factory=ModelSection)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
@@ -293,30 +291,12 @@ def parse_args(
     if ns.no_progress:
         values["progress"] = False
     cfg = build(values)
-    # A GPU that is not there fails here, in one sentence, not inside a spawned rank.
-    if resolve_device(cfg.device) == "cuda" and cfg.model.has_replay:
-        raise ConfigError("MoE/DSA replay runs on the CPU only for now; drop model.moe_experts "
-                          "and model.dsa_index_topk, or use --device cpu")
+    from flowmap.trainer.device import DeviceError, check_device  # torch once the config is read
+    try:  # a GPU that is not there: one sentence here, not inside a spawned rank
+        check_device(cfg.device, cfg.model.has_replay)
+    except DeviceError as exc:
+        raise ConfigError(str(exc)) from None
     return cfg
-
-
-def resolve_device(name: str) -> str:
-    """The device the run uses: "cpu" or "cuda"; "auto" is cuda where torch sees one.
-
-    Checked once at start-up, in the driver, so a missing GPU is one sentence and
-    exit 2 instead of a CUDA error deep inside a spawned rank.
-    """
-    if name == "cpu":
-        return "cpu"
-    import torch  # the config module stays importable without torch (docs, checks)
-
-    available = torch.cuda.is_available() and torch.cuda.device_count() > 0
-    if name == "auto":
-        return "cuda" if available else "cpu"
-    if not available:
-        raise ConfigError("--device cuda asks for a CUDA GPU, but torch sees none on this machine "
-                          "(use --device cpu or --device auto)")
-    return "cuda"
 
 
 def build(values: dict[str, Any] | None = None) -> Config:
@@ -347,8 +327,7 @@ def _check_key(key: str) -> None:
     names = {f.name: f for f in dataclasses.fields(Config)}
     if not section:
         if name not in names or dataclasses.is_dataclass(names[name].default_factory):
-            raise ConfigError(f"unknown setting {key!r}; top-level keys are seed, progress, "
-                              "device")
+            raise ConfigError(f"unknown setting {key!r}; top-level keys: seed, progress, device")
         return
     if section not in names or "." in section:
         raise ConfigError(f"unknown section {section!r} in {key!r}")

@@ -1,6 +1,6 @@
 """Where the trainer's parts run: CPU, or CUDA for the engines, the ranks and the reference model.
 
-The configuration names `cpu`, `cuda` or `auto`; `config.resolve_device` turns
+The configuration names `cpu`, `cuda` or `auto`; `resolve_device` turns
 that into `cpu` or `cuda` once, in the driver, so a missing GPU is one sentence
 at start-up. These helpers then place each part:
 
@@ -24,6 +24,30 @@ from typing import Any, TypeVar
 import torch
 
 T = TypeVar("T")
+
+
+class DeviceError(ValueError):
+    """A device the run cannot have; `config.parse_args` reports it as a ConfigError."""
+
+
+def resolve_device(name: str) -> str:
+    """The device the run uses: "cpu" or "cuda"; "auto" is cuda where torch sees one."""
+    if name == "cpu":
+        return "cpu"
+    available = torch.cuda.is_available() and torch.cuda.device_count() > 0
+    if name == "auto":
+        return "cuda" if available else "cpu"
+    if not available:
+        raise DeviceError("--device cuda asks for a CUDA GPU, but torch sees none on this machine "
+                          "(use --device cpu or --device auto)")
+    return "cuda"
+
+
+def check_device(device: str, has_replay: bool) -> None:
+    """Refuse, in one sentence, a device the run cannot have (checked once, by `parse_args`)."""
+    if resolve_device(device) == "cuda" and has_replay:
+        raise DeviceError("MoE/DSA replay runs on the CPU only for now; drop model.moe_experts "
+                          "and model.dsa_index_topk, or use --device cpu")
 
 
 def rank_device(device: str, rank: int) -> torch.device:

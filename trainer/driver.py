@@ -35,8 +35,8 @@ import flowmap
 from flowmap.trainer.advantage import AdvantageOutput, grpo_advantages
 from flowmap.trainer.assembly import Assembler
 from flowmap.trainer.batcher import BATCH_REPLAY_DIMS, BatchPlan, collate
-from flowmap.trainer.config import Config, resolve_device
-from flowmap.trainer.device import engine_device
+from flowmap.trainer.config import Config
+from flowmap.trainer.device import engine_device, resolve_device
 from flowmap.trainer.dispatch import StalenessBudget, TrajectorySource, Watermark
 from flowmap.trainer.engine.config import EngineConfig
 from flowmap.trainer.engine.llm_engine import LLMEngine

@@ -155,7 +155,8 @@ SMALL = ["--steps", "2", "--no-progress", "--set", "train.synchronous=true",
 
 
 def test_device_auto_is_cuda_here():
-    from flowmap.trainer.config import parse_args, resolve_device
+    from flowmap.trainer.config import parse_args
+    from flowmap.trainer.device import resolve_device
 
     assert resolve_device(parse_args(["--device", "auto"]).device) == "cuda"
 

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from flowmap.trainer.attention import AttentionGroup, PagedBatch
-from flowmap.trainer.config import ConfigError, build, parse_args, resolve_device
-from flowmap.trainer.device import backend_for, engine_device, moved, rank_device
+from flowmap.trainer.config import ConfigError, build, parse_args
+from flowmap.trainer.device import backend_for, engine_device, moved, rank_device, resolve_device
 from flowmap.trainer.train.split import MicroBatch
 
 ROOT = Path(__file__).resolve().parents[2]
