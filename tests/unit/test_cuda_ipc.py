@@ -85,14 +85,21 @@ PROGRAM = textwrap.dedent("""
     import flowmap
     from flowmap.integrations.transports import cuda_ipc
 
+    from multiprocessing.reduction import ForkingPickler
+
     ARGS = pickle.loads({args!r})
-    # armed by the import hook: pickle must still find the wrapper by its name
+    # armed by the import hook, before torch registered its reducers: queues use the wrapper
     fn = reductions.rebuild_cuda_tensor
+    assert hasattr(fn, "__wrapped__") and hasattr(reductions.reduce_tensor, "__wrapped__")
+    assert ForkingPickler._extra_reducers[torch.Tensor] is reductions.reduce_tensor
+    # pickle must still find the wrapper by its name
     assert pickle.loads(pickle.dumps(fn)) is fn and fn.__name__ == "rebuild_cuda_tensor"
-    # a CPU tensor's reduction is torch's own, untouched
+    # a CPU or meta tensor's reduction is torch's own, untouched, and records nothing
     t = torch.arange(6.0)
     rebuilt = reductions.reduce_tensor(t)
     assert torch.equal(rebuilt[0](*rebuilt[1]), t)
+    meta = reductions.reduce_tensor(torch.empty(2, 3, device="meta"))
+    assert meta[0] is reductions.rebuild_meta_tensor and meta[0](*meta[1]).shape == (2, 3)
     flowmap.set_owner("trainer/rank0")
     for step in range(2):
         flowmap.step(step)
@@ -124,3 +131,14 @@ def test_a_traced_weight_sync_records_one_hop_per_tensor(tmp_path, run_cli):
         assert sorted(h.leaves[0].shape for h in of_step) == [(64,), (256, 64)]
     # the same handle opens the same storage in every step: identity holds across processes
     assert len({h.storages for h in hops}) == 2
+
+
+def test_no_transport_cuda_ipc_leaves_torchs_reductions_alone(tmp_path, run_cli):
+    (tmp_path / "prog.py").write_text(
+        "import torch.multiprocessing.reductions as r\n"
+        "assert not hasattr(r.rebuild_cuda_tensor, '__wrapped__')\n"
+        "assert not hasattr(r.reduce_tensor, '__wrapped__')\n"
+        "print('untouched')\n")
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), "--no-transport", "cuda_ipc", "prog.py"],
+                cwd=tmp_path)
+    assert r.returncode == 0 and "untouched" in r.stdout, r.stderr
