@@ -12,7 +12,7 @@
 # Usage: scripts/device_check.sh            (from anywhere; runs land in $DEVICE_CHECK_DIR)
 # Environment: PYTHON [.venv/bin/python when present, else python3],
 #              DEVICE_CHECK_DIR [a new temporary directory],
-#              DEVICE_CHECK_STEPS [12] training steps per trainer run.
+#              DEVICE_CHECK_STEPS [30] training steps per trainer run.
 #              DEVICE_CHECK_DRY_RUN=1: the same steps on the CPU (--device cpu, no
 #              tests/gpu), to check this script's own plumbing where there is no GPU;
 #              its IPC figure fails, as the CPU trainer syncs weights through shared memory.
@@ -31,7 +31,7 @@ fi
 GPUS=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())')
 OUT=${DEVICE_CHECK_DIR:-$(mktemp -d -t flowmap-device-check-XXXXXX)}
 mkdir -p "$OUT"
-STEPS=${DEVICE_CHECK_STEPS:-12}
+STEPS=${DEVICE_CHECK_STEPS:-30}
 # Synchronous loop and a fixed seed: runs repeat, so traced and untraced compare like for like.
 ARGS=(--device "$DEVICE" --steps "$STEPS" --seed 0 --no-progress --set train.synchronous=true
       --set warmup.clean_steps=20 --set warmup.noisy_steps=20)
@@ -67,14 +67,17 @@ run() {  # run LIST TRACE_DIR_OR_EMPTY EXTRA_ARGS...
     echo "  $(grep '^grpo_tiny:' "$log" | tail -n 1)"
 }
 
-echo "== 2. the trainer on CUDA, one rank (NCCL): untraced and traced, interleaved"
+echo "== 2. the trainer on $DEVICE, one rank ($([ "$DEVICE" = cuda ] && echo NCCL || echo gloo)): untraced and traced, interleaved"
 UNTRACED="" TRACED=""
 run UNTRACED "" --dp 1
 run TRACED "$OUT/one-rank-nccl" --dp 1
 run UNTRACED "" --dp 1
 run TRACED "$OUT/one-rank-nccl-2" --dp 1
 
-if [ "$GPUS" -ge 2 ]; then
+if [ "$DEVICE" = cpu ]; then
+    echo "== 3. two ranks on the CPU (gloo), traced"
+    TWO="$OUT/two-ranks-gloo"
+elif [ "$GPUS" -ge 2 ]; then
     echo "== 3. two ranks on two GPUs (NCCL), traced"
     TWO="$OUT/two-ranks-nccl"
 else
