@@ -13,10 +13,13 @@ import inspect
 import pickle
 import textwrap
 
+import pytest
 import torch
 import torch.multiprocessing.reductions as reductions
+from runs import ShardWriter, tensor
 
 import flowmap
+from flowmap.findings import findings
 from flowmap.integrations.transports import NAMES, cuda_ipc
 from flowmap.seams.spec import TRANSPORTS
 
@@ -131,6 +134,23 @@ def test_a_traced_weight_sync_records_one_hop_per_tensor(tmp_path, run_cli):
         assert sorted(h.leaves[0].shape for h in of_step) == [(64,), (256, 64)]
     # the same handle opens the same storage in every step: identity holds across processes
     assert len({h.storages for h in hops}) == 2
+    # a handle copies nothing: payload, not bytes moved
+    totals = flowmap.load(str(tmp_path / "run")).view.totals
+    assert totals.moved_bytes_per_step_mean == 0 < totals.bytes_per_step_mean
+
+
+@pytest.mark.parametrize(("transport", "duplicate"), [("cuda_ipc", False), ("pickle", True)])
+def test_one_storage_opened_by_two_engines_is_no_duplicate_copy(tmp_path, transport, duplicate):
+    # GIVEN one weight storage handed to two engines in each step: by handle, or pickled
+    w = ShardWriter(str(tmp_path / "run" / "h-1-0001.flowmap.jsonl"), 1)
+    for step in range(2):
+        for engine in ("rollout/0", "rollout/1"):
+            w.hop(10 * step + len(engine), "trainer/rank0", engine, "weights",
+                  [tensor("w", (1024, 1024), device="cuda:0")], storages=(7,), step=step,
+                  transport=transport)
+    w.close(100)
+    found = [f.kind for f in findings(flowmap.load(str(tmp_path / "run")).view)]
+    assert ("duplicate" in found) is duplicate
 
 
 def test_no_transport_cuda_ipc_leaves_torchs_reductions_alone(tmp_path, run_cli):
