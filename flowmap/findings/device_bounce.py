@@ -9,7 +9,10 @@ and where known the storage of each. Within one step, in time order:
 
 Each hop's `src` is the owner that held what it carries, so the chain follows
 the data from holder to holder; a same-shaped tensor that never passed
-through X and Y cannot make one. The device tensor Y sends must not be the
+through X and Y cannot make one. The three must also go by one name (the
+leaf's field, or the payload's name for a bare tensor): a copy keeps it, and a
+new tensor of the same shape that Y computes (reference log-probs beside the
+old ones) does not make a bounce. The device tensor Y sends must not be the
 storage X held (Y forwarding the original is not a copy): where both hops
 recorded their leaves' storages, identity decides. A `meta` tensor counts as
 a device tensor (it has no host bytes either), which lets the CPU tests build
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 WINDOW_NS = 100_000_000  # hops without a step are grouped by 100 ms windows, as `duplicates` does
 HOST = ("cpu", "")
 When = int | tuple[str, int]
-Facts = tuple[str, tuple[int, ...], str]  # (owner, shape, dtype)
+Facts = tuple[str, tuple[int, ...], str, str]  # (owner, shape, dtype, name)
 Sighting = tuple[Hop, Any]  # the hop, and the leaf's storage id where known
 
 
@@ -74,19 +77,19 @@ def _bounces(hops: list[Hop]) -> list[tuple[Hop, Hop, Hop, Leaf]]:
         for leaf, storage in _leaves(h):
             if not _plain_shape(leaf.shape):
                 continue
-            shape, dtype = leaf.shape, leaf.dtype
+            shape, dtype, name = leaf.shape, leaf.dtype, _name(h, leaf)
             if leaf.device in HOST:
                 if leaf.kind in ("tensor", "ndarray"):
-                    held = on_device.get((h.src, shape, dtype))
+                    held = on_device.get((h.src, shape, dtype, name))
                     if held is not None:
-                        pending[(h.dst, shape, dtype)].append((held, h, leaf))
+                        pending[(h.dst, shape, dtype, name)].append((held, h, leaf))
                 continue
-            waiting = pending.pop((h.src, shape, dtype), None)
+            waiting = pending.pop((h.src, shape, dtype, name), None)
             for (first, first_storage), down, host_leaf in waiting or ():
                 if storage is None or first_storage is None or storage != first_storage:
                     found.append((first, down, h, host_leaf))
             for owner in (h.src, h.dst):
-                on_device.setdefault((owner, shape, dtype), (h, storage))
+                on_device.setdefault((owner, shape, dtype, name), (h, storage))
     return found
 
 
@@ -97,6 +100,12 @@ def _leaves(h: Hop) -> list[tuple[Leaf, Any]]:
         ids = dict(zip(map(id, arrays), h.storages))
         return [(leaf, ids.get(id(leaf))) for leaf in h.leaves]
     return [(leaf, None) for leaf in h.leaves]
+
+
+def _name(h: Hop, leaf: Leaf) -> str:
+    """What the program calls the tensor: its field (the path's last part), else the payload's
+    name. A copy keeps it; a new tensor of the same shape computed on the way mostly does not."""
+    return leaf.path.rsplit(".", 1)[-1].split("[", 1)[0] or h.name
 
 
 def _plain_shape(shape: tuple[Any, ...]) -> bool:

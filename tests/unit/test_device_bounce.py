@@ -22,11 +22,13 @@ NBYTES = 64 * 128 * 4
 
 
 def _view(tmp_path: Path, hops: list[tuple], steps: int = 2):
-    """A one-process run of `(src, dst, name, device, storage, step)` hops, a float32 (64, 128) each."""
+    """A one-process run of `(src, dst, name, device, storage, step[, field])` hops, a float32
+    (64, 128) each, its field `log_probs` unless given."""
     os.makedirs(tmp_path / "run", exist_ok=True)
     w = ShardWriter(str(tmp_path / "run" / "h-1-0001.flowmap.jsonl"), 1)
-    for t, (src, dst, name, device, storage, step) in enumerate(hops):
-        w.hop(t + 1, src, dst, name, [tensor("log_probs", SHAPE, device=device)],
+    for t, (src, dst, name, device, storage, step, *field) in enumerate(hops):
+        w.hop(t + 1, src, dst, name, [tensor(field[0] if field else "log_probs", SHAPE,
+                                             device=device)],
               storages=(storage,), step=step, transport="pickle" if device == "cpu" else "ref")
     w.close(10**6)
     return flowmap.load(str(tmp_path / "run")).view
@@ -76,6 +78,18 @@ def test_same_shapes_that_never_pass_hands_are_no_bounce(tmp_path):
             ("driver", "ref", "batch", "cpu", 5, 1),
             ("ref", "trainer", "kl_inputs", "cuda:0", 6, 2)]
     assert device_bounce.detect(_view(tmp_path, hops, 3)) == []
+
+
+def test_a_new_tensor_of_the_same_shape_is_no_copy_back(tmp_path):
+    # ref got a host copy of the log-probs and sends its own reference log-probs on the device
+    hops = [("actor", "driver", "log_probs", "cuda:0", 1, 0),
+            ("driver", "ref", "batch", "cpu", 2, 0),
+            ("ref", "trainer", "ref_out", "cuda:0", 3, 0, "ref_log_probs")]
+    assert device_bounce.detect(_view(tmp_path, hops, 1)) == []
+    # the same chain, the field's name kept: found (its path within a larger payload)
+    hops[2] = ("ref", "trainer", "ref_out", "cuda:0", 3, 0, "inputs.log_probs")
+    (f,) = device_bounce.detect(_view(tmp_path / "kept", hops, 1))
+    assert f.bytes_per_step == 2 * NBYTES
 
 
 def test_a_host_copy_sent_up_by_someone_else_is_not_the_receivers_bounce(tmp_path):
