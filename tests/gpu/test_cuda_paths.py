@@ -161,6 +161,17 @@ def test_device_auto_is_cuda_here():
     assert resolve_device(parse_args(["--device", "auto"]).device) == "cuda"
 
 
+def test_moe_replay_on_cuda_is_refused_in_one_sentence():
+    import subprocess
+
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "grpo_tiny.py"), "--device",
+                        "cuda", "--set", "model.moe_experts=4"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and r.stderr.splitlines() == [
+        "grpo_tiny: MoE/DSA replay runs on the CPU only for now; drop model.moe_experts and "
+        "model.dsa_index_topk, or use --device cpu"]
+
+
 def test_one_rank_on_nccl_trains_and_syncs_by_ipc(tmp_path, run_cli):
     import subprocess
 
