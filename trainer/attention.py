@@ -124,7 +124,7 @@ class CausalSelfAttention(nn.Module):
         if self.indexer is not None:
             assert index_keys is not None
             index_keys[batch.slot_mapping] = self.indexer.keys(x)  # (N, d_I)
-            kept = torch.empty(N, self.indexer.topk, dtype=torch.int32)
+            kept = torch.empty(N, self.indexer.topk, dtype=torch.int32, device=x.device)
         q = qkv[:, 0]  # (N, nh, hs)
         y = q if len(batch.groups) == 1 else torch.empty_like(q)  # (N, nh, hs)
         for group in batch.groups:
@@ -159,7 +159,7 @@ class CausalSelfAttention(nn.Module):
         assert self.indexer is not None
         B, _, _, C = group.attn_mask.shape
         keys = index_keys[group.context_slots]  # (B, C, d_I)
-        key_positions = torch.arange(C).expand(B, C)  # context index j is token position j
+        key_positions = torch.arange(C, device=x.device).expand(B, C)  # context index j = position j
         keep, kept = self.indexer.select(
             _pad_queries(x, group), keys, group.attn_mask[:, 0], key_positions
         )

@@ -21,6 +21,7 @@ from typing import Any, cast
 import yaml
 
 TRANSPORTS = ("payload", "handle")  # how replay arrays travel; see RolloutConfig.transport
+DEVICES = ("cpu", "cuda", "auto")  # where engines, ranks and the reference model run
 
 
 class ConfigError(ValueError):
@@ -210,6 +211,7 @@ class WarmupConfig:
 class Config:
     seed: int = 0
     progress: bool = True  # rich live display; off prints one line per step block
+    device: str = "cpu"  # or "cuda" (refused where torch sees none), "auto": trainer/device.py
     task: TaskConfig = field(default_factory=TaskConfig)
     model: ModelSection = field(default_factory=ModelSection)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
@@ -218,6 +220,8 @@ class Config:
     warmup: WarmupConfig = field(default_factory=WarmupConfig)
 
     def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise ConfigError(f"device must be one of {', '.join(DEVICES)}, not {self.device!r}")
         # The counting game's longest trajectory: <bos>"+1:d", then per turn the answer and,
         # between turns, the environment's "y;+1:d".
         t = self.task
@@ -245,6 +249,7 @@ FLAGS = {  # flag -> dotted field
     "seed": "seed",
     "lr": "train.lr",
     "transport": "rollout.transport",
+    "device": "device",
 }
 
 
@@ -263,7 +268,7 @@ def parse_args(
     parser.add_argument("--config", metavar="FILE", help="YAML file with config sections")
     for flag, dotted in FLAGS.items():
         kind = _field_type(dotted)
-        choices = TRANSPORTS if flag == "transport" else None
+        choices = TRANSPORTS if flag == "transport" else DEVICES if flag == "device" else None
         parser.add_argument(f"--{flag.replace('_', '-')}", dest=flag, type=kind, help=dotted,
                             choices=choices)
     parser.add_argument("--no-progress", action="store_true", help="plain log lines, no live view")
@@ -285,7 +290,13 @@ def parse_args(
             values[dotted] = getattr(ns, flag)
     if ns.no_progress:
         values["progress"] = False
-    return build(values)
+    cfg = build(values)
+    from flowmap.trainer.device import DeviceError, check_device  # torch once the config is read
+    try:  # a GPU that is not there: one sentence here, not inside a spawned rank
+        check_device(cfg.device, cfg.model.has_replay)
+    except DeviceError as exc:
+        raise ConfigError(str(exc)) from None
+    return cfg
 
 
 def build(values: dict[str, Any] | None = None) -> Config:
@@ -316,7 +327,7 @@ def _check_key(key: str) -> None:
     names = {f.name: f for f in dataclasses.fields(Config)}
     if not section:
         if name not in names or dataclasses.is_dataclass(names[name].default_factory):
-            raise ConfigError(f"unknown setting {key!r}; top-level keys are seed, progress")
+            raise ConfigError(f"unknown setting {key!r}; top-level keys: seed, progress, device")
         return
     if section not in names or "." in section:
         raise ConfigError(f"unknown section {section!r} in {key!r}")

@@ -36,6 +36,7 @@ from flowmap.trainer.advantage import AdvantageOutput, grpo_advantages
 from flowmap.trainer.assembly import Assembler
 from flowmap.trainer.batcher import BATCH_REPLAY_DIMS, BatchPlan, collate
 from flowmap.trainer.config import Config
+from flowmap.trainer.device import engine_device, resolve_device
 from flowmap.trainer.dispatch import StalenessBudget, TrajectorySource, Watermark
 from flowmap.trainer.engine.config import EngineConfig
 from flowmap.trainer.engine.llm_engine import LLMEngine
@@ -94,8 +95,9 @@ def run(cfg: Config) -> RunSummary:
     task = CountingTask(tokenizer)
     mcfg = model_config(cfg, tokenizer.vocab_size)
     model = build_model(mcfg, cfg.seed)
+    device = resolve_device(cfg.device)  # "cpu" or "cuda"; parse_args already refused a missing GPU
     display = ProgressDisplay(cfg.train.steps, cfg.progress)
-    with TrainerGroup(cfg, model) as trainer:  # ranks start while we warm up
+    with TrainerGroup(cfg, model, device) as trainer:  # ranks start while we warm up
         with flowmap.owner("driver"):
             flowmap.mark("warmup.begin")
             losses = warm_up(model, task, cfg.task, cfg.warmup, cfg.seed)
@@ -103,9 +105,10 @@ def run(cfg: Config) -> RunSummary:
         if losses:
             display.message(f"warm-up: {len(losses)} supervised steps, loss {losses[-1]:.3f}")
         trainer.load_initial_weights(model)
-        engines = [LLMEngine(model, engine_config(cfg), instance=i)
+        on = engine_device(device)  # engines and reference model beside rank 0 (GPU 0 on cuda)
+        engines = [LLMEngine(model, engine_config(cfg), instance=i, device=on)
                    for i in range(cfg.rollout.engines)]
-        ref = RefPolicy(model, cfg.rollout.temperature) if cfg.train.kl_coef > 0 else None
+        ref = RefPolicy(model, cfg.rollout.temperature, on) if cfg.train.kl_coef > 0 else None
         loop = Loop(cfg, task, engines, trainer, display, ref)
         try:
             summary = loop.run()
@@ -278,6 +281,10 @@ class Loop:
         self.version = result.version
         resubmitted = sync_weights(self.engines, self.rollout, self.trainer.weights(result),
                                    result.version, attempts=self.cfg.train.sync_attempts)
+        if result.ipc_handles is not None:
+            # The engines' copies out of rank 0's snapshot must be done before rank 0 may write
+            # version + 2 into it: another process does not wait for this one's stream.
+            torch.cuda.synchronize()
         s = self.summary
         s.resubmitted += resubmitted
         s.reward_per_step.append(self.rewards[result.batch_id])

@@ -164,12 +164,14 @@ class TinyLM(nn.Module):
             return None
         return (self.cfg.n_layers, num_slots, self.cfg.dsa_index_dim)
 
-    def new_paged_cache(self, num_slots: int, dtype: torch.dtype) -> PagedCache:
+    def new_paged_cache(self, num_slots: int, dtype: torch.dtype,
+                        device: torch.device | None = None) -> PagedCache:
         # Zeros, not empty: masked context slots are multiplied by 0 and must not be NaN.
         index_shape = self.index_cache_shape(num_slots)
         return PagedCache(
-            kv=torch.zeros(self.kv_cache_shape(num_slots), dtype=dtype),
-            index_keys=None if index_shape is None else torch.zeros(index_shape, dtype=dtype),
+            kv=torch.zeros(self.kv_cache_shape(num_slots), dtype=dtype, device=device),
+            index_keys=None if index_shape is None else torch.zeros(index_shape, dtype=dtype,
+                                                                    device=device),
         )
 
     def _dense_masks(self, real: Tensor, positions: Tensor) -> DenseMasks:

@@ -32,9 +32,11 @@ class RefInputs:
 
 
 class RefPolicy:
-    def __init__(self, model: nn.Module, temperature: float) -> None:
+    def __init__(self, model: nn.Module, temperature: float,
+                 device: torch.device | str = "cpu") -> None:
         # Its own frozen copy: the policy's copy keeps moving, the reference never does.
-        self.model = copy.deepcopy(model).eval().requires_grad_(False)
+        self.model = copy.deepcopy(model).eval().requires_grad_(False).to(device)
+        self.device = torch.device(device)
         self.temperature = temperature
 
     @torch.no_grad()
@@ -43,6 +45,9 @@ class RefPolicy:
         inputs = RefInputs(batch.input_ids, batch.attention_mask, batch.position_ids)
         flowmap.hop("batcher", "ref", inputs, name="ref_inputs", items=items, step=step)
         R = batch.response_length
-        logits = self.model(inputs.input_ids, inputs.attention_mask, inputs.position_ids)
+        dev = self.device
+        logits = self.model(inputs.input_ids.to(dev), inputs.attention_mask.to(dev),
+                            inputs.position_ids.to(dev))
         log_p = F.log_softmax(logits[:, -R - 1 : -1].float() / self.temperature, dim=-1)
-        return log_p.gather(-1, batch.responses[..., None]).squeeze(-1)  # (B, R)
+        out = log_p.gather(-1, batch.responses.to(dev)[..., None]).squeeze(-1)  # (B, R)
+        return out.cpu()  # it rides to the ranks in their host shared-memory slots

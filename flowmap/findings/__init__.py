@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from flowmap.findings import (
     chatty,
+    device_bounce,
     dropped,
     duplicates,
     heaviest,
@@ -27,6 +28,7 @@ from flowmap.findings import (
 )
 from flowmap.findings.common import (
     CHATTY,
+    DEVICE_BOUNCE,
     DROPPED,
     DUPLICATE,
     HEAVIEST,
@@ -45,7 +47,7 @@ from flowmap.gc_pause import paused_gc
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
-__all__ = ["CHATTY", "DROPPED", "DUPLICATE", "HEAVIEST", "KINDS", "MAX_PER_KIND", "PADDING",
+__all__ = ["CHATTY", "DEVICE_BOUNCE", "DROPPED", "DUPLICATE", "HEAVIEST", "KINDS", "MAX_PER_KIND", "PADDING",
            "PASS_THROUGH", "PREFIX_RESEND", "SERIALISATION", "VIEW", "WIDE_IDS", "Finding", "findings"]
 
 # Detectors that can fire once per seam keep their heaviest few: a findings
@@ -54,6 +56,7 @@ MAX_PER_KIND = 5
 DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
     heaviest.detect, pass_through.detect, dropped.detect, padding.detect, duplicates.detect,
     serialisation.detect, views.detect, chatty.detect, prefix_resend.detect, wide_ids.detect,
+    device_bounce.detect,
 )
 
 

@@ -1,7 +1,7 @@
 """One storage copied to several destinations at once (same process, same step).
 
 Storage ids are addresses: two hops from one sender in one step carrying the
-same ids carry the same bytes. Hops by reference (`ref`) copy nothing.
+same ids carry the same bytes. Hops by reference (`ref`) or by CUDA IPC handle copy nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from flowmap.findings.common import DUPLICATE, Finding, RoleKey, per_step
 from flowmap.model.format import seam_label
-from flowmap.model.types import role_of
+from flowmap.model.types import NO_COPY, role_of
 from flowmap.read.events import Hop
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def detect(view: RunView) -> list[Finding]:
     first: dict[CopyKey, Hop] = {}
     groups: dict[CopyKey, list[Hop]] = {}  # only keys seen more than once
     for h in view.events.hops:
-        if h.storages and h.transport != "ref":
+        if h.storages and h.transport not in NO_COPY:
             when: When = h.step if h.step is not None else ("t", h.t_ns // WINDOW_NS)
             key = (h.pid, h.src, when, h.storages)
             seen = first.setdefault(key, h)

@@ -18,6 +18,9 @@ Dim = int | tuple[int, int]  # a fixed size, or (min, max) where the size varied
 Shape = tuple[Dim, ...]
 ItemId = Any  # an item id as the program gave it (int or str); compared, never read
 Level = Literal["owner", "role"]
+# Transports whose hops copy no bytes: a Python reference in one process, a CUDA IPC handle
+# to the sender's device memory. Their payload is what the receiver can read, not bytes moved.
+NO_COPY = ("ref", "cuda_ipc")
 
 
 # Bytes per element of the dtypes torch and numpy name: turns a leaf's bytes
@@ -108,14 +111,15 @@ class SeamStats:
 
     @property
     def moved_fraction(self) -> float:
-        """The share of its hops that copied or sent bytes: `ref` hops passed a Python reference.
+        """The share of its hops that copied or sent bytes: `ref` hops passed a Python reference,
+        `cuda_ipc` hops a handle to the sender's device memory.
 
         Payload size (`total_bytes`) is what the receiver got; bytes moved
-        leave out in-process `ref` hops, where nothing was copied.
+        leave out the hops where nothing was copied (`NO_COPY`).
         """
         if not self.hops:
             return 0.0
-        return (self.hops - self.transports.get("ref", 0)) / self.hops
+        return (self.hops - sum(self.transports.get(t, 0) for t in NO_COPY)) / self.hops
 
     @property
     def moved_bytes_per_step(self) -> float:

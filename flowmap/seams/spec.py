@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # The transports of architecture.md; a seam map may only name these.
-TRANSPORTS = ("ref", "copy", "shm", "pickle", "rpc", "collective")
+TRANSPORTS = ("ref", "copy", "shm", "pickle", "rpc", "collective", "cuda_ipc")
 
 
 @dataclass(slots=True, frozen=True)

@@ -32,11 +32,12 @@ from flowmap.trainer.model import TinyLM
 class LLMEngine:
     """One rollout engine instance with its own model copy, KV cache and random stream."""
 
-    def __init__(self, model: TinyLM, config: EngineConfig, *, instance: int = 0) -> None:
+    def __init__(self, model: TinyLM, config: EngineConfig, *, instance: int = 0,
+                 device: torch.device | str = "cpu") -> None:
         self.config = config
         self.instance = instance
         # Its own copy: the trainer keeps optimising its model; only update_weights changes this one.
-        self.model = copy.deepcopy(model).eval().requires_grad_(False)
+        self.model = copy.deepcopy(model).eval().requires_grad_(False).to(device)
         self.max_seq_len = model.cfg.max_seq_len
         self.weight_version = 0
         self.block_manager = BlockManager(

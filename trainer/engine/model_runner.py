@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from flowmap.trainer.attention import AttentionGroup, PagedBatch, PagedCache
+from flowmap.trainer.device import moved
 from flowmap.trainer.engine.config import EngineConfig
 from flowmap.trainer.engine.replay_cache import ReplayCache
 from flowmap.trainer.engine.sampling import sample
@@ -35,6 +36,9 @@ class ModelRunner:
         self.generator = generator  # stream of the sequences that bring no seed
         self.num_kv_slots = config.num_kv_slots
         self.kv_cache_dtype = next(model.parameters()).dtype
+        # The model's device: the KV cache lives there, the step's index tensors go there, and
+        # sampling stays on the host (the seeded CPU generators; tokens are read there anyway).
+        self.device = next(model.parameters()).device
         self.kv_cache: PagedCache | None = None  # K/V (+ DSA index keys) of every slot
         self.replay_cache = (
             ReplayCache(model.cfg, config.num_kv_slots, config.block_size)
@@ -63,7 +67,8 @@ class ModelRunner:
 
     def resume_kv_cache(self) -> None:
         if self.kv_cache is None:
-            self.kv_cache = self.model.new_paged_cache(self.num_kv_slots, self.kv_cache_dtype)
+            self.kv_cache = self.model.new_paged_cache(self.num_kv_slots, self.kv_cache_dtype,
+                                                       self.device)
         if self.replay_cache is not None:
             self.replay_cache.resume()
 
@@ -73,7 +78,12 @@ class ModelRunner:
         if self.kv_cache is None:
             raise KVCacheReleasedError("the KV cache is released; call resume_kv_cache() first")
         input_ids, positions, batch = self.prepare(seqs)
+        if self.device.type != "cpu":
+            input_ids, positions = input_ids.to(self.device), positions.to(self.device)
+            batch = moved(batch, self.device)
         logits, selections = self.model.forward_paged(input_ids, positions, batch, self.kv_cache)
+        if self.device.type != "cpu":
+            logits = logits.float().cpu()  # (B, V): one copy per step, as engines return tokens
         if self.replay_cache is not None:
             self.replay_cache.write(batch.slot_mapping, selections)
             self.replay_cache.record(seqs)

@@ -22,6 +22,7 @@ import torch.multiprocessing as mp
 
 import flowmap
 from flowmap.trainer.config import Config
+from flowmap.trainer.ipc_weights import Handles, open_handles
 from flowmap.trainer.model import TinyLM
 from flowmap.trainer.train import shm_pool
 from flowmap.trainer.train.rank import Job, RankResult, RankSpec, rank_main
@@ -40,6 +41,7 @@ class StepResult:
     metrics: dict[str, float]
     weight_slot: int
     weight_specs: list[TensorSpec]
+    ipc_handles: Handles | None = None  # on CUDA the weights come by IPC handle, not by slot
 
 
 @dataclass(slots=True)
@@ -49,8 +51,10 @@ class _Outstanding:
 
 
 class TrainerGroup:
-    def __init__(self, cfg: Config, model: TinyLM) -> None:
-        """Spawn `cfg.train.dp` ranks replicating `model`'s architecture; returns at once."""
+    def __init__(self, cfg: Config, model: TinyLM, device: str = "cpu") -> None:
+        """Spawn `cfg.train.dp` ranks replicating `model`'s architecture; returns at once.
+
+        `device`: resolved ("cpu" or "cuda"); trainer/device.py places each rank."""
         self.cfg = cfg
         self.dp = cfg.train.dp
         itemsize = getattr(torch, cfg.train.dtype).itemsize
@@ -73,6 +77,7 @@ class TrainerGroup:
             results=self.results,
             slots=[p.slots for p in self.pools],
             weight_slots=self.weight_slots,
+            device=device,
         )
         self.context = mp.spawn(rank_main, args=(spec,), nprocs=self.dp, join=False)
         self.outstanding: dict[int, _Outstanding] = {}
@@ -131,10 +136,14 @@ class TrainerGroup:
                 del self.outstanding[result.batch_id]
                 r0 = entry.rank0
                 done.append(StepResult(r0.batch_id, r0.version, r0.metrics, r0.weight_slot,
-                                       r0.weight_specs))
+                                       r0.weight_specs, r0.ipc_handles))
 
     def weights(self, result: StepResult) -> dict[str, torch.Tensor]:
-        """Named views of the weight slot rank 0 wrote for `result` (valid until v + 2)."""
+        """Named views of the weight slot rank 0 wrote for `result` (valid until v + 2); on
+        CUDA, rank 0's device snapshot itself, opened from its IPC handles (no copy)."""
+        if result.ipc_handles is not None:
+            with flowmap.owner("weight_sync"):  # the receive halves of the cuda_ipc hops
+                return open_handles(result.ipc_handles)
         return shm_pool.read(self.weight_slots[result.weight_slot], result.weight_specs)
 
     def _check_alive(self) -> None:

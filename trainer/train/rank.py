@@ -27,6 +27,8 @@ import torch.distributed as dist
 import flowmap
 from flowmap.trainer.batcher import BATCH_REPLAY_DIMS
 from flowmap.trainer.config import Config, build
+from flowmap.trainer.device import backend_for, moved, rank_device
+from flowmap.trainer.ipc_weights import Handles, IpcPublisher
 from flowmap.trainer.model import ModelConfig, TinyLM, build_model
 from flowmap.trainer.replay import Replay, ReplayHandle, fetch_batch
 from flowmap.trainer.train import shm_pool
@@ -72,6 +74,7 @@ class RankResult:
     version: int = -1
     weight_slot: int = -1
     weight_specs: list[TensorSpec] = field(default_factory=list)
+    ipc_handles: Handles | None = None  # on CUDA: the new weights' IPC handles, not a slot
 
 
 @dataclass
@@ -85,6 +88,7 @@ class RankSpec:
     results: Any
     slots: list[list[torch.Tensor]]  # [rank][slot] shared byte buffers
     weight_slots: list[torch.Tensor]
+    device: str = "cpu"  # resolved: "cpu" or "cuda" (trainer/device.py places each rank)
 
 
 def rank_main(rank: int, spec: RankSpec) -> None:
@@ -94,16 +98,22 @@ def rank_main(rank: int, spec: RankSpec) -> None:
     dp = cfg.train.dp
     me = f"trainer/rank{rank}"
     flowmap.set_owner(me)
-    dist.init_process_group("gloo", init_method=spec.init_method, rank=rank, world_size=dp)
+    device = rank_device(spec.device, rank)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # before the group: NCCL binds each rank to its GPU
+    dist.init_process_group(backend_for(spec.device, dp), init_method=spec.init_method,
+                            rank=rank, world_size=dp)
     dtype = getattr(torch, cfg.train.dtype)
-    model = build_model(ModelConfig(**spec.model_config), cfg.seed).to(dtype)
+    model = build_model(ModelConfig(**spec.model_config), cfg.seed).to(device=device, dtype=dtype)
     optimizer = AdamW(model.parameters(), lr=cfg.train.lr)
+    # On CUDA rank 0 publishes its weights by IPC handle (trainer/ipc_weights.py), not by slot.
+    publisher = IpcPublisher(model) if rank == 0 and device.type == "cuda" else None
     try:
         while (job := _next_job(spec.jobs[rank])) is not None:
             if job.kind == "init":
                 _load_initial(model, spec.weight_slots[job.weight_slot], job.weight_specs, me)
                 continue
-            spec.results.put(_train(rank, me, job, model, optimizer, cfg, spec))
+            spec.results.put(_train(rank, me, job, model, optimizer, cfg, spec, publisher))
     except KeyboardInterrupt:  # Ctrl-C reaches every process of the group; the driver reports it
         pass
     finally:
@@ -139,6 +149,11 @@ def _micro_batches(slot: torch.Tensor, job: Job) -> list[MicroBatch]:
             for m in range(len(job.leaf_ids))]
 
 
+def _on_device(mbs: list[MicroBatch], device: torch.device) -> list[MicroBatch]:
+    """The micro-batches on the rank's device (the slot is host memory); on CPU, themselves."""
+    return mbs if device.type == "cpu" else [moved(mb, device) for mb in mbs]
+
+
 def _replay(mb: MicroBatch, me: str, ids: list[str], batch_id: int) -> Replay | None:
     """The selections to replay: from the micro-batch, or read from the store by handle."""
     if not isinstance(mb.replay, list):
@@ -151,10 +166,11 @@ def _replay(mb: MicroBatch, me: str, ids: list[str], batch_id: int) -> Replay | 
 
 def _train(
     rank: int, me: str, job: Job, model: TinyLM, optimizer: AdamW,
-    cfg: Config, spec: RankSpec,
+    cfg: Config, spec: RankSpec, publisher: IpcPublisher | None = None,
 ) -> RankResult:
     flowmap.step(job.batch_id)
     dp = cfg.train.dp
+    device = next(model.parameters()).device
     mbs = _micro_batches(spec.slots[rank][job.slot], job)
     replays: list[Replay | None] = []
     for mb, ids in zip(mbs, job.leaf_ids, strict=True):
@@ -162,6 +178,7 @@ def _train(
         flowmap.hop("batcher", me, mb, name="micro_batch", transport="shm", items=ids,
                     step=job.batch_id, dims=dims)
         replays.append(_replay(mb, me, ids, job.batch_id))
+    mbs = _on_device(mbs, device)  # after the hops: they record what crossed, in the slot
     losses = _losses(me, job, model, mbs, replays, cfg, spec.slots[rank][job.slot])
     updates = update_plan(len(mbs), cfg.train.ppo_epochs, job.mini_batch_tokens,
                           job.global_response_tokens)
@@ -170,7 +187,7 @@ def _train(
     last = updates[-1]
     optimizer.zero_grad()
     params = list(model.parameters())
-    sums = torch.zeros(4, dtype=torch.float64)  # loss, entropy, clipped, ratio (token sums)
+    sums = torch.zeros(4, dtype=torch.float64, device=device)  # loss, entropy, clipped, ratio
     for i in last.indices:
         parts = losses.of(i, last.tokens)
         parts.loss.backward()
@@ -195,7 +212,7 @@ def _train(
     metrics["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, cfg.train.grad_clip))
     optimizer.step()
     if rank == 0:
-        _publish(result, model, metrics, job, spec)
+        _publish(result, model, metrics, job, spec, publisher)
     return result
 
 
@@ -205,12 +222,15 @@ def _losses(me: str, job: Job, model: TinyLM, mbs: list[MicroBatch],
     t = cfg.train
     settings = LossSettings(t.clip_eps, cfg.rollout.temperature, t.kl_coef)
     losses = MicroLosses(model, mbs, replays, settings)
+    device = next(model.parameters()).device
+    losses.kl_sum = losses.kl_sum.to(device)
     if t.kl_coef > 0:
         views = shm_pool.read(slot, job.specs)
-        losses.refs = [views[f"{m}.ref_log_probs"] for m in range(len(mbs))]
-        for ref, ids in zip(losses.refs, job.leaf_ids, strict=True):
+        refs = [views[f"{m}.ref_log_probs"] for m in range(len(mbs))]
+        for ref, ids in zip(refs, job.leaf_ids, strict=True):
             flowmap.hop("ref", me, ref, name="ref_log_probs", transport="shm", items=ids,
                         step=job.batch_id)
+        losses.refs = [ref.to(device) for ref in refs]
     if t.recomputes_old_log_probs:
         losses.olds = old_log_probs(model, mbs, replays, settings.temperature)
         for old, ids in zip(losses.olds, job.leaf_ids, strict=True):
@@ -219,16 +239,21 @@ def _losses(me: str, job: Job, model: TinyLM, mbs: list[MicroBatch],
 
 
 def _publish(result: RankResult, model: TinyLM, metrics: dict[str, float], job: Job,
-             spec: RankSpec) -> None:
-    """Rank 0: new weights into the weight slot of this version; metrics as counters."""
+             spec: RankSpec, publisher: IpcPublisher | None = None) -> None:
+    """Rank 0: new weights into the weight slot of this version (on CUDA: their IPC handles,
+    recorded by flowmap's cuda_ipc capture as they are made); metrics as counters."""
     version = job.batch_id + 1
-    slot_index = version % len(spec.weight_slots)  # double-buffered: the driver may still read v-1
-    slot = spec.weight_slots[slot_index]
-    result.weight_specs = shm_pool.write(slot, list(model.named_parameters()))
-    result.weight_slot, result.version, result.metrics = slot_index, version, metrics
-    state_dict = shm_pool.read(slot, result.weight_specs)
-    flowmap.hop("trainer/rank0", "weight_sync", state_dict, name="state_dict", transport="shm",
-                step=job.batch_id, version=version)
+    result.version, result.metrics = version, metrics
+    if publisher is not None:
+        result.ipc_handles = publisher.publish(model, version)
+    else:
+        slot_index = version % len(spec.weight_slots)  # double-buffered: driver may read v-1
+        slot = spec.weight_slots[slot_index]
+        result.weight_specs = shm_pool.write(slot, list(model.named_parameters()))
+        result.weight_slot = slot_index
+        state_dict = shm_pool.read(slot, result.weight_specs)
+        flowmap.hop("trainer/rank0", "weight_sync", state_dict, name="state_dict",
+                    transport="shm", step=job.batch_id, version=version)
     for name in ("loss", "entropy", "grad_norm", "clip_frac"):
         flowmap.counter(name, metrics[name])
     if spec.config["train"]["kl_coef"] > 0:

@@ -113,8 +113,8 @@ def tensor_leaf(w: Walk, t: Any, path: str) -> None:
     nbytes = span = t.nbytes
     if not t.is_contiguous():
         nbytes, span = _strided_bytes(shape, t.stride(), nbytes)
-    if ptr == 0:  # meta, empty or storage-less tensors: the object stands in for an address
-        _emit(w, path, shape, dtype, device, nbytes, span, ptr, t)
+    if ptr == 0 or device == "meta":  # no address (a meta view's data_ptr is its offset alone)
+        _emit(w, path, shape, dtype, device, nbytes, span, 0, t)
         return
     leaves = w.leaves
     if len(leaves) < MAX_LEAVES:
@@ -228,11 +228,31 @@ def _emit(w: Walk, path: str, shape: Any, dtype: str, device: str, nbytes: int, 
           ptr: int, t: Any, kind: str = "tensor") -> None:
     dims = w.dims.get(path) if w.dims else None
     w.add((path, kind, shape, dtype, device, nbytes, 1, dims))
-    if ptr == 0:  # meta, empty or storage-less tensors: the object stands in for an address
-        ptr = id(t) << 64
-        device += "#obj"
+    if ptr == 0 or device == "meta":  # meta, empty or storage-less tensors: no address
+        ptr, device = _stand_in(t, device)
     w.piece(device, ptr, ptr + span, nbytes)
     w.storage(ptr, device)
+
+
+def _stand_in(t: Any, device: str) -> tuple[int, str]:
+    """An address for a tensor whose data_ptr is 0, and its address space.
+
+    A meta tensor has a storage but no memory: its StorageImpl stands in (at the
+    view's offset in it), so views of one meta storage overlap and count once,
+    and two meta tensors never share an identity. A tensor with no storage to
+    read (empty, storage-less subclasses) is its own object. Metadata only:
+    nothing here runs on a device or synchronises one.
+    """
+    base = _T["base"]
+    try:
+        with _T["no_subclass"]():
+            storage = base.untyped_storage(t)
+            if storage.nbytes():
+                start = base.storage_offset(t) * base.element_size(t)
+                return (storage._cdata << 64) + start, device + "#storage"
+    except Exception:
+        pass
+    return id(t) << 64, device + "#obj"
 
 
 def _strided_bytes(shape: Any, stride: Any, logical: int) -> tuple[int, int]:

@@ -2,7 +2,8 @@
 
 - `dist`: torch.distributed collectives and point-to-point calls (`dist.py`);
 - `mp`: multiprocessing / torch.multiprocessing queues and pipes (`mp.py`);
-- `zmq`: pyzmq sockets (`zmq.py`).
+- `zmq`: pyzmq sockets (`zmq.py`);
+- `cuda_ipc`: CUDA tensors shared by IPC handle, from torch's own reductions (`cuda_ipc.py`).
 
 Each is installed by the patch-on-import hook when the program imports the
 library, so a `from torch.distributed import all_reduce` made afterwards
@@ -22,7 +23,7 @@ from types import ModuleType
 from flowmap.capture import importhook
 
 ENV = "FLOWMAP_TRANSPORTS"
-NAMES = ("dist", "mp", "zmq")
+NAMES = ("dist", "mp", "zmq", "cuda_ipc")
 
 
 def enabled(value: str | None = None) -> set[str]:
@@ -61,6 +62,8 @@ def install_hooks() -> None:
         importhook.on_import("multiprocessing.connection", _mp_connection)
     if "zmq" in on:
         importhook.on_import("zmq.sugar.socket", _zmq)
+    if "cuda_ipc" in on:
+        importhook.on_import("torch.multiprocessing.reductions", _cuda_ipc)
 
 
 def _dist(module: ModuleType) -> None:
@@ -85,3 +88,9 @@ def _zmq(module: ModuleType) -> None:
     from flowmap.integrations.transports import zmq
 
     zmq.install(module)
+
+
+def _cuda_ipc(module: ModuleType) -> None:
+    from flowmap.integrations.transports import cuda_ipc
+
+    cuda_ipc.install(module)
