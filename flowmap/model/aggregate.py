@@ -23,6 +23,7 @@ from operator import add, attrgetter
 from typing import TYPE_CHECKING, Protocol
 
 from flowmap.model.memo import HopsMemo, PrefixMemo
+from flowmap.model.processes import declared_owners, hosts_of
 from flowmap.model.types import (
     CounterStats,
     Dim,
@@ -507,7 +508,8 @@ class _Flow:
 
 
 def owner_stats(run: Records, seams: Mapping[SeamKey, SeamStats]) -> dict[str, OwnerStats]:
-    """`name -> OwnerStats`, sorted by name: what flows in and out of each, by `seams`."""
+    """`name -> OwnerStats`, sorted by name: what flows in and out of each, by `seams`, and
+    the processes it ran in (`flowmap.model.processes`)."""
     flows: dict[str, _Flow] = {}
     pids: dict[str, set[int]] = defaultdict(set)
     for s in seams.values():
@@ -525,9 +527,11 @@ def owner_stats(run: Records, seams: Mapping[SeamKey, SeamStats]) -> dict[str, O
         if c.owner:
             flows.setdefault(c.owner, _Flow())
             pids[c.owner].add(c.pid)
+    declared = declared_owners(run.shards)
+    placed = {name: declared.get(name) or pids.get(name, set()) for name in flows}
     return {
         name: OwnerStats(name, role_of(name), f.bytes_in, f.bytes_out, f.hops_in, f.hops_out,
-                         tuple(sorted(pids.get(name, ()))))
+                         tuple(sorted(placed[name])), hosts_of(placed[name], run.shards))
         for name, f in sorted(flows.items())
     }
 

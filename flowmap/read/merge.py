@@ -2,7 +2,9 @@
 
 On one host every shard's events are on the shared monotonic clock, which is
 how a run directory merges on read. Across hosts the monotonic clocks are
-unrelated, so shards collected from other machines are put on the timeline
+unrelated (a host is a hostname, boot id and pid namespace,
+`flowmap.read.identity`: two containers whose processes are both pid 1, even
+under one hostname, are two hosts, each aligned on its own), so shards collected from other machines are put on the timeline
 of one reference host (the host of the earliest shard) through the wall
 clock each header also records: a foreign shard's `t0_mono_ns` is rewritten
 to `t0_wall_ns - (wall - monotonic offset of the reference host)`. Event
@@ -21,6 +23,7 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import UsageError
+from flowmap.read.identity import HostKey, host_key, host_labels
 from flowmap.read.reader import MAX_HEADER, clean_text, open_regular
 from flowmap.read.run_meta import read_run_meta
 from flowmap.read.shards import shard_paths
@@ -61,11 +64,13 @@ def _merge(sources: list[str], out: str) -> MergeResult:
     if not shards:
         raise UsageError(skipped[0] if skipped else "no shards to merge")
     first = min(shards, key=lambda s: s[1]["t0_wall_ns"])[1]
-    offsets: dict[str, int] = {}
+    offsets: dict[HostKey, int] = {}  # each host's wall - monotonic clock offset
     for _, h in sorted(shards, key=lambda s: s[1]["t0_wall_ns"]):
-        offsets.setdefault(h["host"], h["t0_wall_ns"] - h["t0_mono_ns"])
-    reference = first["host"]
-    result = MergeResult(out, reference_host=reference, hosts=sorted(offsets), skipped=skipped)
+        offsets.setdefault(host_key(h), h["t0_wall_ns"] - h["t0_mono_ns"])
+    reference = host_key(first)
+    labels = host_labels([h for _, h in shards])
+    result = MergeResult(out, reference_host=labels[reference],
+                         hosts=sorted(labels[k] for k in offsets), skipped=skipped)
     os.makedirs(out, exist_ok=True)
     taken: set[str] = set()
     for i, (path, header) in enumerate(shards):
@@ -74,7 +79,7 @@ def _merge(sources: list[str], out: str) -> MergeResult:
             name = f"{i}-{name}"
         taken.add(name)
         dest = os.path.join(out, name)
-        if header["host"] == reference:
+        if host_key(header) == reference:
             with open_regular(path) as fin, open(dest, "wb") as fout:
                 shutil.copyfileobj(fin, fout)
         else:
@@ -123,6 +128,7 @@ def _write_meta(sources: list[str], out: str, result: MergeResult) -> None:
         "schema": tf.SCHEMA_VERSION,
         "merged_from": [os.path.abspath(s) for s in sources],
         "clock_reference_host": result.reference_host,
+        "hosts": result.hosts,
     })
     with open(os.path.join(out, tf.RUN_META), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=2, sort_keys=True)
@@ -135,14 +141,15 @@ def repeated_shard(sources: list[str]) -> str | None:
     Merging a run with itself (or with a copy of itself) would double every hop
     silently; the shard header identifies a process's recording wherever it lies.
     """
-    seen: dict[tuple[str, int, int, int], str] = {}
+    seen: dict[tuple[str, int, int, int, str], str] = {}
     for src in sources:
         for p in shard_paths(src):
             try:
                 h = _header(p)
             except UsageError:
                 continue  # not a shard: merge_runs says so
-            key = (h["host"], int(h.get("pid") or 0), h["t0_mono_ns"], h["t0_wall_ns"])
+            key = (h["host"], int(h.get("pid") or 0), h["t0_mono_ns"], h["t0_wall_ns"],
+                   str(h.get("run_process") or ""))
             if key in seen:
                 return (f"{p} is the same recording as {seen[key]} (host {h['host']}, pid {key[1]}); "
                         "give each run once")

@@ -232,9 +232,15 @@ def _metadata(run: _Part, tracks: dict[str, Track]) -> list[dict[str, Any]]:
     names = {s.pid: s.process or _owners_label(tracks, s.pid) or _script(s.argv) for s in run.shards}
     names.update({pid: _owners_label(tracks, pid) for pid, _ in tracks.values() if not names.get(pid)})
     pids = sorted({pid for pid, _ in tracks.values()} | set(names))
+    # A process track per host and pid: records carry the run's number for a process, unique
+    # even where two hosts' processes are both pid 1 (`flowmap.read.identity`); the label
+    # gives the pid the OS gave, and its host where the run has several.
+    where = {s.pid: (s.os_pid or s.pid, s.host_label or s.host) for s in run.shards}
+    several = len({h for _, h in where.values()}) > 1
     out = []
     for i, pid in enumerate(pids):
-        label = f"{names.get(pid) or 'process'} (pid {pid})"
+        os_pid, host = where.get(pid, (pid, ""))
+        label = f"{names.get(pid) or 'process'} (pid {os_pid}{f' on {host}' if several else ''})"
         out.append(_meta("process_name", pid, 0, {"name": label}))
         out.append(_meta("process_sort_index", pid, 0, {"sort_index": i}))
     for owner, (pid, tid) in sorted(tracks.items(), key=lambda kv: kv[1][1]):

@@ -36,7 +36,9 @@ def test_shards_of_two_hosts_are_put_on_one_clock(tmp_path):
     assert (result.shards, result.aligned, result.reference_host) == (2, 1, "hostA")
     run = flowmap.load(str(tmp_path / "m"))
     a, b = run.hops
-    assert (a.pid, b.pid) == (10, 10) and len(run.shards) == 2
+    # two processes, one per host, though both are pid 10: the run numbers them apart
+    assert a.pid != b.pid and len(run.shards) == 2
+    assert sorted((s.os_pid, s.host_label) for s in run.shards) == [(10, "hostA"), (10, "hostB")]
     assert b.t_ns - a.t_ns == 5_000_000
     assert json.loads((tmp_path / "m" / "run.json").read_text())["clock_reference_host"] == "hostA"
 
