@@ -15,6 +15,7 @@ from flowmap.errors import NotATrace
 from flowmap.read import identity
 from flowmap.read.events import Shard
 from flowmap.read.fold import DETAIL_HOPS, shard_budget
+from flowmap.read.ray_transport import name_ray_transports
 from flowmap.read.reader import _show, read_header, read_shard
 from flowmap.rundir import shard_names
 
@@ -97,4 +98,5 @@ def read_run_shards(
         shards.append(shard)
     if not shards:
         raise NotATrace(problems[0] if problems else f"{_show(run_path)} holds no readable shards")
+    name_ray_transports(shards)
     return shards, problems
