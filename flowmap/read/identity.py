@@ -20,14 +20,15 @@ from typing import Any
 
 PID_SPAN = 1 << 22  # above Linux's largest pid (pid_max <= 2**22)
 
-HostKey = tuple[str, str, int]
+HostKey = tuple[str, str, int, str]
 
 
 def host_key(header: Mapping[str, Any]) -> HostKey:
-    """The host a shard's header names: hostname, boot id and pid namespace."""
-    boot, ns = header.get("boot_id"), header.get("pid_ns")
+    """The host a shard's header names: hostname, boot id and pid namespace (and the tag
+    `merge` gives a host it found to be two, `flowmap.read.merge`)."""
+    boot, ns, tag = header.get("boot_id"), header.get("pid_ns"), header.get("host_tag")
     return (str(header.get("host") or ""), boot if type(boot) is str else "",
-            ns if type(ns) is int else 0)
+            ns if type(ns) is int else 0, tag if type(tag) is str else "")
 
 
 def process_key(header: Mapping[str, Any]) -> tuple[HostKey, int, int | str]:

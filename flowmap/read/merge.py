@@ -23,7 +23,7 @@ from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import UsageError
-from flowmap.read.identity import HostKey, host_key, host_labels
+from flowmap.read.identity import HostKey, host_key, host_labels, process_key
 from flowmap.read.reader import MAX_HEADER, clean_text, open_regular
 from flowmap.read.run_meta import read_run_meta
 from flowmap.read.shards import shard_paths
@@ -55,14 +55,17 @@ def merge_runs(sources: list[str], out: str) -> MergeResult:
 def _merge(sources: list[str], out: str) -> MergeResult:
     shards = []
     skipped: list[str] = []
-    for src in sources:
+    source_of: list[int] = []
+    for n, src in enumerate(sources):
         for p in shard_paths(src):
             try:
                 shards.append((p, _header(p)))
+                source_of.append(n)
             except UsageError as exc:  # an empty or foreign shard: reported, not fatal
                 skipped.append(str(exc))
     if not shards:
         raise UsageError(skipped[0] if skipped else "no shards to merge")
+    retagged = _tell_hosts_apart([h for _, h in shards], source_of)
     first = min(shards, key=lambda s: s[1]["t0_wall_ns"])[1]
     offsets: dict[HostKey, int] = {}  # each host's wall - monotonic clock offset
     for _, h in sorted(shards, key=lambda s: s[1]["t0_wall_ns"]):
@@ -79,12 +82,14 @@ def _merge(sources: list[str], out: str) -> MergeResult:
             name = f"{i}-{name}"
         taken.add(name)
         dest = os.path.join(out, name)
-        if host_key(header) == reference:
-            with open_regular(path) as fin, open(dest, "wb") as fout:
-                shutil.copyfileobj(fin, fout)
-        else:
+        if host_key(header) != reference:
             _copy_aligned(path, dest, header, offsets[reference])
             result.aligned += 1
+        elif i in retagged:
+            _copy_with_header(path, dest, header)
+        else:
+            with open_regular(path) as fin, open(dest, "wb") as fout:
+                shutil.copyfileobj(fin, fout)
         result.shards += 1
     _write_meta(sources, out, result)
     return result
@@ -106,13 +111,35 @@ def _header(path: str) -> dict[str, Any]:
     return header
 
 
+def _tell_hosts_apart(headers: list[dict[str, Any]], source_of: list[int]) -> set[int]:
+    """Tag (`host_tag`) the shards of a host that two sources both hold with one pid: one
+    host cannot have run two processes of one pid in two runs being merged (a header copied
+    and edited, or hosts alike in every name: same hostname, same kernel, no pid namespace).
+    The first source keeps the host's name; the others are hosts of their own. Returns the
+    indexes of the headers tagged."""
+    sources: dict[tuple[HostKey, int], set[int]] = {}
+    for h, n in zip(headers, source_of):
+        sources.setdefault((host_key(h), process_key(h)[1]), set()).add(n)
+    split = {(key, n) for (key, _), ns in sources.items() if len(ns) > 1 for n in sorted(ns)[1:]}
+    tagged = set()
+    for i, (h, n) in enumerate(zip(headers, source_of)):
+        if (host_key(h), n) in split:
+            h["host_tag"] = f"source{n + 1}"
+            tagged.add(i)
+    return tagged
+
+
 def _copy_aligned(src: str, dest: str, header: dict[str, Any], reference_offset_ns: int) -> None:
     aligned = dict(header)
     aligned["t0_mono_ns"] = header["t0_wall_ns"] - reference_offset_ns
     aligned["clock"] = {"source_t0_mono_ns": header["t0_mono_ns"], "aligned_by": "wall"}
+    _copy_with_header(src, dest, aligned)
+
+
+def _copy_with_header(src: str, dest: str, header: dict[str, Any]) -> None:
     with open_regular(src) as fin, open(dest, "wb") as fout:
         fin.readline()
-        fout.write(json.dumps(aligned, separators=(",", ":")).encode() + b"\n")
+        fout.write(json.dumps(header, separators=(",", ":")).encode() + b"\n")
         shutil.copyfileobj(fin, fout)
 
 
