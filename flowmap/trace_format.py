@@ -64,7 +64,8 @@ its detail window only.
 The header names the process for good (flowmap/capture/identity.py): its
 `host`, `pid`, and what tells equal names and pids apart — `boot_id`,
 `pid_ns` (the pid namespace: containers all have a pid 1), `start_ticks`
-(a reused pid) and `run_process` (random). An `i` event adds what the
+(a reused pid) and `run_process` (random); `merge` may add `host_tag` to tell
+apart two hosts alike in all of these (flowmap/read/merge.py). An `i` event adds what the
 process learns later, as plain text: `owner` (an owner whose code runs in
 this process, e.g. a Ray actor) and `ray_node_id` (the Ray node it runs on).
 
