@@ -11,9 +11,10 @@ owners run in it (`i` events, flowmap/integrations/ray_node.py):
   (Ray's `max_direct_call_object_size`); a larger argument or return value is
   put into the object store, so an `rpc` hop above it moved through shared
   memory (`shm`) — or over the network, below;
-- a hop is recorded where the bytes arrived (the callee records its arguments,
-  the caller the value it fetched); when the owner that sent them ran on
-  another Ray node, the object was pulled across nodes: `net`.
+- when the owner that sent the bytes and the owner that received them ran on
+  different Ray nodes (as their processes said; an owner that did not say is
+  taken to run where the hop was recorded), the object was pulled across
+  nodes: `net`.
 
 An `rpc` hop at or below the limit stays `rpc`, across nodes too: the value rode
 inside the call's own message. A hop into `object_store` (`ray.put`) is
@@ -51,5 +52,9 @@ def name_ray_transports(shards: Sequence[Shard]) -> None:
                 continue
             if h.transport == "rpc" and h.nbytes <= INLINE_MAX_BYTES:
                 continue
-            came_from = owner_nodes.get(h.src)
-            h.transport = CROSS_NODE if came_from and here not in came_from else "shm"
+            # each side's node as its processes said, else the recording process's (the
+            # callee records its arguments, the caller what it fetched; verl's dispatch
+            # records on the sending side)
+            sent = owner_nodes.get(h.src) or {here}
+            got = owner_nodes.get(h.dst) or {here}
+            h.transport = CROSS_NODE if not sent & got else "shm"
