@@ -44,3 +44,17 @@ def hosts_of(pids: Iterable[int], shards: Iterable[Shard]) -> tuple[str, ...]:
     """The hosts (as the run names them) of `pids`, sorted."""
     host: Mapping[int, str] = {s.pid: s.host_label or s.host or "host" for s in shards}
     return tuple(sorted({host[p] for p in pids if p in host}))
+
+
+def places(shards: Sequence[Shard]) -> dict[int, tuple[int, str]]:
+    """`pid -> (os pid, where)`: `where` is ` on HOST` where the run has several hosts, and
+    `, Ray node ID8` where it has several Ray nodes (Perfetto's process labels)."""
+    hosts = {s.host_label or s.host for s in shards}
+    nodes = {s.info.get("ray_node_id") for s in shards} - {None}
+    out = {}
+    for s in shards:
+        node = s.info.get("ray_node_id")
+        at = f" on {s.host_label or s.host}" if len(hosts) > 1 else ""
+        at += f", Ray node {node[:8]}" if node and len(nodes) > 1 else ""
+        out[s.pid] = (s.os_pid or s.pid, at)
+    return out
