@@ -51,3 +51,15 @@ def test_processes_that_share_a_pid_are_numbered_apart():
     assert identity.host_labels([a, b, c]) == {identity.host_key(a): "h#1", identity.host_key(b): "h#2"}
     old = {"host": "h", "pid": 1, "t0_wall_ns": 0}  # an older writer's header: by name and pid
     assert identity.run_pids([old, dict(old)]) == [1, 1]
+
+
+def test_set_owner_says_where_the_owner_runs(tmp_path):
+    # GIVEN a process that names itself `trainer` and only receives (nothing sent from it,
+    # no counters: the old evidence placed it nowhere)
+    path = str(tmp_path / "run")
+    with flowmap.tracing(path, children=False):
+        flowmap.set_owner("trainer")
+        flowmap.hop("rollout", "trainer", {"x": 1}, name="batch")
+    view = flowmap.load(path).view
+    assert view.owners["trainer"].pids == (os.getpid(),)
+    assert view.health.processes[0].owners == ("trainer",)
