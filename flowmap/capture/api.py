@@ -146,14 +146,14 @@ def set_owner(name: str) -> None:
     state.default_owner = name
     state.auto_owner = False
     t = state.tracer
-    if t is not None and name not in _declared and len(_declared) < 256:
-        _declared.add(name)
+    if t is not None and (id(t), name) not in _declared and len(_declared) < 256:
+        _declared.add((id(t), name))  # once per shard: a second run's shard says it again
         info = getattr(t, "info", None)  # not a stand-in's no-op: a fork's shard opens here
         if info is not None:
             info("owner", str(name))
 
 
-_declared: set[str] = set()  # owners this process said it runs
+_declared: set[tuple[int, str]] = set()  # (tracer, owner) this process said it runs
 os.register_at_fork(after_in_child=_declared.clear)
 
 

@@ -57,9 +57,13 @@ def test_set_owner_says_where_the_owner_runs(tmp_path):
     # GIVEN a process that names itself `trainer` and only receives (nothing sent from it,
     # no counters: the old evidence placed it nowhere)
     path = str(tmp_path / "run")
-    with flowmap.tracing(path, children=False):
-        flowmap.set_owner("trainer")
-        flowmap.hop("rollout", "trainer", {"x": 1}, name="batch")
+    saved = state.default_owner, state.auto_owner
+    try:
+        with flowmap.tracing(path, children=False):
+            flowmap.set_owner("trainer")
+            flowmap.hop("rollout", "trainer", {"x": 1}, name="batch")
+    finally:
+        state.default_owner, state.auto_owner = saved
     view = flowmap.load(path).view
     assert view.owners["trainer"].pids == (os.getpid(),)
     assert view.health.processes[0].owners == ("trainer",)
