@@ -21,7 +21,10 @@ def merge(
     if repeated:
         raise UsageError(repeated)
     result = merge_runs(runs, output)
-    shown = os.path.relpath(result.out)
+    try:
+        shown = os.path.relpath(result.out)
+    except OSError:  # the working directory is gone: the absolute path
+        shown = os.path.abspath(result.out)
     sys.stderr.write(
         f"flowmap: merged {result.shards} shards from {len(result.hosts)} host(s) "
         f"({', '.join(result.hosts)}) into {shown}"
