@@ -23,8 +23,8 @@ def merge(
     result = merge_runs(runs, output)
     try:
         shown = os.path.relpath(result.out)
-    except OSError:  # the working directory is gone: the absolute path
-        shown = os.path.abspath(result.out)
+    except OSError:  # the working directory is gone: the path as given
+        shown = result.out
     sys.stderr.write(
         f"flowmap: merged {result.shards} shards from {len(result.hosts)} host(s) "
         f"({', '.join(result.hosts)}) into {shown}"
