@@ -8,8 +8,9 @@ the argument it received — so they share no storage, and their leaves are
 named differently (`result.*` for a return value, the parameter's name for an
 argument). `pass_through` compares storages and leaf names; this compares
 what the payload is made of: an arrival at the middle whose tensors (kind,
-dtype, shape, bytes, whatever their paths) all leave it again on a later hop
-to another owner is that payload passed on.
+dtype, shape, bytes, whatever their paths; arrays, and bytes and strings of
+256 bytes or more) all leave it again on a later hop to another owner is that
+payload passed on.
 
 Shapes and dtypes must match, so a received [8, 128] batch is never taken for
 an unrelated [1024] tensor; `ref` hops (a handle, or a Python reference in one
@@ -46,9 +47,14 @@ class _Arrival:
     sent_on: set[SeamKey] = field(default_factory=set)
 
 
+TEXT_KINDS = ("bytes", "str")
+MIN_TEXT_BYTES = 256  # a shorter string is a name or a status, not a payload passed on
+
+
 def _parts(h: Hop) -> Counter[Part]:
-    return Counter((leaf.kind, leaf.dtype, tuple(leaf.shape), leaf.nbytes)
-                   for leaf in h.leaves if leaf.kind in ARRAY_KINDS and leaf.nbytes)
+    return Counter((leaf.kind, leaf.dtype, tuple(leaf.shape), leaf.nbytes) for leaf in h.leaves
+                   if (leaf.kind in ARRAY_KINDS and leaf.nbytes)
+                   or (leaf.kind in TEXT_KINDS and leaf.nbytes >= MIN_TEXT_BYTES))
 
 
 def funnels(view: RunView) -> dict[tuple[SeamKey, SeamKey], tuple[int, int]]:
