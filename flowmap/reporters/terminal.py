@@ -99,6 +99,9 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
     return lines
 
 
+MAX_PIDS = 6  # pids named per host (the JSON lists every process)
+
+
 def _hosts(view: RunView) -> str:
     """`hosts: a (pids 1, 7), b (pid 1)` where the run spans several hosts or Ray nodes."""
     procs = view.health.processes
@@ -108,7 +111,8 @@ def _hosts(view: RunView) -> str:
     parts = []
     for host in view.health.hosts:
         here = [p for p in procs if p.host == host]
-        pids = ", ".join(str(p.os_pid) for p in here)
+        pids = ", ".join(str(p.os_pid) for p in here[:MAX_PIDS]) + (
+            f" +{len(here) - MAX_PIDS}" if len(here) > MAX_PIDS else "")
         on = sorted({p.ray_node[:8] for p in here if p.ray_node})
         parts.append(f"{host} ({'pids' if len(here) > 1 else 'pid'} {pids}"
                      + (f"; Ray {'nodes' if len(on) > 1 else 'node'} {', '.join(on)}" if on else "")
