@@ -40,6 +40,22 @@ def declared_owners(shards: Iterable[Shard]) -> dict[str, set[int]]:
     return out
 
 
+def place_owners(shards: Sequence[Shard], names: Iterable[str], sent: Mapping[str, set[int]],
+                 received: Mapping[str, set[int]]) -> dict[str, set[int]]:
+    """`owner -> pids` it ran in: where it said it runs; else, of the processes that sent
+    from it or recorded its counters (`sent`), those where no other owner said it runs;
+    else the unclaimed processes that recorded hops to it (a Ray driver connected before
+    tracing began records what its actors return); else all of `sent`."""
+    declared = declared_owners(shards)
+    claimed = set().union(*declared.values()) if declared else set()
+    out = {}
+    for name in names:
+        evidence = sent.get(name, set())
+        out[name] = (declared.get(name) or evidence - claimed
+                     or (received.get(name, set()) - claimed if claimed else set()) or evidence)
+    return out
+
+
 def hosts_of(pids: Iterable[int], shards: Iterable[Shard]) -> tuple[str, ...]:
     """The hosts (as the run names them) of `pids`, sorted."""
     host: Mapping[int, str] = {s.pid: s.host_label or s.host or "host" for s in shards}

@@ -64,3 +64,14 @@ def test_a_run_without_ray_processes_keeps_its_labels(tmp_path):
     run = tmp_path / "run"
     _shard(run, 10, None, None, [("a", "b", "big", 200 * KIB, "rpc"), ("a", "b", "m", 8 * KIB, "shm")])
     assert _transports(run) == {"a -> b : big": {"rpc": 1}, "a -> b : m": {"shm": 1}}
+
+
+def test_a_driver_that_did_not_say_where_it_runs_is_placed_in_its_own_process(tmp_path):
+    # GIVEN an actor that said where it runs (it records the driver's calls: src driver), and
+    # a driver connected before tracing began, which said nothing (it records the results)
+    run = tmp_path / "run"
+    _shard(run, 20, "A", "Rollout/1", [("driver", "Rollout/1", "generate", 8, "rpc")])
+    _shard(run, 10, None, None, [("Rollout/1", "driver", "generate", 4 * KIB, "rpc")])
+    owners = flowmap.load(str(run)).view.owners
+    # THEN each is in its own process, not in the process that recorded its hops
+    assert (owners["driver"].pids, owners["Rollout/1"].pids) == ((10,), (20,))
