@@ -10,7 +10,7 @@ element is its kind:
 
     {"flowmap": "trace", "schema": 1, "pid", "ppid", "host", "argv",
      "t0_mono_ns", "t0_wall_ns", "process", "boot_id", "pid_ns",
-     "start_ticks", "run_process"}                  header
+     "start_ticks", "run_process", "ray_node_id"}   header
     ["s", id, text]                                 interned string
     ["S", id, [[path, kind, shape, dtype, device, nbytes, count, dims], ...]]
                                                     interned payload schema
@@ -65,7 +65,8 @@ The header names the process for good (flowmap/capture/identity.py): its
 `host`, `pid`, and what tells equal names and pids apart — `boot_id`,
 `pid_ns` (the pid namespace: containers all have a pid 1), `start_ticks`
 (a reused pid) and `run_process` (random); `merge` may add `host_tag` to tell
-apart two hosts alike in all of these (flowmap/read/merge.py). An `i` event adds what the
+apart two hosts alike in all of these (flowmap/read/merge.py); a Ray worker's
+header has its `ray_node_id`. An `i` event adds what the
 process learns later, as plain text: `owner` (an owner whose code runs in
 this process, e.g. a Ray actor) and `ray_node_id` (the Ray node it runs on).
 

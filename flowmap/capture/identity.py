@@ -11,7 +11,9 @@ clusters. So a shard's header also records what makes the pair unique:
 - `start_ticks`: the process's start time in clock ticks since boot
   (`/proc/self/stat`), which tells a reused pid from the process before it;
 - `run_process`: random bytes drawn when the shard opens, the last resort
-  where /proc is missing (another OS, a sandbox).
+  where /proc is missing (another OS, a sandbox);
+- `ray_node_id`: in a Ray worker, the node its raylet runs on (its
+  `--node-id` argument).
 
 A host is `(host, boot_id, pid_ns)`; a process is a host plus `pid` and
 `start_ticks` (`flowmap.read.identity` reads them back). Each field is read
@@ -21,6 +23,7 @@ once per shard, with plain file reads: no import, a few microseconds.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 
@@ -49,6 +52,15 @@ def _pid_namespace() -> int | None:
         return None
 
 
+def _ray_node() -> dict[str, str]:
+    """A Ray worker's node id, from the command line its raylet started it with; a driver
+    learns its own once connected (`flowmap.integrations.ray_node`, an `i` event)."""
+    for arg in sys.argv[1:64]:
+        if type(arg) is str and arg.startswith("--node-id=") and len(arg) < 200:
+            return {"ray_node_id": arg[len("--node-id="):]}
+    return {}
+
+
 def process_identity() -> dict[str, Any]:
     """The header fields that name this process uniquely (module docstring)."""
     return {
@@ -56,4 +68,5 @@ def process_identity() -> dict[str, Any]:
         "pid_ns": _pid_namespace(),
         "start_ticks": _start_ticks(),
         "run_process": os.urandom(8).hex(),
+        **_ray_node(),
     }

@@ -72,6 +72,9 @@ def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None
             identity={k: header[k] for k in IDENTITY if type(header.get(k)) in (int, str)},
         )
         shard.os_pid = shard.pid
+        node = header.get("ray_node_id")
+        if type(node) is str:
+            shard.info["ray_node_id"] = _text(node, "")[:200]
         if pid is not None:
             shard.pid = pid
         _Decoder(shard, detail_hops).feed(f)

@@ -67,3 +67,17 @@ def test_set_owner_says_where_the_owner_runs(tmp_path):
     view = flowmap.load(path).view
     assert view.owners["trainer"].pids == (os.getpid(),)
     assert view.health.processes[0].owners == ("trainer",)
+
+
+def test_a_ray_workers_header_names_its_node_from_its_command_line(tmp_path):
+    # GIVEN a process started as a raylet starts a worker (`--node-id=...` among its args)
+    import subprocess
+    import sys
+    path = str(tmp_path / "run")
+    code = ("import sys, flowmap\n"
+            "with flowmap.tracing(sys.argv[1], children=False):\n"
+            "    flowmap.hop('a', 'b', {'x': 1}, name='n')\n")
+    subprocess.run([sys.executable, "-c", code, path, "--node-id=5f1cabc"], check=True, timeout=60)
+    # THEN its process is on that node, without a word from the integration
+    (proc,) = flowmap.load(path).view.health.processes
+    assert proc.ray_node == "5f1cabc"
