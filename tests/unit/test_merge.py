@@ -90,3 +90,34 @@ def test_one_host_recorded_twice_in_one_run_stays_one_host(tmp_path):
     # THEN one host, two processes of pid 7
     assert [(p.os_pid, p.host) for p in run.view.health.processes] == [(7, "node"), (7, "node")]
     assert len({h.pid for h in run.hops}) == 2
+
+
+def _tensor_shard(run_dir, host, hops, wall):
+    """pid 1 on `host`, recording `hops` as (src, dst, name, shape, storage)."""
+    run_dir.mkdir(parents=True)
+    names = sorted({x for h in hops for x in (*h[:3], h[2] + ".x")} | {"pickle", "float32", "cpu"})
+    sid = {n: i for i, n in enumerate(names)}
+    lines = [{"flowmap": "trace", "schema": 1, "pid": 1, "ppid": 0, "host": host, "argv": [],
+              "process": None, "t0_mono_ns": 10**9, "t0_wall_ns": wall, "boot_id": host,
+              "pid_ns": 1, "start_ticks": 1}, *[["s", i, n] for n, i in sid.items()]]
+    for k, (src, dst, name, shape, storage) in enumerate(hops):
+        nbytes = 4 * shape[0] * (shape[1] if len(shape) > 1 else 1)
+        lines += [["S", k, [[sid[name + ".x"], "tensor", list(shape), sid["float32"], sid["cpu"], nbytes, 1, None]]],
+                  ["h", 1000 * (k + 1), sid[src], sid[dst], sid[name], k, nbytes, [storage], k, None,
+                   sid["pickle"], None]]
+    (run_dir / f"{host}-1-0000.flowmap.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def test_merged_hosts_storages_are_not_taken_for_one_process(tmp_path):
+    # GIVEN host A's pid 1 receiving an [8, 128] batch into `trainer`, and host B's pid 1
+    # sending an unrelated [1024] tensor from `trainer`: both shards number their first
+    # storage 0
+    from flowmap.findings import findings
+    _tensor_shard(tmp_path / "a", "node-a", [("rollout", "trainer", "batch", (8, 128), 0)], 10**18)
+    _tensor_shard(tmp_path / "b", "node-b", [("trainer", "learner", "grad", (1024,), 0)],
+                  10**18 + 10**6)
+    merge_runs([str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "m"))
+    view = flowmap.load(str(tmp_path / "m")).view
+    # THEN no pass-through: the two storages 0 are of two processes on two hosts (the leaves'
+    # names differ, so only storage identity could match them)
+    assert [f for f in findings(view) if f.kind == "pass_through"] == []
