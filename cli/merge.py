@@ -21,9 +21,13 @@ def merge(
     if repeated:
         raise UsageError(repeated)
     result = merge_runs(runs, output)
-    shown = os.path.relpath(result.out)
+    try:
+        shown = os.path.relpath(result.out)
+    except OSError:  # the working directory is gone: the path as given
+        shown = result.out
     sys.stderr.write(
-        f"flowmap: merged {result.shards} shards from {len(result.hosts)} host(s) into {shown}"
+        f"flowmap: merged {result.shards} shards from {len(result.hosts)} host(s) "
+        f"({', '.join(result.hosts)}) into {shown}"
         + (f"; {result.aligned} aligned to {result.reference_host}'s clock" if result.aligned else "")
         + f"\nflowmap: next: flowmap report {shown}\n"
         + "".join(f"flowmap: left out: {why}\n" for why in result.skipped)

@@ -181,13 +181,25 @@ def _finish(run_dir: str) -> None:
 
     session.stop()
     rundir.write_meta(run_dir, finished_wall_ns=time.time_ns())
-    rel = os.path.relpath(run_dir)
-    shown = rel if not rel.startswith("..") else run_dir
+    shown = _shown(run_dir)
     sys.stderr.write(f"flowmap: run written to {shown}\n"
                      f"flowmap: next: flowmap report {shown}\n")
     if _recorded_hops(run_dir) is False:
         sys.stderr.write(_empty_run_hint() + "\n")
     sys.stderr.flush()
+
+
+def _shown(run_dir: str) -> str:
+    """The run's path as the user can paste it: relative below the working directory, else
+    absolute — always absolute under `$FLOWMAP_RUNS`, or where the working directory is gone
+    (a Ray Job's, removed as Ray unpacked its package again)."""
+    if os.environ.get(rundir.ENV_RUNS):
+        return run_dir
+    try:
+        rel = os.path.relpath(run_dir)
+    except OSError:  # FileNotFoundError from os.getcwd(): the working directory was removed
+        return run_dir
+    return rel if not rel.startswith("..") else run_dir
 
 
 # How a hop event, and hops folded by --aggregate, start in a shard (flowmap/trace_format.py).

@@ -24,6 +24,9 @@ from flowmap.errors import NoRunFound, NotATrace, UsageError
 from flowmap.safe_read import load_json, read_text
 
 RUNS_DIR = "flowmap-runs"  # where `flowmap trace` puts a run that is not named
+# Where unnamed runs go instead (an absolute path, say): a Ray Job's entrypoint runs in a
+# working directory Ray unpacked for it, which the submitter never sees and Ray may replace.
+ENV_RUNS = "FLOWMAP_RUNS"
 MAX_HEADER = 1 << 20  # bytes of a shard's first line read for its start time
 
 
@@ -38,9 +41,14 @@ def run_name(stem: str) -> str:
     return f"{stem}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}-{ms:03d}-{os.getpid()}"
 
 
+def runs_dir() -> str:
+    """Where unnamed runs go: `$FLOWMAP_RUNS`, else `flowmap-runs` in the working directory."""
+    return os.environ.get(ENV_RUNS) or RUNS_DIR
+
+
 def default_run_dir(stem: str) -> str:
     """Where a run of the program `stem` goes when no directory is given."""
-    return os.path.join(RUNS_DIR, run_name(stem))
+    return os.path.join(runs_dir(), run_name(stem))
 
 
 def shard_file_name(host: str, pid: int, tag: str) -> str:
@@ -83,12 +91,21 @@ def read_meta(path: str, problems: list[str] | None = None) -> dict[str, Any]:
     return {}
 
 
+# What this process wrote into each run's run.json (by absolute path), written again with
+# every update: a run directory removed under the program (a Ray Job's working directory,
+# replaced as Ray unpacks its package again) keeps its command and start when rewritten.
+_written: dict[str, dict[str, Any]] = {}
+
+
 def write_meta(run_dir: str, **fields: Any) -> None:
     """Create or update `run.json` with `fields` (a run that cannot take it goes on without)."""
     path = meta_path(run_dir)
+    mine = _written.setdefault(os.path.abspath(path), {})
+    mine.update(fields)
     meta = read_meta(path)
-    meta.update({"flowmap": "run", "schema": tf.SCHEMA_VERSION}, **fields)
+    meta.update({"flowmap": "run", "schema": tf.SCHEMA_VERSION}, **mine)
     meta.setdefault("started_wall_ns", time.time_ns())
+    mine.setdefault("started_wall_ns", meta["started_wall_ns"])
     try:
         os.makedirs(run_dir, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
@@ -108,9 +125,10 @@ def is_run_dir(path: str) -> bool:
 
 
 def newest_run(cwd: str = ".") -> str:
-    """The run in `cwd` or `cwd/flowmap-runs/` that started last (not the last one written to)."""
+    """The run in `cwd`, `cwd/flowmap-runs/` or `$FLOWMAP_RUNS` that started last (not the
+    last one written to)."""
     candidates: list[str] = []
-    for base in (cwd, os.path.join(cwd, RUNS_DIR)):
+    for base in dict.fromkeys((cwd, os.path.join(cwd, RUNS_DIR), os.path.join(cwd, runs_dir()))):
         if not os.path.isdir(base):
             continue
         for name in os.listdir(base):

@@ -9,7 +9,8 @@ Line 1 is the header object; every later line is an event array whose first
 element is its kind:
 
     {"flowmap": "trace", "schema": 1, "pid", "ppid", "host", "argv",
-     "t0_mono_ns", "t0_wall_ns", "process"}         header
+     "t0_mono_ns", "t0_wall_ns", "process", "boot_id", "pid_ns",
+     "start_ticks", "run_process", "ray_node_id"}   header
     ["s", id, text]                                 interned string
     ["S", id, [[path, kind, shape, dtype, device, nbytes, count, dims], ...]]
                                                     interned payload schema
@@ -29,6 +30,7 @@ element is its kind:
      version_max, t_first_us]                       hops of one seam and step, folded
     ["n", t_us, src, dst, name, transport, step, notes]
                                                     leaf notes of the hop just recorded
+    ["i", t_us, key, value]                         what this process learnt of itself
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
 Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not
@@ -58,6 +60,15 @@ than the view (it travels whole through pickle and shared memory), `real` the
 non-zero positions of a small CPU mask; either may be null. The findings
 `view` and `padding` read them. Under `--aggregate` a process writes them in
 its detail window only.
+
+The header names the process for good (flowmap/capture/identity.py): its
+`host`, `pid`, and what tells equal names and pids apart — `boot_id`,
+`pid_ns` (the pid namespace: containers all have a pid 1), `start_ticks`
+(a reused pid) and `run_process` (random); `merge` may add `host_tag` to tell
+apart two hosts alike in all of these (flowmap/read/merge.py); a Ray worker's
+header has its `ray_node_id`. An `i` event adds what the
+process learns later, as plain text: `owner` (an owner whose code runs in
+this process, e.g. a Ray actor) and `ray_node_id` (the Ray node it runs on).
 
 An `a` event stands for every hop of one seam, step and transport that a
 process folded in memory (`flowmap trace --aggregate`, past its detail
@@ -102,6 +113,7 @@ COUNTER_FOLD = "C"
 MARK_FOLD = "M"
 DROP_FOLD = "D"
 LEAF_NOTES = "n"
+PROCESS_INFO = "i"
 END = "end"
 
 # -- the event table -----------------------------------------------------------
@@ -163,6 +175,7 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("count", COUNT), ("t_first_us", TIME)),
     DROP_FOLD: (("t_us", TIME), ("owner", STR_REF), ("reason", STR_REF), ("step", OPT_INT),
                 ("count", COUNT), ("num_items", COUNT), ("t_first_us", TIME)),
+    PROCESS_INFO: (("t_us", TIME), ("key", TEXT), ("value", TEXT)),
     LEAF_NOTES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
                  ("transport", STR_REF), ("step", OPT_INT), ("notes", NOTES)),
 }

@@ -9,6 +9,7 @@ the user's program does.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -138,9 +139,22 @@ def current_owner() -> str:
 
 
 def set_owner(name: str) -> None:
-    """Set the default owner of this process (for worker processes such as DP ranks)."""
+    """Set the default owner of this process (for worker processes such as DP ranks).
+
+    The shard says so once (an `i owner` event): the owner's pid and host are this
+    process's, whichever process records its hops."""
     state.default_owner = name
     state.auto_owner = False
+    t = state.tracer
+    if t is not None and (id(t), name) not in _declared and len(_declared) < 256:
+        _declared.add((id(t), name))  # once per shard: a second run's shard says it again
+        info = getattr(t, "info", None)  # not a stand-in's no-op: a fork's shard opens here
+        if info is not None:
+            info("owner", str(name))
+
+
+_declared: set[tuple[int, str]] = set()  # (tracer, owner) this process said it runs
+os.register_at_fork(after_in_child=_declared.clear)
 
 
 class owner:

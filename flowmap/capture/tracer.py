@@ -26,7 +26,8 @@ from time import monotonic_ns
 from typing import Any
 
 from flowmap import rundir
-from flowmap.capture import describe_lazy, step_hooks
+from flowmap import trace_format as tf
+from flowmap.capture import describe_lazy, identity, step_hooks
 from flowmap.capture.names import MAX_ITEMS, NOT_READ, items_list, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 from flowmap.writer.encoder import TraceWriter, dumps, encode_line, items_json
@@ -83,6 +84,7 @@ class Tracer:
             "process": self.process,
             "t0_mono_ns": self.t0_ns,
             "t0_wall_ns": time.time_ns(),
+            **identity.process_identity(),
         })
 
     @property
@@ -317,6 +319,12 @@ class Tracer:
         with self.lock:
             if not self.closed:
                 self.writer.mark(t, names[1], names[0])
+
+    def info(self, key: str, value: str) -> None:
+        """Something this process learnt of itself (`trace_format`: an `i` event)."""
+        with self.lock:
+            if not self.closed:
+                self.writer.emit(dumps([tf.PROCESS_INFO, self.now_us(), key, value]))
 
     def drop(self, owner: Any, items: Any, reason: Any) -> None:
         t = self.now_us()

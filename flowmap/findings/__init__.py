@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from flowmap.findings import (
     chatty,
     device_bounce,
+    driver_funnel,
     dropped,
     duplicates,
     heaviest,
@@ -56,7 +57,7 @@ MAX_PER_KIND = 5
 DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
     heaviest.detect, pass_through.detect, dropped.detect, padding.detect, duplicates.detect,
     serialisation.detect, views.detect, chatty.detect, prefix_resend.detect, wide_ids.detect,
-    device_bounce.detect,
+    device_bounce.detect, driver_funnel.detect,
 )
 
 
@@ -74,10 +75,17 @@ def findings(view: RunView) -> list[Finding]:
         with paused_gc():  # the detectors build many small records that hold no cycles
             for detect in DETECTORS:
                 found = sorted(detect(view), key=_rank)
-                out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > max(0, floor))
+                out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > max(0, floor)
+                           and not _said(f, out))
     finally:
         STEPPED.reset(token)
     return sorted(out, key=_rank)
+
+
+def _said(f: Finding, earlier: list[Finding]) -> bool:
+    """Whether an earlier detector made the same claim about these seams (`pass_through` and
+    `driver_funnel` both see a payload sent on through a middle, by different evidence)."""
+    return any(g.kind == f.kind and set(f.seams) <= set(g.seams) for g in earlier)
 
 
 def _rank(f: Finding) -> tuple[float, str, list[str]]:

@@ -7,6 +7,13 @@ handle with only the metadata pickled. Shared memory and collectives already
 move raw bytes (what they carry is another finding's business: `duplicate`,
 `view`, `padding`, `chatty`), and a few bytes of pickled control messages
 (`None` sentinels, acknowledgements) are no serialisation cost worth a line.
+
+A Ray call's inline value (`rpc`, recorded by a process that said it is on a
+Ray node) is no finding either: Ray sends a value inline only while it is small
+(larger ones go through the object store, `flowmap.read.ray_transport`), and
+there is no cheaper way to hand it over. Where such bytes are pickled twice for
+nothing — fetched by the driver and sent on — the pass-through finding of
+`driver_funnel` says so, with the bytes at stake.
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ MIN_HOP_BYTES = MESSAGE_COST_BYTES
 
 def detect(view: RunView) -> list[Finding]:
     moved: dict[tuple[SeamKey, str], list[int]] = defaultdict(lambda: [0, 0])
+    on_ray = {p.pid for p in view.health.processes if p.ray_node}
     for h in view.events.hops:
+        if h.transport == "rpc" and h.pid in on_ray:
+            continue
         if h.transport in SERIALISED and any(leaf.kind in ARRAY_KINDS for leaf in h.leaves):
             m = moved[((h.src, h.dst, h.name), h.transport)]
             m[0] += h.nbytes

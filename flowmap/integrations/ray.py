@@ -58,7 +58,7 @@ from typing import Any
 from flowmap.capture import forksafe, state
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.capture.session import restore_environ
-from flowmap.integrations import ray_refs, ray_seams
+from flowmap.integrations import ray_node, ray_refs, ray_seams
 from flowmap.integrations.ray_callee import (
     CALLER_KW,
     FLAG,
@@ -162,7 +162,10 @@ def _wrap_init(init: Callable[..., Any]) -> Callable[..., Any]:
             _error(exc)
             traced = False
         with _untraced_services() if traced else contextlib.nullcontext():
-            return init(*args, **kwargs)
+            out = init(*args, **kwargs)
+        if traced:
+            ray_node.here(current_owner())  # the driver runs here, on this node
+        return out
 
     return flowmap_init
 

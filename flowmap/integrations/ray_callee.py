@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner, set_owner
-from flowmap.integrations import ray_seams
+from flowmap.integrations import ray_node, ray_seams
 
 if TYPE_CHECKING:
     from flowmap.seams.plan import Plan
@@ -162,6 +162,7 @@ class _Call:
                 t.set_step(done.step)
         if t is None:
             return
+        ray_node.here(self.owner)
         try:
             bound = arguments.bind(a, kw)
             inline, by_producer = _split_arguments(bound, ref_producers)

@@ -23,6 +23,7 @@ from operator import add, attrgetter
 from typing import TYPE_CHECKING, Protocol
 
 from flowmap.model.memo import HopsMemo, PrefixMemo
+from flowmap.model.processes import hosts_of, place_owners
 from flowmap.model.types import (
     CounterStats,
     Dim,
@@ -507,7 +508,8 @@ class _Flow:
 
 
 def owner_stats(run: Records, seams: Mapping[SeamKey, SeamStats]) -> dict[str, OwnerStats]:
-    """`name -> OwnerStats`, sorted by name: what flows in and out of each, by `seams`."""
+    """`name -> OwnerStats`, sorted by name: what flows in and out of each, by `seams`, and
+    the processes it ran in (`flowmap.model.processes`)."""
     flows: dict[str, _Flow] = {}
     pids: dict[str, set[int]] = defaultdict(set)
     for s in seams.values():
@@ -516,8 +518,10 @@ def owner_stats(run: Records, seams: Mapping[SeamKey, SeamStats]) -> dict[str, O
         src.hops_out += s.hops
         dst.bytes_in += s.total_bytes
         dst.hops_in += s.hops
+    into: dict[str, set[int]] = defaultdict(set)  # processes that recorded hops to an owner
     for h in run.hops:
         pids[h.src].add(h.pid)
+        into[h.dst].add(h.pid)
     for st in run.seam_steps:
         pids[st.src].add(st.pid)
     counted: list[CounterSample | CounterFold] = [*run.counter_samples, *run.counter_folds]
@@ -525,9 +529,10 @@ def owner_stats(run: Records, seams: Mapping[SeamKey, SeamStats]) -> dict[str, O
         if c.owner:
             flows.setdefault(c.owner, _Flow())
             pids[c.owner].add(c.pid)
+    placed = place_owners(run.shards, flows, pids, into)
     return {
         name: OwnerStats(name, role_of(name), f.bytes_in, f.bytes_out, f.hops_in, f.hops_out,
-                         tuple(sorted(pids.get(name, ()))))
+                         tuple(sorted(placed[name])), hosts_of(placed[name], run.shards))
         for name, f in sorted(flows.items())
     }
 

@@ -15,7 +15,8 @@ stage, the two hops share a storage: that is a producer -> consumer edge.
 
 Storages are per process (one shard's ids), so the flow is followed inside a
 process; hops between processes join it as their own edges. Stages are
-ordered by when data first reached them: the order data moves through them.
+ordered along the data's path: each after the stages whose tensors it
+received (by when data first reached it where that does not decide).
 """
 
 from __future__ import annotations
@@ -128,18 +129,21 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     nbytes: dict[tuple[str, str], int] = defaultdict(int)
     names: dict[tuple[str, str], set[str]] = defaultdict(set)
     reached: dict[str, int] = {}
+    data: set[tuple[str, str]] = set()  # edges that carried tensors, not only control values
     for n, (i, src, dst, b) in enumerate(links):
         if n in passed:
             continue
         if src == dst:
             continue
+        if ordered[i].storages:
+            data.add((src, dst))
         hops[(src, dst)].add(i)
         nbytes[(src, dst)] += b
         names[(src, dst)].add(ordered[i].name)
         reached[dst] = min(reached.get(dst, ordered[i].t_ns), ordered[i].t_ns)
         reached.setdefault(src, first_seen.get(src, ordered[i].t_ns))
         reached[src] = min(reached[src], first_seen.get(src, reached[src]))
-    stages = _order(reached, hops)
+    stages = _order(reached, data or set(hops))
     pos = {s: k for k, s in enumerate(stages)}
     edges = tuple(sorted(
         (FlowEdge(s, d, len(hops[(s, d)]), nbytes[(s, d)], tuple(sorted(names[(s, d)])))
@@ -148,10 +152,21 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     return Flow(stages, edges, hand_offs)
 
 
-def _order(reached: dict[str, int], edges: dict[tuple[str, str], set[int]]) -> tuple[str, ...]:
-    """Sources first, then by when data first reached each stage (ties by name)."""
-    fed = {d for (_, d) in edges}
-    return tuple(sorted(reached, key=lambda s: (s in fed, reached[s], s)))
+def _order(reached: dict[str, int], edges: set[tuple[str, str]]) -> tuple[str, ...]:
+    """Along the data's path: a stage after every stage whose data it received, else (a
+    cycle: weights sent back) the one data reached first; ties by when data first reached
+    it, then by name. `edges` are those that carried tensors where there are any: a Ray
+    driver's calls feed every actor a step number, which says nothing of the path."""
+    feeds: dict[str, set[str]] = defaultdict(set)
+    for src, dst in edges:
+        feeds[dst].add(src)
+    left, out = set(reached), []
+    while left:
+        ready = [s for s in left if not feeds[s] & left] or list(left)
+        first = min(ready, key=lambda s: (reached[s], s))
+        out.append(first)
+        left.remove(first)
+    return tuple(out)
 
 
 def _storages(h: Hop) -> list[tuple[int, int]]:

@@ -152,6 +152,7 @@ def _node(name: str, instances: list[str], edges: list[tuple[SeamStats, tuple[st
         order=order,
         resident=tuple(points),
         resident_max=max((c for _, c in points), default=0),
+        hosts=tuple(sorted({h for o in owners for h in o.hosts})),
     )
 
 

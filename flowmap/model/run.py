@@ -16,6 +16,7 @@ from typing import Any
 from flowmap.gc_pause import without_gc
 from flowmap.model.aggregate import SeamMemo, counter_stats, item_stats, owner_stats, seam_stats
 from flowmap.model.flow import FlowMemo
+from flowmap.model.processes import processes
 from flowmap.model.steps import StepMemo
 from flowmap.model.types import (
     CounterStats,
@@ -64,6 +65,7 @@ class Run(Records):
             truncated_shards=tuple(os.path.basename(s.path) for s in self.shards if s.truncated),
             bad_lines=sum(s.bad_lines for s in self.shards),
             problems=tuple(self.problems),
+            processes=processes(self.shards),
         )
 
     @cached_property

@@ -145,7 +145,8 @@ class OwnerStats:
     bytes_out: int
     hops_in: int
     hops_out: int
-    pids: tuple[int, ...]  # processes that sent from it or recorded counters for it
+    pids: tuple[int, ...]  # the processes it ran in (`owner_stats` says how that is known)
+    hosts: tuple[str, ...] = ()  # the hosts of those processes, as the run names them
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +262,7 @@ class Node:
     order: int  # pipeline position: sources first, the loop's closing edge points backwards
     resident: tuple[tuple[float, int], ...]  # (seconds, items held), bounded, peaks kept
     resident_max: int
+    hosts: tuple[str, ...] = ()  # the hosts of its processes
 
     @property
     def label(self) -> str:
@@ -320,6 +322,19 @@ class StepBins:
 
 
 @dataclass(frozen=True, slots=True)
+class Process:
+    """A traced process: its number in the run (`pid`, the OS's `os_pid` unless two processes
+    of the run share one), its host as the run names it, and where Ray ran it."""
+
+    pid: int
+    os_pid: int
+    host: str
+    name: str | None  # the shard header's process name
+    ray_node: str | None  # the Ray node id, hex, where it is a Ray worker or driver
+    owners: tuple[str, ...]  # owners that said they run here
+
+
+@dataclass(frozen=True, slots=True)
 class Health:
     """How complete the capture is: the reader's and the tracer's own account."""
 
@@ -330,3 +345,9 @@ class Health:
     truncated_shards: tuple[str, ...]
     bad_lines: int
     problems: tuple[str, ...] = ()  # one sentence each: empty shards, bad lines, files skipped
+    processes: tuple[Process, ...] = ()  # one per traced process, by host then pid
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The run's hosts, in the order of their processes."""
+        return tuple(dict.fromkeys(p.host for p in self.processes))

@@ -303,6 +303,11 @@ class Shard:
     bad_lines: int = 0
     bad_notes: list[tuple[int, str]] = field(default_factory=list)  # (line, why), first few
     empty: bool = False
+    os_pid: int = 0  # the pid the OS gave (`pid` is the run's number for it, unique in the run)
+    identity: dict[str, Any] = field(default_factory=dict)  # boot_id, pid_ns, start_ticks, ...
+    info: dict[str, str] = field(default_factory=dict)  # `i` events: ray_node_id, ...
+    owners: list[str] = field(default_factory=list)  # owners whose code runs here (`i` owner)
+    host_label: str = ""  # the host as a run names it, unique in the run (`read.identity`)
 
     def problems(self) -> list[str]:
         """What a reader should be told about this shard, one sentence each."""

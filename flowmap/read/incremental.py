@@ -27,6 +27,7 @@ from flowmap.errors import FlowmapError, NotATrace
 from flowmap.read.blocks import StepBlocks
 from flowmap.read.events import SendFold, SendHalf, Shard
 from flowmap.read.fold import shard_budget
+from flowmap.read.ray_transport import name_ray_transports
 from flowmap.read.reader import _show
 from flowmap.read.records import R
 from flowmap.read.run_meta import read_run_meta
@@ -136,6 +137,7 @@ class IncrementalReader:
         meta: dict[str, Any] = {}
         if os.path.isdir(self.path):
             meta = read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
+        name_ray_transports(shards)  # idempotent: a kept hop is renamed once
         rec = cls(self.path, shards, meta, problems)
         if self.settler is not None and self.settler.shared:
             rec.shared_channels = sorted({*rec.shared_channels, *self.settler.shared})

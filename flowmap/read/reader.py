@@ -33,14 +33,26 @@ from flowmap.read.validate import CHECKS
 from flowmap.rundir import MAX_HEADER as MAX_HEADER  # re-exported, with the safe open of a shard
 from flowmap.rundir import open_regular as open_regular
 
+IDENTITY = ("boot_id", "pid_ns", "start_ticks", "run_process")  # header fields naming a process
 BLOCK = 4 << 20  # bytes read at a time
 MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
 
 
-def read_shard(path: str, detail_hops: int | None = None) -> Shard:
+def read_header(path: str) -> dict[str, Any] | None:
+    """A shard's header object, or None (empty, unreadable, not a shard)."""
+    try:
+        with open_regular(path) as f:
+            first = f.readline(MAX_HEADER + 1)
+        return _header(first, path) if first else None
+    except (OSError, NotATrace):
+        return None
+
+
+def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None) -> Shard:
     """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard.
 
     Past `detail_hops` hops (None: never) the rest are folded into `seam_steps`.
+    `pid`: the process's number in its run (`flowmap.read.identity`), when not its pid.
     """
     with open_regular(path) as f:
         first = f.readline(MAX_HEADER + 1)
@@ -57,7 +69,14 @@ def read_shard(path: str, detail_hops: int | None = None) -> Shard:
             process=_text(header.get("process"), None),
             t0_mono_ns=_int(header.get("t0_mono_ns")),
             t0_wall_ns=_int(header.get("t0_wall_ns")),
+            identity={k: header[k] for k in IDENTITY if type(header.get(k)) in (int, str)},
         )
+        shard.os_pid = shard.pid
+        node = header.get("ray_node_id")
+        if type(node) is str:
+            shard.info["ray_node_id"] = _text(node, "")[:200]
+        if pid is not None:
+            shard.pid = pid
         _Decoder(shard, detail_hops).feed(f)
     return shard
 
@@ -339,6 +358,16 @@ class _Decoder:
             sh.errors.append(ev[2][:2000])
         sh.num_events += 1
 
+    def _info(self, ev: list[Any]) -> None:
+        sh = self.shard
+        key, value = ev[2][:200], ev[3][:4096]
+        if key == "owner":
+            if value not in sh.owners and len(sh.owners) < 1000:
+                sh.owners.append(value)
+        elif len(sh.info) < 100:
+            sh.info[key] = value
+        sh.num_events += 1
+
     def _end(self, ev: list[Any]) -> None:
         sh = self.shard
         stats = ev[2]
@@ -355,6 +384,7 @@ BUILDERS = {
     tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
     tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half,
     **dict.fromkeys(folded.BUILDERS, _Decoder._folded_event), tf.LEAF_NOTES: _Decoder._notes,
+    tf.PROCESS_INFO: _Decoder._info,
 }
 
 

@@ -12,9 +12,11 @@ import stat
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
+from flowmap.read import identity
 from flowmap.read.events import Shard
 from flowmap.read.fold import DETAIL_HOPS, shard_budget
-from flowmap.read.reader import _show, read_shard
+from flowmap.read.ray_transport import name_ray_transports
+from flowmap.read.reader import _show, read_header, read_shard
 from flowmap.rundir import shard_names
 
 
@@ -81,9 +83,12 @@ def read_run_shards(
     paths, problems = scan_run(run_path)
     budget = shard_budget(detail_hops, len(paths))
     shards = []
-    for p in paths:
+    headers = [read_header(p) or {} for p in paths]
+    pids, labels = identity.run_pids(headers), identity.host_labels([h for h in headers if h])
+    for p, header, pid in zip(paths, headers, pids):
         try:
-            shard = read_shard(p, budget)
+            shard = read_shard(p, budget, pid if header else None)
+            shard.host_label = labels.get(identity.host_key(header), shard.host)
         except NotATrace as exc:
             if len(paths) == 1 and not problems and p == run_path:
                 raise
@@ -93,4 +98,5 @@ def read_run_shards(
         shards.append(shard)
     if not shards:
         raise NotATrace(problems[0] if problems else f"{_show(run_path)} holds no readable shards")
+    name_ray_transports(shards)
     return shards, problems

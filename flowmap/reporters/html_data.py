@@ -116,6 +116,7 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
             "tracer_errors": health.tracer_errors,
             "truncated_shards": list(health.truncated_shards),
             "bad_lines": health.bad_lines,
+            "hosts": list(health.hosts),
         },
         "layout": {"engine": placed.engine, "width": placed.width, "height": placed.height},
     }
@@ -196,6 +197,7 @@ def _owner(n: Node, oid: str, placed: Layout) -> dict[str, Any]:
         "hops_in": n.hops_in,
         "hops_out": n.hops_out,
         "pids": list(n.pids),
+        "hosts": list(n.hosts),
         "resident": [[_num(t, 6), c] for t, c in n.resident],
         "resident_max": n.resident_max,
         "x": x,

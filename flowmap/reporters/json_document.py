@@ -16,7 +16,7 @@ from typing import Any
 
 from flowmap.findings import findings
 from flowmap.model.json_forms import leaf_dict
-from flowmap.model.types import CounterStats, OwnerStats, SeamStats
+from flowmap.model.types import CounterStats, OwnerStats, Process, SeamStats
 from flowmap.model.view import RunView
 from flowmap.strict_json import dumps
 
@@ -67,6 +67,8 @@ def report_document(view: RunView) -> dict[str, Any]:
             "bad_lines": h.bad_lines,
             "problems": list(h.problems[:100]),
         },
+        "hosts": list(h.hosts),
+        "processes": [process_dict(p) for p in h.processes],
     }
 
 
@@ -116,7 +118,13 @@ def seam_dict(s: SeamStats) -> dict[str, Any]:
 
 def owner_dict(o: OwnerStats) -> dict[str, Any]:
     return {"name": o.name, "role": o.role, "bytes_in": o.bytes_in, "bytes_out": o.bytes_out,
-            "hops_in": o.hops_in, "hops_out": o.hops_out, "pids": list(o.pids)}
+            "hops_in": o.hops_in, "hops_out": o.hops_out, "pids": list(o.pids),
+            "hosts": list(o.hosts)}
+
+
+def process_dict(p: Process) -> dict[str, Any]:
+    return {"pid": p.pid, "os_pid": p.os_pid, "host": p.host, "name": p.name,
+            "ray_node": p.ray_node, "owners": list(p.owners)}
 
 
 def counter_dict(c: CounterStats) -> dict[str, Any]:

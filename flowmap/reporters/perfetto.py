@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flowmap.errors import UsageError
 from flowmap.gc_pause import paused_gc
 from flowmap.model.format import NO_STEPS, fmt_dims, seam_label
+from flowmap.model.processes import places
 from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep
 from flowmap.read.reader import CounterSample, Drop, Hop, Leaf, Mark, Shard
 from flowmap.reporters.output import check_output, write_output
@@ -201,9 +202,10 @@ def _tracks(run: _Part) -> dict[str, Track]:
     """Owner -> (pid, tid), tids in order of first appearance.
 
     A hop is recorded by one process but names two owners, so the owner's
-    process is taken from the strongest evidence there is: counters, marks
-    and drops (recorded by the owner's own running code), else the hops it
-    sends, else the hops it receives; the most frequent pid wins.
+    process is taken from the strongest evidence there is: the process that
+    said the owner runs there (an `i owner` event), else counters, marks and
+    drops (recorded by the owner's own running code), else the hops it sends,
+    else the hops it receives; the most frequent pid wins.
     """
     runs_in: dict[str, Counter[int]] = defaultdict(Counter)
     sends: dict[str, Counter[int]] = defaultdict(Counter)
@@ -220,10 +222,11 @@ def _tracks(run: _Part) -> dict[str, Track]:
         if ev.owner:
             runs_in[ev.owner][ev.pid] += 1
             first[ev.owner] = min(first.get(ev.owner, ev.t_ns), ev.t_ns)
+    said = {o: s.pid for s in reversed(run.shards) for o in s.owners}  # the first shard's wins
     out = {}
     for tid, owner in enumerate(sorted(first, key=lambda o: (first[o], o)), start=1):
         votes = runs_in.get(owner) or sends.get(owner) or receives[owner]
-        pid = min(votes, key=lambda p: (-votes[p], p))
+        pid = said.get(owner, min(votes, key=lambda p: (-votes[p], p)))
         out[owner] = (pid, tid)
     return out
 
@@ -232,9 +235,14 @@ def _metadata(run: _Part, tracks: dict[str, Track]) -> list[dict[str, Any]]:
     names = {s.pid: s.process or _owners_label(tracks, s.pid) or _script(s.argv) for s in run.shards}
     names.update({pid: _owners_label(tracks, pid) for pid, _ in tracks.values() if not names.get(pid)})
     pids = sorted({pid for pid, _ in tracks.values()} | set(names))
+    # A process track per host and pid: records carry the run's number for a process, unique
+    # even where two hosts' processes are both pid 1 (`flowmap.read.identity`); the label
+    # gives the pid the OS gave, and its host (and Ray node) where the run has several.
+    where = places(run.shards)
     out = []
     for i, pid in enumerate(pids):
-        label = f"{names.get(pid) or 'process'} (pid {pid})"
+        os_pid, at = where.get(pid, (pid, ""))
+        label = f"{names.get(pid) or 'process'} (pid {os_pid}{at})"
         out.append(_meta("process_name", pid, 0, {"name": label}))
         out.append(_meta("process_sort_index", pid, 0, {"sort_index": i}))
     for owner, (pid, tid) in sorted(tracks.items(), key=lambda kv: kv[1][1]):

@@ -86,6 +86,9 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
         lines += [(ln, "bold") for ln in wrap(f"flow: {view.flow.order_text()}", width)]
     if view.projection:
         lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
+    hosts = _hosts(view)
+    if hosts:
+        lines += [(ln, "") for ln in wrap(hosts, width)]
     health, style = _health(view)
     lines += [(ln, style) for ln in wrap(health, width)]
     if view.detail.folded:
@@ -94,6 +97,27 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
         lines += [(ln, "yellow") for ln in wrap(f"capture: {shorten(problem, 200)}", width)]
     lines += [(ln, "") for ln in wrap(_items(view), width)]
     return lines
+
+
+MAX_PIDS = 6  # pids named per host (the JSON lists every process)
+
+
+def _hosts(view: RunView) -> str:
+    """`hosts: a (pids 1, 7), b (pid 1)` where the run spans several hosts or Ray nodes."""
+    procs = view.health.processes
+    nodes = {p.ray_node for p in procs if p.ray_node}
+    if len(view.health.hosts) < 2 and len(nodes) < 2:
+        return ""
+    parts = []
+    for host in view.health.hosts:
+        here = [p for p in procs if p.host == host]
+        pids = ", ".join(str(p.os_pid) for p in here[:MAX_PIDS]) + (
+            f" +{len(here) - MAX_PIDS}" if len(here) > MAX_PIDS else "")
+        on = sorted({p.ray_node[:8] for p in here if p.ray_node})
+        parts.append(f"{host} ({'pids' if len(here) > 1 else 'pid'} {pids}"
+                     + (f"; Ray {'nodes' if len(on) > 1 else 'node'} {', '.join(on)}" if on else "")
+                     + ")")
+    return "hosts: " + ", ".join(parts)
 
 
 def _health(view: RunView) -> tuple[str, str]:

@@ -80,3 +80,18 @@ def test_storages_of_two_processes_never_link():
     flow = build_flow([*s.hops, other])
     edge = next(e for e in flow.edges if (e.src, e.dst) == ("main", "reward"))
     assert edge.hops == 1  # storage 2 of pid 2 is not rollout's output in pid 1
+
+
+def test_ray_stages_follow_the_data_not_the_calls_that_created_the_actors():
+    # GIVEN a Ray driver that creates the trainer first, then calls each actor with a step
+    # number (no tensor), fetches a rollout's batch and passes it to the trainer
+    s = Script()
+    s.hop("driver", "Trainer/0", "__init__", [])
+    s.hop("driver", "Rollout/0", "__init__", [])
+    for step in range(2):
+        s.hop("driver", "Rollout/0", "generate", [])  # the step number: control, not data
+        s.hop("Rollout/0", "driver", "generate", [10 + step])  # recorded in the driver
+        s.hop("driver", "Trainer/0", "train", [20 + step])  # recorded in the trainer
+    # THEN the stages go as the data went: rollout, driver, trainer
+    flow = build_flow(s.hops)
+    assert flow.stages == ("Rollout/0", "driver", "Trainer/0")

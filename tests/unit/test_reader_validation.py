@@ -31,6 +31,7 @@ GOOD = {
     tf.MARK_FOLD: ["M", 10, 0, 1, 3, 7, 4],
     tf.DROP_FOLD: ["D", 10, 0, 1, None, 2, 5, 4],
     tf.LEAF_NOTES: ["n", 10, 0, 1, 0, 2, 3, [["row", 4096, 4194304, None], ["mask", 16, None, 9]]],
+    tf.PROCESS_INFO: ["i", 10, "ray_node_id", "5f1c"],
 }
 HOSTILE = ["x" * (tf.MAX_TEXT + 1), 10**400, -(10**400), float("nan"), float("inf"), 2**70,
            [], {}, None, True, 1.5, 999, "\ud800", [[[[]]]]]

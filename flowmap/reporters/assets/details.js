@@ -165,6 +165,7 @@
       kv([
         ["role", o.role],
         [o.pids.length === 1 ? "pid" : "pids", o.pids.length ? o.pids.join(", ") : "–"],
+        o.hosts && o.hosts.length ? [o.hosts.length === 1 ? "host" : "hosts", o.hosts.join(", ")] : null,
         ["bytes in", fmtBytes(ranged ? sum(o.ins, bin) : o.bytes_in) + " · " + hopsText(ranged ? sum(o.ins, seamHops) : o.hops_in) + over],
         ["bytes out", fmtBytes(ranged ? sum(o.outs, bin) : o.bytes_out) + " · " + hopsText(ranged ? sum(o.outs, seamHops) : o.hops_out) + over],
         ranged ? ["range", stepLabel()] : null

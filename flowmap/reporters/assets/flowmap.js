@@ -179,6 +179,7 @@
     if (r.wall_s !== null && r.wall_s !== undefined) stats.push(r.wall_s.toFixed(1) + " s");
     if (r.exit_code !== null && r.exit_code !== undefined && !r.failed) stats.push("exit " + r.exit_code);
     if (r.items.total) stats.push(r.items.total + " items, " + r.items.dropped + " dropped");
+    if (r.health.hosts && r.health.hosts.length > 1) stats.push(r.health.hosts.length + " hosts: " + r.health.hosts.join(", "));
     var warn = null;
     if (r.failed || r.truncated || r.health.tracer_errors || r.projection || r.detail) {
       warn = el("span", { "class": "warn", id: "run-warning" },
