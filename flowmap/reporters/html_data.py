@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flowmap.findings import Finding, findings
-from flowmap.model.flow import Flow
+from flowmap.model.flow import UNNAMED_DRIVER, Flow, FlowEdge, star_center
 from flowmap.model.format import fmt_per_step
 from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
@@ -67,19 +67,20 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
     owner_id = {n.name: f"o{i}" for i, n in enumerate(nodes)}
     seam_id = {s.key: f"s{i}" for i, s in enumerate(seams)}
     flow = view.flow if view.draws_flow else None
+    driver = None if flow is None else flow_driver(view)
     if flow is None:
         placed = _layout([n.name for n in nodes], seams, owner_id, engine, place)
-    else:  # the flow places the owners; the seams are drawn faint between them
-        placed = _flow_layout([n.name for n in nodes], seams, flow, owner_id, engine, place)
+    else:  # the flow places the owners; the driver stands apart, its seams not drawn
+        placed = _flow_layout([n.name for n in nodes], seams, flow, driver, owner_id, engine, place)
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
-    extra = {} if flow is None else {"flow": _flow(view, flow, owner_id, placed)}
+    extra = {} if flow is None else {"flow": _flow(view, flow, driver, owner_id, placed)}
     return {
         "flowmap": "html",
         "schema": HTML_SCHEMA,
         **extra,
         "run": _run_info(view, placed),
-        "owners": [_owner(n, owner_id[n.name], placed) for n in nodes],
-        "seams": [_seam(s, seam_id[s.key], owner_id, placed, binned) for s in seams],
+        "owners": [_owner(n, owner_id[n.name], placed, n.name == driver) for n in nodes],
+        "seams": [_seam(s, seam_id[s.key], owner_id, placed, binned, driver) for s in seams],
         "bins": [_bin(b) for b in binned.bins],
         "counters": _counters(view),
         "charts": chart_groups(list(view.counters)),
@@ -131,13 +132,35 @@ def _layout(owners: list[str], seams: list[SeamStats], owner_id: dict[str, str],
     return place(nodes, edges, engine)
 
 
-def _flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow,
+def flow_driver(view: RunView) -> str | None:
+    """The owner that calls every stage and hands their data on: the unnamed `main` of a
+    script's seams, or the centre of a star of seams. Drawn as one node, its seams unrouted."""
+    owners = {n.name for n in view.pipeline.nodes}
+    if UNNAMED_DRIVER in owners:
+        return UNNAMED_DRIVER
+    centre = star_center(view.seams)
+    return centre if centre in owners else None
+
+
+def _drawn_flow(flow: Flow, driver: str | None, owner_id: dict[str, str]
+                ) -> list[tuple[int, FlowEdge]]:
+    """The flow edges the graph draws: between two stages, neither of them the driver (what the
+    driver made or got back is in the seam table and in the driver's summary)."""
+    return [(i, e) for i, e in enumerate(flow.edges)
+            if e.src in owner_id and e.dst in owner_id and driver not in (e.src, e.dst)]
+
+
+def _flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow, driver: str | None,
                  owner_id: dict[str, str], engine: str, place: Place = layout_graph) -> Layout:
-    """Owners placed by the flow's producer -> consumer edges; each seam a straight line."""
-    nodes = [NodeSpec(owner_id[name], _node_width(name), NODE_HEIGHT_PX) for name in owners]
-    edges = [EdgeSpec(f"f{i}", owner_id[e.src], owner_id[e.dst], _label_width(", ".join(e.names)), 2)
-             for i, e in enumerate(flow.edges) if e.src in owner_id and e.dst in owner_id]
-    placed = place(nodes, edges, engine)
+    """Owners placed by the flow's producer -> consumer edges, in the flow's order; a seam
+    between two stages a straight line; the driver's seams are not routed (a star)."""
+    rank = {name: k for k, name in enumerate(flow.stages)}
+    ordered = sorted(owners, key=lambda n: (n != driver, rank.get(n, len(rank))))
+    nodes = [NodeSpec(owner_id[name], _node_width(name, name == driver), NODE_HEIGHT_PX) for name in ordered]
+    edges = [EdgeSpec(f"f{i}", owner_id[e.src], owner_id[e.dst], _label_width(_flow_name(e)), 2,
+                      rank[e.dst] <= rank[e.src])  # data going back up the flow: drawn against it
+             for i, e in _drawn_flow(flow, driver, owner_id)]
+    placed = place(nodes, edges, "layered" if engine == "auto" else engine)
     for i, s in enumerate(seams):
         (x0, y0), (x1, y1) = placed.nodes[owner_id[s.src]], placed.nodes[owner_id[s.dst]]
         mx, my = (x0 + x1) / 2, (y0 + y1) / 2
@@ -145,23 +168,31 @@ def _flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow,
     return placed
 
 
-def _flow(view: RunView, flow: Flow, owner_id: dict[str, str], placed: Layout) -> dict[str, Any]:
+def _flow(view: RunView, flow: Flow, driver: str | None, owner_id: dict[str, str],
+          placed: Layout) -> dict[str, Any]:
     steps = view.num_steps
     edges = []
-    for i, e in enumerate(flow.edges):
-        route = placed.edges.get(f"f{i}")
-        if route is None:
-            continue
-        names = ", ".join(e.names)
+    for i, e in _drawn_flow(flow, driver, owner_id):
+        route = placed.edges[f"f{i}"]
+        calls = ", ".join(e.names)
         edges.append({
             "id": f"f{i}", "src": owner_id[e.src], "dst": owner_id[e.dst],
-            "short": short_label(names, MAX_EDGE_LABEL_CHARS),
-            "label": f"{e.src} feeds {e.dst} ({names}): {e.hops} hops",
-            "bytes": e.nbytes, "figure": fmt_per_step(e.nbytes / steps, view.has_steps),
+            "short": short_label(_flow_name(e), MAX_EDGE_LABEL_CHARS),
+            "label": f"{e.src} feeds {e.dst} ({_flow_name(e)}) in {calls}: {e.hops} hops",
+            "bytes": e.nbytes, "bytes_per_step": _num(e.nbytes / steps), "hops": e.hops,
+            "figure": fmt_per_step(e.nbytes / steps, view.has_steps),
             "back": _upwards(route.points),
             "path": [c for p in route.points for c in p], "label_at": list(route.label),
         })
-    return {"stages": list(flow.stages), "order": flow.order_text(), "edges": edges}
+    out: dict[str, Any] = {"stages": list(flow.stages), "order": flow.order_text(), "edges": edges}
+    if driver is not None:
+        out["driver"] = owner_id[driver]
+    return out
+
+
+def _flow_name(e: FlowEdge) -> str:
+    """What the consumer calls the data (`sequences`), else the payload's name."""
+    return ", ".join(e.args or e.names)
 
 
 def _upwards(points: list[tuple[float, float]]) -> bool:
@@ -174,8 +205,12 @@ def short_label(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _node_width(name: str) -> float:
-    return max(64.0, text_width_px(short_label(name, MAX_NODE_LABEL_CHARS), NODE_FONT_PX) + 24.0)
+def _node_width(name: str, driver: bool = False) -> float:
+    return max(64.0, text_width_px(_node_label(name, driver), NODE_FONT_PX) + 24.0)
+
+
+def _node_label(name: str, driver: bool = False) -> str:
+    return short_label(name, MAX_NODE_LABEL_CHARS) + (" (driver)" if driver else "")
 
 
 def _label_width(name: str) -> float:
@@ -184,12 +219,13 @@ def _label_width(name: str) -> float:
     return text_width_px(max(shown, "999 KiB/step", key=len), EDGE_FONT_PX)
 
 
-def _owner(n: Node, oid: str, placed: Layout) -> dict[str, Any]:
+def _owner(n: Node, oid: str, placed: Layout, driver: bool = False) -> dict[str, Any]:
     x, y = placed.nodes[oid]
     return {
         "id": oid,
+        **({"driver": True} if driver else {}),
         "name": n.name,
-        "short": short_label(n.name, MAX_NODE_LABEL_CHARS),
+        "short": _node_label(n.name, driver),
         "role": n.role,
         "bytes_in": n.bytes_in,
         "bytes_out": n.bytes_out,
@@ -200,16 +236,17 @@ def _owner(n: Node, oid: str, placed: Layout) -> dict[str, Any]:
         "resident_max": n.resident_max,
         "x": x,
         "y": y,
-        "w": _node_width(n.name),
+        "w": _node_width(n.name, driver),
         "h": NODE_HEIGHT_PX,
     }
 
 
 def _seam(s: SeamStats, sid: str, owner_id: dict[str, str], placed: Layout,
-          binned: StepBins) -> dict[str, Any]:
+          binned: StepBins, driver: str | None = None) -> dict[str, Any]:
     route = placed.edges[sid]
     return {
         "id": sid,
+        **({"driver": True} if driver in (s.src, s.dst) else {}),
         "src": owner_id[s.src],
         "dst": owner_id[s.dst],
         "name": s.name,

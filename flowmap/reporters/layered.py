@@ -25,6 +25,9 @@ from flowmap.reporters.layout_records import (
 
 #: Long edges may pass closer to their neighbours than owners do.
 DUMMY_GAP_PX = 8.0
+#: A layer of owners wider than this wraps onto the next layers, so a driver's fan-out to
+#: fourteen stages stays inside a 1280-px window's graph panel instead of one wide row.
+MAX_LAYER_PX = 760.0
 
 
 @dataclass(slots=True)
@@ -48,10 +51,15 @@ def layered(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
     order = [n.id for n in nodes]
     items = {n.id: _Item(n.id, n.width, n.height) for n in nodes}
     flows = [(e.src, e.dst) for e in edges if e.src != e.dst]
-    reversed_pairs = _feedback_edges(order, flows)
+    given = [e for e in edges if e.src != e.dst]
+    if given and all(e.back is not None for e in given):  # the caller knows the flow's order
+        reversed_pairs = {(e.src, e.dst) for e in given if e.back}
+    else:
+        reversed_pairs = _feedback_edges(order, flows)
     # Ranks are doubled: owners sit on even ranks, so every edge spans at least one
     # odd (label) rank and gets a dummy there to hold its label, as dot does.
-    rank = {k: 2 * r for k, r in _longest_path_ranks(order, flows, reversed_pairs).items()}
+    widths = {n.id: n.width for n in nodes}
+    rank = {k: 2 * r for k, r in _longest_path_ranks(order, flows, reversed_pairs, widths).items()}
     for k, r in rank.items():
         items[k].rank = r
     chains: dict[str, list[str]] = {}
@@ -61,9 +69,7 @@ def layered(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
             continue
         up, down = (e.dst, e.src) if (e.src, e.dst) in reversed_pairs else (e.src, e.dst)
         chain = [up]
-        label_rank = (rank[up] + rank[down]) // 2
-        if (rank[down] - rank[up]) % 4 == 0:
-            label_rank -= 1  # keep the label on an odd rank
+        label_rank = rank[down] - 1  # next to the owner it feeds: wrapped layers keep their own labels
         for r in range(rank[up] + 1, rank[down]):
             dummy = _Item(f"{e.id}#{r}", 4.0, 4.0, r, dummy=True)
             if r == label_rank:
@@ -114,7 +120,8 @@ def _feedback_edges(order: list[str], flows: list[tuple[str, str]]) -> set[tuple
 
 
 def _longest_path_ranks(
-    order: list[str], flows: list[tuple[str, str]], back: set[tuple[str, str]]
+    order: list[str], flows: list[tuple[str, str]], back: set[tuple[str, str]],
+    widths: dict[str, float] | None = None,
 ) -> dict[str, int]:
     succ: dict[str, set[str]] = {k: set() for k in order}
     for a, b in flows:
@@ -133,7 +140,27 @@ def _longest_path_ranks(
             indeg[v] -= 1
             if indeg[v] == 0:
                 ready.append(v)
-    return rank
+    return rank if widths is None else _wrap_layers(order, succ, rank, widths)
+
+
+def _wrap_layers(order: list[str], succ: dict[str, set[str]], rank: dict[str, int],
+                 widths: dict[str, float]) -> dict[str, int]:
+    """Ranks again, top down, each owner on the first layer at or below its longest-path
+    rank that has room for it (`MAX_LAYER_PX`); its successors go below wherever it went."""
+    preds: dict[str, list[str]] = {k: [] for k in order}
+    for u in order:
+        for v in succ[u]:
+            preds[v].append(u)
+    used: dict[int, float] = {}
+    out: dict[str, int] = {}
+    pos = {k: i for i, k in enumerate(order)}
+    for k in sorted(order, key=lambda k: (rank[k], pos[k])):
+        r = max([out[p] + 1 for p in preds[k] if p in out] + [rank[k]])
+        while used.get(r, 0.0) and used[r] + NODE_GAP_PX + widths[k] > MAX_LAYER_PX:
+            r += 1
+        used[r] = used.get(r, 0.0) + (NODE_GAP_PX if r in used else 0.0) + widths[k]
+        out[k] = r
+    return out
 
 
 def _order_layers(

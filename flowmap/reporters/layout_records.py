@@ -34,6 +34,9 @@ class EdgeSpec:
     dst: str
     label_width: float = 0.0
     label_lines: int = 1
+    #: Whether the edge goes against the flow (drawn upwards), when the caller knows the
+    #: order (the flow's stages); None: the layout finds the edges that close cycles.
+    back: bool | None = None
 
 
 @dataclass(slots=True)

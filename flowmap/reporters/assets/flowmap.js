@@ -283,8 +283,8 @@
     document.body.appendChild(body);
     // the header wraps to a second line where its facts need one: the graph gets the rest
     document.documentElement.style.setProperty("--top-h", top.offsetHeight + "px");
+    update();  // the legend first: the graph's panel is what it leaves
     openView();
-    update();
     applyFilter();
     fromHash();
     document.body.setAttribute("data-ready", "1");

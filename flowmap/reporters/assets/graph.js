@@ -23,6 +23,7 @@
     ui.viewport.appendChild(nodes);
     ui.edges = {};
     ui.nodes = {};
+    ui.labels = [];  // every edge label, to show at a legible size where it overlaps nothing
     D.seams.forEach(function (s) { edges.appendChild(seamShape(s)); });
     // the flow, when the seams are a star around a driver: producer -> consumer edges drawn
     // over the seams, which stay as faint hand-offs
@@ -40,7 +41,9 @@
     for (var i = 2; i + 5 < p.length; i += 6) {
       d += " C" + p[i] + "," + p[i + 1] + " " + p[i + 2] + "," + p[i + 3] + " " + p[i + 4] + "," + p[i + 5];
     }
-    var g = sv("g", { "class": "seam" + (s.back ? " back" : ""), "data-seam": s.id, tabindex: 0 });
+    // a driver's seams (its calls and their returns) are a star: listed in the table, not drawn
+    var g = sv("g", { "class": "seam" + (s.back ? " back" : "") + (s.driver ? " driver-seam" : ""),
+      "data-seam": s.id, tabindex: 0 });
     var line = sv("path", { d: d, "class": "line" });
     var hit = sv("path", { d: d, "class": "hit" });
     var text = sv("text", { x: s.label_at[0], y: s.label_at[1], "class": "elabel", "text-anchor": "middle" }, [
@@ -51,6 +54,7 @@
     g.appendChild(line);
     g.appendChild(text);
     tip(g, s.label);
+    if (!s.driver) ui.labels.push({ text: text, rank: D.flow ? 1 : 0, seam: s });
     g.addEventListener("click", function (ev) { if (!ui.dragged) select("seam", s.id); ev.stopPropagation(); });
     g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") select("seam", s.id); });
     g.addEventListener("focus", function () { if (g.matches(":focus-visible")) reveal(s.label_at[0], s.label_at[1]); });
@@ -65,20 +69,24 @@
     }
     var g = sv("g", { "class": "flow-edge" + (f.back ? " back" : ""), "data-flow": f.id });
     g.appendChild(sv("path", { d: d, "class": "line", "marker-end": "url(#arrow-" + (RAMP.length + 1) + ")" }));
-    g.appendChild(sv("text", { x: f.label_at[0], y: f.label_at[1], "class": "elabel", "text-anchor": "middle" }, [
+    // the figure as the flow table writes it (fmtBytes of the same number): the two never differ
+    var text = sv("text", { x: f.label_at[0], y: f.label_at[1], "class": "elabel", "text-anchor": "middle" }, [
       sv("tspan", { x: f.label_at[0], dy: "-0.3em" }, f.short),
-      sv("tspan", { x: f.label_at[0], dy: "1.25em", "class": "bps" }, f.figure)
-    ]));
-    tip(g, f.label);
+      sv("tspan", { x: f.label_at[0], dy: "1.25em", "class": "bps" }, flowFigure(f))
+    ]);
+    g.appendChild(text);
+    tip(g, f.label + "\n" + flowFigure(f));
+    ui.labels.push({ text: text, rank: 0, bytes: f.bytes_per_step || 0 });
     return g;
   }
 
   function ownerShape(o) {
     var hue = roleHue(o.role);
-    var g = sv("g", { "class": "owner", "data-owner": o.id, tabindex: 0, transform: "translate(" + o.x + "," + o.y + ")" });
+    var g = sv("g", { "class": "owner" + (o.driver ? " driver" : ""), "data-owner": o.id, tabindex: 0,
+      transform: "translate(" + o.x + "," + o.y + ")" });
     g.appendChild(sv("rect", {
       x: -o.w / 2, y: -o.h / 2, width: o.w, height: o.h, rx: 6,
-      fill: "hsl(" + hue + ",60%,93%)", stroke: "hsl(" + hue + ",45%,42%)"
+      fill: o.driver ? "#ffffff" : "hsl(" + hue + ",60%,93%)", stroke: o.driver ? "#374151" : "hsl(" + hue + ",45%,42%)"
     }));
     g.appendChild(sv("text", { "text-anchor": "middle", dy: "0.35em" }, o.short));
     tip(g, o.name + "\nin " + fmtBytes(o.bytes_in) + " · out " + fmtBytes(o.bytes_out));
@@ -153,11 +161,47 @@
 
   function applyView() {
     ui.viewport.setAttribute("transform", "translate(" + view.x + "," + view.y + ") scale(" + view.k + ")");
-    // below 1:1 edge labels would be unreadable: hide them; owner names keep >= LEGIBLE_PX
-    ui.graph.classList.toggle("overview", view.k * EDGE_FONT < LEGIBLE_PX);
+    // below 1:1 every label is drawn larger in the layout, so on screen it stays >= LEGIBLE_PX
     var font = Math.max(NODE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100);
     ui.graph.style.setProperty("--node-font", font + "px");
+    ui.graph.style.setProperty("--edge-font", Math.max(EDGE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100) + "px");
+    declutter();
   }
+
+  // Edge labels that would overlap a box, another label or the panel's edge are hidden (the
+  // legend says how many, and hovering the edge or zooming in shows them): black flow edges
+  // first, then the heaviest seams. Measured on screen, so it holds at every zoom.
+  function declutter() {
+    if (!ui.labels) return;
+    var panel = ui.graph.getBoundingClientRect(), taken = [], hidden = 0;
+    function hits(r) {
+      return taken.some(function (t) {
+        return r.left < t.right && t.left < r.right && r.top < t.bottom && t.top < r.bottom;
+      });
+    }
+    Object.keys(ui.nodes).forEach(function (k) {
+      taken.push(ui.nodes[k].querySelector("rect").getBoundingClientRect());
+      taken.push(ui.nodes[k].querySelector("text").getBoundingClientRect());
+    });
+    var order = ui.labels.slice().sort(function (a, b) {
+      return a.rank - b.rank || labelBytes(b) - labelBytes(a);
+    });
+    order.forEach(function (l) {
+      l.text.classList.remove("crowded");
+      if (l.seam && ui.edges[l.seam.id].g.classList.contains("dim")) return;
+      var r = l.text.getBoundingClientRect();
+      var out = r.left < panel.left || r.right > panel.right || r.top < panel.top || r.bottom > panel.bottom;
+      if (out || hits(r)) { l.text.classList.add("crowded"); hidden++; return; }
+      taken.push(r);
+    });
+    ui.crowded = hidden;
+    if (ui.crowdNote) ui.crowdNote.textContent = hidden ? hidden + " of " + ui.labels.length +
+      " edge labels hidden where they would overlap: hover an edge, or zoom in" : "";
+  }
+
+  function labelBytes(l) { return l.seam ? seamBps(l.seam) : l.bytes; }
+
+  function flowFigure(f) { return fmtBytes(f.bytes_per_step) + PER; }
 
   // The opening view: the whole graph, fitted to the panel and centred, between MIN_OPEN_K
   // (owner names still fit their boxes) and MAX_OPEN_K; a graph too large even at MIN_OPEN_K
@@ -216,6 +260,7 @@
       e.g.classList.toggle("idle", t < 0);
     });
     legend(D.seams.map(function (s) { return bps[s.id]; }));
+    declutter();
   }
 
   function legend(values) {
@@ -229,8 +274,22 @@
       el("span", {}, " " + fmtBytes(Math.max.apply(null, pos))),
       el("span", { "class": "muted" }, "  ·  dashed: back edge closing the loop")
     ]);
+    if (D.flow) {
+      var drv = D.flow.driver ? ownerById[D.flow.driver] : null, nDrv = 0;
+      D.seams.forEach(function (s) { if (s.driver) nDrv++; });
+      append(ui.legend, [el("div", { "class": "roles", id: "edge-key" }, [
+        el("span", {}, "black arrow: data a stage made, used by a later one: payload · " + PER_WORD +
+          " (the Flow table)"),
+        el("span", { "class": "muted" }, "faint: a seam between two stages"),
+        drv ? el("span", { "class": "muted" }, "dashed white box: the driver, " + drv.name + ", which calls every stage (its " +
+          nDrv + " seams are in the table, not drawn)") : null
+      ])]);
+    }
     var roles = [];
     D.owners.forEach(function (o) { if (roles.indexOf(o.role) < 0) roles.push(o.role); });
+    ui.crowdNote = el("span", { "class": "muted", id: "crowd-note" });
+    ui.legend.appendChild(ui.crowdNote);
+    if (roles.length === D.owners.length) return;  // a box per role: its name says it all
     var key = el("div", { "class": "roles" }, [el("span", { "class": "muted" }, "boxes, by role: ")]);
     roles.forEach(function (r) {
       var sw = el("i", { "class": "swatch" }), hue = roleHue(r);
