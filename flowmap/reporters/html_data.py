@@ -22,6 +22,7 @@ from flowmap.model.format import fmt_per_step
 from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
 from flowmap.model.view import RunView
+from flowmap.reporters.fit import fitted, min_zoom
 from flowmap.reporters.layout import layout_graph
 from flowmap.reporters.layout_records import (
     EdgeRoute,
@@ -68,18 +69,21 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
     seam_id = {s.key: f"s{i}" for i, s in enumerate(seams)}
     flow = view.flow if view.draws_flow else None
     driver = None if flow is None else flow_driver(view)
+    names = [n.name for n in nodes]
     if flow is None:
-        placed = _layout([n.name for n in nodes], seams, owner_id, engine, place)
+        placed, scale = fitted(lambda k, eng: _layout(names, seams, owner_id, eng, place, k), engine)
     else:  # the flow places the owners; the driver stands apart, its seams not drawn
-        placed = _flow_layout([n.name for n in nodes], seams, flow, driver, owner_id, engine, place)
+        placed, scale = fitted(
+            lambda k, eng: _flow_layout(names, seams, flow, driver, owner_id, eng, place, k),
+            "layered" if engine == "auto" else engine)
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
     extra = {} if flow is None else {"flow": _flow(view, flow, driver, owner_id, placed)}
     return {
         "flowmap": "html",
         "schema": HTML_SCHEMA,
         **extra,
-        "run": _run_info(view, placed),
-        "owners": [_owner(n, owner_id[n.name], placed, n.name == driver) for n in nodes],
+        "run": _run_info(view, placed, scale),
+        "owners": [_owner(n, owner_id[n.name], placed, scale, n.name == driver) for n in nodes],
         "seams": [_seam(s, seam_id[s.key], owner_id, placed, binned, driver) for s in seams],
         "bins": [_bin(b) for b in binned.bins],
         "counters": _counters(view),
@@ -89,7 +93,7 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
     }
 
 
-def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
+def _run_info(view: RunView, placed: Layout, scale: float = 1.0) -> dict[str, Any]:
     items, health = view.items, view.health
     return {
         "path": view.path,
@@ -118,13 +122,15 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
             "truncated_shards": list(health.truncated_shards),
             "bad_lines": health.bad_lines,
         },
-        "layout": {"engine": placed.engine, "width": placed.width, "height": placed.height},
+        "layout": {"engine": placed.engine, "width": placed.width, "height": placed.height,
+                   "min_k": min_zoom(scale)},
     }
 
 
 def _layout(owners: list[str], seams: list[SeamStats], owner_id: dict[str, str],
-            engine: str, place: Place = layout_graph) -> Layout:
-    nodes = [NodeSpec(owner_id[name], _node_width(name), NODE_HEIGHT_PX) for name in owners]
+            engine: str, place: Place = layout_graph, scale: float = 1.0) -> Layout:
+    nodes = [NodeSpec(owner_id[name], _node_width(name) * scale, NODE_HEIGHT_PX * scale)
+             for name in owners]
     edges = [
         EdgeSpec(f"s{i}", owner_id[s.src], owner_id[s.dst], _label_width(s.name), 2)
         for i, s in enumerate(seams)
@@ -151,16 +157,18 @@ def _drawn_flow(flow: Flow, driver: str | None, owner_id: dict[str, str]
 
 
 def _flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow, driver: str | None,
-                 owner_id: dict[str, str], engine: str, place: Place = layout_graph) -> Layout:
+                 owner_id: dict[str, str], engine: str, place: Place = layout_graph,
+                 scale: float = 1.0) -> Layout:
     """Owners placed by the flow's producer -> consumer edges, in the flow's order; a seam
     between two stages a straight line; the driver's seams are not routed (a star)."""
     rank = {name: k for k, name in enumerate(flow.stages)}
     ordered = sorted(owners, key=lambda n: (n != driver, rank.get(n, len(rank))))
-    nodes = [NodeSpec(owner_id[name], _node_width(name, name == driver), NODE_HEIGHT_PX) for name in ordered]
+    nodes = [NodeSpec(owner_id[name], _node_width(name, name == driver) * scale, NODE_HEIGHT_PX * scale)
+             for name in ordered]
     edges = [EdgeSpec(f"f{i}", owner_id[e.src], owner_id[e.dst], _label_width(_flow_name(e)), 2,
                       rank[e.dst] <= rank[e.src])  # data going back up the flow: drawn against it
              for i, e in _drawn_flow(flow, driver, owner_id)]
-    placed = place(nodes, edges, "layered" if engine == "auto" else engine)
+    placed = place(nodes, edges, engine)
     for i, s in enumerate(seams):
         (x0, y0), (x1, y1) = placed.nodes[owner_id[s.src]], placed.nodes[owner_id[s.dst]]
         mx, my = (x0 + x1) / 2, (y0 + y1) / 2
@@ -219,7 +227,8 @@ def _label_width(name: str) -> float:
     return text_width_px(max(shown, "999 KiB/step", key=len), EDGE_FONT_PX)
 
 
-def _owner(n: Node, oid: str, placed: Layout, driver: bool = False) -> dict[str, Any]:
+def _owner(n: Node, oid: str, placed: Layout, scale: float = 1.0, driver: bool = False
+           ) -> dict[str, Any]:
     x, y = placed.nodes[oid]
     return {
         "id": oid,
@@ -236,8 +245,8 @@ def _owner(n: Node, oid: str, placed: Layout, driver: bool = False) -> dict[str,
         "resident_max": n.resident_max,
         "x": x,
         "y": y,
-        "w": _node_width(n.name, driver),
-        "h": NODE_HEIGHT_PX,
+        "w": round(_node_width(n.name, driver) * scale, 1),
+        "h": round(NODE_HEIGHT_PX * scale, 1),
     }
 
 

@@ -28,6 +28,7 @@ DUMMY_GAP_PX = 8.0
 #: A layer of owners wider than this wraps onto the next layers, so a driver's fan-out to
 #: fourteen stages stays inside a 1280-px window's graph panel instead of one wide row.
 MAX_LAYER_PX = 760.0
+OWNER_HEIGHT_PX = 30.0  # the page's owner box at 1:1
 
 
 @dataclass(slots=True)
@@ -58,7 +59,9 @@ def layered(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
         reversed_pairs = _feedback_edges(order, flows)
     # Ranks are doubled: owners sit on even ranks, so every edge spans at least one
     # odd (label) rank and gets a dummy there to hold its label, as dot does.
-    widths = {n.id: n.width for n in nodes}
+    # owners drawn larger (`flowmap.reporters.fit`) wrap at a proportionally wider layer
+    grow = max((n.height for n in nodes), default=OWNER_HEIGHT_PX) / OWNER_HEIGHT_PX
+    widths = {n.id: n.width / grow for n in nodes}
     rank = {k: 2 * r for k, r in _longest_path_ranks(order, flows, reversed_pairs, widths).items()}
     for k, r in rank.items():
         items[k].rank = r
@@ -80,7 +83,7 @@ def layered(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
         chain.append(down)
         links += list(zip(chain, chain[1:]))
         chains[e.id] = chain
-    layers = _order_layers(items, links, order)
+    layers = _order_layers(items, links, order, chains)
     _place_x(layers, items, links, chains)
     ys = _layer_ys(layers, items)
     return _routes(nodes, edges, items, chains, rank, reversed_pairs, ys)
@@ -164,13 +167,22 @@ def _wrap_layers(order: list[str], succ: dict[str, set[str]], rank: dict[str, in
 
 
 def _order_layers(
-    items: dict[str, _Item], links: list[tuple[str, str]], order: list[str]
+    items: dict[str, _Item], links: list[tuple[str, str]], order: list[str],
+    chains: dict[str, list[str]] | None = None,
 ) -> list[list[str]]:
     """Barycentre sweeps down and up; keeps the ordering with the fewest crossings."""
     depth = max((it.rank for it in items.values()), default=0) + 1
     layers: list[list[str]] = [[] for _ in range(depth)]
     for k in items:  # owners in their given order, then dummies edge by edge
         layers[items[k].rank].append(k)
+    # A dummy starts at the column of the owner its edge ends at, between the owners of its
+    # layer: the edges into a wrapped layer then pass between the layer above's owners, and
+    # the two layers share their width instead of standing side by side (ties keep this).
+    column = {k: i for layer in layers for i, k in enumerate(k for k in layer if not items[k].dummy)}
+    for chain in (chains or {}).values():
+        for k in chain[1:-1]:
+            column[k] = column[chain[-1]]
+    layers = [sorted(layer, key=lambda k: (column[k], items[k].dummy)) for layer in layers]
     up: dict[str, list[str]] = {k: [] for k in items}
     down: dict[str, list[str]] = {k: [] for k in items}
     for a, b in links:

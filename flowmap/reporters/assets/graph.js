@@ -54,7 +54,7 @@
     g.appendChild(line);
     g.appendChild(text);
     tip(g, s.label);
-    if (!s.driver) ui.labels.push({ text: text, rank: D.flow ? 1 : 0, seam: s });
+    if (!D.flow) ui.labels.push({ text: text, rank: 0, seam: s });  // the flow view draws seams faint, unlabelled
     g.addEventListener("click", function (ev) { if (!ui.dragged) select("seam", s.id); ev.stopPropagation(); });
     g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") select("seam", s.id); });
     g.addEventListener("focus", function () { if (g.matches(":focus-visible")) reveal(s.label_at[0], s.label_at[1]); });
@@ -119,9 +119,12 @@
       var p = toUser(ev);
       var dx = p.x - start.p.x, dy = p.y - start.p.y;
       if (Math.abs(dx) + Math.abs(dy) > 3) ui.dragged = true;
-      if (ui.dragged) { view.x = start.x + dx; view.y = start.y + dy; ui.moved = true; applyView(); }
+      if (ui.dragged) { view.x = start.x + dx; view.y = start.y + dy; ui.moved = true; applyView(true); }
     });
-    window.addEventListener("mouseup", function () { start = null; setTimeout(function () { ui.dragged = false; }, 0); });
+    window.addEventListener("mouseup", function () {
+      if (start && ui.dragged) declutter();  // labels that came into the panel may show now
+      start = null; setTimeout(function () { ui.dragged = false; }, 0);
+    });
     svg.addEventListener("dblclick", function () { readableView(); });
     svg.addEventListener("click", function () { if (!ui.dragged) select(null, null); });
     window.addEventListener("resize", function () { if (!ui.moved) openView(); });
@@ -159,18 +162,18 @@
     applyView();
   }
 
-  function applyView() {
+  function applyView(panning) {
     ui.viewport.setAttribute("transform", "translate(" + view.x + "," + view.y + ") scale(" + view.k + ")");
     // below 1:1 every label is drawn larger in the layout, so on screen it stays >= LEGIBLE_PX
     var font = Math.max(NODE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100);
     ui.graph.style.setProperty("--node-font", font + "px");
     ui.graph.style.setProperty("--edge-font", Math.max(EDGE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100) + "px");
-    declutter();
+    if (!panning) declutter();  // while dragging, labels keep their state until the mouse is let go
   }
 
-  // Edge labels that would overlap a box, another label or the panel's edge are hidden (the
-  // legend says how many, and hovering the edge or zooming in shows them): black flow edges
-  // first, then the heaviest seams. Measured on screen, so it holds at every zoom.
+  // Edge labels that would overlap a box or another label, or cross the panel's edge, are
+  // hidden (the legend says how many; hovering the edge, zooming in or panning shows them):
+  // black flow edges first, then the heaviest seams. Measured on screen, at every zoom.
   function declutter() {
     if (!ui.labels) return;
     var panel = ui.graph.getBoundingClientRect(), taken = [], hidden = 0;
@@ -208,7 +211,8 @@
   // opens at its top and is panned (drag, or the zoom buttons).
   function openView() {
     var L = D.run.layout, box = graphBox();
-    var k = Math.min(MAX_OPEN_K, Math.max(MIN_OPEN_K, Math.min(box.width / L.width, box.height / L.height)));
+    // never below the zoom at which the boxes (drawn larger for this) hold their 11-px names
+    var k = Math.min(MAX_OPEN_K, Math.max(L.min_k || MIN_OPEN_K, Math.min(box.width / L.width, box.height / L.height)));
     view = { k: k, x: (box.width - L.width * k) / 2, y: Math.max(0, (box.height - L.height * k) / 2) };
     ui.moved = false;
     applyView();
@@ -280,7 +284,7 @@
       append(ui.legend, [el("div", { "class": "roles", id: "edge-key" }, [
         el("span", {}, "black arrow: data a stage made, used by a later one: payload · " + PER_WORD +
           " (the Flow table)"),
-        el("span", { "class": "muted" }, "faint: a seam between two stages"),
+        el("span", { "class": "muted" }, "faint line: a seam between two stages (its figure in the Seams table)"),
         drv ? el("span", { "class": "muted" }, "dashed white box: the driver, " + drv.name + ", which calls every stage (its " +
           nDrv + " seams are in the table, not drawn)") : null
       ])]);
