@@ -25,7 +25,7 @@ PANEL_H_PX = 560.0
 MAX_OPEN_K = 1.5
 NODE_FONT_PX = 12.0
 LEGIBLE_PX = 11.0
-PASSES = 4
+PASSES = 6
 
 #: (scale, engine) -> the layout with owners `scale` times their 1:1 size.
 Build = Callable[[float, str], Layout]
@@ -42,7 +42,7 @@ def fitted(build: Build, engine: str) -> tuple[Layout, float]:
     and pans)."""
     best: tuple[float, Layout, float] | None = None
     for eng in (engine, "layered") if engine == "auto" else (engine,):
-        scale = 1.0
+        scale, last = 1.0, 0.0
         for _ in range(PASSES):
             placed = build(scale, eng)
             legible = open_zoom(placed) * scale * NODE_FONT_PX / LEGIBLE_PX  # >= 1: names fit
@@ -50,7 +50,9 @@ def fitted(build: Build, engine: str) -> tuple[Layout, float]:
                 best = (legible, placed, scale)
             if legible >= 1.0:
                 return placed, scale
-            scale = round(scale / legible * 1.03, 3)
+            if legible < last * 1.02:  # the graph widens as fast as its boxes grow: no use
+                break
+            scale, last = round(scale / legible * 1.06, 3), legible
     assert best is not None
     return best[1], best[2]
 

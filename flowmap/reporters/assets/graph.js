@@ -122,7 +122,7 @@
       if (ui.dragged) { view.x = start.x + dx; view.y = start.y + dy; ui.moved = true; applyView(true); }
     });
     window.addEventListener("mouseup", function () {
-      if (start && ui.dragged) declutter();  // labels that came into the panel may show now
+      if (start && ui.dragged) declutter();  // moved: labels past the panel's edge may show
       start = null; setTimeout(function () { ui.dragged = false; }, 0);
     });
     svg.addEventListener("dblclick", function () { readableView(); });
@@ -168,7 +168,7 @@
     var font = Math.max(NODE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100);
     ui.graph.style.setProperty("--node-font", font + "px");
     ui.graph.style.setProperty("--edge-font", Math.max(EDGE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100) + "px");
-    if (!panning) declutter();  // while dragging, labels keep their state until the mouse is let go
+    if (!panning) declutter();  // a pan moves everything alike: nothing new overlaps
   }
 
   // Edge labels that would overlap a box or another label, or cross the panel's edge, are
@@ -193,7 +193,8 @@
       l.text.classList.remove("crowded");
       if (l.seam && ui.edges[l.seam.id].g.classList.contains("dim")) return;
       var r = l.text.getBoundingClientRect();
-      var out = r.left < panel.left || r.right > panel.right || r.top < panel.top || r.bottom > panel.bottom;
+      // the opening view shows whole labels only; once moved, a label may run past the edge
+      var out = !ui.moved && (r.left < panel.left || r.right > panel.right || r.top < panel.top || r.bottom > panel.bottom);
       if (out || hits(r)) { l.text.classList.add("crowded"); hidden++; return; }
       taken.push(r);
     });
