@@ -14,9 +14,13 @@ would overlap, the page hides it and its legend says so.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
-from flowmap.reporters.layout_records import Layout
+from flowmap.reporters.layout import dot_available
+from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 
 #: The graph panel of a 1280x800 window, a little under what Chromium measures (836 x 573-611).
 PANEL_W_PX = 820.0
@@ -29,6 +33,41 @@ PASSES = 6
 
 #: (scale, engine) -> the layout with owners `scale` times their 1:1 size.
 Build = Callable[[float, str], Layout]
+Place = Callable[[list[NodeSpec], list[EdgeSpec], str], Layout]
+#: Layouts kept by their inputs: a live page lays out the same graph at every update.
+MEMO_SIZE = 16
+
+
+class _Memo:
+    """The last `MEMO_SIZE` layouts, by placer and inputs. The fit asks for a few layouts
+    of one graph; a live page (whose placer keeps only its last one) asks again at every
+    update, and would otherwise lay the graph out that many times each time. Whether
+    Graphviz is installed is part of the inputs: "auto" depends on it."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[Any, Layout] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def place(self, place: Place) -> Place:
+        def placed(nodes: list[NodeSpec], edges: list[EdgeSpec], engine: str) -> Layout:
+            key = (place, engine, dot_available(), tuple((n.id, n.width, n.height) for n in nodes),
+                   tuple((e.id, e.src, e.dst, e.label_width, e.label_lines, e.back) for e in edges))
+            with self._lock:
+                hit = self._kept.get(key)
+                if hit is not None:
+                    self._kept.move_to_end(key)
+                    return hit
+            out = place(nodes, edges, engine)
+            with self._lock:
+                self._kept[key] = out
+                while len(self._kept) > MEMO_SIZE:
+                    self._kept.popitem(last=False)
+            return out
+
+        return placed
+
+
+memo = _Memo()
 
 
 def open_zoom(placed: Layout) -> float:
@@ -52,7 +91,7 @@ def fitted(build: Build, engine: str) -> tuple[Layout, float]:
                 return placed, scale
             if legible < last * 1.02:  # the graph widens as fast as its boxes grow: no use
                 break
-            scale, last = round(scale / legible * 1.06, 3), legible
+            scale, last = round(scale / legible ** 2 * 1.04, 3), legible  # grows slower than boxes
     assert best is not None
     return best[1], best[2]
 

@@ -22,7 +22,7 @@ from flowmap.model.format import fmt_per_step
 from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
 from flowmap.model.view import RunView
-from flowmap.reporters.fit import fitted, min_zoom
+from flowmap.reporters.fit import fitted, memo, min_zoom
 from flowmap.reporters.layout import layout_graph
 from flowmap.reporters.layout_records import (
     EdgeRoute,
@@ -70,6 +70,7 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
     flow = view.flow if view.draws_flow else None
     driver = None if flow is None else flow_driver(view)
     names = [n.name for n in nodes]
+    place = memo.place(place)
     if flow is None:
         placed, scale = fitted(lambda k, eng: _layout(names, seams, owner_id, eng, place, k), engine)
     else:  # the flow places the owners; the driver stands apart, its seams not drawn
@@ -168,7 +169,8 @@ def _flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow, driver: 
     edges = [EdgeSpec(f"f{i}", owner_id[e.src], owner_id[e.dst], _label_width(_flow_name(e)), 2,
                       rank[e.dst] <= rank[e.src])  # data going back up the flow: drawn against it
              for i, e in _drawn_flow(flow, driver, owner_id)]
-    placed = place(nodes, edges, engine)
+    kept = place(nodes, edges, engine)  # kept by the memo: the seams' lines go on a copy
+    placed = Layout(kept.engine, kept.width, kept.height, dict(kept.nodes), dict(kept.edges))
     for i, s in enumerate(seams):
         (x0, y0), (x1, y1) = placed.nodes[owner_id[s.src]], placed.nodes[owner_id[s.dst]]
         mx, my = (x0 + x1) / 2, (y0 + y1) / 2

@@ -27,7 +27,7 @@ from flowmap.reporters.layout_records import (
 DUMMY_GAP_PX = 8.0
 #: A layer of owners wider than this wraps onto the next layers, so a driver's fan-out to
 #: fourteen stages stays inside a 1280-px window's graph panel instead of one wide row.
-MAX_LAYER_PX = 760.0
+MAX_LAYER_PX = 640.0
 OWNER_HEIGHT_PX = 30.0  # the page's owner box at 1:1
 
 
