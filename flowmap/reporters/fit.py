@@ -30,6 +30,7 @@ MAX_OPEN_K = 1.5
 NODE_FONT_PX = 12.0
 LEGIBLE_PX = 11.0
 PASSES = 6
+BISECTIONS = 3
 
 #: (scale, engine) -> the layout with owners `scale` times their 1:1 size.
 Build = Callable[[float, str], Layout]
@@ -76,24 +77,44 @@ def open_zoom(placed: Layout) -> float:
 
 
 def fitted(build: Build, engine: str) -> tuple[Layout, float]:
-    """The layout and its scale: the first whose boxes hold 11-px names at the opening zoom,
-    else the closest one (the page then opens at the smallest zoom that keeps names whole,
-    and pans)."""
+    """The layout and its scale: the smallest scale found whose boxes hold 11-px names at the
+    opening zoom, else the closest one (the page then opens at the smallest zoom that keeps
+    names whole, and pans)."""
     best: tuple[float, Layout, float] | None = None
     for eng in (engine, "layered") if engine == "auto" else (engine,):
-        scale, last = 1.0, 0.0
+        lo, scale, last = 1.0, 1.0, 0.0
         for _ in range(PASSES):
             placed = build(scale, eng)
-            legible = open_zoom(placed) * scale * NODE_FONT_PX / LEGIBLE_PX  # >= 1: names fit
+            legible = legibility(placed, scale)
             if best is None or legible > best[0]:
                 best = (legible, placed, scale)
             if legible >= 1.0:
-                return placed, scale
+                return _smallest(build, eng, lo, scale, placed)
             if legible < last * 1.02:  # the graph widens as fast as its boxes grow: no use
                 break
-            scale, last = round(scale / legible ** 2 * 1.04, 3), legible  # grows slower than boxes
+            # the graph grows slower than its boxes: a bolder step, then back down (_smallest)
+            lo, scale, last = scale, round(scale / legible ** 2 * 1.04, 3), legible
     assert best is not None
     return best[1], best[2]
+
+
+def legibility(placed: Layout, scale: float) -> float:
+    """1 or more: at the zoom `placed` opens at, its boxes hold their names at 11 px."""
+    return open_zoom(placed) * scale * NODE_FONT_PX / LEGIBLE_PX
+
+
+def _smallest(build: Build, engine: str, lo: float, hi: float, placed: Layout
+              ) -> tuple[Layout, float]:
+    """Between an illegible scale `lo` and a legible `hi`, a smaller legible one (bisection):
+    boxes no larger than they need be leave the edges room."""
+    for _ in range(BISECTIONS if hi > lo else 0):
+        mid = round((lo + hi) / 2, 3)
+        trial = build(mid, engine)
+        if legibility(trial, mid) >= 1.0:
+            hi, placed = mid, trial
+        else:
+            lo = mid
+    return placed, hi
 
 
 def min_zoom(scale: float) -> float:
