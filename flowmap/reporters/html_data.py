@@ -79,13 +79,16 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
             "layered" if engine == "auto" else engine)
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
     extra = {} if flow is None else {"flow": _flow(view, flow, driver, owner_id, placed)}
+    # a seam between two stages a black arrow already joins is not drawn again, faint
+    covered = set() if flow is None else {
+        p for _, e in _drawn_flow(flow, driver, owner_id) for p in ((e.src, e.dst), (e.dst, e.src))}
     return {
         "flowmap": "html",
         "schema": HTML_SCHEMA,
         **extra,
         "run": _run_info(view, placed, scale),
         "owners": [_owner(n, owner_id[n.name], placed, scale, n.name == driver) for n in nodes],
-        "seams": [_seam(s, seam_id[s.key], owner_id, placed, binned, driver) for s in seams],
+        "seams": [_seam(s, seam_id[s.key], owner_id, placed, binned, driver, covered) for s in seams],
         "bins": [_bin(b) for b in binned.bins],
         "counters": _counters(view),
         "charts": chart_groups(list(view.counters)),
@@ -253,11 +256,13 @@ def _owner(n: Node, oid: str, placed: Layout, scale: float = 1.0, driver: bool =
 
 
 def _seam(s: SeamStats, sid: str, owner_id: dict[str, str], placed: Layout,
-          binned: StepBins, driver: str | None = None) -> dict[str, Any]:
+          binned: StepBins, driver: str | None = None,
+          covered: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()) -> dict[str, Any]:
     route = placed.edges[sid]
     return {
         "id": sid,
         **({"driver": True} if driver in (s.src, s.dst) else {}),
+        **({"undrawn": True} if (s.src, s.dst) in covered else {}),
         "src": owner_id[s.src],
         "dst": owner_id[s.dst],
         "name": s.name,

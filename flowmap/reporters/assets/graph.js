@@ -41,8 +41,9 @@
     for (var i = 2; i + 5 < p.length; i += 6) {
       d += " C" + p[i] + "," + p[i + 1] + " " + p[i + 2] + "," + p[i + 3] + " " + p[i + 4] + "," + p[i + 5];
     }
-    // a driver's seams (its calls and their returns) are a star: listed in the table, not drawn
-    var g = sv("g", { "class": "seam" + (s.back ? " back" : "") + (s.driver ? " driver-seam" : ""),
+    // a driver's seams (its calls and their returns) are a star, and a seam a black arrow already
+    // draws would be drawn twice: listed in the table, not drawn
+    var g = sv("g", { "class": "seam" + (s.back ? " back" : "") + (s.driver || s.undrawn ? " undrawn" : ""),
       "data-seam": s.id, tabindex: 0 });
     var line = sv("path", { d: d, "class": "line" });
     var hit = sv("path", { d: d, "class": "hit" });
@@ -248,7 +249,8 @@
   function styleGraph() {
     var bps = {};
     D.seams.forEach(function (s) { bps[s.id] = seamBps(s); });
-    var scale = scaleOf(D.seams.map(function (s) { return bps[s.id]; }));
+    var scale = scaleOf(D.seams.filter(function (s) { return !s.driver && !s.undrawn; })
+      .map(function (s) { return bps[s.id]; }));
     D.seams.forEach(function (s) {
       var t = scale(bps[s.id]), e = ui.edges[s.id];
       var ci = t < 0 ? RAMP.length : Math.min(RAMP.length - 1, Math.floor(t * RAMP.length));
@@ -270,22 +272,24 @@
 
   function legend(values) {
     clear(ui.legend);
-    var pos = values.filter(function (v) { return v > 0; });
-    if (!pos.length) return;
+    // the colour ramp is the drawn seams' (none, where the flow's arrows stand for them all)
+    var pos = values.filter(function (v, i) { return v > 0 && !D.seams[i].driver && !D.seams[i].undrawn; });
+    if (!pos.length && !D.flow) return;
     var bar = el("span", { "class": "ramp" });
     RAMP.forEach(function (c) { var sw = el("i"); sw.style.background = c; bar.appendChild(sw); });
-    append(ui.legend, [
+    append(ui.legend, pos.length ? [
       el("span", {}, PER_WORD + " (log) " + fmtBytes(Math.min.apply(null, pos)) + " "), bar,
       el("span", {}, " " + fmtBytes(Math.max.apply(null, pos))),
       el("span", { "class": "muted" }, "  ·  dashed: back edge closing the loop")
-    ]);
+    ] : [el("span", { "class": "muted" }, "dashed: back edge closing the loop")]);
     if (D.flow) {
       var drv = D.flow.driver ? ownerById[D.flow.driver] : null, nDrv = 0;
       D.seams.forEach(function (s) { if (s.driver) nDrv++; });
       append(ui.legend, [el("div", { "class": "roles", id: "edge-key" }, [
         el("span", {}, "black arrow: data a stage made, used by a later one: payload · " + PER_WORD +
           " (the Flow table)"),
-        el("span", { "class": "muted" }, "faint line: a seam between two stages (its figure in the Seams table)"),
+        D.seams.some(function (s) { return !s.driver && !s.undrawn; }) ?
+          el("span", { "class": "muted" }, "faint line: a seam between two stages (its figure in the Seams table)") : null,
         drv ? el("span", { "class": "muted" }, "dashed white box: the driver, " + drv.name + ", which calls every stage (its " +
           nDrv + " seams are in the table, not drawn)") : null
       ])]);
