@@ -76,7 +76,10 @@
       sv("tspan", { x: f.label_at[0], dy: "1.25em", "class": "bps" }, flowFigure(f))
     ]);
     g.appendChild(text);
-    tip(g, f.label + "\n" + flowFigure(f));
+    tip(g, f.label + "\n" + flowFigure(f) + (f.via || []).map(function (id) {
+      var s = seamById[id];  // the seam rows these bytes are part of
+      return "\npart of " + s.label + " (" + fmtBytes(s.bytes_per_step) + PER + " in all)";
+    }).join(""));
     ui.labels.push({ text: text, rank: 0, bytes: f.bytes_per_step || 0 });
     return g;
   }
