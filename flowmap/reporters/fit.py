@@ -31,6 +31,9 @@ NODE_FONT_PX = 12.0
 LEGIBLE_PX = 11.0
 PASSES = 6
 BISECTIONS = 3
+#: Past this many owners + edges no window shows every name at 11 px, and each layout
+#: costs more: one pass, as asked.
+FIT_MAX_ELEMENTS = 300
 
 #: (scale, engine) -> the layout with owners `scale` times their 1:1 size.
 Build = Callable[[float, str], Layout]
@@ -76,10 +79,12 @@ def open_zoom(placed: Layout) -> float:
     return min(MAX_OPEN_K, PANEL_W_PX / max(1.0, placed.width), PANEL_H_PX / max(1.0, placed.height))
 
 
-def fitted(build: Build, engine: str) -> tuple[Layout, float]:
+def fitted(build: Build, engine: str, elements: int = 0) -> tuple[Layout, float]:
     """The layout and its scale: the smallest scale found whose boxes hold 11-px names at the
     opening zoom, else the closest one (the page then opens at the smallest zoom that keeps
-    names whole, and pans)."""
+    names whole, and pans). `elements`: owners + edges; a large graph gets one pass."""
+    if elements > FIT_MAX_ELEMENTS:
+        return build(1.0, engine), 1.0
     best: tuple[float, Layout, float] | None = None
     for eng in (engine, "layered") if engine == "auto" else (engine,):
         lo, scale, last = 1.0, 1.0, 0.0

@@ -65,11 +65,12 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
     names = [n.name for n in nodes]
     place = memo.place(place)
     if flow is None:
-        placed, scale = fitted(lambda k, eng: _layout(names, seams, owner_id, eng, place, k), engine)
+        placed, scale = fitted(lambda k, eng: _layout(names, seams, owner_id, eng, place, k), engine,
+                               len(names) + len(seams))
     else:  # the flow places the owners; the driver stands apart, its seams not drawn
         placed, scale = fitted(
             lambda k, eng: flow_layout(names, seams, flow, driver, owner_id, eng, place, k),
-            "layered" if engine == "auto" else engine)
+            "layered" if engine == "auto" else engine, len(names) + len(flow.edges))
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
     extra = {} if flow is None else {"flow": flow_data(view, flow, driver, owner_id, placed, seam_id)}
     # a seam between two stages a black arrow already joins is not drawn again, faint

@@ -63,3 +63,10 @@ def test_the_memo_lays_one_graph_out_once():
     assert memo.place(place)(list(nodes), list(edges), "layered") is first and seen == [2]
     placer([NodeSpec("a", 41, 30), NodeSpec("b", 40, 30)], edges, "layered")
     assert seen == [2, 2]  # another size is another layout
+
+
+def test_a_large_graph_is_laid_out_once_as_asked():
+    calls: list[float] = []
+    pairs = [(f"a{i}", f"b{i}") for i in range(200)]
+    placed, scale = fit.fitted(build_for(pairs, calls), "layered", 400)
+    assert calls == [1.0] and scale == 1.0 and placed.engine == "layered"
