@@ -39,7 +39,7 @@ def flow_driver(view: RunView) -> str | None:
 
 
 def drawn_flow(flow: Flow, driver: str | None, owner_id: dict[str, str]
-                ) -> list[tuple[int, FlowEdge]]:
+               ) -> list[tuple[int, FlowEdge]]:
     """The flow edges the graph draws: between two stages, neither of them the driver (what the
     driver made or got back is in the seam table and in the driver's summary)."""
     return [(i, e) for i, e in enumerate(flow.edges)
@@ -47,8 +47,8 @@ def drawn_flow(flow: Flow, driver: str | None, owner_id: dict[str, str]
 
 
 def flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow, driver: str | None,
-                 owner_id: dict[str, str], engine: str, place: Place = layout_graph,
-                 scale: float = 1.0) -> Layout:
+                owner_id: dict[str, str], engine: str, place: Place = layout_graph,
+                scale: float = 1.0) -> Layout:
     """Owners placed by the flow's producer -> consumer edges, in the flow's order; a seam
     between two stages a straight line; the driver's seams are not routed (a star)."""
     rank = {name: k for k, name in enumerate(flow.stages)}
@@ -68,7 +68,9 @@ def flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow, driver: s
 
 
 def flow_data(view: RunView, flow: Flow, driver: str | None, owner_id: dict[str, str],
-          placed: Layout, seam_id: dict[tuple[str, str, str], str]) -> dict[str, Any]:
+              placed: Layout, seam_id: dict[tuple[str, str, str], str]) -> dict[str, Any]:
+    """The page's `flow`: the arrows it draws, each with the figure its label and the Flow
+    table show (the same number), the stages in order, and which owner is the driver."""
     steps = view.num_steps
     edges = []
     into: dict[str, list[tuple[str, str]]] = {}  # stage -> (seam name, id) of the seams into it
@@ -97,8 +99,6 @@ def flow_data(view: RunView, flow: Flow, driver: str | None, owner_id: dict[str,
 def flow_name(e: FlowEdge) -> str:
     """What the consumer calls the data (`sequences`), else the payload's name."""
     return ", ".join(e.args or e.names)
-
-
 
 
 def covered_pairs(flow: Flow, driver: str | None, owner_id: dict[str, str]) -> set[tuple[str, str]]:
