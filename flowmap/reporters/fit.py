@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from flowmap.reporters.html_sizes import Place
 from flowmap.reporters.layout import dot_available
 from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 
@@ -37,7 +38,6 @@ FIT_MAX_ELEMENTS = 300
 
 #: (scale, engine) -> the layout with owners `scale` times their 1:1 size.
 Build = Callable[[float, str], Layout]
-Place = Callable[[list[NodeSpec], list[EdgeSpec], str], Layout]
 #: Layouts kept by their inputs: a live page lays out the same graph at every update.
 MEMO_SIZE = 16
 
