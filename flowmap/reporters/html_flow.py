@@ -55,9 +55,16 @@ def flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow, driver: s
     ordered = sorted(owners, key=lambda n: (n != driver, rank.get(n, len(rank))))
     nodes = [NodeSpec(owner_id[name], node_width(name, name == driver) * scale, NODE_HEIGHT_PX * scale)
              for name in ordered]
+    drawn = drawn_flow(flow, driver, owner_id)
     edges = [EdgeSpec(f"f{i}", owner_id[e.src], owner_id[e.dst], label_width(flow_name(e)), 2,
                       rank[e.dst] <= rank[e.src])  # data going back up the flow: drawn against it
-             for i, e in drawn_flow(flow, driver, owner_id)]
+             for i, e in drawn]
+    # a stage fed only through the driver (a buffer's `sample`) follows the stage before it
+    # in the flow, instead of starting at the top as a source would
+    fed = {e.dst for _, e in drawn if rank[e.src] < rank[e.dst]}
+    stages = [s for s in flow.stages if s != driver and s in owner_id]
+    edges += [EdgeSpec(f"after{k}", owner_id[a], owner_id[b], order_only=True)
+              for k, (a, b) in enumerate(zip(stages, stages[1:])) if b not in fed]
     kept = place(nodes, edges, engine)  # kept by the memo: the seams' lines go on a copy
     placed = Layout(kept.engine, kept.width, kept.height, dict(kept.nodes), dict(kept.edges))
     for i, s in enumerate(seams):

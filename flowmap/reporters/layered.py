@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flowmap.reporters.layered_ranks import layer_ranks
 from flowmap.reporters.layout_records import (
     NODE_GAP_PX,
     RANK_GAP_PX,
@@ -25,9 +26,6 @@ from flowmap.reporters.layout_records import (
 
 #: Long edges may pass closer to their neighbours than owners do.
 DUMMY_GAP_PX = 8.0
-#: A layer of owners wider than this wraps onto the next layers, so a driver's fan-out to
-#: fourteen stages stays inside a 1280-px window's graph panel instead of one wide row.
-MAX_LAYER_PX = 640.0
 OWNER_HEIGHT_PX = 30.0  # the page's owner box at 1:1
 
 
@@ -48,8 +46,11 @@ class _Item:
         return self.x + self.port
 
 
-def layered(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
+def layered(nodes: list[NodeSpec], all_edges: list[EdgeSpec]) -> Layout:
     order = [n.id for n in nodes]
+    # edges that only order their owners (none drawn): dst on src's layer or below
+    after = [(e.src, e.dst) for e in all_edges if e.order_only and e.src != e.dst]
+    edges = [e for e in all_edges if not e.order_only]
     items = {n.id: _Item(n.id, n.width, n.height) for n in nodes}
     flows = [(e.src, e.dst) for e in edges if e.src != e.dst]
     given = [e for e in edges if e.src != e.dst]
@@ -62,7 +63,7 @@ def layered(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
     # owners drawn larger (`flowmap.reporters.fit`) wrap at a proportionally wider layer
     grow = max((n.height for n in nodes), default=OWNER_HEIGHT_PX) / OWNER_HEIGHT_PX
     widths = {n.id: n.width / grow for n in nodes}
-    rank = {k: 2 * r for k, r in _longest_path_ranks(order, flows, reversed_pairs, widths).items()}
+    rank = {k: 2 * r for k, r in layer_ranks(order, flows, reversed_pairs, widths, after).items()}
     for k, r in rank.items():
         items[k].rank = r
     chains: dict[str, list[str]] = {}
@@ -120,50 +121,6 @@ def _feedback_edges(order: list[str], flows: list[tuple[str, str]]) -> set[tuple
         frontier = [rest[0]]
     seq = {k: (depth[k], i) for i, k in enumerate(order)}
     return {(a, b) for a, b in flows if seq[a] > seq[b]}
-
-
-def _longest_path_ranks(
-    order: list[str], flows: list[tuple[str, str]], back: set[tuple[str, str]],
-    widths: dict[str, float] | None = None,
-) -> dict[str, int]:
-    succ: dict[str, set[str]] = {k: set() for k in order}
-    for a, b in flows:
-        u, v = (b, a) if (a, b) in back else (a, b)
-        succ[u].add(v)
-    indeg = dict.fromkeys(order, 0)
-    for u in order:
-        for v in succ[u]:
-            indeg[v] += 1
-    rank = dict.fromkeys(order, 0)
-    ready = [k for k in order if indeg[k] == 0]
-    while ready:
-        u = ready.pop(0)
-        for v in sorted(succ[u], key=order.index):
-            rank[v] = max(rank[v], rank[u] + 1)
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                ready.append(v)
-    return rank if widths is None else _wrap_layers(order, succ, rank, widths)
-
-
-def _wrap_layers(order: list[str], succ: dict[str, set[str]], rank: dict[str, int],
-                 widths: dict[str, float]) -> dict[str, int]:
-    """Ranks again, top down, each owner on the first layer at or below its longest-path
-    rank that has room for it (`MAX_LAYER_PX`); its successors go below wherever it went."""
-    preds: dict[str, list[str]] = {k: [] for k in order}
-    for u in order:
-        for v in succ[u]:
-            preds[v].append(u)
-    used: dict[int, float] = {}
-    out: dict[str, int] = {}
-    pos = {k: i for i, k in enumerate(order)}
-    for k in sorted(order, key=lambda k: (rank[k], pos[k])):
-        r = max([out[p] + 1 for p in preds[k] if p in out] + [rank[k]])
-        while used.get(r, 0.0) and used[r] + NODE_GAP_PX + widths[k] > MAX_LAYER_PX:
-            r += 1
-        used[r] = used.get(r, 0.0) + (NODE_GAP_PX if r in used else 0.0) + widths[k]
-        out[k] = r
-    return out
 
 
 def _order_layers(

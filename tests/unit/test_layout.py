@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from flowmap.reporters.layered import MAX_LAYER_PX
+from flowmap.reporters.layered_ranks import MAX_LAYER_PX
 from flowmap.reporters.layout import layout_graph
 from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 
@@ -141,3 +141,13 @@ def test_layered_draws_the_edges_the_caller_marks_back_upwards():
     assert y["b"] < y["c"] < y["a"]
     (_, sy), (_, ey) = start_end(placed, "e0")
     assert ey < sy
+
+
+def test_an_order_only_edge_places_its_owner_on_or_below_the_other_and_is_not_drawn():
+    nodes = [NodeSpec(n, 40, 30) for n in ("a", "b", "c", "d")]
+    edges = [EdgeSpec("e0", "a", "b", 40), EdgeSpec("e1", "c", "d", 40),
+             EdgeSpec("o0", "b", "c", order_only=True)]  # c is a source, after b
+    placed = layout_graph(nodes, edges, "layered")
+    y = {k: v[1] for k, v in placed.nodes.items()}
+    assert y["a"] < y["b"] <= y["c"] < y["d"]
+    assert set(placed.edges) == {"e0", "e1"}
