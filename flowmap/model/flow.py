@@ -12,6 +12,8 @@ stage, the two hops share a storage: that is a producer -> consumer edge.
   driver's hand-off), and the edge goes to where it was consumed instead.
 - A hop with no tensor leaf, or with leaves whose storage nobody produced
   before, is an edge of its own, `src -> dst`.
+- A storage sent by an owner it never reached is new data: a freed tensor's
+  address taken by a new one (the old producer made something else).
 
 Storages are per process (one shard's ids), so the flow is followed inside a
 process; hops between processes join it as their own edges. Stages are
@@ -43,6 +45,8 @@ class FlowEdge:
     hops: int  # hops into `dst` that carried `src`'s data
     nbytes: int  # bytes of `src`'s data those hops carried
     names: tuple[str, ...]  # payload names of those hops, sorted
+    #: What the consumer calls that data: its leaves' argument names (`sequences`), sorted
+    args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +70,11 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
     """The flow of `hops` (kept hops, any order)."""
     ordered = sorted(hops, key=lambda h: h.t_ns)
     producer: dict[tuple[int, int], str] = {}
+    holders: dict[tuple[int, int], set[str]] = {}  # owners a storage reached (its producer too)
     # (pid, storage, holder) -> links that brought the storage to holder, not yet handed on
     waiting: dict[tuple[int, int, str], list[int]] = defaultdict(list)
     links: list[tuple[int, str, str, int]] = []  # (hop index, producer, consumer, bytes)
+    link_args: dict[int, str] = {}  # link -> the consumer's name for the data (its leaf's root)
     passed: set[int] = set()  # links whose consumer only handed the storage on
     first_seen: dict[str, int] = {}
     hand_offs = 0
@@ -76,19 +82,27 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
         first_seen.setdefault(h.src, h.t_ns)
         first_seen.setdefault(h.dst, h.t_ns)
         forwarded = False
+        roots = _roots(h)
         for storage, nbytes in _storages(h):
-            made_by = producer.setdefault((h.pid, storage), h.src)
+            key = (h.pid, storage)
+            if h.src not in holders.setdefault(key, {h.src}):
+                # sent by an owner it never reached: new data at a freed tensor's address
+                producer[key], holders[key] = h.src, {h.src}
+            holders[key].add(h.dst)
+            made_by = producer.setdefault(key, h.src)
             if made_by == h.dst:
                 continue  # back to its producer (a result that is the input): no new edge
             if made_by != h.src:
                 forwarded = True  # someone else's data, handed on by h.src
                 passed.update(waiting.pop((h.pid, storage, h.src), ()))
             waiting[(h.pid, storage, h.dst)].append(len(links))
+            if storage in roots:
+                link_args[len(links)] = roots[storage]
             links.append((i, made_by, h.dst, nbytes))
         hand_offs += forwarded
         if not h.storages:
             links.append((i, h.src, h.dst, h.nbytes))
-    return _assemble(ordered, links, passed, first_seen, hand_offs)
+    return _assemble(ordered, links, passed, first_seen, hand_offs, link_args)
 
 
 class FlowMemo:
@@ -124,10 +138,12 @@ def _same(last: Sequence[Hop], now: Sequence[Hop]) -> bool:
 
 
 def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
-              passed: set[int], first_seen: dict[str, int], hand_offs: int) -> Flow:
+              passed: set[int], first_seen: dict[str, int], hand_offs: int,
+              link_args: dict[int, str] | None = None) -> Flow:
     hops: dict[tuple[str, str], set[int]] = defaultdict(set)
     nbytes: dict[tuple[str, str], int] = defaultdict(int)
     names: dict[tuple[str, str], set[str]] = defaultdict(set)
+    args: dict[tuple[str, str], set[str]] = defaultdict(set)
     reached: dict[str, int] = {}
     data: set[tuple[str, str]] = set()  # edges that carried tensors, not only control values
     for n, (i, src, dst, b) in enumerate(links):
@@ -140,13 +156,16 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
         hops[(src, dst)].add(i)
         nbytes[(src, dst)] += b
         names[(src, dst)].add(ordered[i].name)
+        if link_args and n in link_args:
+            args[(src, dst)].add(link_args[n])
         reached[dst] = min(reached.get(dst, ordered[i].t_ns), ordered[i].t_ns)
         reached.setdefault(src, first_seen.get(src, ordered[i].t_ns))
         reached[src] = min(reached[src], first_seen.get(src, reached[src]))
     stages = _order(reached, data or set(hops))
     pos = {s: k for k, s in enumerate(stages)}
     edges = tuple(sorted(
-        (FlowEdge(s, d, len(hops[(s, d)]), nbytes[(s, d)], tuple(sorted(names[(s, d)])))
+        (FlowEdge(s, d, len(hops[(s, d)]), nbytes[(s, d)], tuple(sorted(names[(s, d)])),
+                  tuple(sorted(args[(s, d)])))
          for (s, d) in hops),
         key=lambda e: (pos[e.src], pos[e.dst])))
     return Flow(stages, edges, hand_offs)
@@ -167,6 +186,18 @@ def _order(reached: dict[str, int], edges: set[tuple[str, str]]) -> tuple[str, .
         out.append(first)
         left.remove(first)
     return tuple(out)
+
+
+def _roots(h: Hop) -> dict[int, str]:
+    """storage -> the root of the first tensor leaf's path on it (`sequences` of
+    `sequences`, `weights` of `weights.0.weight`), where leaves and storages line up."""
+    tensors = [leaf.path for leaf in h.leaves if leaf.kind in _TENSORS]
+    if not h.storages or len(tensors) != len(h.storages):
+        return {}
+    out: dict[int, str] = {}
+    for s, path in zip(h.storages, tensors, strict=True):
+        out.setdefault(s, path.split(".")[0].split("[")[0])
+    return out
 
 
 def _storages(h: Hop) -> list[tuple[int, int]]:

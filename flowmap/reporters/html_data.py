@@ -13,23 +13,29 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from flowmap.findings import Finding, findings
-from flowmap.model.flow import Flow
 from flowmap.model.format import fmt_per_step
 from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
 from flowmap.model.view import RunView
-from flowmap.reporters.layout import layout_graph
-from flowmap.reporters.layout_records import (
-    EdgeRoute,
-    EdgeSpec,
-    Layout,
-    NodeSpec,
-    text_width_px,
+from flowmap.reporters.fit import fitted, memo, min_zoom
+from flowmap.reporters.html_flow import covered_pairs, flow_data, flow_driver, flow_layout
+from flowmap.reporters.html_sizes import (
+    MAX_EDGE_LABEL_CHARS,
+    NODE_HEIGHT_PX,
+    Place,
+    label_width,
+    node_label,
+    node_width,
+    num,
+    short_label,
+    upwards,
 )
+from flowmap.reporters.layout import layout_graph
+from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 
 HTML_SCHEMA = 1
 #: The step-range filter works on at most this many bins of consecutive steps.
@@ -42,18 +48,6 @@ MAX_LEAVES = 100
 MAX_SERIES_POINTS = 800
 SERIES_POINTS_BUDGET = 60_000
 MAX_FINDINGS = 50
-#: Label sizes in layout pixels. The page opens at no less than 1:1 (`flowmap.js`,
-#: LEGIBLE_PX), so at any window size every label it shows is at least 11 CSS px.
-NODE_FONT_PX = 12
-EDGE_FONT_PX = 11
-#: Longer names are cut on the graph (the full text is the hover title and the side panel):
-#: one 60-character payload name would otherwise widen every layer it crosses.
-MAX_NODE_LABEL_CHARS = 24
-MAX_EDGE_LABEL_CHARS = 18
-NODE_HEIGHT_PX = 30
-
-
-Place = Callable[[list[NodeSpec], list[EdgeSpec], str], Layout]
 
 
 def html_document(view: RunView, engine: str = "auto", place: Place = layout_graph,
@@ -67,19 +61,27 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
     owner_id = {n.name: f"o{i}" for i, n in enumerate(nodes)}
     seam_id = {s.key: f"s{i}" for i, s in enumerate(seams)}
     flow = view.flow if view.draws_flow else None
+    driver = None if flow is None else flow_driver(view)
+    names = [n.name for n in nodes]
+    place = memo.place(place)
     if flow is None:
-        placed = _layout([n.name for n in nodes], seams, owner_id, engine, place)
-    else:  # the flow places the owners; the seams are drawn faint between them
-        placed = _flow_layout([n.name for n in nodes], seams, flow, owner_id, engine, place)
+        placed, scale = fitted(lambda k, eng: _layout(names, seams, owner_id, eng, place, k), engine,
+                               len(names) + len(seams))
+    else:  # the flow places the owners; the driver stands apart, its seams not drawn
+        placed, scale = fitted(
+            lambda k, eng: flow_layout(names, seams, flow, driver, owner_id, eng, place, k),
+            "layered" if engine == "auto" else engine, len(names) + len(flow.edges))
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
-    extra = {} if flow is None else {"flow": _flow(view, flow, owner_id, placed)}
+    extra = {} if flow is None else {"flow": flow_data(view, flow, driver, owner_id, placed, seam_id)}
+    # a seam between two stages a black arrow already joins is not drawn again, faint
+    covered = set() if flow is None else covered_pairs(flow, driver, owner_id)
     return {
         "flowmap": "html",
         "schema": HTML_SCHEMA,
         **extra,
-        "run": _run_info(view, placed),
-        "owners": [_owner(n, owner_id[n.name], placed) for n in nodes],
-        "seams": [_seam(s, seam_id[s.key], owner_id, placed, binned) for s in seams],
+        "run": _run_info(view, placed, scale),
+        "owners": [_owner(n, owner_id[n.name], placed, scale, n.name == driver) for n in nodes],
+        "seams": [_seam(s, seam_id[s.key], owner_id, placed, binned, driver, covered) for s in seams],
         "bins": [_bin(b) for b in binned.bins],
         "counters": _counters(view),
         "charts": chart_groups(list(view.counters)),
@@ -88,7 +90,7 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
     }
 
 
-def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
+def _run_info(view: RunView, placed: Layout, scale: float = 1.0) -> dict[str, Any]:
     items, health = view.items, view.health
     return {
         "path": view.path,
@@ -96,8 +98,8 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
         "steps": view.step_count,  # 0: no steps, and the page says its figures are totals
         "first_step": view.steps[0] if view.steps else None,
         "last_step": view.steps[-1] if view.steps else None,
-        "duration_s": _num(view.duration_s),
-        "wall_s": _num(view.wall_s),
+        "duration_s": num(view.duration_s),
+        "wall_s": num(view.wall_s),
         "exit_code": view.ending.exit_code,
         "ended": view.ending.sentence,
         "failed": view.ending.failed,
@@ -118,79 +120,30 @@ def _run_info(view: RunView, placed: Layout) -> dict[str, Any]:
             "bad_lines": health.bad_lines,
             "hosts": list(health.hosts),
         },
-        "layout": {"engine": placed.engine, "width": placed.width, "height": placed.height},
+        "layout": {"engine": placed.engine, "width": placed.width, "height": placed.height,
+                   "min_k": min_zoom(scale)},
     }
 
 
 def _layout(owners: list[str], seams: list[SeamStats], owner_id: dict[str, str],
-            engine: str, place: Place = layout_graph) -> Layout:
-    nodes = [NodeSpec(owner_id[name], _node_width(name), NODE_HEIGHT_PX) for name in owners]
+            engine: str, place: Place = layout_graph, scale: float = 1.0) -> Layout:
+    nodes = [NodeSpec(owner_id[name], node_width(name) * scale, NODE_HEIGHT_PX * scale)
+             for name in owners]
     edges = [
-        EdgeSpec(f"s{i}", owner_id[s.src], owner_id[s.dst], _label_width(s.name), 2)
+        EdgeSpec(f"s{i}", owner_id[s.src], owner_id[s.dst], label_width(s.name), 2)
         for i, s in enumerate(seams)
     ]
     return place(nodes, edges, engine)
 
 
-def _flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow,
-                 owner_id: dict[str, str], engine: str, place: Place = layout_graph) -> Layout:
-    """Owners placed by the flow's producer -> consumer edges; each seam a straight line."""
-    nodes = [NodeSpec(owner_id[name], _node_width(name), NODE_HEIGHT_PX) for name in owners]
-    edges = [EdgeSpec(f"f{i}", owner_id[e.src], owner_id[e.dst], _label_width(", ".join(e.names)), 2)
-             for i, e in enumerate(flow.edges) if e.src in owner_id and e.dst in owner_id]
-    placed = place(nodes, edges, engine)
-    for i, s in enumerate(seams):
-        (x0, y0), (x1, y1) = placed.nodes[owner_id[s.src]], placed.nodes[owner_id[s.dst]]
-        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-        placed.edges[f"s{i}"] = EdgeRoute([(x0, y0), (mx, my), (mx, my), (x1, y1)], (mx, my))
-    return placed
-
-
-def _flow(view: RunView, flow: Flow, owner_id: dict[str, str], placed: Layout) -> dict[str, Any]:
-    steps = view.num_steps
-    edges = []
-    for i, e in enumerate(flow.edges):
-        route = placed.edges.get(f"f{i}")
-        if route is None:
-            continue
-        names = ", ".join(e.names)
-        edges.append({
-            "id": f"f{i}", "src": owner_id[e.src], "dst": owner_id[e.dst],
-            "short": short_label(names, MAX_EDGE_LABEL_CHARS),
-            "label": f"{e.src} feeds {e.dst} ({names}): {e.hops} hops",
-            "bytes": e.nbytes, "figure": fmt_per_step(e.nbytes / steps, view.has_steps),
-            "back": _upwards(route.points),
-            "path": [c for p in route.points for c in p], "label_at": list(route.label),
-        })
-    return {"stages": list(flow.stages), "order": flow.order_text(), "edges": edges}
-
-
-def _upwards(points: list[tuple[float, float]]) -> bool:
-    """An edge drawn against the top-down flow: it closes a cycle (weight sync -> rollout)."""
-    return points[-1][1] < points[0][1] - 1.0
-
-
-def short_label(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, the cut marked by an ellipsis."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _node_width(name: str) -> float:
-    return max(64.0, text_width_px(short_label(name, MAX_NODE_LABEL_CHARS), NODE_FONT_PX) + 24.0)
-
-
-def _label_width(name: str) -> float:
-    # The page draws two lines, the payload name over "123 KiB/step"; room for the widest figure.
-    shown = short_label(name, MAX_EDGE_LABEL_CHARS)
-    return text_width_px(max(shown, "999 KiB/step", key=len), EDGE_FONT_PX)
-
-
-def _owner(n: Node, oid: str, placed: Layout) -> dict[str, Any]:
+def _owner(n: Node, oid: str, placed: Layout, scale: float = 1.0, driver: bool = False
+           ) -> dict[str, Any]:
     x, y = placed.nodes[oid]
     return {
         "id": oid,
+        **({"driver": True} if driver else {}),
         "name": n.name,
-        "short": short_label(n.name, MAX_NODE_LABEL_CHARS),
+        "short": node_label(n.name, driver),
         "role": n.role,
         "bytes_in": n.bytes_in,
         "bytes_out": n.bytes_out,
@@ -198,37 +151,40 @@ def _owner(n: Node, oid: str, placed: Layout) -> dict[str, Any]:
         "hops_out": n.hops_out,
         "pids": list(n.pids),
         "hosts": list(n.hosts),
-        "resident": [[_num(t, 6), c] for t, c in n.resident],
+        "resident": [[num(t, 6), c] for t, c in n.resident],
         "resident_max": n.resident_max,
         "x": x,
         "y": y,
-        "w": _node_width(n.name),
-        "h": NODE_HEIGHT_PX,
+        "w": round(node_width(n.name, driver) * scale, 1),
+        "h": round(NODE_HEIGHT_PX * scale, 1),
     }
 
 
 def _seam(s: SeamStats, sid: str, owner_id: dict[str, str], placed: Layout,
-          binned: StepBins) -> dict[str, Any]:
+          binned: StepBins, driver: str | None = None,
+          covered: set[tuple[str, str]] | frozenset[tuple[str, str]] = frozenset()) -> dict[str, Any]:
     route = placed.edges[sid]
     return {
         "id": sid,
+        **({"driver": True} if driver in (s.src, s.dst) else {}),
+        **({"undrawn": True} if (s.src, s.dst) in covered else {}),
         "src": owner_id[s.src],
         "dst": owner_id[s.dst],
         "name": s.name,
         "short": short_label(s.name, MAX_EDGE_LABEL_CHARS),
         "label": s.label,
-        "back": _upwards(route.points),
+        "back": upwards(route.points),
         "hops": s.hops,
         "total_bytes": s.total_bytes,
         "max_bytes": s.max_bytes,
         "p50_bytes": s.p50_bytes,
         "p90_bytes": s.p90_bytes,
-        "bytes_per_step": _num(s.bytes_per_step_mean),
+        "bytes_per_step": num(s.bytes_per_step_mean),
         "bytes_per_step_max": s.bytes_per_step_max,
         "transports": dict(s.transports),
         "items": s.items,
-        "residency_mean_s": _num(s.residency_mean_s),
-        "residency_max_s": _num(s.residency_max_s),
+        "residency_mean_s": num(s.residency_mean_s),
+        "residency_max_s": num(s.residency_max_s),
         "leaves": [_leaf(leaf) for leaf in s.leaves[:MAX_LEAVES]],
         "leaves_total": len(s.leaves),
         "hist": size_histogram(s.hop_bytes, s.folded_bytes),
@@ -263,7 +219,7 @@ def size_histogram(hop_bytes: Sequence[int],
 
 def _bin(b: StepBin) -> list[Any]:
     """`[first_step, last_step, num_steps, t0_s, t1_s]`: the times shade counter charts."""
-    return [b.first_step, b.last_step, b.num_steps, _num(b.t0_s, 6), _num(b.t1_s, 6)]
+    return [b.first_step, b.last_step, b.num_steps, num(b.t0_s, 6), num(b.t1_s, 6)]
 
 
 def _counters(view: RunView) -> list[dict[str, Any]]:
@@ -275,13 +231,13 @@ def _counters(view: RunView) -> list[dict[str, Any]]:
         out.append({
             "name": c.name,
             "count": c.count,
-            "min": _num(c.min),
-            "max": _num(c.max),
-            "mean": _num(c.mean),
-            "last": _num(c.last),
+            "min": num(c.min),
+            "max": num(c.max),
+            "mean": num(c.mean),
+            "last": num(c.last),
             "owners": list(c.owners),
-            "t": [_num(t, 6) for t, _ in series],
-            "v": [_num(v) for _, v in series],
+            "t": [num(t, 6) for t, _ in series],
+            "v": [num(v) for _, v in series],
         })
     return out
 
@@ -325,22 +281,9 @@ def _findings(found: Sequence[Finding], seam_by_label: dict[str, str],
             "kind": f.kind,
             "labels": list(f.seams),
             "seams": [seam_by_label[label] for label in f.seams if label in seam_by_label],
-            "bytes_per_step": _num(f.bytes_per_step),
+            "bytes_per_step": num(f.bytes_per_step),
             "bytes_per_step_text": fmt_per_step(f.bytes_per_step, stepped),  # as its message says
             "message": f.message,
         }
         for f in found[:MAX_FINDINGS]
     ]
-
-
-def _num(v: float | int | None, digits: int = 6) -> float | int | None:
-    """JSON-safe and stable: ints stay ints, floats keep `digits` significant digits, NaN/inf -> None."""
-    if v is None or isinstance(v, bool):
-        return v
-    if isinstance(v, int):
-        return v
-    if not math.isfinite(v):
-        return None
-    if v == int(v) and abs(v) < 2**53:
-        return int(v)
-    return float(f"{v:.{digits}g}")

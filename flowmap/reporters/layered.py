@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flowmap.reporters.layered_ranks import layer_ranks
 from flowmap.reporters.layout_records import (
     NODE_GAP_PX,
     RANK_GAP_PX,
@@ -25,6 +26,7 @@ from flowmap.reporters.layout_records import (
 
 #: Long edges may pass closer to their neighbours than owners do.
 DUMMY_GAP_PX = 8.0
+OWNER_HEIGHT_PX = 30.0  # the page's owner box at 1:1
 
 
 @dataclass(slots=True)
@@ -44,14 +46,24 @@ class _Item:
         return self.x + self.port
 
 
-def layered(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
+def layered(nodes: list[NodeSpec], all_edges: list[EdgeSpec]) -> Layout:
     order = [n.id for n in nodes]
+    # edges that only order their owners (none drawn): dst on src's layer or below
+    after = [(e.src, e.dst) for e in all_edges if e.order_only and e.src != e.dst]
+    edges = [e for e in all_edges if not e.order_only]
     items = {n.id: _Item(n.id, n.width, n.height) for n in nodes}
     flows = [(e.src, e.dst) for e in edges if e.src != e.dst]
-    reversed_pairs = _feedback_edges(order, flows)
+    given = [e for e in edges if e.src != e.dst]
+    if given and all(e.back is not None for e in given):  # the caller knows the flow's order
+        reversed_pairs = {(e.src, e.dst) for e in given if e.back}
+    else:
+        reversed_pairs = _feedback_edges(order, flows)
     # Ranks are doubled: owners sit on even ranks, so every edge spans at least one
     # odd (label) rank and gets a dummy there to hold its label, as dot does.
-    rank = {k: 2 * r for k, r in _longest_path_ranks(order, flows, reversed_pairs).items()}
+    # owners drawn larger (`flowmap.reporters.fit`) wrap at a proportionally wider layer
+    grow = max((n.height for n in nodes), default=OWNER_HEIGHT_PX) / OWNER_HEIGHT_PX
+    widths = {n.id: n.width / grow for n in nodes}
+    rank = {k: 2 * r for k, r in layer_ranks(order, flows, reversed_pairs, widths, after).items()}
     for k, r in rank.items():
         items[k].rank = r
     chains: dict[str, list[str]] = {}
@@ -61,9 +73,7 @@ def layered(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
             continue
         up, down = (e.dst, e.src) if (e.src, e.dst) in reversed_pairs else (e.src, e.dst)
         chain = [up]
-        label_rank = (rank[up] + rank[down]) // 2
-        if (rank[down] - rank[up]) % 4 == 0:
-            label_rank -= 1  # keep the label on an odd rank
+        label_rank = rank[down] - 1  # next to the owner it feeds: wrapped layers keep their own labels
         for r in range(rank[up] + 1, rank[down]):
             dummy = _Item(f"{e.id}#{r}", 4.0, 4.0, r, dummy=True)
             if r == label_rank:
@@ -74,7 +84,7 @@ def layered(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout:
         chain.append(down)
         links += list(zip(chain, chain[1:]))
         chains[e.id] = chain
-    layers = _order_layers(items, links, order)
+    layers = _order_layers(items, links, order, chains)
     _place_x(layers, items, links, chains)
     ys = _layer_ys(layers, items)
     return _routes(nodes, edges, items, chains, rank, reversed_pairs, ys)
@@ -113,37 +123,23 @@ def _feedback_edges(order: list[str], flows: list[tuple[str, str]]) -> set[tuple
     return {(a, b) for a, b in flows if seq[a] > seq[b]}
 
 
-def _longest_path_ranks(
-    order: list[str], flows: list[tuple[str, str]], back: set[tuple[str, str]]
-) -> dict[str, int]:
-    succ: dict[str, set[str]] = {k: set() for k in order}
-    for a, b in flows:
-        u, v = (b, a) if (a, b) in back else (a, b)
-        succ[u].add(v)
-    indeg = dict.fromkeys(order, 0)
-    for u in order:
-        for v in succ[u]:
-            indeg[v] += 1
-    rank = dict.fromkeys(order, 0)
-    ready = [k for k in order if indeg[k] == 0]
-    while ready:
-        u = ready.pop(0)
-        for v in sorted(succ[u], key=order.index):
-            rank[v] = max(rank[v], rank[u] + 1)
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                ready.append(v)
-    return rank
-
-
 def _order_layers(
-    items: dict[str, _Item], links: list[tuple[str, str]], order: list[str]
+    items: dict[str, _Item], links: list[tuple[str, str]], order: list[str],
+    chains: dict[str, list[str]] | None = None,
 ) -> list[list[str]]:
     """Barycentre sweeps down and up; keeps the ordering with the fewest crossings."""
     depth = max((it.rank for it in items.values()), default=0) + 1
     layers: list[list[str]] = [[] for _ in range(depth)]
     for k in items:  # owners in their given order, then dummies edge by edge
         layers[items[k].rank].append(k)
+    # A dummy starts at the column of the owner its edge ends at, between the owners of its
+    # layer: the edges into a wrapped layer then pass between the layer above's owners, and
+    # the two layers share their width instead of standing side by side (ties keep this).
+    column = {k: i for layer in layers for i, k in enumerate(k for k in layer if not items[k].dummy)}
+    for chain in (chains or {}).values():
+        for k in chain[1:-1]:
+            column[k] = column[chain[-1]]
+    layers = [sorted(layer, key=lambda k: (column[k], items[k].dummy)) for layer in layers]
     up: dict[str, list[str]] = {k: [] for k in items}
     down: dict[str, list[str]] = {k: [] for k in items}
     for a, b in links:

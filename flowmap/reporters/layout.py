@@ -40,7 +40,7 @@ def layout_graph(nodes: list[NodeSpec], edges: list[EdgeSpec], engine: str = "au
     if engine not in ENGINES:
         raise UsageError(f"layout must be one of {', '.join(ENGINES)}, not {engine!r}")
     if engine in ("auto", "dot") and dot_available() and len(nodes) + len(edges) <= DOT_MAX_ELEMENTS:
-        placed = _dot(nodes, edges)
+        placed = _dot(nodes, [e for e in edges if not e.order_only])  # dot orders by its own edges
         if placed is not None:
             return placed
     return layered(nodes, edges)

@@ -34,6 +34,11 @@ class EdgeSpec:
     dst: str
     label_width: float = 0.0
     label_lines: int = 1
+    #: Whether the edge goes against the flow (drawn upwards), when the caller knows the
+    #: order (the flow's stages); None: the layout finds the edges that close cycles.
+    back: bool | None = None
+    #: Not drawn: only puts `dst` on `src`'s layer or below (the built-in layout; dot ignores it).
+    order_only: bool = False
 
 
 @dataclass(slots=True)

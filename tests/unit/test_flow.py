@@ -95,3 +95,29 @@ def test_ray_stages_follow_the_data_not_the_calls_that_created_the_actors():
     # THEN the stages go as the data went: rollout, driver, trainer
     flow = build_flow(s.hops)
     assert flow.stages == ("Rollout/0", "driver", "Trainer/0")
+
+
+def test_a_freed_address_taken_by_new_data_is_the_new_data_s():
+    s = Script()
+    s.call("sync", [1], [7])  # sync makes storage 7 ...
+    s.call("generate", [7], [8])  # ... generate uses it; then 7 is freed
+    s.call("reward", [8], [9])
+    s.call("advantage", [9], [7])  # advantage's new output lands at the freed address 7
+    s.call("loss", [7], [10])
+    flow = build_flow(s.hops)
+    pairs = {(e.src, e.dst) for e in flow.edges}
+    assert ("advantage", "loss") in pairs and ("sync", "loss") not in pairs
+    assert ("sync", "generate") in pairs  # the first life of the address still counts
+
+
+def test_an_edge_names_the_data_by_the_consumer_s_argument():
+    s = Script()
+    s.hop("main", "rollout", "rollout", [1])
+    s.hop("rollout", "main", "rollout", [2])
+    s.hops.append(Hop(10**6, 1, "main", "loss", "loss", 200,
+                      (Leaf("advantages", "tensor", (4,), "float32", "cpu", 100, 1, None),
+                       Leaf("batch.sequences", "tensor", (4,), "float32", "cpu", 100, 1, None)),
+                      (99, 2), None, None, "ref", ()))
+    flow = build_flow(s.hops)
+    edge = next(e for e in flow.edges if (e.src, e.dst) == ("rollout", "loss"))
+    assert edge.args == ("batch",) and edge.names == ("loss",)

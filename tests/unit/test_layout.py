@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from flowmap.reporters.layered_ranks import MAX_LAYER_PX
 from flowmap.reporters.layout import layout_graph
 from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 
@@ -116,3 +117,37 @@ def test_a_broken_dot_falls_back_to_the_built_in_layout(tmp_path, monkeypatch):
     nodes, edges = graph(RL)
     assert layout_graph(nodes, edges, "auto").engine == "layered"
     assert layout_graph(nodes, edges, "dot").engine == "layered"
+
+
+def test_layered_wraps_a_wide_fan_out_into_rows_that_share_their_width():
+    pairs = [("driver", f"stage_{i:02d}") for i in range(14)]
+    nodes, edges = graph(pairs)
+    placed = layout_graph(nodes, edges, "layered")
+    assert_well_formed(placed, nodes, edges)
+    rows = sorted({y for _, y in placed.nodes.values()})
+    assert len(rows) >= 3  # the driver, then its 14 stages in rows
+    widest_row = max(sum(n.width for n in nodes if placed.nodes[n.id][1] == y) for y in rows)
+    assert widest_row <= MAX_LAYER_PX
+    assert placed.width < 1.5 * MAX_LAYER_PX  # the rows are not laid side by side
+
+
+def test_layered_draws_the_edges_the_caller_marks_back_upwards():
+    pairs = [("a", "b"), ("b", "c"), ("c", "a")]
+    names = ["b", "c", "a"]  # BFS from any node would choose another back edge
+    nodes = [NodeSpec(n, 40, 30) for n in names]
+    edges = [EdgeSpec(f"e{i}", a, b, 40, 2, back=(a, b) == ("a", "b")) for i, (a, b) in enumerate(pairs)]
+    placed = layout_graph(nodes, edges, "layered")
+    y = {k: v[1] for k, v in placed.nodes.items()}
+    assert y["b"] < y["c"] < y["a"]
+    (_, sy), (_, ey) = start_end(placed, "e0")
+    assert ey < sy
+
+
+def test_an_order_only_edge_places_its_owner_on_or_below_the_other_and_is_not_drawn():
+    nodes = [NodeSpec(n, 40, 30) for n in ("a", "b", "c", "d")]
+    edges = [EdgeSpec("e0", "a", "b", 40), EdgeSpec("e1", "c", "d", 40),
+             EdgeSpec("o0", "b", "c", order_only=True)]  # c is a source, after b
+    placed = layout_graph(nodes, edges, "layered")
+    y = {k: v[1] for k, v in placed.nodes.items()}
+    assert y["a"] < y["b"] <= y["c"] < y["d"]
+    assert set(placed.edges) == {"e0", "e1"}

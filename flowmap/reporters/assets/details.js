@@ -228,7 +228,20 @@
       ui.tbody.appendChild(row);
     });
     var head = el("thead", {}, el("tr", {}, ["seam", PER_WORD, "hops", "transport"].map(function (h) { return el("th", {}, h); })));
-    return el("section", { id: "seams" }, [el("h2", {}, "Seams"), el("table", { "class": "grid seams" }, [head, ui.tbody])]);
+    return el("section", { id: "seams" }, [flowList(), el("h2", {}, "Seams"), el("table", { "class": "grid seams" }, [head, ui.tbody])]);
+  }
+
+  // The black arrows of the graph, one row each, with the figure the arrow's label shows.
+  function flowList() {
+    if (!D.flow || !D.flow.edges.length) return null;
+    var rows = D.flow.edges.map(function (f) {
+      return el("tr", { "data-flow": f.id }, [
+        el("td", { "class": "label" }, ownerById[f.src].name + " → " + ownerById[f.dst].name + " : " + f.short),
+        el("td", { "class": "num" }, flowFigure(f)), el("td", { "class": "num" }, String(f.hops))
+      ]);
+    });
+    var head = el("thead", {}, el("tr", {}, ["flow edge (black arrow)", PER_WORD, "hops"].map(function (h) { return el("th", {}, h); })));
+    return el("div", { id: "flow-table" }, [el("h2", {}, "Flow"), el("table", { "class": "grid seams" }, [head, el("tbody", {}, rows)])]);
   }
 
   function updateSeamList() {

@@ -14,9 +14,10 @@
   var PER = "/step", PER_WORD = "bytes/step";
   var view = { k: 1, x: 0, y: 0 };
   // Labels are never drawn below this many CSS px. The graph opens fitted to its panel, so
-  // the first view shows the whole flow; below 1:1 edge labels hide and owner names keep
-  // their size. It never opens below MIN_OPEN_K, where an owner's box (30 px high in the
-  // layout) still holds its 11 px name: a graph too large for that opens there and pans.
+  // the first view shows the whole flow; below 1:1 every label is drawn larger in the layout
+  // (edge labels that would then overlap hide). It never opens below the layout's `min_k`
+  // (else MIN_OPEN_K), where an owner's box, laid out larger for this, still holds its 11 px
+  // name: a graph too large for that opens there and pans.
   var LEGIBLE_PX = 11, EDGE_FONT = 11, NODE_FONT = 12, MAX_OPEN_K = 1.5, MIN_OPEN_K = 0.5;
   var ui = {};
 
@@ -284,8 +285,8 @@
     document.body.appendChild(body);
     // the header wraps to a second line where its facts need one: the graph gets the rest
     document.documentElement.style.setProperty("--top-h", top.offsetHeight + "px");
+    update();  // the legend first: the graph's panel is what it leaves
     openView();
-    update();
     applyFilter();
     fromHash();
     document.body.setAttribute("data-ready", "1");

@@ -23,6 +23,7 @@
     ui.viewport.appendChild(nodes);
     ui.edges = {};
     ui.nodes = {};
+    ui.labels = [];  // every edge label, to show at a legible size where it overlaps nothing
     D.seams.forEach(function (s) { edges.appendChild(seamShape(s)); });
     // the flow, when the seams are a star around a driver: producer -> consumer edges drawn
     // over the seams, which stay as faint hand-offs
@@ -40,7 +41,10 @@
     for (var i = 2; i + 5 < p.length; i += 6) {
       d += " C" + p[i] + "," + p[i + 1] + " " + p[i + 2] + "," + p[i + 3] + " " + p[i + 4] + "," + p[i + 5];
     }
-    var g = sv("g", { "class": "seam" + (s.back ? " back" : ""), "data-seam": s.id, tabindex: 0 });
+    // a driver's seams (its calls and their returns) are a star, and a seam a black arrow already
+    // draws would be drawn twice: listed in the table, not drawn
+    var g = sv("g", { "class": "seam" + (s.back ? " back" : "") + (s.driver || s.undrawn ? " undrawn" : ""),
+      "data-seam": s.id, tabindex: 0 });
     var line = sv("path", { d: d, "class": "line" });
     var hit = sv("path", { d: d, "class": "hit" });
     var text = sv("text", { x: s.label_at[0], y: s.label_at[1], "class": "elabel", "text-anchor": "middle" }, [
@@ -51,6 +55,7 @@
     g.appendChild(line);
     g.appendChild(text);
     tip(g, s.label);
+    if (!D.flow) ui.labels.push({ text: text, rank: 0, seam: s });  // the flow view draws seams faint, unlabelled
     g.addEventListener("click", function (ev) { if (!ui.dragged) select("seam", s.id); ev.stopPropagation(); });
     g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") select("seam", s.id); });
     g.addEventListener("focus", function () { if (g.matches(":focus-visible")) reveal(s.label_at[0], s.label_at[1]); });
@@ -65,20 +70,27 @@
     }
     var g = sv("g", { "class": "flow-edge" + (f.back ? " back" : ""), "data-flow": f.id });
     g.appendChild(sv("path", { d: d, "class": "line", "marker-end": "url(#arrow-" + (RAMP.length + 1) + ")" }));
-    g.appendChild(sv("text", { x: f.label_at[0], y: f.label_at[1], "class": "elabel", "text-anchor": "middle" }, [
+    // the figure as the flow table writes it (fmtBytes of the same number): the two never differ
+    var text = sv("text", { x: f.label_at[0], y: f.label_at[1], "class": "elabel", "text-anchor": "middle" }, [
       sv("tspan", { x: f.label_at[0], dy: "-0.3em" }, f.short),
-      sv("tspan", { x: f.label_at[0], dy: "1.25em", "class": "bps" }, f.figure)
-    ]));
-    tip(g, f.label);
+      sv("tspan", { x: f.label_at[0], dy: "1.25em", "class": "bps" }, flowFigure(f))
+    ]);
+    g.appendChild(text);
+    tip(g, f.label + "\n" + flowFigure(f) + (f.via || []).map(function (id) {
+      var s = seamById[id];  // the seam rows these bytes are part of
+      return "\npart of " + s.label + " (" + fmtBytes(s.bytes_per_step) + PER + " in all)";
+    }).join(""));
+    ui.labels.push({ text: text, rank: 0, bytes: f.bytes_per_step || 0 });
     return g;
   }
 
   function ownerShape(o) {
     var hue = roleHue(o.role);
-    var g = sv("g", { "class": "owner", "data-owner": o.id, tabindex: 0, transform: "translate(" + o.x + "," + o.y + ")" });
+    var g = sv("g", { "class": "owner" + (o.driver ? " driver" : ""), "data-owner": o.id, tabindex: 0,
+      transform: "translate(" + o.x + "," + o.y + ")" });
     g.appendChild(sv("rect", {
       x: -o.w / 2, y: -o.h / 2, width: o.w, height: o.h, rx: 6,
-      fill: "hsl(" + hue + ",60%,93%)", stroke: "hsl(" + hue + ",45%,42%)"
+      fill: o.driver ? "#ffffff" : "hsl(" + hue + ",60%,93%)", stroke: o.driver ? "#374151" : "hsl(" + hue + ",45%,42%)"
     }));
     g.appendChild(sv("text", { "text-anchor": "middle", dy: "0.35em" }, o.short));
     tip(g, o.name + "\nin " + fmtBytes(o.bytes_in) + " · out " + fmtBytes(o.bytes_out));
@@ -111,9 +123,12 @@
       var p = toUser(ev);
       var dx = p.x - start.p.x, dy = p.y - start.p.y;
       if (Math.abs(dx) + Math.abs(dy) > 3) ui.dragged = true;
-      if (ui.dragged) { view.x = start.x + dx; view.y = start.y + dy; ui.moved = true; applyView(); }
+      if (ui.dragged) { view.x = start.x + dx; view.y = start.y + dy; ui.moved = true; applyView(true); }
     });
-    window.addEventListener("mouseup", function () { start = null; setTimeout(function () { ui.dragged = false; }, 0); });
+    window.addEventListener("mouseup", function () {
+      if (start && ui.dragged) declutter();  // moved: labels past the panel's edge may show
+      start = null; setTimeout(function () { ui.dragged = false; }, 0);
+    });
     svg.addEventListener("dblclick", function () { readableView(); });
     svg.addEventListener("click", function () { if (!ui.dragged) select(null, null); });
     window.addEventListener("resize", function () { if (!ui.moved) openView(); });
@@ -151,20 +166,58 @@
     applyView();
   }
 
-  function applyView() {
+  function applyView(panning) {
     ui.viewport.setAttribute("transform", "translate(" + view.x + "," + view.y + ") scale(" + view.k + ")");
-    // below 1:1 edge labels would be unreadable: hide them; owner names keep >= LEGIBLE_PX
-    ui.graph.classList.toggle("overview", view.k * EDGE_FONT < LEGIBLE_PX);
+    // below 1:1 every label is drawn larger in the layout, so on screen it stays >= LEGIBLE_PX
     var font = Math.max(NODE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100);
     ui.graph.style.setProperty("--node-font", font + "px");
+    ui.graph.style.setProperty("--edge-font", Math.max(EDGE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100) + "px");
+    if (!panning) declutter();  // a pan moves everything alike: nothing new overlaps
   }
+
+  // Edge labels that would overlap a box or another label, or cross the panel's edge, are
+  // hidden (the legend says how many; hovering the edge, zooming in or panning shows them):
+  // black flow edges first, then the heaviest seams. Measured on screen, at every zoom.
+  function declutter() {
+    if (!ui.labels) return;
+    var panel = ui.graph.getBoundingClientRect(), taken = [], hidden = 0;
+    function hits(r) {
+      return taken.some(function (t) {
+        return r.left < t.right && t.left < r.right && r.top < t.bottom && t.top < r.bottom;
+      });
+    }
+    Object.keys(ui.nodes).forEach(function (k) {
+      taken.push(ui.nodes[k].querySelector("rect").getBoundingClientRect());
+      taken.push(ui.nodes[k].querySelector("text").getBoundingClientRect());
+    });
+    var order = ui.labels.slice().sort(function (a, b) {
+      return a.rank - b.rank || labelBytes(b) - labelBytes(a);
+    });
+    order.forEach(function (l) {
+      l.text.classList.remove("crowded");
+      if (l.seam && ui.edges[l.seam.id].g.classList.contains("dim")) return;
+      var r = l.text.getBoundingClientRect();
+      // the opening view shows whole labels only; once moved, a label may run past the edge
+      var out = !ui.moved && (r.left < panel.left || r.right > panel.right || r.top < panel.top || r.bottom > panel.bottom);
+      if (out || hits(r)) { l.text.classList.add("crowded"); hidden++; return; }
+      taken.push(r);
+    });
+    ui.crowded = hidden;
+    if (ui.crowdNote) ui.crowdNote.textContent = hidden ? hidden + " of " + ui.labels.length +
+      " edge labels hidden where they would overlap: hover an edge, or zoom in" : "";
+  }
+
+  function labelBytes(l) { return l.seam ? seamBps(l.seam) : l.bytes; }
+
+  function flowFigure(f) { return fmtBytes(f.bytes_per_step) + PER; }
 
   // The opening view: the whole graph, fitted to the panel and centred, between MIN_OPEN_K
   // (owner names still fit their boxes) and MAX_OPEN_K; a graph too large even at MIN_OPEN_K
   // opens at its top and is panned (drag, or the zoom buttons).
   function openView() {
     var L = D.run.layout, box = graphBox();
-    var k = Math.min(MAX_OPEN_K, Math.max(MIN_OPEN_K, Math.min(box.width / L.width, box.height / L.height)));
+    // never below the zoom at which the boxes (drawn larger for this) hold their 11-px names
+    var k = Math.min(MAX_OPEN_K, Math.max(L.min_k || MIN_OPEN_K, Math.min(box.width / L.width, box.height / L.height)));
     view = { k: k, x: (box.width - L.width * k) / 2, y: Math.max(0, (box.height - L.height * k) / 2) };
     ui.moved = false;
     applyView();
@@ -199,7 +252,8 @@
   function styleGraph() {
     var bps = {};
     D.seams.forEach(function (s) { bps[s.id] = seamBps(s); });
-    var scale = scaleOf(D.seams.map(function (s) { return bps[s.id]; }));
+    var scale = scaleOf(D.seams.filter(function (s) { return !s.driver && !s.undrawn; })
+      .map(function (s) { return bps[s.id]; }));
     D.seams.forEach(function (s) {
       var t = scale(bps[s.id]), e = ui.edges[s.id];
       var ci = t < 0 ? RAMP.length : Math.min(RAMP.length - 1, Math.floor(t * RAMP.length));
@@ -216,21 +270,38 @@
       e.g.classList.toggle("idle", t < 0);
     });
     legend(D.seams.map(function (s) { return bps[s.id]; }));
+    declutter();
   }
 
   function legend(values) {
     clear(ui.legend);
-    var pos = values.filter(function (v) { return v > 0; });
-    if (!pos.length) return;
+    // the colour ramp is the drawn seams' (none, where the flow's arrows stand for them all)
+    var pos = values.filter(function (v, i) { return v > 0 && !D.seams[i].driver && !D.seams[i].undrawn; });
+    if (!pos.length && !D.flow) return;
     var bar = el("span", { "class": "ramp" });
     RAMP.forEach(function (c) { var sw = el("i"); sw.style.background = c; bar.appendChild(sw); });
-    append(ui.legend, [
+    append(ui.legend, pos.length ? [
       el("span", {}, PER_WORD + " (log) " + fmtBytes(Math.min.apply(null, pos)) + " "), bar,
       el("span", {}, " " + fmtBytes(Math.max.apply(null, pos))),
       el("span", { "class": "muted" }, "  ·  dashed: back edge closing the loop")
-    ]);
+    ] : [el("span", { "class": "muted" }, "dashed: back edge closing the loop")]);
+    if (D.flow) {
+      var drv = D.flow.driver ? ownerById[D.flow.driver] : null, nDrv = 0;
+      D.seams.forEach(function (s) { if (s.driver) nDrv++; });
+      append(ui.legend, [el("div", { "class": "roles", id: "edge-key" }, [
+        el("span", {}, "black arrow: data a stage made, used by a later one: payload · " + PER_WORD +
+          " (the Flow table)"),
+        D.seams.some(function (s) { return !s.driver && !s.undrawn; }) ?
+          el("span", { "class": "muted" }, "faint line: a seam between two stages (its figure in the Seams table)") : null,
+        drv ? el("span", { "class": "muted" }, "dashed white box: the driver, " + drv.name + ", which calls every stage (its " +
+          nDrv + " seams are in the table, not drawn)") : null
+      ])]);
+    }
     var roles = [];
     D.owners.forEach(function (o) { if (roles.indexOf(o.role) < 0) roles.push(o.role); });
+    ui.crowdNote = el("span", { "class": "muted", id: "crowd-note" });
+    ui.legend.appendChild(ui.crowdNote);
+    if (roles.length === D.owners.length) return;  // a box per role: its name says it all
     var key = el("div", { "class": "roles" }, [el("span", { "class": "muted" }, "boxes, by role: ")]);
     roles.forEach(function (r) {
       var sw = el("i", { "class": "swatch" }), hue = roleHue(r);

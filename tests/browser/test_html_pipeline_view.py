@@ -1,0 +1,211 @@
+"""The HTML's first view reads like the pipeline, measured from the DOM of real runs at 1280x800.
+
+Three scripts of the shapes users bring (`scripts/`), each traced for real with
+`flowmap trace`: a single-file GRPO trainer of 12 stages, an actor-critic
+loop, and a driver that hands one batch to 14 stages; and the demo's trainer.
+On each first view, in headless Chromium: every owner whole inside the graph's
+panel, no two boxes or labels overlapping, no text under 11 CSS px, every drawn
+edge's figure equal to its table row (and every hidden label counted in the
+legend), the driver one node with no line drawn to it, stages top-down in the
+flow's order, and the weight sync drawn back up, dashed, closing the loop.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from browser.chromium import find_chromium
+
+import flowmap
+from flowmap.reporters.html import write_html
+
+pytestmark = pytest.mark.slow
+
+if find_chromium() is None:
+    pytest.skip("no Chromium on PATH (install `chromium`, or set FLOWMAP_CHROMIUM)", allow_module_level=True)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SCRIPTS = {
+    "grpo": (os.path.join(HERE, "scripts", "grpo_single_file.py"), ["6"]),
+    "actor_critic": (os.path.join(HERE, "scripts", "actor_critic.py"), ["5"]),
+    "driver_star": (os.path.join(HERE, "scripts", "driver_star.py"), ["4"]),
+    "demo": (os.path.join(ROOT, "examples", "grpo_tiny.py"), ["--steps", "4", "--seed", "0", "--no-progress"]),
+}
+WIDTH, HEIGHT = 1280, 800
+
+# Everything the checks need, read off the page as drawn: rectangles in CSS px.
+MEASURE = """(function () {
+  function box(r) { return [r.left, r.top, r.right, r.bottom]; }
+  function shown(e) {
+    for (var n = e; n && n !== document; n = n.parentNode) if (getComputedStyle(n).display === 'none') return false;
+    return true;
+  }
+  var D = JSON.parse(document.getElementById('flowmap-data').textContent);
+  var owners = Array.from(document.querySelectorAll('#graph g.owner')).map(function (g) {
+    var t = g.querySelector('text');
+    return { id: g.dataset.owner, name: g.querySelector('title').textContent.split('\\n')[0], text: t.textContent,
+             driver: g.classList.contains('driver'), rect: box(g.querySelector('rect').getBoundingClientRect()),
+             label: box(t.getBoundingClientRect()),
+             px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a };
+  });
+  var labels = Array.from(document.querySelectorAll('#graph text.elabel')).map(function (t) {
+    var g = t.parentNode, spans = t.querySelectorAll('tspan');
+    return { flow: g.dataset.flow || null, seam: g.dataset.seam || null, shown: shown(t),
+             name: spans[0].textContent, figure: spans[1].textContent, rect: box(t.getBoundingClientRect()),
+             px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a };
+  });
+  var lines = Array.from(document.querySelectorAll('#graph g.seam, #graph g.flow-edge')).filter(shown).map(function (g) {
+    var p = g.querySelector('path.line'), n = p.getTotalLength(), m = p.getScreenCTM();
+    function at(f) { var q = p.getPointAtLength(n * f); return [q.x * m.a + q.y * m.c + m.e, q.x * m.b + q.y * m.d + m.f]; }
+    return { flow: g.dataset.flow || null, seam: g.dataset.seam || null, back: g.classList.contains('back'),
+             dashed: getComputedStyle(p).strokeDasharray !== 'none', from: at(0), to: at(1) };
+  });
+  var flowRows = {};
+  document.querySelectorAll('#flow-table tr[data-flow]').forEach(function (r) { flowRows[r.dataset.flow] = r.children[1].textContent; });
+  var seamRows = {};
+  document.querySelectorAll('#seams tr[data-seam]').forEach(function (r) { seamRows[r.dataset.seam] = r.children[1].textContent; });
+  return { panel: box(document.getElementById('graph').getBoundingClientRect()), owners: owners, labels: labels,
+           lines: lines, flowRows: flowRows, seamRows: seamRows, data: { flow: D.flow || null, seams: D.seams },
+           legend: document.querySelector('#graph-panel .legend').textContent };
+})()"""
+
+
+def _overlap(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+
+
+def _inside(inner: list[float], outer: list[float], slack: float = 1.0) -> bool:
+    return (inner[0] >= outer[0] - slack and inner[1] >= outer[1] - slack
+            and inner[2] <= outer[2] + slack and inner[3] <= outer[3] + slack)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pipeline_view")
+    out = {}
+    for name, (script, args) in SCRIPTS.items():
+        run_dir = str(root / name)
+        r = subprocess.run([sys.executable, "-m", "flowmap", "trace", "-o", run_dir, script, *args],
+                           capture_output=True, text=True, timeout=300, cwd=root)
+        assert r.returncode == 0, r.stderr
+        run = flowmap.load(run_dir)
+        out[name] = (run, write_html(run.view, root / f"{name}.html"))
+    return out
+
+
+def first_view(browser, runs, name, tmp_path):
+    run, path = runs[name]
+    page = browser.open_report(path, width=WIDTH, height=HEIGHT)
+    page.screenshot(str(tmp_path / f"{name}.png"))  # kept by pytest's tmp_path for a look
+    m = page.eval(MEASURE)
+    assert page.errors() == []
+    return run, m
+
+
+def layout_faults(m: dict) -> dict[str, list]:
+    """What a person would see wrong: boxes cut or outside, overlaps, small text."""
+    owners, shown = m["owners"], [lb for lb in m["labels"] if lb["shown"]]
+    texts = [(o["text"], o["label"]) for o in owners] + [(lb["name"], lb["rect"]) for lb in shown]
+    return {
+        "outside": [o["name"] for o in owners if not _inside(o["rect"], m["panel"])],
+        "name_cut": [o["name"] for o in owners if not _inside(o["label"], o["rect"])],
+        "boxes_overlap": [(a["name"], b["name"]) for i, a in enumerate(owners) for b in owners[i + 1:]
+                          if _overlap(a["rect"], b["rect"])],
+        "labels_overlap": [(a[0], b[0]) for i, a in enumerate(texts) for b in texts[i + 1:] if _overlap(a[1], b[1])],
+        "label_on_box": [(lb["name"], o["name"]) for lb in shown for o in owners if _overlap(lb["rect"], o["rect"])],
+        "small": [(t, round(px, 2)) for t, px in
+                  [(o["text"], o["px"]) for o in owners] + [(lb["name"], lb["px"]) for lb in shown] if px < 11],
+    }
+
+
+@pytest.mark.parametrize("name", list(SCRIPTS))
+def test_first_view_is_whole_unoverlapped_and_legible(browser, runs, name, tmp_path):
+    run, m = first_view(browser, runs, name, tmp_path)
+    assert len(m["owners"]) == len(run.view.owners)
+    assert layout_faults(m) == {"outside": [], "name_cut": [], "boxes_overlap": [], "labels_overlap": [],
+                                "label_on_box": [], "small": []}
+    # the labels the graph draws: the black arrows' where it draws the flow (its faint seams
+    # are unlabelled, the legend says so), else every seam's
+    drawn = [lb for lb in m["labels"] if (lb["flow"] if m["data"]["flow"] else lb["seam"])]
+    assert not any(lb["shown"] for lb in m["labels"] if lb not in drawn)
+    shown = [lb for lb in drawn if lb["shown"]]
+    assert shown  # edge labels are on the first view, not only at 1:1
+    hidden = len(drawn) - len(shown)
+    if hidden:  # every drawn edge has its label, or the legend says how many are hidden and why
+        assert f"{hidden} of {len(drawn)} edge labels hidden where they would overlap" in m["legend"]
+    else:
+        assert "edge labels hidden" not in m["legend"]
+    if m["data"]["flow"]:  # faint lines, where any is drawn, are explained; none doubles an arrow
+        faint = [ln["seam"] for ln in m["lines"] if ln["seam"]]
+        assert ("faint line: a seam between two stages (its figure in the Seams table)" in m["legend"]) \
+            == bool(faint)
+        arrows = {frozenset((f["src"], f["dst"])) for f in m["data"]["flow"]["edges"]}
+        ends = {s["id"]: frozenset((s["src"], s["dst"])) for s in m["data"]["seams"]}
+        assert [f for f in faint if ends[f] in arrows] == []
+
+
+@pytest.mark.parametrize("name", list(SCRIPTS))
+def test_edge_figures_are_the_tables(browser, runs, name, tmp_path):
+    _, m = first_view(browser, runs, name, tmp_path)
+    for lb in m["labels"]:
+        if lb["flow"]:
+            assert lb["figure"] == m["flowRows"][lb["flow"]], lb
+        else:  # the seam table's column is bytes/step: the label adds the unit
+            assert lb["figure"].removesuffix("/step") == m["seamRows"][lb["seam"]], lb
+    if m["data"]["flow"]:
+        assert len(m["flowRows"]) == len(m["data"]["flow"]["edges"]) > 0
+        assert all(f != "0 B/step" for f in m["flowRows"].values())
+        assert "black arrow: data a stage made, used by a later one" in m["legend"]
+
+
+@pytest.mark.parametrize("name", ["grpo", "actor_critic", "driver_star"])
+def test_the_driver_is_one_node_not_a_star(browser, runs, name, tmp_path):
+    run, m = first_view(browser, runs, name, tmp_path)
+    [driver] = [o for o in m["owners"] if o["driver"]]
+    assert driver["name"] == "main" and driver["text"] == "main (driver)"
+    driver_seams = {s["id"] for s in m["data"]["seams"] if driver["id"] in (s["src"], s["dst"])}
+    assert len(driver_seams) >= 10  # drawn as seams, this run is a star around main
+    drawn = [ln for ln in m["lines"] if ln["seam"] in driver_seams
+             or (ln["flow"] and driver["id"] in _ends(m, ln["flow"]))]
+    assert drawn == []
+    assert f"its {len(driver_seams)} seams are in the table" in m["legend"]
+    assert len(m["seamRows"]) == len(run.view.seams)  # listed all the same
+
+
+def _ends(m: dict, flow_id: str) -> tuple[str, str]:
+    [f] = [f for f in m["data"]["flow"]["edges"] if f["id"] == flow_id]
+    return f["src"], f["dst"]
+
+
+def test_grpo_stages_go_down_in_flow_order_and_the_weights_come_back_up(browser, runs, tmp_path):
+    _, m = first_view(browser, runs, "grpo", tmp_path)
+    top = {o["name"]: o["rect"][1] for o in m["owners"]}
+    path = ["load_prompts", "repeat_for_group", "generate", "zero_pad_sequences", "compute_rewards",
+            "group_advantages", "ReplayBuffer.append", "policy_logprobs", "grpo_loss", "optimizer_step"]
+    assert [top[s] for s in path] == sorted(top[s] for s in path) and len({top[s] for s in path}) == len(path)
+    # fed only through the driver, the buffer's sample and the weight sync follow the stage
+    # before them in the flow, not start at the top
+    assert top["ReplayBuffer.sample"] >= top["ReplayBuffer.append"]
+    assert top["sync_weights"] >= top["optimizer_step"]
+    by_id = {o["id"]: o["name"] for o in m["owners"]}
+    for ln in m["lines"]:
+        if ln["flow"] and not ln["back"]:
+            assert ln["to"][1] > ln["from"][1]  # forward edges point down the page
+    [sync] = [ln for ln in m["lines"] if ln["flow"] and
+              tuple(by_id[e] for e in _ends(m, ln["flow"])) == ("sync_weights", "generate")]
+    assert sync["back"] and sync["dashed"] and sync["to"][1] < sync["from"][1]  # drawn back up, dashed
+    assert "dashed: back edge closing the loop" in m["legend"]
+
+
+def test_the_demo_closes_its_weight_loop(browser, runs, tmp_path):
+    _, m = first_view(browser, runs, "demo", tmp_path)
+    seams = {s["id"]: s for s in m["data"]["seams"]}
+    names = {o["id"]: o["name"] for o in m["owners"]}
+    back = [ln for ln in m["lines"] if ln["seam"] and ln["back"]]
+    assert any(names[seams[ln["seam"]]["src"]] == "weight_sync" and names[seams[ln["seam"]]["dst"]].startswith("rollout")
+               for ln in back)
+    assert all(ln["dashed"] for ln in back)

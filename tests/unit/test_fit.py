@@ -1,0 +1,72 @@
+"""The HTML graph's owners are drawn large enough that the first view at 1280x800 holds
+every name at 11 px: the fit's passes, and the memo that spares a live page from redoing them.
+
+GIVEN the RL pipeline's graph and the fan-out of a driver to many stages,
+WHEN fitted,
+THEN at the zoom the page opens at, every box holds its name at 11 px or more.
+"""
+
+from __future__ import annotations
+
+from flowmap.reporters import fit
+from flowmap.reporters.layout import layout_graph
+from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
+
+RL = [
+    ("dataset", "driver"), ("driver", "rollout/0"), ("driver", "rollout/1"),
+    ("rollout/0", "env"), ("env", "rollout/0"), ("rollout/1", "env"), ("env", "rollout/1"),
+    ("rollout/0", "ready_buffer"), ("rollout/1", "ready_buffer"), ("ready_buffer", "batcher"),
+    ("batcher", "reward"), ("reward", "advantage"), ("advantage", "trainer/rank0"),
+    ("advantage", "trainer/rank1"), ("trainer/rank0", "weight_sync"),
+    ("weight_sync", "rollout/0"), ("weight_sync", "rollout/1"),
+] + [("driver", f"extra_stage_{i}") for i in range(4)]
+
+
+def build_for(pairs, calls=None):
+    names = list(dict.fromkeys(n for p in pairs for n in p))
+
+    def build(scale: float, engine: str) -> Layout:
+        if calls is not None:
+            calls.append(scale)
+        nodes = [NodeSpec(n, (24 + 7.2 * len(n)) * scale, 30 * scale) for n in names]
+        edges = [EdgeSpec(f"e{i}", a, b, 80, 2) for i, (a, b) in enumerate(pairs)]
+        return layout_graph(nodes, edges, engine)
+
+    return build
+
+
+def test_the_fitted_layout_holds_11_px_names_at_the_zoom_it_opens_at():
+    calls: list[float] = []
+    placed, scale = fit.fitted(build_for(RL, calls), "layered")
+    assert fit.open_zoom(placed) * scale * fit.NODE_FONT_PX >= fit.LEGIBLE_PX
+    assert fit.min_zoom(scale) <= fit.open_zoom(placed)
+    assert len(calls) > 1 and scale > 1  # at 1:1 size these boxes would cut their names
+
+
+def test_a_small_graph_keeps_its_size():
+    placed, scale = fit.fitted(build_for([("a", "b"), ("b", "c")]), "layered")
+    assert scale == 1.0 and fit.min_zoom(scale) == round(11 / 12, 3)
+
+
+def test_the_memo_lays_one_graph_out_once():
+    seen: list[int] = []
+
+    def place(nodes, edges, engine):
+        seen.append(len(nodes))
+        return layout_graph(nodes, edges, engine)
+
+    memo = fit._Memo()
+    placer = memo.place(place)
+    nodes = [NodeSpec("a", 40, 30), NodeSpec("b", 40, 30)]
+    edges = [EdgeSpec("e0", "a", "b", 40, 2)]
+    first = placer(nodes, edges, "layered")
+    assert memo.place(place)(list(nodes), list(edges), "layered") is first and seen == [2]
+    placer([NodeSpec("a", 41, 30), NodeSpec("b", 40, 30)], edges, "layered")
+    assert seen == [2, 2]  # another size is another layout
+
+
+def test_a_large_graph_is_laid_out_once_as_asked():
+    calls: list[float] = []
+    pairs = [(f"a{i}", f"b{i}") for i in range(200)]
+    placed, scale = fit.fitted(build_for(pairs, calls), "layered", 400)
+    assert calls == [1.0] and scale == 1.0 and placed.engine == "layered"
