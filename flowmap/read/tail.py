@@ -65,6 +65,8 @@ class ShardTail:
         self.path = path
         self.budget = budget
         self.offset = 0  # bytes handled: the header and every complete line after it
+        self.pos = 0  # bytes read: `offset` plus `partial`, or past it inside a skipped line
+        self.partial = b""  # a line read in part (read across polls: it may pass MAX_READ)
         self.decoder: _Decoder | None = None
         self.skipping = False  # inside an over-long line, until its newline
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
@@ -88,16 +90,20 @@ class ShardTail:
             return 0
         try:
             with open_regular(self.path) as f:
-                if os.fstat(f.fileno()).st_size < self.offset:  # cut and rewritten: start over
+                if os.fstat(f.fileno()).st_size < self.pos:  # cut and rewritten: start over
                     self.offset, self.decoder, self.skipping = 0, None, False
+                    self.pos, self.partial = 0, b""
                     self.seen, self.old, self.learning, self.unpaid = {}, {}, True, False
                     self.reused = self.learned = 0
                     self.steps_made, self.steps_made_hops = [], []
-                f.seek(self.offset)
+                f.seek(self.pos)
                 data, self.capped = _read_to_nul(f)
         except NotATrace:
             return 0  # vanished between listing and opening; the next listing says so
         start = self.offset
+        self.pos += len(data)
+        if self.partial:
+            data, self.partial = self.partial + data, b""
         if self.decoder is None:
             data = self._start(data)
             if self.decoder is None:
@@ -111,6 +117,8 @@ class ShardTail:
         if nl < 0:
             if len(data) > MAX_HEADER:
                 self.problem = f"{_show(self.path)} is not a flowmap trace; skipped"
+            else:
+                self.partial = data  # the header's next bytes come in a later poll
             return b""
         try:
             header = _header(data[:nl + 1], self.path)
@@ -152,6 +160,8 @@ class ShardTail:
             d.line += 1
             d.bad(d.line, f"a line over {tf.MAX_LINE} bytes")
             self.offset += len(data)
+        else:  # kept, not read again: a line longer than one poll's read still completes
+            self.partial = data
         _bound(d.shard)
 
     def _feed(self, data: bytes) -> None:
