@@ -20,6 +20,7 @@ per-name records whose count, sum, least, largest and last value are exact.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from flowmap import trace_format as tf
@@ -68,6 +69,7 @@ class IncrementalReader:
         self.tails: dict[str, ShardTail] = {}
         self.skipped: list[str] = []  # entries of the directory that are not shard files
         self.bytes_read = 0
+        self.identity: tuple[int, int] | None = None  # the run directory's (device, inode)
 
     def poll(self) -> int:
         """Read every shard's new bytes (new shards too); returns the bytes handled.
@@ -82,6 +84,7 @@ class IncrementalReader:
             if "holds no flowmap shards" in str(exc):
                 return 0  # a run directory whose first process has not written yet
             raise
+        self._same_directory(paths)
         for p in paths:
             if p not in self.tails:
                 budget = shard_budget(self.detail_hops, max(len(paths), len(self.tails) + 1))
@@ -89,6 +92,23 @@ class IncrementalReader:
         got = sum(t.poll() for t in self.tails.values())
         self.bytes_read += got
         return got
+
+    def _same_directory(self, paths: list[str]) -> None:
+        """Raise RunGone if the run directory was removed and made anew since the last poll
+        (a tracer started over in it: a shard read before is gone, or the directory is
+        another one): what the tails hold belongs to the removed one."""
+        if not self.tails.keys() <= set(paths):
+            raise RunGone(f"the run {_show(self.path)} was removed while watched")
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            return
+        identity = (st.st_dev, st.st_ino)
+        if self.identity is not None and identity != self.identity:
+            raise RunGone(f"the run {_show(self.path)} was removed while watched")
+        self.identity = identity
 
     @property
     def more(self) -> bool:
