@@ -6,17 +6,23 @@ processes where a process's life is the point.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import runs
+from rich.console import Console
 
-from flowmap.live.status import CUT_SHORT, RUNNING
+import flowmap
+from flowmap.findings import findings
+from flowmap.live.status import CUT_SHORT, EXITED, RUNNING
 from flowmap.live.watch import Watch
 
 
@@ -94,3 +100,50 @@ def test_a_killed_main_process_is_cut_short_while_its_child_runs(tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+def _ended_run(tmp_path) -> str:
+    path = runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=3))
+    with open(os.path.join(path, "run.json"), "w") as f:
+        json.dump({"flowmap": "run", "schema": 1, "exit_code": 0}, f)
+    return path
+
+
+def test_a_piped_top_ends_with_the_program_without_reading_the_run_again(tmp_path, monkeypatch):
+    # GIVEN a run whose program has ended, and `top` without a terminal
+    import flowmap.live.watch as watch_module
+    from flowmap.live.top import top
+
+    reads = []
+    real = watch_module.load
+    monkeypatch.setattr(watch_module, "load", lambda *a, **k: reads.append(a) or real(*a, **k))
+    monkeypatch.setattr(sys, "stdin", io.StringIO())
+    # WHEN it runs; THEN it ends with the live frame (exact sums), not after a second,
+    # whole read of the run (13-14 s on a 72 MB run)
+    frame = top(_ended_run(tmp_path), Console(file=io.StringIO(), width=120))
+    assert frame.status.state == EXITED and reads == []
+    assert frame.run.num_hops == flowmap.load(str(tmp_path / "run")).num_hops
+
+
+def test_a_viewer_that_stays_gets_the_reports_read_from_a_thread(tmp_path, monkeypatch):
+    # GIVEN a watch that stays after the end (an interactive top, serve)
+    import flowmap.live.watch as watch_module
+
+    threads = []
+    real = watch_module.load
+    monkeypatch.setattr(watch_module, "load", lambda *a, **k: threads.append(
+        threading.current_thread()) or real(*a, **k))
+    path = _ended_run(tmp_path)
+    watch = Watch(path)
+    frame = watch.update()
+    # WHEN the program has ended: THEN the run is read as `report` reads it, off the
+    # viewer's thread (its keys and requests are answered meanwhile), and becomes the frame
+    deadline = time.monotonic() + 30
+    while frame.findings != tuple(findings(flowmap.load(path).view)) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+        frame = watch.update()
+    assert threads and all(t is not threading.current_thread() for t in threads)
+    assert frame.status.state == EXITED
+    assert [f.message for f in frame.findings] == [
+        f.message for f in findings(flowmap.load(path).view)]
