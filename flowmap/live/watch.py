@@ -59,6 +59,7 @@ class Frame:
     behind: bool = False  # read in pieces: the run has bytes not read yet
     found_s: float = 0.0  # when `findings` were found (monotonic; 0: not yet)
     fresh_s: float = 0.0  # wall time the watch last read new bytes of the run (0: none yet)
+    epoch: int = 0  # how many times the run was made anew while watched (its figures restart)
 
 
 class Watch:
@@ -68,11 +69,13 @@ class Watch:
                  blocks: StepBlocks | None = None, final_read: bool = True) -> None:
         self._args = (path, detail_hops)
         self.final_read = final_read
+        self.epoch = -1
         self._start(blocks)
 
     def _start(self, blocks: StepBlocks | None = None) -> None:
         """Watch the run from its start (again, once it was made anew)."""
         path, detail_hops = self._args
+        self.epoch += 1
         # old steps held in blocks past a horizon (`flowmap.read.blocks`): what the watch
         # holds and rebuilds stays bounded however long the run
         self.reader = IncrementalReader(path, detail_hops, blocks or StepBlocks())
@@ -129,7 +132,7 @@ class Watch:
                 frame.status = Status(RUNNING, "reading the run's last bytes")
             self.rates.add(time.time(), frame.run.seams)
             frame.rates = self.rates.per_second()
-        frame.fresh_s = self._fresh_s
+        frame.fresh_s, frame.epoch = self._fresh_s, self.epoch
         if frame.status.state != RUNNING and not self.behind and not self._pending:
             self._finish(frame)
         return frame
