@@ -197,6 +197,11 @@ class LiveServer:
         doc = html_document(frame.run.view, "auto", self._place, frame.findings)
         self._version += 1
         doc["live"] = {"version": self._version, "state": state, "sentence": sentence}
+        if state == RUNNING:  # bytes/s over the last seconds, beside the page's bytes per step
+            ids = {s["label"]: s["id"] for s in doc.get("seams", [])}
+            doc["live"]["bytes_per_s"] = {
+                ids[label]: round(bps, 1) for (src, dst, name), (bps, _) in frame.rates.items()
+                if (label := f"{src} -> {dst} : {name}") in ids}
         if state == RUNNING:  # shards still being written are not cut short
             doc["run"]["truncated"] = False
         self._doc_text = dumps(doc, sort_keys=True, separators=(",", ":"))

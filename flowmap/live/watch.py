@@ -128,8 +128,11 @@ class Watch:
         elif frame.status.state == RUNNING or self._pending:
             frame.status = status(frame.run)  # a program's death shows without new bytes
             if self._pending and frame.status.state != RUNNING and frame.status.final:
-                # an end shows with its last bytes (not so a killed main: its children write on)
-                frame.status = Status(RUNNING, "reading the run's last bytes")
+                # an end shows with its last bytes (not so a killed main: its children write
+                # on): they are built now, whatever the rebuild costs, once
+                self._rebuild(now)
+                frame = self.frame
+                assert frame is not None
             self.rates.add(time.time(), frame.run.seams)
             frame.rates = self.rates.per_second()
         frame.fresh_s, frame.epoch = self._fresh_s, self.epoch

@@ -99,3 +99,33 @@ def test_an_ipv6_address_binds(tmp_path):
         assert c.getresponse().status == 200
     finally:
         server.shutdown()
+
+
+def test_the_page_data_gives_bytes_per_second_while_the_run_grows(tmp_path):
+    # GIVEN serve over a run still being written
+    import json
+    import urllib.request
+
+    from flowmap.live.watch import UPDATE_S
+
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    w.hop(10, "rollout", "buffer", "traj", [runs.tensor("t", (256,))])
+    w.close(20, clean=False)
+    server = LiveServer(str(tmp_path / "run"), port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        # WHEN hops keep coming for a few updates
+        for i in range(4):
+            time.sleep(UPDATE_S)
+            for k in range(10):
+                w.hop(30 + 100 * i + k, "rollout", "buffer", "traj", [runs.tensor("t", (256,))])
+            w.close(1000 + i, clean=False)
+        time.sleep(1.5 * UPDATE_S)
+        with urllib.request.urlopen(f"{server.url}data.json", timeout=30) as r:
+            doc = json.loads(r.read())
+        # THEN the page's data has the seam's bytes/s beside its bytes per step
+        (seam,) = doc["seams"]
+        assert doc["live"]["state"] == "running"
+        assert doc["live"]["bytes_per_s"][seam["id"]] > 0
+    finally:
+        server.shutdown()
