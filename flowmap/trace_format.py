@@ -79,6 +79,8 @@ they were recorded.
 
 from __future__ import annotations
 
+import re
+
 SCHEMA_VERSION = 1
 MAGIC = "trace"
 SHARD_SUFFIX = ".flowmap.jsonl"
@@ -177,3 +179,15 @@ MAX_ID = 1 << 31
 MAX_INT = (1 << 63) - 1
 MAX_TIME_US = 1 << 52  # ~140 years
 MAX_NUMBER = 1e300
+
+# The bytes a hop line starts with, up to its time: how the follower of a growing shard
+# (`flowmap.read.tail`) finds hop lines without decoding them.
+HOP_LINE_START = b'["' + HOP.encode() + b'",'
+_START = re.escape(HOP_LINE_START)
+# A run of hop lines equal but for their time, each time as JSON writes an integer of at
+# most 16 digits; groups: the first line's time, the bytes after it (newline included).
+HOP_RUN = re.compile(_START + rb'(0|[1-9][0-9]{0,15})(,[^\n]*\n)(?:' + _START
+                     + rb'(?:0|[1-9][0-9]{0,15})\2)*')
+# The times of a run's lines after its first (a line's start follows a newline; the bytes
+# after a time may hold `["h",` too, inside an item id)
+HOP_NEXT_TIMES = re.compile(rb'\n' + _START + rb'([0-9]+)')

@@ -26,14 +26,14 @@ from typing import Any
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
 from flowmap.read.blocks import StepBlocks
+from flowmap.read.bounds import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
 from flowmap.read.events import SendFold, SendHalf, Shard
 from flowmap.read.fold import shard_budget
-from flowmap.read.reader import _show
+from flowmap.read.reader import show_path
 from flowmap.read.records import R
 from flowmap.read.run_meta import read_run_meta
 from flowmap.read.settle import HalfSettler
 from flowmap.read.shards import scan_run
-from flowmap.read.tail import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
 from flowmap.read.tail import ShardTail
 
 # Hops each process of a live run keeps one by one (`flowmap.read.fold.shard_budget`: and
@@ -80,7 +80,7 @@ class IncrementalReader:
             paths, self.skipped = scan_run(self.path)
         except NotATrace as exc:
             if self.tails and not os.path.exists(self.path):
-                raise RunGone(f"the run {_show(self.path)} was removed while watched") from None
+                raise RunGone(f"the run {show_path(self.path)} was removed while watched") from None
             if "holds no flowmap shards" in str(exc):
                 return 0  # a run directory whose first process has not written yet
             raise
@@ -98,7 +98,7 @@ class IncrementalReader:
         (a tracer started over in it: a shard read before is gone, or the directory is
         another one): what the tails hold belongs to the removed one."""
         if not self.tails.keys() <= set(paths):
-            raise RunGone(f"the run {_show(self.path)} was removed while watched")
+            raise RunGone(f"the run {show_path(self.path)} was removed while watched")
         try:
             st = os.stat(self.path)
         except OSError:
@@ -107,7 +107,7 @@ class IncrementalReader:
             return
         identity = (st.st_dev, st.st_ino)
         if self.identity is not None and identity != self.identity:
-            raise RunGone(f"the run {_show(self.path)} was removed while watched")
+            raise RunGone(f"the run {show_path(self.path)} was removed while watched")
         self.identity = identity
 
     @property

@@ -14,7 +14,7 @@ from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
 from flowmap.read.events import Shard
 from flowmap.read.fold import DETAIL_HOPS, shard_budget
-from flowmap.read.reader import _show, read_shard
+from flowmap.read.reader import read_shard, show_path
 from flowmap.rundir import shard_names
 
 
@@ -26,27 +26,27 @@ def scan_run(run_path: str) -> tuple[list[str], list[str]]:
         st = os.stat(run_path)
     except OSError as exc:
         if getattr(exc, "errno", None) == 40:  # ELOOP
-            raise NotATrace(f"{_show(run_path)} is a symlink loop") from None
-        raise NotATrace(f"{_show(run_path)} does not exist") from None
+            raise NotATrace(f"{show_path(run_path)} is a symlink loop") from None
+        raise NotATrace(f"{show_path(run_path)} does not exist") from None
     if stat.S_ISREG(st.st_mode):
         return [run_path], problems
     if not stat.S_ISDIR(st.st_mode):
-        raise NotATrace(f"{_show(run_path)} is not a regular file or a run directory")
+        raise NotATrace(f"{show_path(run_path)} is not a regular file or a run directory")
     root = os.path.realpath(run_path)
     paths = []
     try:
         names = shard_names(run_path)
     except OSError as exc:
-        raise NotATrace(f"cannot list {_show(run_path)}: {exc.strerror or exc}") from None
+        raise NotATrace(f"cannot list {show_path(run_path)}: {exc.strerror or exc}") from None
     for name in names:
         p = os.path.join(run_path, name)
         why = _not_a_shard_file(p, root)
         if why:
-            problems.append(f"{_show(name)} {why}; skipped")
+            problems.append(f"{show_path(name)} {why}; skipped")
         else:
             paths.append(p)
     if not paths and not problems:
-        raise NotATrace(f"{_show(run_path)} holds no flowmap shards (*{tf.SHARD_SUFFIX})")
+        raise NotATrace(f"{show_path(run_path)} holds no flowmap shards (*{tf.SHARD_SUFFIX})")
     return paths, problems
 
 
@@ -92,5 +92,5 @@ def read_run_shards(
         problems.extend(shard.problems())
         shards.append(shard)
     if not shards:
-        raise NotATrace(problems[0] if problems else f"{_show(run_path)} holds no readable shards")
+        raise NotATrace(problems[0] if problems else f"{show_path(run_path)} holds no readable shards")
     return shards, problems
