@@ -190,11 +190,6 @@ def _finish(run_dir: str) -> None:
     sys.stderr.flush()
 
 
-# How a hop event, and hops folded by --aggregate, start in a shard (flowmap/trace_format.py).
-_HOP_LINES = (b'\n["h",', b'\n["a",')
-_SPAN = len(_HOP_LINES[0])
-
-
 def _recorded_hops(run_dir: str) -> bool | None:
     """Whether any process of the run recorded a hop; None when the run cannot be read.
 
@@ -203,27 +198,18 @@ def _recorded_hops(run_dir: str) -> bool | None:
     """
     import stat
 
+    from flowmap.read.shards import has_hop_line
+
     try:
         names = [os.path.join(run_dir, n) for n in rundir.shard_names(run_dir)]
         for path in names:
-            if stat.S_ISREG(os.lstat(path).st_mode) and _has_hop_line(path):
+            if stat.S_ISREG(os.lstat(path).st_mode) and has_hop_line(path):
                 return True
         import flowmap
 
         return bool(flowmap.load(run_dir).num_hops)
     except Exception:
         return None
-
-
-def _has_hop_line(path: str, chunk: int = 1 << 20) -> bool:
-    tail = b""
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            edge = tail + block[:_SPAN]
-            if any(line in block or line in edge for line in _HOP_LINES):
-                return True
-            tail = block[-_SPAN:]
-    return False
 
 
 def _empty_run_hint() -> str:

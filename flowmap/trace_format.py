@@ -183,6 +183,8 @@ MAX_NUMBER = 1e300
 # The bytes a hop line starts with, up to its time: how the follower of a growing shard
 # (`flowmap.read.tail`) finds hop lines without decoding them.
 HOP_LINE_START = b'["' + HOP.encode() + b'",'
+# ... and of the lines that record hops: a hop, and hops folded by --aggregate
+HOP_LINE_STARTS = (HOP_LINE_START, b'["' + AGGREGATE.encode() + b'",')
 _START = re.escape(HOP_LINE_START)
 # A run of hop lines equal but for their time, each time as JSON writes an integer of at
 # most 16 digits; groups: the first line's time, the bytes after it (newline included).

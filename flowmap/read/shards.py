@@ -94,3 +94,18 @@ def read_run_shards(
     if not shards:
         raise NotATrace(problems[0] if problems else f"{show_path(run_path)} holds no readable shards")
     return shards, problems
+
+
+def has_hop_line(path: str, chunk: int = 1 << 20) -> bool:
+    """Whether shard `path` holds a line that records a hop, found by its first bytes
+    (`trace_format.HOP_LINE_STARTS`) without decoding: settles a busy run at once."""
+    lines = tuple(b"\n" + start for start in tf.HOP_LINE_STARTS)
+    span = max(map(len, lines))
+    tail = b""
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            edge = tail + block[:span]
+            if any(line in block or line in edge for line in lines):
+                return True
+            tail = block[-span:]
+    return False
