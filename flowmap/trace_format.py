@@ -178,6 +178,13 @@ MAX_LEAVES = 4096  # leaves of one schema
 MAX_ID = 1 << 31
 MAX_INT = (1 << 63) - 1
 MAX_TIME_US = 1 << 52  # ~140 years
+
+# The owner on the far side of a transport message whose other half was never traced: a
+# send nobody traced received, a receipt whose sender was not traced.
+UNTRACED = "(untraced)"
+# Hops a reader keeps one by one, for the whole run (shared among its shards); past it,
+# hops are folded per seam and step. The built-in trainer's ~7,000 hops stay far inside it.
+DETAIL_HOPS = 100_000
 MAX_NUMBER = 1e300
 
 # The bytes a hop line starts with, up to its time: how the follower of a growing shard
