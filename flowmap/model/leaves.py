@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from flowmap.model.types import Dim, LeafStats, Shape
+from flowmap.model.types import LeafStats, Shape
 from flowmap.read.events import Leaf
+from flowmap.read.fold import shape_range
 
 
 @dataclass(slots=True)
@@ -78,24 +79,7 @@ def _merge_leaf(acc: dict[str, _LeafAcc], leaf: Leaf, n: int, total: int | None 
         cur.dtypes = sorted(cur.dtypes + [leaf.dtype])
     if leaf.kind != cur.kind:
         cur.kind = "mixed"
-    cur.shape = _shape_range(cur.shape, shape)
+    cur.shape = shape_range(cur.shape, shape)
     cur.ranks = (min(cur.ranks[0], len(shape)), max(cur.ranks[1], len(shape)))
     if cur.dims is None and leaf.dims:
         cur.dims = tuple(leaf.dims)
-
-
-def _span(d: Dim) -> tuple[int, int]:
-    return (d, d) if isinstance(d, int) else d
-
-
-def _shape_range(a: Shape, b: Shape) -> Shape:
-    if a == b:
-        return a
-    if len(a) != len(b):
-        return ()
-    out: list[Dim] = []
-    for x, y in zip(a, b):
-        (lx, hx), (ly, hy) = _span(x), _span(y)
-        lo, hi = min(lx, ly), max(hx, hy)
-        out.append(lo if lo == hi else (lo, hi))
-    return tuple(out)

@@ -19,19 +19,11 @@ from flowmap.model.memo import HopsMemo, PrefixMemo
 from flowmap.model.types import SeamKey
 from flowmap.read.events import Hop, Leaf, SeamStep
 
-_TRANSPORT = attrgetter("transport")
-_ITEMS = attrgetter("items")
-_STEP = attrgetter("step")
-_HOPS = attrgetter("hops")
-_NBYTES_SUM = attrgetter("nbytes_sum")
-_NBYTES_MIN = attrgetter("nbytes_min")
-_NBYTES_MAX = attrgetter("nbytes_max")
-_NUM_ITEMS = attrgetter("num_items")
-_T_FIRST = attrgetter("t_first_ns")
-_T_NS = attrgetter("t_ns")
-_LEAVES = attrgetter("leaves")
-_BLOCK = attrgetter("block")
-_NBYTES = attrgetter("nbytes")
+# fields taken out of records in C
+(_TRANSPORT, _ITEMS, _STEP, _HOPS, _NBYTES_SUM, _NBYTES_MIN, _NBYTES_MAX, _NUM_ITEMS, _T_FIRST,
+ _T_NS, _LEAVES, _BLOCK, _NBYTES) = map(attrgetter, (
+    "transport", "items", "step", "hops", "nbytes_sum", "nbytes_min", "nbytes_max", "num_items",
+    "t_first_ns", "t_ns", "leaves", "block", "nbytes"))
 _SEAM = attrgetter("src", "dst", "name")
 
 
