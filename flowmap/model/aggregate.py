@@ -18,31 +18,15 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress
 from operator import attrgetter
 from typing import TYPE_CHECKING, Protocol
 
+from flowmap.model import seam_parts
+from flowmap.model.items import item_stats as item_stats  # re-exported with the others
+from flowmap.model.items import residency as item_residency
 from flowmap.model.leaves import leaf_stats
-from flowmap.model.seam_parts import (
-    NO_FOLDED,
-    NO_KEPT,
-    FoldedPart,
-    KeptPart,
-    SeamMemo,
-    folded_parts,
-    kept_parts,
-)
-from flowmap.model.types import (
-    CounterStats,
-    ItemEvent,
-    ItemId,
-    ItemLife,
-    ItemStats,
-    OwnerStats,
-    SeamKey,
-    SeamStats,
-    role_of,
-)
+from flowmap.model.seam_parts import SeamMemo
+from flowmap.model.types import CounterStats, OwnerStats, SeamKey, SeamStats, role_of
 from flowmap.read.events import CounterFold, CounterSample, Drop, Hop, SeamStep
 
 if TYPE_CHECKING:
@@ -97,19 +81,20 @@ def seam_stats(run: HopSource, memo: SeamMemo | None = None) -> dict[SeamKey, Se
     since the last call are not read again, nor the kept hops if none changed; the
     figures are those computed without it.
     """
-    kept = memo.kept.of(run.hops) if memo is not None else kept_parts(run.hops)
+    kept = memo.kept.of(run.hops) if memo is not None else seam_parts.kept_parts(run.hops)
     parts = (memo.parts({None: run.seam_steps})[None] if memo is not None
-             else folded_parts(run.seam_steps))
-    residency = _residency(run)
+             else seam_parts.folded_parts(run.seam_steps))
+    residency = item_residency(run)
     keys = list(kept) + [k for k in parts if k not in kept]
-    out = [_one_seam(key, kept.get(key, NO_KEPT), parts.get(key, NO_FOLDED), run.num_steps,
+    out = [_one_seam(key, kept.get(key, seam_parts.NO_KEPT),
+                     parts.get(key, seam_parts.NO_FOLDED), run.num_steps,
                      residency.get(key)) for key in keys]
     out.sort(key=lambda s: (-s.total_bytes, s.key))
     return {s.key: s for s in out}
 
 
 def _one_seam(
-    key: SeamKey, kept: KeptPart, folded: FoldedPart, num_steps: int,
+    key: SeamKey, kept: seam_parts.KeptPart, folded: seam_parts.FoldedPart, num_steps: int,
     residency: list[float] | None,
 ) -> SeamStats:
     per_step, hops_in_step = kept.per_step, kept.hops_in_step
@@ -166,29 +151,6 @@ def _one_seam(
         hop_bytes=hop_bytes,
         folded_bytes=folded.means,
     )
-
-
-def _residency(run: HopSource) -> dict[SeamKey, list[float]]:
-    """Seconds each item stayed at a seam's destination before leaving it (or being dropped)."""
-    arrivals: dict[tuple[ItemId, str], tuple[SeamKey, int]] = {}
-    out: dict[SeamKey, list[float]] = defaultdict(list)
-    events: list[tuple[int, int, Hop | Drop]] = [
-        (h.t_ns, 0, h) for h in compress(run.hops, map(_ITEMS, run.hops))]
-    events += [(d.t_ns, 1, d) for d in run.drops if d.items]
-    events.sort(key=lambda e: (e[0], e[1]))
-    for t, _, ev in events:
-        if isinstance(ev, Hop):
-            for item in ev.items:
-                arrived = arrivals.pop((item, ev.src), None)
-                if arrived is not None:
-                    out[arrived[0]].append((t - arrived[1]) / 1e9)
-                arrivals[(item, ev.dst)] = ((ev.src, ev.dst, ev.name), t)
-        else:
-            for item in ev.items:
-                arrived = arrivals.pop((item, ev.owner), None)
-                if arrived is not None:
-                    out[arrived[0]].append((t - arrived[1]) / 1e9)
-    return out
 
 
 @dataclass(slots=True)
@@ -261,44 +223,3 @@ def counter_stats(run: Records) -> dict[str, CounterStats]:
             owners=tuple(sorted(owners[name])),
         )
     return out
-
-
-@dataclass(slots=True)
-class _Life:
-    born_s: float
-    end_s: float
-    dropped: str | None
-    events: list[ItemEvent]
-
-
-def item_stats(run: Records) -> ItemStats:
-    """Totals, drops by reason, and each item's life."""
-    lives: dict[ItemId, _Life] = {}
-    for h in compress(run.hops, map(_ITEMS, run.hops)):  # those that carry items
-        t = (h.t_ns - run.t0_ns) / 1e9
-        for item in h.items:
-            life = lives.get(item)
-            if life is None:
-                life = lives[item] = _Life(t, t, None, [])
-            life.events.append((t, h.src, "leave"))
-            life.events.append((t, h.dst, "arrive"))
-            life.end_s = t
-    dropped: Counter[str] = Counter()
-    for d in run.drops:
-        t = (d.t_ns - run.t0_ns) / 1e9
-        for item in d.items:
-            life = lives.get(item)
-            if life is None:
-                life = lives[item] = _Life(t, t, None, [])
-            if life.dropped is None:
-                dropped[d.reason] += 1
-            life.dropped = d.reason
-            life.events.append((t, d.owner, "drop"))
-            life.end_s = max(life.end_s, t)
-    total = len(lives)
-    return ItemStats(
-        total=total,
-        consumed=total - sum(dropped.values()),
-        dropped=dict(sorted(dropped.items())),
-        lives={k: ItemLife(k, v.born_s, v.end_s, v.dropped, tuple(v.events)) for k, v in lives.items()},
-    )
