@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import add, attrgetter
+from typing import TypeVar
 
 from flowmap.model.memo import HopsMemo, PrefixMemo
 from flowmap.model.types import SeamKey
@@ -25,6 +26,7 @@ from flowmap.read.events import Hop, Leaf, SeamStep
     "transport", "items", "step", "hops", "nbytes_sum", "nbytes_min", "nbytes_max", "num_items",
     "t_first_ns", "t_ns", "leaves", "block", "nbytes"))
 _SEAM = attrgetter("src", "dst", "name")
+K = TypeVar("K")
 
 
 @dataclass(slots=True, frozen=True)
@@ -55,18 +57,11 @@ class FoldedPart:
 
     def plus(self, later: FoldedPart) -> FoldedPart:
         """This part followed by `later` (neither is changed)."""
-        if not later.records:
-            return self
-        if not self.records:
-            return later
-        step_bytes, step_hops = dict(self.step_bytes), dict(self.step_hops)
-        for step, b in later.step_bytes.items():
-            step_bytes[step] = step_bytes.get(step, 0) + b
-        for step, k in later.step_hops.items():
-            step_hops[step] = step_hops.get(step, 0) + k
-        transports = dict(self.transports)
-        for t, k in later.transports.items():
-            transports[t] = transports.get(t, 0) + k
+        if not (self.records and later.records):  # one is empty: the other is the sum
+            return later if later.records else self
+        step_bytes = _added(self.step_bytes, later.step_bytes)
+        step_hops = _added(self.step_hops, later.step_hops)
+        transports = _added(self.transports, later.transports)
         sizes = Counter(self.sizes)
         sizes.update(later.sizes)
         schemas = dict(self.schemas)
@@ -152,6 +147,14 @@ def _folded_part(folded: Sequence[SeamStep]) -> FoldedPart:
 
 
 NO_FOLDED = FoldedPart(0, 0, 0, 0, {}, {}, {}, (), {}, 0, 0, 0, 0, {})
+
+
+def _added(a: dict[K, int], b: dict[K, int]) -> dict[K, int]:
+    """`a` and `b` summed key by key, in a new dict."""
+    out = dict(a)
+    for key, n in b.items():
+        out[key] = out.get(key, 0) + n
+    return out
 
 
 def folded_parts(folded: Sequence[SeamStep]) -> dict[SeamKey, FoldedPart]:
