@@ -179,6 +179,11 @@ MAX_ID = 1 << 31
 MAX_INT = (1 << 63) - 1
 MAX_TIME_US = 1 << 52  # ~140 years
 
+# The transports a hop names (docs/architecture.md): how its payload moved. A seam map may
+# name the first six; `zmq` is what the ZMQ integration records.
+REF, COPY, SHM, PICKLE, RPC, COLLECTIVE = "ref", "copy", "shm", "pickle", "rpc", "collective"
+ZMQ = "zmq"
+TRANSPORTS = (REF, COPY, SHM, PICKLE, RPC, COLLECTIVE, ZMQ)
 # The owner on the far side of a transport message whose other half was never traced: a
 # send nobody traced received, a receipt whose sender was not traced.
 UNTRACED = "(untraced)"
