@@ -19,34 +19,22 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from flowmap.model import seam_parts
 from flowmap.model.items import item_stats as item_stats  # re-exported with the others
 from flowmap.model.items import residency as item_residency
 from flowmap.model.leaves import leaf_stats
 from flowmap.model.seam_parts import SeamMemo
+from flowmap.model.sources import HopSource
 from flowmap.model.types import CounterStats, OwnerStats, SeamKey, SeamStats, role_of
-from flowmap.read.events import CounterFold, CounterSample, Drop, Hop, SeamStep
+from flowmap.read.events import CounterFold, CounterSample
 
 if TYPE_CHECKING:
     from flowmap.read.records import Records
 
 __all__ = ["HopSource", "SeamMemo", "counter_stats", "item_stats", "owner_stats", "percentile", "role_of",
            "seam_stats"]
-
-
-class HopSource(Protocol):
-    """What seam aggregation reads: a run, or a run seen at role level."""
-
-    @property
-    def hops(self) -> Sequence[Hop]: ...
-    @property
-    def seam_steps(self) -> Sequence[SeamStep]: ...
-    @property
-    def drops(self) -> Sequence[Drop]: ...
-    @property
-    def num_steps(self) -> int: ...
 
 
 def percentile(sorted_values: Sequence[int], q: float) -> int:

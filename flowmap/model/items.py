@@ -12,26 +12,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from flowmap.model.sources import ItemSource
 from flowmap.model.types import ItemEvent, ItemId, ItemLife, ItemStats, SeamKey
 from flowmap.read.events import Drop, Hop
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
 
     from flowmap.read.records import Records
 
 _ITEMS = attrgetter("items")
-
-
-class ItemSource(Protocol):
-    """What residency reads: a run's kept hops and drops."""
-
-    @property
-    def hops(self) -> Sequence[Hop]: ...
-    @property
-    def drops(self) -> Sequence[Drop]: ...
 
 
 def residency(run: ItemSource) -> dict[SeamKey, list[float]]:
