@@ -18,10 +18,16 @@ def export(
     if not perfetto:
         raise UsageError("say what to write: --perfetto PATH")
     selected = parse_steps(steps) if steps else None
+    from flowmap.gc_pause import paused_gc
     from flowmap.model.open_view import open_view
-    from flowmap.reporters.perfetto import write_perfetto
+    from flowmap.reporters import reporter
+    from flowmap.reporters.output import check_output, write_output
+    from flowmap.reporters.perfetto import PerfettoOptions
 
-    typer.echo(write_perfetto(open_view(run), perfetto, steps=selected))
+    view = open_view(run)
+    check_output(perfetto)
+    with paused_gc():
+        typer.echo(write_output(perfetto, reporter("perfetto")(view, PerfettoOptions(selected))))
 
 
 def parse_steps(text: str) -> tuple[int, int]:

@@ -57,27 +57,28 @@ def _split_words(words: list[str], html: bool) -> tuple[str | None, str | None]:
 
 def _write_graph(view: RunView, dot: str | None, svg: str | None, png: str | None,
                  instances: bool) -> None:
-    from flowmap.reporters import dot as dot_reporter
+    from flowmap.reporters import reporter
+    from flowmap.reporters.dot import DotOptions
+    from flowmap.reporters.graphviz import ImageOptions
     from flowmap.reporters.output import check_output, write_output
 
     for path in (dot, svg, png):  # every path checked before the first is written
         if path:
             check_output(path)
-    source = dot_reporter.report(view, dot_reporter.DotOptions(instances=instances))
     if dot:
-        typer.echo(write_output(dot, source))
-    if svg or png:
-        from flowmap.reporters.graphviz import write_image
-
-        for fmt, path in (("svg", svg), ("png", png)):
-            if path:
-                typer.echo(write_image(source, fmt, path))
+        typer.echo(write_output(dot, reporter("dot")(view, DotOptions(instances=instances))))
+    for fmt, path in (("svg", svg), ("png", png)):
+        if path:  # written only once `dot` succeeded
+            typer.echo(write_output(path, reporter("image")(view, ImageOptions(fmt, instances))))
 
 
 def _write_html(view: RunView, path: str | None) -> str:
-    from flowmap.reporters.html import write_html
+    from flowmap.reporters import reporter
+    from flowmap.reporters.html import HtmlOptions, default_html_path
+    from flowmap.reporters.output import check_output, write_output
 
-    return write_html(view, path)
+    out = check_output(path if path is not None else default_html_path(view))
+    return write_output(out, reporter("html")(view, HtmlOptions()))
 
 
 def register(app: typer.Typer) -> None:

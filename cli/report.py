@@ -18,19 +18,22 @@ def report(
 ) -> None:
     """What to fix first: the run, its health and top findings, then the heaviest seams."""
     from flowmap.model.open_view import open_view
+    from flowmap.reporters import reporter
 
     view = open_view(run, project)
     if as_json:
-        from flowmap.reporters import json_document
+        from flowmap.reporters.json_document import JsonOptions
 
-        sys.stdout.write(json_document.report(view, json_document.JsonOptions()))
+        sys.stdout.write(reporter("json")(view, JsonOptions()))
         return
     from rich.console import Console
 
-    from flowmap.reporters.terminal import TOP_FINDINGS, print_report
+    from flowmap.reporters.terminal import TOP_FINDINGS, TerminalOptions, print_lines
 
-    print_report(view, Console(width=width) if width else None, top=None if show_all else top,
-                 findings=None if show_all else TOP_FINDINGS)
+    console = Console(width=width) if width else Console()
+    options = TerminalOptions(console.width, None if show_all else top,
+                              None if show_all else TOP_FINDINGS)
+    print_lines(console, reporter("terminal")(view, options))
 
 
 def register(app: typer.Typer) -> None:

@@ -15,7 +15,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-from flowmap import rundir
+from flowmap import environment, rundir
 from flowmap.errors import UsageError
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def _shown(run_dir: str) -> str:
     """The run's path as the user can paste it: relative below the working directory, else
     absolute — always absolute under `$FLOWMAP_RUNS`, or where the working directory is gone
     (a Ray Job's, removed as Ray unpacked its package again)."""
-    if os.environ.get(rundir.ENV_RUNS):
+    if environment.get(environment.RUNS):
         return run_dir
     try:
         rel = os.path.relpath(run_dir)
@@ -201,10 +201,6 @@ def _shown(run_dir: str) -> str:
         return run_dir
     return rel if not rel.startswith("..") else run_dir
 
-
-# How a hop event, and hops folded by --aggregate, start in a shard (flowmap/trace_format.py).
-_HOP_LINES = (b'\n["h",', b'\n["a",')
-_SPAN = len(_HOP_LINES[0])
 
 
 def _recorded_hops(run_dir: str) -> bool | None:
@@ -215,27 +211,18 @@ def _recorded_hops(run_dir: str) -> bool | None:
     """
     import stat
 
+    from flowmap.read.shards import has_hop_line
+
     try:
         names = [os.path.join(run_dir, n) for n in rundir.shard_names(run_dir)]
         for path in names:
-            if stat.S_ISREG(os.lstat(path).st_mode) and _has_hop_line(path):
+            if stat.S_ISREG(os.lstat(path).st_mode) and has_hop_line(path):
                 return True
         import flowmap
 
         return bool(flowmap.load(run_dir).num_hops)
     except Exception:
         return None
-
-
-def _has_hop_line(path: str, chunk: int = 1 << 20) -> bool:
-    tail = b""
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            edge = tail + block[:_SPAN]
-            if any(line in block or line in edge for line in _HOP_LINES):
-                return True
-            tail = block[-_SPAN:]
-    return False
 
 
 def _empty_run_hint() -> str:

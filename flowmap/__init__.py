@@ -49,9 +49,9 @@ def _source_tree_roots() -> None:
 
 _source_tree_roots()
 
-# `flowmap.read.fold.DETAIL_HOPS`, written out: importing the model here would
-# cost every traced child's start-up (tests/unit/test_streaming_read.py keeps them equal)
-DETAIL_HOPS = 100_000
+# the reader's detail window, from the format's module: importing the model here would
+# cost every traced child's start-up
+from flowmap.trace_format import DETAIL_HOPS  # noqa: E402
 
 if TYPE_CHECKING:
     from flowmap.model.run import Run

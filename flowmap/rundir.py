@@ -19,6 +19,7 @@ import stat
 import time
 from typing import Any
 
+from flowmap import environment
 from flowmap import trace_format as tf
 from flowmap.errors import NoRunFound, NotATrace, UsageError
 from flowmap.safe_read import load_json, read_text
@@ -26,7 +27,7 @@ from flowmap.safe_read import load_json, read_text
 RUNS_DIR = "flowmap-runs"  # where `flowmap trace` puts a run that is not named
 # Where unnamed runs go instead (an absolute path, say): a Ray Job's entrypoint runs in a
 # working directory Ray unpacked for it, which the submitter never sees and Ray may replace.
-ENV_RUNS = "FLOWMAP_RUNS"
+ENV_RUNS = environment.RUNS
 MAX_HEADER = 1 << 20  # bytes of a shard's first line read for its start time
 
 
@@ -43,7 +44,7 @@ def run_name(stem: str) -> str:
 
 def runs_dir() -> str:
     """Where unnamed runs go: `$FLOWMAP_RUNS`, else `flowmap-runs` in the working directory."""
-    return os.environ.get(ENV_RUNS) or RUNS_DIR
+    return environment.get(ENV_RUNS) or RUNS_DIR
 
 
 def default_run_dir(stem: str) -> str:

@@ -90,6 +90,8 @@ they were recorded.
 
 from __future__ import annotations
 
+import re
+
 SCHEMA_VERSION = 1
 MAGIC = "trace"
 SHARD_SUFFIX = ".flowmap.jsonl"
@@ -189,4 +191,31 @@ MAX_LEAVES = 4096  # leaves of one schema
 MAX_ID = 1 << 31
 MAX_INT = (1 << 63) - 1
 MAX_TIME_US = 1 << 52  # ~140 years
+
+# The transports a hop names (docs/architecture.md): how its payload moved. A seam map may
+# name all but `zmq`, which is what the ZMQ integration records.
+REF, COPY, SHM, PICKLE, RPC, COLLECTIVE = "ref", "copy", "shm", "pickle", "rpc", "collective"
+ZMQ = "zmq"
+CUDA_IPC = "cuda_ipc"
+TRANSPORTS = (REF, COPY, SHM, PICKLE, RPC, COLLECTIVE, ZMQ, CUDA_IPC)
+# The owner on the far side of a transport message whose other half was never traced: a
+# send nobody traced received, a receipt whose sender was not traced.
+UNTRACED = "(untraced)"
+# Hops a reader keeps one by one, for the whole run (shared among its shards); past it,
+# hops are folded per seam and step. The built-in trainer's ~7,000 hops stay far inside it.
+DETAIL_HOPS = 100_000
 MAX_NUMBER = 1e300
+
+# The bytes a hop line starts with, up to its time: how the follower of a growing shard
+# (`flowmap.read.tail`) finds hop lines without decoding them.
+HOP_LINE_START = b'["' + HOP.encode() + b'",'
+# ... and of the lines that record hops: a hop, and hops folded by --aggregate
+HOP_LINE_STARTS = (HOP_LINE_START, b'["' + AGGREGATE.encode() + b'",')
+_START = re.escape(HOP_LINE_START)
+# A run of hop lines equal but for their time, each time as JSON writes an integer of at
+# most 16 digits; groups: the first line's time, the bytes after it (newline included).
+HOP_RUN = re.compile(_START + rb'(0|[1-9][0-9]{0,15})(,[^\n]*\n)(?:' + _START
+                     + rb'(?:0|[1-9][0-9]{0,15})\2)*')
+# The times of a run's lines after its first (a line's start follows a newline; the bytes
+# after a time may hold `["h",` too, inside an item id)
+HOP_NEXT_TIMES = re.compile(rb'\n' + _START + rb'([0-9]+)')

@@ -32,8 +32,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("integrations", ("flowmap.integrations", "flowmap.seams")),
     ("capture", ("flowmap.capture",)),
     ("writer", ("flowmap.writer",)),
-    ("base", ("flowmap.rundir", "flowmap.trace_format", "flowmap.errors", "flowmap.units",
-              "flowmap.safe_read", "flowmap.strict_json", "flowmap.gc_pause")),
+    ("base", ("flowmap.rundir", "flowmap.trace_format", "flowmap.environment", "flowmap.errors",
+              "flowmap.units", "flowmap.safe_read", "flowmap.strict_json", "flowmap.gc_pause")),
 ]
 # The public facade (`import flowmap`: hop, tracing, load) reaches into every layer, and the
 # built-in trainer is a user of that facade only: both stand outside the layers.

@@ -43,9 +43,9 @@ one line each, as in a full trace.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
+from flowmap import environment
 from flowmap import trace_format as tf
 from flowmap.capture.names import MAX_ITEMS
 from flowmap.writer import HopTally
@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # not at run time: a traced child imports the describers at i
     from flowmap.capture.describers.walk import Leaf
     from flowmap.capture.tracer import Tracer
 
-ENV = "FLOWMAP_AGGREGATE"  # the detail window, in steps, of every traced process of the run
+ENV = environment.AGGREGATE  # the detail window, in steps, of every traced process of the run
 DETAIL_STEPS = 3
 DETAIL_HOPS = 1000  # events per detail step of a process that has seen no step
 FLUSH_HOPS = 10_000
@@ -65,7 +65,7 @@ FLUSH_US = 10_000_000
 
 def detail_from_environment() -> int | None:
     """The detail window FLOWMAP_AGGREGATE asks for; None when unset or not a count."""
-    text = os.environ.get(ENV, "")
+    text = environment.get(ENV) or ""
     return int(text) if text.isdigit() else None
 
 

@@ -27,11 +27,12 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from flowmap import environment
 from flowmap.capture import fold, state
 from flowmap.capture.tracer import Tracer
 
-ENV_RUN_DIR = "FLOWMAP_RUN_DIR"
-ENV_IMPORT_ROOT = "FLOWMAP_IMPORT_ROOT"
+ENV_RUN_DIR = environment.RUN_DIR
+ENV_IMPORT_ROOT = environment.IMPORT_ROOT
 BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
 
 _hooks_installed = False

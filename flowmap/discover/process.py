@@ -18,11 +18,12 @@ import sys
 import threading
 from typing import Any
 
+from flowmap import environment
 from flowmap.capture import importhook, session
 from flowmap.discover.filters import Filters
 from flowmap.discover.watch import Budget, Watcher, process_id
 
-ENV_DISCOVER = "FLOWMAP_DISCOVER"
+ENV_DISCOVER = environment.DISCOVER
 CONFIG = "config.json"
 SUFFIX = ".discover.json"
 
@@ -93,7 +94,7 @@ def finish() -> None:
 
 def start_from_environment() -> Watcher | None:
     """In a Python child of a discovery run (called by flowmap's boot module)."""
-    directory = os.environ.get(ENV_DISCOVER)
+    directory = environment.get(ENV_DISCOVER)
     if not directory or _watcher is not None:
         return None
     with open(os.path.join(directory, CONFIG), encoding="utf-8") as f:

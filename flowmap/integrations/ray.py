@@ -55,6 +55,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from flowmap import environment
 from flowmap.capture import forksafe, state
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.capture.session import restore_environ
@@ -95,15 +96,15 @@ def runtime_env(run_dir: str | None = None, base: dict[str, Any] | None = None) 
     """
     from flowmap.capture import session
 
-    run_dir = run_dir or os.environ.get(session.ENV_RUN_DIR) or _tracer_run_dir()
+    run_dir = run_dir or environment.get(environment.RUN_DIR) or _tracer_run_dir()
     if not run_dir:
         raise RuntimeError("no flowmap run to trace into: pass run_dir or run under flowmap trace")
     env = session.child_environment(run_dir, {"PYTHONPATH": _pythonpath_without_boot()})
     vars_ = {k: env[k] for k in ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "PYTHONPATH")}
     # workers obey the driver's switches, and fold as it does (`trace --aggregate`)
-    for name in ("FLOWMAP_SEAMS", "FLOWMAP_TRANSPORTS", "FLOWMAP_AGGREGATE"):
-        if os.environ.get(name):
-            vars_[name] = os.environ[name]
+    for name in (environment.SEAMS, environment.TRANSPORTS, environment.AGGREGATE):
+        if value := environment.get(name):
+            vars_[name] = value
     out = dict(base or {})
     user_vars = dict(out.get("env_vars") or {})
     if user_vars.get("PYTHONPATH"):
@@ -153,7 +154,7 @@ def _wrap_init(init: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(init)
     def flowmap_init(*args: Any, **kwargs: Any) -> Any:
         try:
-            traced = bool(os.environ.get("FLOWMAP_RUN_DIR") or _tracer_run_dir())
+            traced = bool(environment.get(environment.RUN_DIR) or _tracer_run_dir())
             if traced:
                 kwargs["runtime_env"] = runtime_env(base=_as_dict(kwargs.get("runtime_env")))
                 if state.default_owner == "main":

@@ -9,11 +9,19 @@ The page asks `data.json?after=VERSION`, which answers once the data is newer
 than VERSION (or after `HOLD_S`): the page shows an update as soon as it is
 built, and its data is built once per update, not once per request. Loopback by default: the page shows the run's owner and payload
 names and shapes, so binding elsewhere is the caller's explicit choice.
+
+The server holds under load and misuse: HEAD is answered as GET without the
+body; the listen backlog is `BACKLOG`, so a burst of connects is queued, not
+refused and retried; a request must arrive whole within `REQUEST_TIMEOUT_S`;
+and at most `MAX_THREADS` requests are handled at once (a connection past
+that is closed), so half-sent requests cannot pile up threads and memory.
+An IPv6 address (`--bind ::1`) binds an IPv6 socket.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 import time
@@ -33,6 +41,40 @@ from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 from flowmap.strict_json import dumps
 
 HOLD_S = 10.0  # how long `data.json?after=VERSION` waits for newer data before answering
+BACKLOG = 128  # connections the kernel queues before `accept`
+REQUEST_TIMEOUT_S = 10.0  # a request's line and headers must come within this (and each send)
+MAX_THREADS = 64  # requests handled at once; a connection past them is closed
+
+
+class _Server(ThreadingHTTPServer):
+    """`ThreadingHTTPServer` with a real backlog and a bound on its threads."""
+
+    request_queue_size = BACKLOG
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        self.slots = threading.BoundedSemaphore(MAX_THREADS)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: the client may retry; nothing piles up
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
 
 
 class _SameLayout:
@@ -70,14 +112,15 @@ class LiveServer:
         self._updated = threading.Condition()  # notified at each new frame (and at the stop)
         self._frames = 0  # frames set so far
         self._stop = threading.Event()
+        self._metrics = registry(lambda: self.frame)  # one: its counters never go down
         try:
-            self.http = ThreadingHTTPServer((host, port), _handler(self))
+            cls = _Server6 if ":" in host else _Server
+            self.http = cls((host, port), _handler(self))
         except OSError as exc:
             if exc.errno in (98, 48):  # EADDRINUSE (Linux, macOS)
                 raise PortInUse(f"port {port} on {host} is in use; pick another with --port N"
                                 ) from None
             raise FlowmapError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
-        self.http.daemon_threads = True
 
     @property
     def url(self) -> str:
@@ -154,6 +197,11 @@ class LiveServer:
         doc = html_document(frame.run.view, "auto", self._place, frame.findings)
         self._version += 1
         doc["live"] = {"version": self._version, "state": state, "sentence": sentence}
+        if state == RUNNING:  # bytes/s over the last seconds, beside the page's bytes per step
+            ids = {s["label"]: s["id"] for s in doc.get("seams", [])}
+            doc["live"]["bytes_per_s"] = {
+                ids[label]: round(bps, 1) for (src, dst, name), (bps, _) in frame.rates.items()
+                if (label := f"{src} -> {dst} : {name}") in ids}
         if state == RUNNING:  # shards still being written are not cut short
             doc["run"]["truncated"] = False
         self._doc_text = dumps(doc, sort_keys=True, separators=(",", ":"))
@@ -164,13 +212,19 @@ class LiveServer:
         return page(doc, f"flowmap live · {self.watch.path}", live=True)
 
     def metrics(self) -> bytes:
-        return generate_latest(registry(lambda: self.frame))
+        return generate_latest(self._metrics)
 
 
 def _handler(server: LiveServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "flowmap"
         sys_version = ""
+        timeout = REQUEST_TIMEOUT_S  # on the socket: a half-sent request ends its thread
+        head = False
+
+        def do_HEAD(self) -> None:  # noqa: N802 (http.server's name)
+            self.head = True
+            self.do_GET()
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             route = self.path.split("?", 1)[0]
@@ -179,7 +233,8 @@ def _handler(server: LiveServer) -> type[BaseHTTPRequestHandler]:
                     self._send(200, "text/html; charset=utf-8", server.html().encode("utf-8"))
                 elif route == "/data.json":
                     after = _after(self.path)
-                    text = server.document() if after is None else server.document_after(after)
+                    text = server.document() if after is None or self.head \
+                        else server.document_after(after)
                     self._send(200, "application/json", text.encode("utf-8"))
                 elif route == "/metrics":
                     self._send(200, CONTENT_TYPE_LATEST, server.metrics())
@@ -195,7 +250,8 @@ def _handler(server: LiveServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Cache-Control", "no-store")
             self.send_header("X-Content-Type-Options", "nosniff")
             self.end_headers()
-            self.wfile.write(body)
+            if not self.head:
+                self.wfile.write(body)
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass  # a scrape every 10 s is not news

@@ -3,8 +3,11 @@
 A shard closed cleanly ends in an `end` event; one whose process died
 without closing (SIGKILL, the OOM killer) does not. So: every shard closed
 is an exit; a shard still open whose process is gone (on this host) means
-the run was cut short. `run.json`'s exit code, when `flowmap trace` wrote it,
-says how the program ended.
+the run was cut short. So does the main process (the first on this host to
+start, whose parent is no traced process) gone without closing its shard,
+even while processes it started still run: their bytes go on, but the program
+is over. `run.json`'s exit code, when `flowmap trace` wrote it, says how the
+program ended.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import socket
 from dataclasses import dataclass
 
 from flowmap.model.run import Run
+from flowmap.read.events import Shard
 
 RUNNING, EXITED, CUT_SHORT = "running", "exited", "cut short"
 
@@ -22,6 +26,7 @@ RUNNING, EXITED, CUT_SHORT = "running", "exited", "cut short"
 class Status:
     state: str  # RUNNING, EXITED or CUT_SHORT
     sentence: str  # what a viewer shows, one sentence
+    final: bool = True  # nothing more will be written (False: processes of an ended run live on)
 
 
 def status(run: Run) -> Status:
@@ -35,12 +40,26 @@ def status(run: Run) -> Status:
         how = f" (killed by signal {-code})" if killed and isinstance(code, int) else ""
         return Status(CUT_SHORT, f"the run was cut short{how}: {len(open_shards)} of "
                                  f"{len(run.shards)} processes never closed their shard")
+    main = _main(run)
+    if main is not None and main.truncated and not _alive(main.pid, main.host):
+        alive = sum(1 for s in open_shards if s is not main and _alive(s.pid, s.host))
+        return Status(CUT_SHORT, f"the run was cut short: its main process {main.pid} ended "
+                                 f"without closing its shard; {alive} of its "
+                                 f"{len(run.shards) - 1} other processes still run", final=False)
     if not open_shards:
         if type(code) is int:
             return Status(EXITED, f"the program exited with code {code}")
         if "finished_wall_ns" in run.meta or not any(_alive(s.pid, s.host) for s in run.shards):
             return Status(EXITED, "the program exited")
     return Status(RUNNING, "running")
+
+
+def _main(run: Run) -> Shard | None:
+    """The run's main process on this host: the first to start whose parent is not traced."""
+    here = socket.gethostname()
+    pids = {s.pid for s in run.shards}
+    roots = [s for s in run.shards if s.host in ("", here) and s.ppid not in pids]
+    return min(roots, key=lambda s: (s.t0_wall_ns, s.pid), default=None)
 
 
 def _alive(pid: int, host: str) -> bool:

@@ -13,12 +13,18 @@ Steps older than a horizon are held in blocks (`flowmap.read.blocks`), so a long
 frames keep every sum exact and read per-step figures from each block's own.
 Findings, the costliest part, wait for the second update (the first screen
 comes without them) and are recomputed at most every `FINDINGS_EVERY_S`. Once
-the program has ended, the run is read once more as `flowmap report` reads
-it, so the last screen and page are the report's, findings included.
+the program has ended (and nothing more comes), the run is read once more as
+`flowmap report` reads it, in a thread of its own, so the last screen and page
+become the report's, findings included; meanwhile the live frame, whose sums
+are exact, is shown at once (a viewer that ends with the program does not wait
+for that read: `final_read=False`). A run directory removed and made anew (a
+tracer starts over in it) is watched anew from its start.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from dataclasses import dataclass
 
@@ -52,13 +58,24 @@ class Frame:
     gone: str | None = None  # the sentence once the run was removed; the frame is the last one
     behind: bool = False  # read in pieces: the run has bytes not read yet
     found_s: float = 0.0  # when `findings` were found (monotonic; 0: not yet)
+    fresh_s: float = 0.0  # wall time the watch last read new bytes of the run (0: none yet)
+    epoch: int = 0  # how many times the run was made anew while watched (its figures restart)
 
 
 class Watch:
     """One viewer's hold on a run: the reader, the latest frame, and what rebuilding costs."""
 
     def __init__(self, path: str, detail_hops: int | None = LIVE_DETAIL_HOPS,
-                 blocks: StepBlocks | None = None) -> None:
+                 blocks: StepBlocks | None = None, final_read: bool = True) -> None:
+        self._args = (path, detail_hops)
+        self.final_read = final_read
+        self.epoch = -1
+        self._start(blocks)
+
+    def _start(self, blocks: StepBlocks | None = None) -> None:
+        """Watch the run from its start (again, once it was made anew)."""
+        path, detail_hops = self._args
+        self.epoch += 1
         # old steps held in blocks past a horizon (`flowmap.read.blocks`): what the watch
         # holds and rebuilds stays bounded however long the run
         self.reader = IncrementalReader(path, detail_hops, blocks or StepBlocks())
@@ -73,7 +90,10 @@ class Watch:
         self._found_run: Run | None = None  # the run the frame's findings were found in
         self._pending = False  # bytes read that the model does not show yet
         self.behind = False  # the last update stopped reading with bytes left: catching up
-        self._final = False  # the frame holds the finished run, read as `report` reads it
+        self._final = False  # the finished run's read, as `report` reads it, was started
+        self._final_got: tuple[int, Run, tuple[Finding, ...]] | None = None  # its result
+        self._fresh_s = 0.0
+        self._quiet = False  # the last poll read nothing
 
     @property
     def path(self) -> str:
@@ -82,7 +102,9 @@ class Watch:
     def update(self) -> Frame:
         """Poll; rebuild the model if it grew (and its cost allows); the frame to show."""
         if self.frame is not None and self.frame.gone:
-            return self.frame
+            if not os.path.exists(self.path):
+                return self.frame
+            self._start()  # made anew (a tracer starts over in it): watched from its start
         try:
             self._read()
         except RunGone as exc:
@@ -105,35 +127,52 @@ class Watch:
             frame.status = Status(RUNNING, "reading the run so far")
         elif frame.status.state == RUNNING or self._pending:
             frame.status = status(frame.run)  # a program's death shows without new bytes
-            if self._pending and frame.status.state != RUNNING:  # but not before its last ones
-                frame.status = Status(RUNNING, "reading the run's last bytes")
+            if self._pending and frame.status.state != RUNNING and frame.status.final:
+                # an end shows with its last bytes (not so a killed main: its children write
+                # on): they are built now, whatever the rebuild costs, once
+                self._rebuild(now)
+                frame = self.frame
+                assert frame is not None
             self.rates.add(time.time(), frame.run.seams)
             frame.rates = self.rates.per_second()
-        if frame.status.state != RUNNING and not self.behind and not self._pending \
-                and not self._final:
+        frame.fresh_s, frame.epoch = self._fresh_s, self.epoch
+        if frame.status.state != RUNNING and not self.behind and not self._pending:
             self._finish(frame)
         return frame
 
     def _finish(self, frame: Frame) -> None:
-        """The program has ended: read the run once as `flowmap report` reads it (its
-        detail window, not the live one), so the last screen and page are the report's."""
+        """The program has ended: once nothing more comes, read the run as `flowmap report`
+        reads it (its detail window, not the live one), in a thread, so the viewer stays
+        responsive; its result becomes the frame unless bytes came since."""
+        got = self._final_got
+        if got is not None and got[0] == self.reader.bytes_read and frame.run is not got[1]:
+            _, frame.run, frame.findings = got
+            frame.updated_s = time.time()
+            frame.found_s = self._findings_s = time.monotonic()
+            self._found_run = frame.run
+        if self._final or not self.final_read or not self._quiet:
+            return
         self._final = True
-        try:
-            run = load(self.reader.path)
-        except FlowmapError:
-            return  # removed or unreadable since: the live read stays
-        frame.run = run
-        frame.findings = tuple(findings(run.view))
-        frame.updated_s = time.time()
-        frame.found_s = self._findings_s = time.monotonic()
-        self._found_run = run
+        read_at, path = self.reader.bytes_read, self.reader.path
+
+        def final() -> None:
+            try:
+                run = load(path)
+                self._final_got = (read_at, run, tuple(findings(run.view)))
+            except FlowmapError:
+                pass  # removed or unreadable since: the live read stays
+
+        threading.Thread(target=final, name="flowmap-final-read", daemon=True).start()
 
     def _read(self) -> None:
         """Poll until nothing is new or the time for one update is spent: a large run is
         read in pieces, so the first screen comes fast and later ones keep their pace."""
         end = time.monotonic() + READ_BUDGET_S
+        self._quiet = True
         while True:
-            self._pending |= self.reader.poll() > 0
+            got = self.reader.poll()
+            if got > 0:
+                self._pending, self._quiet, self._fresh_s = True, False, time.time()
             more = self.reader.more  # a shard had more than one read's worth waiting
             self.behind = more and time.monotonic() >= end
             if not more or self.behind:
@@ -145,7 +184,9 @@ class Watch:
         run.seam_memo, run.step_memo, run.flow_memo = self.seam_memo, self.step_memo, self.flow_memo
         _ = run.seams, run.owners, run.counters
         self._build_cost_s = time.thread_time() - t
-        self._built_s, self._pending, self._final = now, False, False
+        self._built_s, self._pending = now, False
+        if self._final_got is None or self._final_got[0] != self.reader.bytes_read:
+            self._final = False  # bytes came since the finished run's read: read it again
         old = self.frame
         self.frame = Frame(run, Status(RUNNING, "reading the run so far") if self.behind
                            else status(run), {}, old.findings if old else (), time.time(),

@@ -12,42 +12,24 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from flowmap.gc_pause import paused_gc
 from flowmap.model.aggregate import seam_stats
 from flowmap.model.format import seam_label
+from flowmap.model.sources import PipelineSource
 from flowmap.model.types import (
     Edge,
     ItemId,
     Level,
     Node,
-    OwnerStats,
     Pipeline,
     SeamKey,
     SeamStats,
     role_of,
 )
 from flowmap.read.events import Drop, DropFold, Hop, SeamStep
-from flowmap.read.records import Events
-
-
-class PipelineSource(Protocol):
-    """What a pipeline is computed from: a run's aggregates and its events (a `RunView`)."""
-
-    @property
-    def seams(self) -> Mapping[SeamKey, SeamStats]: ...
-    @property
-    def owners(self) -> Mapping[str, OwnerStats]: ...
-    @property
-    def events(self) -> Events: ...
-    @property
-    def num_steps(self) -> int: ...
-    @property
-    def t0_ns(self) -> int: ...
-
 
 # Resident-item series are bucketed to at most this many points per node: a
 # chart needs the shape, and a million-hop run must not make a million points.

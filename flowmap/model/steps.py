@@ -16,24 +16,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, groupby, repeat
 from operator import add, attrgetter, is_not, itemgetter, not_, sub
-from typing import Protocol
 
 from flowmap.gc_pause import paused_gc
 from flowmap.model.memo import HopsMemo, PrefixMemo
+from flowmap.model.sources import StepSource
 from flowmap.model.types import SeamKey, SeamStats, StepBin, StepBins, Totals
 from flowmap.read.events import Hop, SeamStep
 from flowmap.read.records import Events
-
-
-class StepSource(Protocol):
-    """What step bins are counted from: a run's steps and events (a `RunView`)."""
-
-    @property
-    def steps(self) -> Sequence[int]: ...
-    @property
-    def events(self) -> Events: ...
-    @property
-    def t0_ns(self) -> int: ...
 
 
 def step_bins(run: StepSource, seams: list[SeamKey], max_bins: int,

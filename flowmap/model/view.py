@@ -26,12 +26,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import Any, Protocol
 
 from flowmap.gc_pause import paused_gc
 from flowmap.model.ending import Ending, read_ending
 from flowmap.model.flow import UNNAMED_DRIVER, Flow, FlowMemo, build_flow, star_center
 from flowmap.model.pipeline import build_pipeline
+from flowmap.model.sources import ViewSource
 from flowmap.model.steps import StepMemo, step_bins, totals
 from flowmap.model.types import (
     CounterStats,
@@ -46,49 +46,10 @@ from flowmap.model.types import (
     StepBins,
     Totals,
 )
-from flowmap.read.events import Hop, SeamStep
+from flowmap.read.events import Hop
 from flowmap.read.records import Events
 
 __all__ = ["Events", "RunView", "ViewSource", "build_view"]
-
-
-class ViewSource(Protocol):
-    """What a view is built from: a run's records (`flowmap.read.records`) and its aggregates."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def truncated(self) -> bool: ...
-    @property
-    def projection(self) -> Projection | None: ...
-    @property
-    def steps(self) -> list[int]: ...
-    @property
-    def num_steps(self) -> int: ...
-    @property
-    def num_hops(self) -> int: ...
-    @property
-    def t0_ns(self) -> int: ...
-    @property
-    def hops(self) -> Sequence[Hop]: ...
-    @property
-    def seam_steps(self) -> Sequence[SeamStep]: ...
-    @property
-    def shared_channels(self) -> list[str]: ...
-    @property
-    def meta(self) -> dict[str, Any]: ...
-    @property
-    def events(self) -> Events: ...
-    @property
-    def seams(self) -> dict[SeamKey, SeamStats]: ...
-    @property
-    def owners(self) -> dict[str, OwnerStats]: ...
-    @property
-    def counters(self) -> dict[str, CounterStats]: ...
-    @property
-    def items(self) -> ItemStats: ...
-    @property
-    def health(self) -> Health: ...
 
 
 @dataclass(frozen=True)

@@ -99,38 +99,32 @@ class LeafNote:
 
 
 @dataclass(slots=True)
-class CounterFold:
-    """The samples of one counter in one step of one process, folded (`trace --aggregate`).
+class MarkFold:
+    """The phase markers of one name in one step of one process, folded."""
+
+    t_ns: int  # the last one
+    t_first_ns: int
+    pid: int
+    name: str
+    owner: str
+    step: int | None
+    count: int
+
+
+@dataclass(slots=True)
+class CounterFold(MarkFold):
+    """The samples of one counter in one step of one process, folded (`trace --aggregate`):
+    a name's events in a step, as a mark fold counts them, and their values' statistics.
 
     Count, sum, least, largest and last value are every statistic a counter is
     read for, so these read as exactly as the samples would; a chart draws one
     point per fold (the step's mean, at its last sample's time).
     """
 
-    t_ns: int  # the last sample
-    t_first_ns: int
-    pid: int
-    name: str
-    owner: str
-    step: int | None
-    count: int
     total: float
     min: float
     max: float
     last: float
-
-
-@dataclass(slots=True)
-class MarkFold:
-    """The phase markers of one name in one step of one process, folded."""
-
-    t_ns: int  # the last marker
-    t_first_ns: int
-    pid: int
-    name: str
-    owner: str
-    step: int | None
-    count: int
 
 
 @dataclass(slots=True)

@@ -20,11 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowmap.read.events import Hop, Leaf, SeamStep
+from flowmap.trace_format import DETAIL_HOPS as DETAIL_HOPS  # re-exported: the readers' window
 from flowmap.writer import HopTally
 
-# Hops kept one by one, for the whole run (shared among its shards); past it,
-# hops are folded. The built-in trainer's ~7,000 hops stay far inside it.
-DETAIL_HOPS = 100_000
 MIN_SHARD_DETAIL = 10_000  # each shard's share is at least this
 # A shard whose window has ended still keeps the hops of the steps inside it
 # (a step began before the budget ran out), up to this multiple of its share.

@@ -51,8 +51,8 @@ from flowmap.read.events import (
     SendHalf,
     Shard,
 )
+from flowmap.trace_format import UNTRACED as UNTRACED  # re-exported: where halves are joined
 
-UNTRACED = "(untraced)"
 # Channels whose keys are sequence numbers: matched on the exact channel only.
 SEQUENCED = ("dist",)
 

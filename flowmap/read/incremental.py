@@ -20,20 +20,21 @@ per-name records whose count, sum, least, largest and last value are exact.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
 from flowmap.read.blocks import StepBlocks
+from flowmap.read.bounds import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
 from flowmap.read.events import SendFold, SendHalf, Shard
 from flowmap.read.fold import shard_budget
 from flowmap.read.ray_transport import name_ray_transports
-from flowmap.read.reader import _show
+from flowmap.read.reader import show_path
 from flowmap.read.records import R
 from flowmap.read.run_meta import read_run_meta
 from flowmap.read.settle import HalfSettler
 from flowmap.read.shards import scan_run
-from flowmap.read.tail import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
 from flowmap.read.tail import ShardTail
 
 # Hops each process of a live run keeps one by one (`flowmap.read.fold.shard_budget`: and
@@ -69,6 +70,7 @@ class IncrementalReader:
         self.tails: dict[str, ShardTail] = {}
         self.skipped: list[str] = []  # entries of the directory that are not shard files
         self.bytes_read = 0
+        self.identity: tuple[int, int] | None = None  # the run directory's (device, inode)
 
     def poll(self) -> int:
         """Read every shard's new bytes (new shards too); returns the bytes handled.
@@ -79,10 +81,11 @@ class IncrementalReader:
             paths, self.skipped = scan_run(self.path)
         except NotATrace as exc:
             if self.tails and not os.path.exists(self.path):
-                raise RunGone(f"the run {_show(self.path)} was removed while watched") from None
+                raise RunGone(f"the run {show_path(self.path)} was removed while watched") from None
             if "holds no flowmap shards" in str(exc):
                 return 0  # a run directory whose first process has not written yet
             raise
+        self._same_directory(paths)
         for p in paths:
             if p not in self.tails:
                 budget = shard_budget(self.detail_hops, max(len(paths), len(self.tails) + 1))
@@ -90,6 +93,23 @@ class IncrementalReader:
         got = sum(t.poll() for t in self.tails.values())
         self.bytes_read += got
         return got
+
+    def _same_directory(self, paths: list[str]) -> None:
+        """Raise RunGone if the run directory was removed and made anew since the last poll
+        (a tracer started over in it: a shard read before is gone, or the directory is
+        another one): what the tails hold belongs to the removed one."""
+        if not self.tails.keys() <= set(paths):
+            raise RunGone(f"the run {show_path(self.path)} was removed while watched")
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            return
+        identity = (st.st_dev, st.st_ino)
+        if self.identity is not None and identity != self.identity:
+            raise RunGone(f"the run {show_path(self.path)} was removed while watched")
+        self.identity = identity
 
     @property
     def more(self) -> bool:

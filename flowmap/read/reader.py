@@ -43,7 +43,7 @@ def read_header(path: str) -> dict[str, Any] | None:
     try:
         with open_regular(path) as f:
             first = f.readline(MAX_HEADER + 1)
-        return _header(first, path) if first else None
+        return parse_header(first, path) if first else None
     except (OSError, NotATrace):
         return None
 
@@ -58,26 +58,26 @@ def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None
         first = f.readline(MAX_HEADER + 1)
         if not first:
             return _empty_shard(path)
-        header = _header(first, path)
+        header = parse_header(first, path)
         shard = Shard(
             path=path,
-            pid=_int(header.get("pid")),
-            ppid=_int(header.get("ppid")),
-            host=_text(header.get("host"), ""),
-            argv=[_text(a, "") for a in header.get("argv") or [] if type(a) is str][:1000]
+            pid=as_int(header.get("pid")),
+            ppid=as_int(header.get("ppid")),
+            host=as_text(header.get("host"), ""),
+            argv=[as_text(a, "") for a in header.get("argv") or [] if type(a) is str][:1000]
             if type(header.get("argv")) is list else [],
-            process=_text(header.get("process"), None),
-            t0_mono_ns=_int(header.get("t0_mono_ns")),
-            t0_wall_ns=_int(header.get("t0_wall_ns")),
+            process=as_text(header.get("process"), None),
+            t0_mono_ns=as_int(header.get("t0_mono_ns")),
+            t0_wall_ns=as_int(header.get("t0_wall_ns")),
             identity={k: header[k] for k in IDENTITY if type(header.get(k)) in (int, str)},
         )
         shard.os_pid = shard.pid
         node = header.get("ray_node_id")
         if type(node) is str:
-            shard.info["ray_node_id"] = _text(node, "")[:200]
+            shard.info["ray_node_id"] = as_text(node, "")[:200]
         if pid is not None:
             shard.pid = pid
-        _Decoder(shard, detail_hops).feed(f)
+        Decoder(shard, detail_hops).feed(f)
     return shard
 
 
@@ -86,15 +86,15 @@ def _empty_shard(path: str) -> Shard:
                  t0_wall_ns=0, empty=True)
 
 
-def _show(path: str) -> str:
+def show_path(path: str) -> str:
     return clean_text(os.fspath(path))
 
 
-def _int(v: Any) -> int:
+def as_int(v: Any) -> int:
     return v if type(v) is int and -(1 << 63) <= v < (1 << 63) else 0
 
 
-def _text(v: Any, default: Any) -> Any:
+def as_text(v: Any, default: Any) -> Any:
     return clean_text(v[:4096]) if type(v) is str else default
 
 
@@ -116,17 +116,17 @@ def _clean(v: Any, depth: int = 0) -> Any:
     return v
 
 
-def _header(line: bytes, path: str) -> dict[str, Any]:
+def parse_header(line: bytes, path: str) -> dict[str, Any]:
     try:
         header = json.loads(line) if len(line) <= MAX_HEADER else None
     except (ValueError, UnicodeDecodeError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get(tf.HEADER) != tf.MAGIC:
-        raise NotATrace(f"{_show(path)} is not a flowmap trace")
+        raise NotATrace(f"{show_path(path)} is not a flowmap trace")
     schema = header.get("schema")
     if type(schema) is not int or schema > tf.SCHEMA_VERSION:
         raise NotATrace(
-            f"{_show(path)} uses trace schema {_text(str(schema), '')[:40]!r}; this flowmap "
+            f"{show_path(path)} uses trace schema {as_text(str(schema), '')[:40]!r}; this flowmap "
             f"reads up to {tf.SCHEMA_VERSION} — upgrade flowmap"
         )
     return header
@@ -136,15 +136,15 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-_loads = json.JSONDecoder(parse_constant=_no_constant).decode
+loads_strict = json.JSONDecoder(parse_constant=_no_constant).decode
 
 
-class _Decoder:
+class Decoder:
     """Turns event lines into records, resolving interned strings and schemas."""
 
     def __init__(self, shard: Shard, detail_hops: int | None = None) -> None:
         self.shard = shard
-        self.keep = detail_hops  # hops built one by one before `_folded` is asked
+        self.keep = detail_hops  # hops built one by one before `fold_hop` is asked
         self.cut: Cut | None = None
         self.folder: SeamStepFolder | None = None
         self.strings: dict[int, str] = {}
@@ -161,13 +161,13 @@ class _Decoder:
 
     def feed(self, f: Any) -> None:
         for lines in self._blocks(f):
-            self._batch(lines)
+            self.batch(lines)
         if self.folder is not None and self.cut is not None:
             self.shard.seam_steps += self.folder.seam_steps(self.strings.__getitem__,
                                                             self.schemas.__getitem__)
             self.shard.fold_cut = (self.cut.step, self.cut.t_ns)
 
-    def _folded(self, ev: list[Any]) -> bool:
+    def fold_hop(self, ev: list[Any]) -> bool:
         """Whether the (checked) hop event `ev` is past this shard's detail window; if so, fold it.
 
         The window ends at the budget's last step (hops of steps up to it are
@@ -226,7 +226,7 @@ class _Decoder:
                 break
         # `rest` is a partial last line: the writer was killed mid-write; dropped.
 
-    def _batch(self, lines: list[bytes]) -> None:
+    def batch(self, lines: list[bytes]) -> None:
         base = self.line
         self.line += len(lines)
         long = {i for i, raw in enumerate(lines) if len(raw) > tf.MAX_LINE or not raw}
@@ -237,14 +237,14 @@ class _Decoder:
         joined = b"[" + b",".join(lines) + b"]"
         dirty = b"\\ud" in joined or b"\\uD" in joined
         try:
-            events = _loads(joined.decode("utf-8"))
+            events = loads_strict(joined.decode("utf-8"))
         except (ValueError, RecursionError):
             events = None
         if events is None or len(events) != len(lines):
             events = []
             for i, raw in enumerate(lines):
                 try:
-                    events.append(None if i in long else _loads(raw.decode("utf-8")))
+                    events.append(None if i in long else loads_strict(raw.decode("utf-8")))
                 except (ValueError, RecursionError):
                     events.append(_BAD)
         # Hops are most of a trace: checked and built here, without a call per event.
@@ -255,7 +255,7 @@ class _Decoder:
             if not dirty and type(ev) is list and ev and ev[0] == "h" and check_hop(
                 ev, strings, schemas
             ):
-                if keep is not None and len(hops) >= keep and self._folded(ev):
+                if keep is not None and len(hops) >= keep and self.fold_hop(ev):
                     sh.num_events += 1
                     continue
                 hops.append(Hop(
@@ -303,13 +303,13 @@ class _Decoder:
         s = self.strings
         sh = self.shard
         sh.num_events += 1
-        if self.keep is not None and len(sh.hops) >= self.keep and self._folded(ev):
+        if self.keep is not None and len(sh.hops) >= self.keep and self.fold_hop(ev):
             return
         sh.hops.append(Hop(
             self.t0 + ev[1] * 1000, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], ev[6],
             self.schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], s[ev[10]],
             tuple(ev[11]) if ev[11] else (),
-        ))  # (the same as the fast path in `_batch`)
+        ))  # (the same as the fast path in `batch`)
 
     def _counter(self, ev: list[Any]) -> None:
         sh = self.shard
@@ -379,12 +379,12 @@ class _Decoder:
 _BAD = object()
 
 BUILDERS = {
-    tf.STRING: _Decoder._string, tf.SCHEMA: _Decoder._schema, tf.HOP: _Decoder._hop,
-    tf.COUNTER: _Decoder._counter, tf.MARK: _Decoder._mark, tf.DROP: _Decoder._drop,
-    tf.STEP: _Decoder._step, tf.ERROR: _Decoder._error, tf.END: _Decoder._end,
-    tf.SEND_HALF: _Decoder._half, tf.RECEIVE_HALF: _Decoder._half,
-    **dict.fromkeys(folded.BUILDERS, _Decoder._folded_event), tf.LEAF_NOTES: _Decoder._notes,
-    tf.PROCESS_INFO: _Decoder._info,
+    tf.STRING: Decoder._string, tf.SCHEMA: Decoder._schema, tf.HOP: Decoder._hop,
+    tf.COUNTER: Decoder._counter, tf.MARK: Decoder._mark, tf.DROP: Decoder._drop,
+    tf.STEP: Decoder._step, tf.ERROR: Decoder._error, tf.END: Decoder._end,
+    tf.SEND_HALF: Decoder._half, tf.RECEIVE_HALF: Decoder._half,
+    **dict.fromkeys(folded.BUILDERS, Decoder._folded_event), tf.LEAF_NOTES: Decoder._notes,
+    tf.PROCESS_INFO: Decoder._info,
 }
 
 

@@ -44,16 +44,8 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
-from flowmap.read.events import (
-    Half,
-    Hop,
-    ReceiveFold,
-    ReceiveHalf,
-    SeamStep,
-    SendFold,
-    SendHalf,
-    Shard,
-)
+from flowmap.read import events
+from flowmap.read.events import Half, Hop, ReceiveHalf, SendHalf
 from flowmap.read.fold import fold_hops, merge_seam_steps
 from flowmap.read.halves import digest_keyed, family, join_halves, joined_hop
 
@@ -73,7 +65,7 @@ class HalfSettler:
         self.max_halves = max_halves
         self.keep_hops = keep_hops  # settled hops kept one by one (the first ones)
         self.hops: list[Hop] = []
-        self.steps: dict[_Key, SeamStep] = {}  # past the kept hops, merged per seam and step
+        self.steps: dict[_Key, events.SeamStep] = {}  # past the kept hops, merged per seam and step
         self.shared: set[str] = set()  # channels whose folded sends were shared out
         # Senders of settled messages, for copies received later: the newest ones, in two
         # generations of `max_halves` sends (a full one becomes the old, the old is dropped).
@@ -208,7 +200,7 @@ class HalfSettler:
                 return s
         return None
 
-    def _hold(self, hops: list[Hop], folded: Iterable[SeamStep]) -> None:
+    def _hold(self, hops: list[Hop], folded: Iterable[events.SeamStep]) -> None:
         """Keep the first settled hops one by one, and fold the rest per seam and step."""
         room = max(0, self.keep_hops - len(self.hops))
         self.hops += hops[:room]
@@ -217,7 +209,7 @@ class HalfSettler:
             got = self.steps.get(key)
             self.steps[key] = st if got is None else merge_seam_steps(got, st)
 
-    def give(self, shards: list[Shard]) -> None:
+    def give(self, shards: list[events.Shard]) -> None:
         """Add what settled to the shards of its processes (a snapshot's: copies), and show
         the receives held of a copy of a settled message as its hops (they settle so at the
         next update, once their sender's shard has been read again)."""
@@ -257,6 +249,6 @@ def _keys(sends: Iterable[SendHalf]) -> set[_Message]:
 
 def _folded_before(h: Half, before: int) -> bool:
     """Whether `h` is a folded half of a step below `before`."""
-    step = (h.seam_step.step if isinstance(h, SendFold)
-            else h.step if isinstance(h, ReceiveFold) else None)
+    step = (h.seam_step.step if isinstance(h, events.SendFold)
+            else h.step if isinstance(h, events.ReceiveFold) else None)
     return step is not None and step < before

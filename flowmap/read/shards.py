@@ -16,7 +16,7 @@ from flowmap.read import identity
 from flowmap.read.events import Shard
 from flowmap.read.fold import DETAIL_HOPS, shard_budget
 from flowmap.read.ray_transport import name_ray_transports
-from flowmap.read.reader import _show, read_header, read_shard
+from flowmap.read.reader import read_header, read_shard, show_path
 from flowmap.rundir import shard_names
 
 
@@ -28,27 +28,27 @@ def scan_run(run_path: str) -> tuple[list[str], list[str]]:
         st = os.stat(run_path)
     except OSError as exc:
         if getattr(exc, "errno", None) == 40:  # ELOOP
-            raise NotATrace(f"{_show(run_path)} is a symlink loop") from None
-        raise NotATrace(f"{_show(run_path)} does not exist") from None
+            raise NotATrace(f"{show_path(run_path)} is a symlink loop") from None
+        raise NotATrace(f"{show_path(run_path)} does not exist") from None
     if stat.S_ISREG(st.st_mode):
         return [run_path], problems
     if not stat.S_ISDIR(st.st_mode):
-        raise NotATrace(f"{_show(run_path)} is not a regular file or a run directory")
+        raise NotATrace(f"{show_path(run_path)} is not a regular file or a run directory")
     root = os.path.realpath(run_path)
     paths = []
     try:
         names = shard_names(run_path)
     except OSError as exc:
-        raise NotATrace(f"cannot list {_show(run_path)}: {exc.strerror or exc}") from None
+        raise NotATrace(f"cannot list {show_path(run_path)}: {exc.strerror or exc}") from None
     for name in names:
         p = os.path.join(run_path, name)
         why = _not_a_shard_file(p, root)
         if why:
-            problems.append(f"{_show(name)} {why}; skipped")
+            problems.append(f"{show_path(name)} {why}; skipped")
         else:
             paths.append(p)
     if not paths and not problems:
-        raise NotATrace(f"{_show(run_path)} holds no flowmap shards (*{tf.SHARD_SUFFIX})")
+        raise NotATrace(f"{show_path(run_path)} holds no flowmap shards (*{tf.SHARD_SUFFIX})")
     return paths, problems
 
 
@@ -97,6 +97,21 @@ def read_run_shards(
         problems.extend(shard.problems())
         shards.append(shard)
     if not shards:
-        raise NotATrace(problems[0] if problems else f"{_show(run_path)} holds no readable shards")
+        raise NotATrace(problems[0] if problems else f"{show_path(run_path)} holds no readable shards")
     name_ray_transports(shards)
     return shards, problems
+
+
+def has_hop_line(path: str, chunk: int = 1 << 20) -> bool:
+    """Whether shard `path` holds a line that records a hop, found by its first bytes
+    (`trace_format.HOP_LINE_STARTS`) without decoding: settles a busy run at once."""
+    lines = tuple(b"\n" + start for start in tf.HOP_LINE_STARTS)
+    span = max(map(len, lines))
+    tail = b""
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            edge = tail + block[:span]
+            if any(line in block or line in edge for line in lines):
+                return True
+            tail = block[-span:]
+    return False

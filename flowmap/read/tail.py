@@ -2,7 +2,7 @@
 
 A poll reads from the offset to the first NUL (a mapped shard's reserved,
 unwritten tail) and hands the complete lines to the very decoder the
-finished reader uses (`flowmap.read.reader._Decoder`); a line still being
+finished reader uses (`flowmap.read.reader.Decoder`); a line still being
 written waits for its newline. A hop line equal to one seen before but for
 its time skips JSON decoding and checking (its checked event is reused),
 and past the detail window a run of such lines folds at once. Counter
@@ -14,34 +14,32 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
-from collections import defaultdict
-from collections.abc import Callable
 from operator import attrgetter, ne
 from typing import Any, BinaryIO
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
-from flowmap.read.events import CounterFold, DropFold, MarkFold, SeamStep, Shard
+from flowmap.read.bounds import bound_records
+from flowmap.read.events import SeamStep, Shard
 from flowmap.read.fold import SeamStepFolder
+from flowmap.read.hop_runs import add_equal_hops, span
 from flowmap.read.reader import (
     MAX_HEADER,
-    Hop,
-    _Decoder,
-    _header,
-    _int,
-    _loads,
-    _show,
-    _text,
+    Decoder,
+    as_int,
+    as_text,
+    loads_strict,
     open_regular,
+    parse_header,
+    show_path,
 )
 from flowmap.read.validate import CHECKS
 
 _CELL_HOPS = attrgetter("hops")
+_START = len(tf.HOP_LINE_START)  # a hop line's bytes before its time
 _T_NS = attrgetter("t_ns")
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
-MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before folding the oldest half
 # Distinct hop lines (but for their time) a shard remembers as already checked, per
 # generation. A full generation becomes the old one (the one before is forgotten), and a
 # line found in the old one is kept in the new: lines that come back stay remembered (a
@@ -50,12 +48,6 @@ MAX_RECORDS = 4096  # counter samples (marks, drops) a shard keeps before foldin
 # a row not have paid (fewer lines reused an event than were learned: lines that are all
 # distinct, e.g. each naming its own item, decode faster in a batch), learning stops.
 SEEN_GENERATION = 256
-# A run of hop lines equal but for their time, each time as JSON writes an integer of at
-# most 16 digits; groups: the first line's time, the bytes after it (newline included).
-_RUN = re.compile(rb'\["h",(0|[1-9][0-9]{0,15})(,[^\n]*\n)(?:\["h",(?:0|[1-9][0-9]{0,15})\2)*')
-# The times of a run's lines after its first (a line's start follows a newline; the bytes
-# after a time may hold `["h",` too, inside an item id)
-_NEXT_TIMES = re.compile(rb'\n\["h",([0-9]+)')
 
 
 class ShardTail:
@@ -65,7 +57,9 @@ class ShardTail:
         self.path = path
         self.budget = budget
         self.offset = 0  # bytes handled: the header and every complete line after it
-        self.decoder: _Decoder | None = None
+        self.pos = 0  # bytes read: `offset` plus `partial`, or past it inside a skipped line
+        self.partial = b""  # a line read in part (read across polls: it may pass MAX_READ)
+        self.decoder: Decoder | None = None
         self.skipping = False  # inside an over-long line, until its newline
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
         self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
@@ -88,16 +82,20 @@ class ShardTail:
             return 0
         try:
             with open_regular(self.path) as f:
-                if os.fstat(f.fileno()).st_size < self.offset:  # cut and rewritten: start over
+                if os.fstat(f.fileno()).st_size < self.pos:  # cut and rewritten: start over
                     self.offset, self.decoder, self.skipping = 0, None, False
+                    self.pos, self.partial = 0, b""
                     self.seen, self.old, self.learning, self.unpaid = {}, {}, True, False
                     self.reused = self.learned = 0
                     self.steps_made, self.steps_made_hops = [], []
-                f.seek(self.offset)
+                f.seek(self.pos)
                 data, self.capped = _read_to_nul(f)
         except NotATrace:
             return 0  # vanished between listing and opening; the next listing says so
         start = self.offset
+        self.pos += len(data)
+        if self.partial:
+            data, self.partial = self.partial + data, b""
         if self.decoder is None:
             data = self._start(data)
             if self.decoder is None:
@@ -110,23 +108,25 @@ class ShardTail:
         nl = data.find(b"\n", 0, MAX_HEADER + 1)
         if nl < 0:
             if len(data) > MAX_HEADER:
-                self.problem = f"{_show(self.path)} is not a flowmap trace; skipped"
+                self.problem = f"{show_path(self.path)} is not a flowmap trace; skipped"
+            else:
+                self.partial = data  # the header's next bytes come in a later poll
             return b""
         try:
-            header = _header(data[:nl + 1], self.path)
+            header = parse_header(data[:nl + 1], self.path)
         except NotATrace as exc:
             self.problem = f"{exc}; skipped"
             return b""
         argv = header.get("argv")
         shard = Shard(
-            path=self.path, pid=_int(header.get("pid")), ppid=_int(header.get("ppid")),
-            host=_text(header.get("host"), ""),
-            argv=[_text(a, "") for a in argv if type(a) is str][:1000]
+            path=self.path, pid=as_int(header.get("pid")), ppid=as_int(header.get("ppid")),
+            host=as_text(header.get("host"), ""),
+            argv=[as_text(a, "") for a in argv if type(a) is str][:1000]
             if type(argv) is list else [],
-            process=_text(header.get("process"), None),
-            t0_mono_ns=_int(header.get("t0_mono_ns")), t0_wall_ns=_int(header.get("t0_wall_ns")),
+            process=as_text(header.get("process"), None),
+            t0_mono_ns=as_int(header.get("t0_mono_ns")), t0_wall_ns=as_int(header.get("t0_wall_ns")),
         )
-        self.decoder = _Decoder(shard, self.budget)
+        self.decoder = Decoder(shard, self.budget)
         self.offset += nl + 1
         return data[nl + 1:]
 
@@ -152,7 +152,9 @@ class ShardTail:
             d.line += 1
             d.bad(d.line, f"a line over {tf.MAX_LINE} bytes")
             self.offset += len(data)
-        _bound(d.shard)
+        else:  # kept, not read again: a line longer than one poll's read still completes
+            self.partial = data
+        bound_records(d.shard)
 
     def _feed(self, data: bytes) -> None:
         """Decode the complete lines of `data` (each ends in a newline) in order.
@@ -160,7 +162,7 @@ class ShardTail:
         One regular expression takes a run of hop lines equal but for their time at once
         (a back-reference to the first line's bytes after its time), another their times.
         A run whose bytes after the time were seen before (most lines of a steady run)
-        skips JSON decoding and checking, and folds at once (`_hops`): the per-line work
+        skips JSON decoding and checking, and folds at once (`flowmap.read.hop_runs`): the per-line work
         is in C, not a Python loop. Other lines go to the decoder, as many at once as
         come together.
         """
@@ -170,16 +172,16 @@ class ShardTail:
         feed = _Feed(d)
         pos, n = 0, len(data)
         while pos < n:
-            m = _RUN.match(data, pos)
+            m = tf.HOP_RUN.match(data, pos)
             if m is None:  # lines not of a hop's plain form, up to the next hop line
-                nxt = data.find(b'\n["h",', pos)
+                nxt = data.find(b'\n' + tf.HOP_LINE_START, pos)
                 nxt = n - 1 if nxt < 0 else nxt
                 feed.flush_same()
                 feed.slow += data[pos:nxt].split(b"\n")
                 pos = nxt + 1
                 continue
             end = m.end()
-            ts = [m.group(1), *_NEXT_TIMES.findall(data, pos, end)]
+            ts = [m.group(1), *tf.HOP_NEXT_TIMES.findall(data, pos, end)]
             after = m.group(2)
             pos = end
             after = after[:-1]  # without its newline
@@ -189,15 +191,15 @@ class ShardTail:
                 seen = self.seen
             if ev is not None:
                 self.reused += len(ts)
-            elif self.learning and 5 + len(ts[0]) + len(after) <= tf.MAX_LINE:
+            elif self.learning and _START + len(ts[0]) + len(after) <= tf.MAX_LINE:
                 feed.flush()  # the strings and schemas it names may be among the slow lines
-                ev = self._learn(b'["h",' + ts[0] + after, 5 + len(ts[0]))
+                ev = self._learn(tf.HOP_LINE_START + ts[0] + after, _START + len(ts[0]))
                 self.reused += len(ts) - 1
                 seen = self.seen
-            _, hi, longest = _span(ts)
-            if ev is None or hi > tf.MAX_TIME_US or 5 + longest + len(after) > tf.MAX_LINE:
+            _, hi, longest = span(ts)
+            if ev is None or hi > tf.MAX_TIME_US or _START + longest + len(after) > tf.MAX_LINE:
                 for t in ts:  # some of them are not taken as they are: one by one
-                    feed.line(self, b'["h",' + t + after, len(t) + 5)
+                    feed.line(self, tf.HOP_LINE_START + t + after, len(t) + _START)
                 continue
             feed.flush_slow()
             if ev is not feed.last:
@@ -214,7 +216,7 @@ class ShardTail:
         if comma < 0 or b"\\ud" in raw or b"\\uD" in raw:
             return None
         try:
-            ev = _loads(raw.decode("utf-8"))
+            ev = loads_strict(raw.decode("utf-8"))
         except (ValueError, RecursionError):
             return None
         if type(ev) is not list or not CHECKS[tf.HOP](ev, d.strings, d.schemas):
@@ -342,7 +344,7 @@ class _Feed:
 
     __slots__ = ("d", "slow", "same", "last")
 
-    def __init__(self, d: _Decoder) -> None:
+    def __init__(self, d: Decoder) -> None:
         self.d = d
         self.slow: list[bytes] = []  # lines for the decoder
         self.same: list[bytes] = []  # times of consecutive hop lines equal but for their time
@@ -350,12 +352,12 @@ class _Feed:
 
     def flush_slow(self) -> None:
         if self.slow:
-            self.d._batch(self.slow)
+            self.d.batch(self.slow)
             self.slow = []
 
     def flush_same(self) -> None:
         if self.same:
-            _hops(self.d, self.last, self.same)
+            add_equal_hops(self.d, self.last, self.same)
             self.same = []
 
     def flush(self) -> None:
@@ -364,7 +366,7 @@ class _Feed:
 
     def line(self, tail: ShardTail, raw: bytes, comma: int) -> None:
         """One hop line, as a group takes them when some are not taken as they are."""
-        t = raw[5:comma]
+        t = raw[_START:comma]
         key = raw[comma:]
         ev = tail.seen.get(key)
         if ev is None and key in tail.old:
@@ -385,85 +387,3 @@ class _Feed:
         self.slow.append(raw)
 
 
-def _span(times: list[bytes]) -> tuple[int, int, int]:
-    """Least and largest of `times` (JSON integers without a leading zero), and the longest's
-    digits: compared as bytes where all have as many digits (most runs), in C."""
-    lens = set(map(len, times))
-    if len(lens) == 1:
-        return int(min(times)), int(max(times)), len(times[0])
-    ints = list(map(int, times))
-    return min(ints), max(ints), max(lens)
-
-
-def _hops(d: _Decoder, ev: Any, times: list[bytes]) -> None:
-    """Hop lines equal but for their `times`, as `_Decoder._batch` takes them one by one.
-
-    Past the detail window, where every one of them folds (their step lies past the
-    window's end), the first is folded as one hop and the rest are added to its cell at
-    once: the same count, sums and times as `SeamStepFolder.add_event` reaches one hop at
-    a time (equal hops leave least and largest bytes, versions and schemas as they are).
-    """
-    folder, cut, sh = d.folder, d.cut, d.shard
-    step = ev[8]
-    if (len(times) < 2 or folder is None or cut is None or d.keep is None
-            or len(sh.hops) < d.keep or step is None or cut.step is None or step <= cut.step):
-        for t in times:
-            ev[1] = int(t)
-            _hop(d, ev)
-        return
-    ev[1] = int(times[0])
-    _hop(d, ev)  # folds: its step is past the window
-    rest = times[1:]
-    n = len(rest)
-    lo, hi, _ = _span(rest)
-    d.line += n
-    sh.num_events += n
-    folder.hops += n
-    c = folder.cells[(ev[2], ev[3], ev[4], step, ev[10])]
-    c.hops += n
-    c.nbytes_sum += ev[6] * n
-    c.num_items += (len(ev[11]) if ev[11] else 0) * n
-    c.t_first = min(c.t_first, d.t0 + lo * 1000)
-    c.t_last = max(c.t_last, d.t0 + hi * 1000)
-
-
-def _hop(d: _Decoder, ev: list[Any]) -> None:
-    """A checked hop event, as `_Decoder._batch` takes one (kept, or folded past the window)."""
-    sh = d.shard
-    d.line += 1
-    sh.num_events += 1
-    if d.keep is not None and len(sh.hops) >= d.keep and d._folded(ev):
-        return
-    s = d.strings
-    sh.hops.append(Hop(d.t0 + ev[1] * 1000, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], ev[6],
-                       d.schemas[ev[5]], tuple(ev[7]), ev[8], ev[9], s[ev[10]],
-                       tuple(ev[11]) if ev[11] else ()))
-
-
-def _bound(sh: Shard) -> None:
-    """Fold all but the newest half-bound of a shard's samples, marks and drops past the bound."""
-    if len(sh.counters) > MAX_RECORDS:
-        for (name, owner), cs in _cut_oldest(sh.counters, lambda c: (c.name, c.owner)).items():
-            vals = [c.value for c in cs]
-            sh.counter_folds.append(CounterFold(cs[-1].t_ns, cs[0].t_ns, cs[0].pid, name, owner,
-                                                None, len(cs), sum(vals), min(vals), max(vals),
-                                                vals[-1]))
-    if len(sh.marks) > MAX_RECORDS:
-        for (name, owner), ms in _cut_oldest(sh.marks, lambda m: (m.name, m.owner)).items():
-            sh.mark_folds.append(MarkFold(ms[-1].t_ns, ms[0].t_ns, ms[0].pid, name, owner, None,
-                                          len(ms)))
-    if len(sh.drops) > MAX_RECORDS:
-        for (owner, reason), ds in _cut_oldest(sh.drops, lambda d: (d.owner, d.reason)).items():
-            sh.drop_folds.append(DropFold(ds[-1].t_ns, ds[0].t_ns, ds[0].pid, owner, reason, None,
-                                          len(ds), sum(len(x.items) for x in ds)))
-
-
-def _cut_oldest(records: list[Any], key: Callable[[Any], tuple[str, str]]
-                ) -> dict[tuple[str, str], list[Any]]:
-    """Take all but the newest half-bound out of `records` (in place), grouped by `key`."""
-    cut = len(records) - MAX_RECORDS // 2  # the newest half stays one by one
-    old, records[:] = records[:cut], records[cut:]
-    by: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for r in old:
-        by[key(r)].append(r)
-    return by

@@ -216,10 +216,3 @@ def _flow_source(view: RunView, heading: str) -> str:
         out.append(f"  {ids[e.src]} -> {ids[e.dst]} [{_attrs(edge)}];")
     out.append("}")
     return "\n".join(out) + "\n"
-
-
-def write_dot(view: RunView, path: str, *, instances: bool = False) -> str:
-    """Write the DOT of the run to a checked `path`; returns the path written."""
-    from flowmap.reporters.output import write_output
-
-    return write_output(path, dot_source(view, instances=instances))

@@ -67,11 +67,3 @@ def run_dot(source: str, fmt: str) -> bytes:
         why = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise FlowmapError(f"Graphviz `dot` failed: {why[0] if why else f'exit {done.returncode}'}")
     return done.stdout
-
-
-def write_image(source: str, fmt: str, path: str) -> str:
-    """Draw `source` into `path` (written only once `dot` succeeded); returns the path."""
-    from flowmap.reporters.output import check_output, write_output
-
-    check_output(path)
-    return write_output(path, run_dot(source, fmt))

@@ -16,16 +16,9 @@ import subprocess
 from typing import Any
 
 from flowmap.errors import UsageError
+from flowmap.reporters import layout_records
 from flowmap.reporters.layered import layered
-from flowmap.reporters.layout_records import (
-    NODE_GAP_PX,
-    RANK_GAP_PX,
-    EdgeRoute,
-    EdgeSpec,
-    Layout,
-    NodeSpec,
-    Point,
-)
+from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec, Point
 
 #: `dot` gets this long before we fall back to the built-in engine.
 DOT_TIMEOUT_S = 20.0
@@ -58,7 +51,8 @@ def _dot(nodes: list[NodeSpec], edges: list[EdgeSpec]) -> Layout | None:
     index = {n.id: i for i, n in enumerate(nodes)}
     lines = [
         "digraph G {",
-        f"graph [rankdir=TB, nodesep={NODE_GAP_PX / 72:.3f}, ranksep={RANK_GAP_PX / 72:.3f}];",
+        f"graph [rankdir=TB, nodesep={layout_records.NODE_GAP_PX / 72:.3f}, "
+        f"ranksep={layout_records.RANK_GAP_PX / 72:.3f}];",
         'node [shape=box, fixedsize=true, label=""];',
         'edge [fontname="Helvetica", fontsize=10];',
     ]
@@ -108,7 +102,7 @@ def _read_dot(doc: dict[str, Any], nodes: list[NodeSpec], edges: list[EdgeSpec])
             label = flip(*(float(v) for v in e["lp"].split(",")))
         else:
             label = route[len(route) // 2]
-        out.edges[spec.id] = EdgeRoute(route, label)
+        out.edges[spec.id] = layout_records.EdgeRoute(route, label)
     return out
 
 

@@ -48,7 +48,12 @@ def print_report(view: RunView, console: Console | None = None, *, top: int | No
                  findings: int | None = TOP_FINDINGS) -> None:
     """Print the report at the console's width; `top`/`findings` None shows every row."""
     console = console or Console()
-    for line, style in report(view, TerminalOptions(console.width, top, findings)):
+    print_lines(console, report(view, TerminalOptions(console.width, top, findings)))
+
+
+def print_lines(console: Console, lines: list[tuple[str, str]]) -> None:
+    """Print the report's `(line, rich style)` pairs as they are: never wrapped or cut."""
+    for line, style in lines:
         console.print(Text(line, style=style), no_wrap=True, overflow="ignore", crop=False,
                       highlight=False)
 

@@ -16,13 +16,14 @@ import atexit
 import os
 import sys
 
+from flowmap import environment
 from flowmap.seams.loader import SeamMapError, load_seam_map, parse_seam_map
 from flowmap.seams.patcher import Patcher
 from flowmap.seams.presets import available as available_presets
 from flowmap.seams.presets import preset_path
 from flowmap.seams.spec import ExtraHop, SeamMap, SeamSpec
 
-ENV_SEAMS = "FLOWMAP_SEAMS"
+ENV_SEAMS = environment.SEAMS
 # One line per target outcome, appended by every process of the run, so the
 # process that reports can tell a target patched in a worker from one that
 # never appeared anywhere.
@@ -68,7 +69,7 @@ def activate(paths: list[str], *, report: bool = True, run_dir: str | None = Non
     paths = [os.path.abspath(p) for p in paths]
     seam_map = load_seam_maps(paths)
     os.environ[ENV_SEAMS] = os.pathsep.join(paths)
-    run_dir = run_dir or os.environ.get("FLOWMAP_RUN_DIR")
+    run_dir = run_dir or environment.get(environment.RUN_DIR)
     patcher = Patcher(seam_map, _outcome_logger(run_dir), warn=report)
     patcher.install()
     if report:
@@ -78,7 +79,7 @@ def activate(paths: list[str], *, report: bool = True, run_dir: str | None = Non
 
 def activate_from_environment() -> Patcher | None:
     """In a traced child: load the seam maps the parent named in `FLOWMAP_SEAMS`."""
-    value = os.environ.get(ENV_SEAMS)
+    value = environment.get(ENV_SEAMS)
     if not value:
         return None
     try:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from flowmap import trace_format as tf
+
 # The transports of architecture.md; a seam map may only name these.
-TRANSPORTS = ("ref", "copy", "shm", "pickle", "rpc", "collective", "cuda_ipc")
+TRANSPORTS = tuple(t for t in tf.TRANSPORTS if t != tf.ZMQ)
 
 
 @dataclass(slots=True, frozen=True)

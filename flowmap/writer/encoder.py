@@ -17,13 +17,13 @@ null, and a hop line is written once per hop (`json.dumps` is ~3x slower).
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from itertools import repeat
 from operator import is_
 from typing import Any
 
+from flowmap import environment
 from flowmap import trace_format as tf
 from flowmap.writer.tally import HopTally
 
@@ -41,7 +41,7 @@ Sink = Callable[[str], None]
 # The C twin of `storage_ids`' common case (`_ids.c`), where it was built (as the describers'
 # C loops: compiled at install when a compiler is there, off under FLOWMAP_PURE_PYTHON=1).
 known_ids: Callable[[dict[Any, str], list[Any]], str | None] | None = None
-if not os.environ.get("FLOWMAP_PURE_PYTHON"):
+if not environment.pure_python():
     try:
         from flowmap.writer._ids import known_ids
     except ImportError:

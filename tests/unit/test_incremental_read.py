@@ -273,3 +273,31 @@ def test_hop_lines_whose_items_look_like_hop_lines_read_as_the_finished_reader_r
     # WHEN read as it grows; THEN every point reads as `load` reads it
     assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 6, 2, 3) >= 4
     assert _grow(str(tmp_path / "src"), str(tmp_path / "live2"), 6, 4, None) >= 4
+
+
+@pytest.mark.parametrize("mib", [5, 9])
+def test_a_garbage_line_longer_than_one_read_never_stalls_the_reader(tmp_path, mib):
+    # GIVEN a shard with a garbage line of 5 MiB (longer than one poll reads) or 9 MiB (past
+    # the bound on a line) between two hops: corruption, or another writer
+    w = runs.ShardWriter(str(tmp_path / "run" / "h-1-1.flowmap.jsonl"), 1)
+    w.hop(10, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.hop(20, "a", "b", "x", [runs.tensor("t", (4,))])
+    w.close(30)
+    path = tmp_path / "run" / "h-1-1.flowmap.jsonl"
+    data = path.read_bytes()
+    cut = data.rfind(b'["h"')
+    garbage = bytes(range(11, 256)) * (mib * 2**20 // 245)
+    assert len(garbage) > MAX_READ
+    path.write_bytes(data[:cut] + garbage + b"\n" + data[cut:])
+    # WHEN a watch polls while more waits; THEN it reads past the line within a few polls
+    reader = IncrementalReader(str(tmp_path / "run"))
+    polls = 1
+    reader.poll()
+    while reader.more:
+        assert polls < 8, "the reader stalls on the long line"
+        reader.poll()
+        polls += 1
+    # AND reads the run as the finished reader does: both hops, one bad line, closed
+    live, whole = reader.records(Run), flowmap.load(str(tmp_path / "run"))
+    assert (live.num_hops, live.health.bad_lines, live.truncated) == (2, 1, False)
+    assert (whole.num_hops, whole.health.bad_lines) == (2, 1)

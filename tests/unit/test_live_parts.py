@@ -72,16 +72,18 @@ def test_metrics_equal_the_runs_seam_and_owner_figures(tmp_path):
         for s in fam.samples:
             got.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
     run = flowmap.load(path)
-    seams = {(dict(k)["src"], dict(k)["dst"], dict(k)["name"], dict(k)["transport"]): v
+    seams = {(dict(k)["src"], dict(k)["dst"], dict(k)["name"]): v
              for k, v in got["flowmap_seam_bytes_total"].items()}
-    assert seams == {(s.src, s.dst, s.name, ",".join(s.transports)): s.total_bytes
-                     for s in run.seams.values()}
+    assert seams == {s.key: s.total_bytes for s in run.seams.values()}
+    transports = {(dict(k)["src"], dict(k)["dst"], dict(k)["name"], dict(k)["transport"])
+                  for k in got["flowmap_seam_transport_info"]}
+    assert transports == {(*s.key, t) for s in run.seams.values() for t in s.transports}
     hops = {(dict(k)["src"], dict(k)["dst"], dict(k)["name"]): v
             for k, v in got["flowmap_seam_hops_total"].items()}
     assert hops == {s.key: s.hops for s in run.seams.values()}
     assert {dict(k)["owner"]: v for k, v in got["flowmap_owner_out_bytes_total"].items()} == {
         o.name: o.bytes_out for o in run.owners.values()}
-    assert {dict(k)["counter"]: v for k, v in got["flowmap_counter"].items()} == {
+    assert {dict(k)["counter"]: v for k, v in got["flowmap_recorded_value"].items()} == {
         c.name: c.last for c in run.counters.values()}
     assert got["flowmap_hops_total"][()] == run.num_hops
     assert got["flowmap_items_dropped_total"] == {(("reason", "stale"),): 2.0}

@@ -7,16 +7,17 @@ tests compare the two). `FLOWMAP_PURE_PYTHON=1` turns the C loops off.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
+
+from flowmap import environment
 
 tensor_entries: Callable[..., tuple[int, int]] | None = None
 disjoint_total: Callable[[list[tuple[int, int, int]]], int | None] | None = None
 fold_columns: Callable[..., tuple[list[Any], int, int, list[int], int, int] | None] | None = None
 configure_columns: Callable[..., None] | None = None
 
-if not os.environ.get("FLOWMAP_PURE_PYTHON"):
+if not environment.pure_python():
     try:
         from flowmap.capture.describers import _walk
     except ImportError:  # not built (no compiler at install), or built for another Python

@@ -15,20 +15,20 @@ process, so traced children obey the switch their parent got
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from types import ModuleType
 
+from flowmap import environment
 from flowmap.capture import importhook
 
-ENV = "FLOWMAP_TRANSPORTS"
+ENV = environment.TRANSPORTS
 NAMES = ("dist", "mp", "zmq", "cuda_ipc")
 
 
 def enabled(value: str | None = None) -> set[str]:
     """The transports `FLOWMAP_TRANSPORTS` (or `value`) turns on; unknown names are warned about."""
-    raw = os.environ.get(ENV) if value is None else value
+    raw = environment.get(ENV) if value is None else value
     if raw is None or raw.strip() in ("", "all"):
         return set(NAMES)
     names = {n.strip() for n in raw.split(",") if n.strip()} - {"none"}

@@ -46,10 +46,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from flowmap import environment
 from flowmap.capture import state
 from flowmap.integrations.transports import record
 
-ENV = "FLOWMAP_FLIGHT_RECORDER"
+ENV = environment.FLIGHT_RECORDER
 POLL_S = 1.0
 STALE_S = 10.0  # new entries wait at most this long (a SIGKILLed worker loses only those)
 READ_SHARE = 100  # a read waits at least this many times the last read's duration
@@ -67,7 +68,7 @@ _DEVICES = {"gloo": "cpu", "nccl": "cuda", "xccl": "xpu"}  # a backend's tensors
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+    return (environment.get(ENV) or "1").strip().lower() not in ("0", "off", "false", "no")
 
 
 def ring_size() -> int:

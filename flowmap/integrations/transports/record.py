@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from flowmap.capture import describe_lazy, state
 from flowmap.capture.tracer import Tracer
+from flowmap.trace_format import UNTRACED as UNTRACED  # re-exported: the transports name it
 from flowmap.writer.encoder import items_json
 
 if TYPE_CHECKING:
     from flowmap.capture.describe import Description
 
-UNTRACED = "(untraced)"
 NOW = object()  # `send_half(step=)` not given: the process's step when it is recorded
 
 

@@ -10,6 +10,19 @@
       status = el("div", { "class": D.live && D.live.state !== "running" ? "warn" : "muted", id: "live-status" },
         D.live ? D.live.sentence : "live");
       document.getElementById("top").appendChild(status);
+      showRates();
+    }
+
+    // bytes/s over the last seconds, beside each seam's bytes per step (running only)
+    function showRates() {
+      var rates = D.live && D.live.bytes_per_s, head = document.querySelector("#seams thead tr");
+      if (!rates || !head) return;
+      head.insertBefore(el("th", {}, "bytes/s"), head.children[3]);
+      Array.prototype.forEach.call(document.querySelectorAll("#seams tr[data-seam]"), function (row) {
+        var bps = rates[row.getAttribute("data-seam")];
+        row.insertBefore(el("td", { "class": "num live-rate" }, bps === undefined ? "" : fmtBytes(bps) + "/s"),
+          row.children[3]);  // after hops: details.js updates cells 1 and 2
+      });
     }
 
     function redraw(data) {
