@@ -29,6 +29,8 @@ element is its kind:
      version_max, t_first_us]                       hops of one seam and step, folded
     ["n", t_us, src, dst, name, transport, step, notes]
                                                     leaf notes of the hop just recorded
+    ["v", t_us, src, dst, name, transport, step, figures]
+                                                    value figures of a sampled hop (--values)
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
 Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not
@@ -58,6 +60,12 @@ than the view (it travels whole through pickle and shared memory), `real` the
 non-zero positions of a small CPU mask; either may be null. The findings
 `view` and `padding` read them. Under `--aggregate` a process writes them in
 its detail window only.
+
+A `v` event is written only under `flowmap trace --values`, which reads data
+(flowmap/capture/values.py): after a sampled hop that moved bytes, `figures`
+lists `[path, min, max, sum, zero_tail, elements]` per host array or list of
+numbers (`sum` only for lists, `zero_tail` only for arrays: the elements in
+each row's trailing zeros). The findings `padding` and `wide_ids` read them.
 
 An `a` event stands for every hop of one seam, step and transport that a
 process folded in memory (`flowmap trace --aggregate`, past its detail
@@ -102,6 +110,7 @@ COUNTER_FOLD = "C"
 MARK_FOLD = "M"
 DROP_FOLD = "D"
 LEAF_NOTES = "n"
+VALUES = "v"
 END = "end"
 
 # -- the event table -----------------------------------------------------------
@@ -122,6 +131,7 @@ ITEMS = "items"  # null, or a list of at most MAX_ITEMS ints and strings
 INTS = "ints"  # a list of at most MAX_ITEMS ints
 LEAVES = "leaves"  # a schema's leaves: [[path, kind, shape, dtype, device, nbytes, count, dims]]
 STATS = "stats"  # an object {"events": n, "errors": n}
+FIGURES = "figures"  # [[path, min, max, sum or null, zero_tail or null, elements]]
 NOTES = "notes"  # [[path, nbytes, storage_bytes or null, real or null]] (at most MAX_LEAVES)
 
 EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -165,6 +175,8 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("count", COUNT), ("num_items", COUNT), ("t_first_us", TIME)),
     LEAF_NOTES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
                  ("transport", STR_REF), ("step", OPT_INT), ("notes", NOTES)),
+    VALUES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+             ("transport", STR_REF), ("step", OPT_INT), ("figures", FIGURES)),
 }
 OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3}  # field index from which fields may be absent
 
