@@ -92,9 +92,27 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
             continue
         common, n = Counter(sets).most_common(1)[0]
         # the first or last step may be cut short by the program's start or end
-        if (len(sets) == 1 or n >= max(2, len(sets) - 1)) and len(dict(common)) >= 2:
+        if (len(sets) == 1 or n >= max(2, len(sets) - 1)) and _mixed(list(dict(common))):
             out.add(key)
     return out
+
+
+def _mixed(kinds: list[Any]) -> bool:
+    """Whether the message kinds are unlike pieces (a model's parameters), not one unit whose
+    length varies (the same leaves, one dimension longer or shorter: sequences, groups)."""
+    if len(kinds) < 2:
+        return False
+    structure = {tuple((path, dtype, shape.count(",")) for path, shape, dtype in k) for k in kinds}
+    if len(structure) > 1:
+        return True
+    varying: set[tuple[int, int]] = set()  # (leaf, axis) whose size differs between kinds
+    first = kinds[0]
+    for k in kinds[1:]:
+        for i, ((_, a, _), (_, b, _)) in enumerate(zip(first, k)):
+            for j, (x, y) in enumerate(zip(a.split(","), b.split(","))):
+                if x != y:
+                    varying.add((i, j))
+    return len({j for _, j in varying}) > 1
 
 
 def _chatty(view: RunView, s: SeamStats) -> tuple[float, int, float] | None:
