@@ -16,10 +16,12 @@ narrower dtype holds it. The range comes from, in order:
    is signed;
 4. **sampled values** (`flowmap trace --values`, which reads data): the least
    and largest value of an integer array seen on the seam's sampled hops, when
-   they are `0..n-1` (or -1 for an unused slot) and a dtype at most a quarter as
-   wide holds them (int64 token ids that need int32 are no finding: that is a
-   vocabulary, not a waste worth a cast at every hop). An array whose values
-   are all zero says nothing about its range and is left alone.
+   they are `0..n-1` (or -1 for an unused slot) with n at most 256, so 8 bits
+   hold them, and the dtype is at least four times wider: expert, action or
+   class ids. Token ids and positions (int16 or int32 would do) are a
+   vocabulary or a length, not ids a cast at every hop should shrink; values
+   0 and 1 only are a mask (a `bool`, another claim), and all zeros say
+   nothing about a range.
 
 *At stake*: the leaf's bytes moved per step (not `ref`) times the share the
 narrower dtype saves.
@@ -89,7 +91,7 @@ def _sampled_bound(figures: dict[str, value_figures.Figures],
                    leaf: LeafStats) -> tuple[int, str, bool] | None:
     """The range the sampled values show (`trace --values`), or None."""
     f = figures.get(leaf.path)
-    if f is None or leaf.kind not in ARRAY_KINDS or f.max < 1 or f.min < -1:
+    if f is None or leaf.kind not in ARRAY_KINDS or f.max < 2 or f.max > 255 or f.min < -1:
         return None
     n = int(f.max) + 1
     if f.min < 0:
