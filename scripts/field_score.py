@@ -75,8 +75,9 @@ class Score:
 
 
 def _route(label: str) -> str:
-    """`a -> b : name` -> `a -> b`."""
-    return label.split(" : ", 1)[0].strip()
+    """`trainer/rank0 -> b : name` -> `trainer -> b`: roles, as the findings group them."""
+    ends = label.split(" : ", 1)[0].split(" -> ")
+    return " -> ".join(e.strip().split("/", 1)[0] for e in ends)
 
 
 def expectation(path: Path) -> Any:

@@ -18,6 +18,8 @@ import torch
 import flowmap
 
 NUM_PARAMS, PARAM_ELEMENTS, STEPS = 48, 256, 3  # float32: 1 KiB per parameter
+EXPECT = {"kind": "chatty", "seam": "trainer -> rollout",
+          "bytes_per_step": (NUM_PARAMS - 1) * 64 * 1024}
 
 
 def rollout(conn: mp.connection.Connection) -> None:
