@@ -83,7 +83,7 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
             continue
         kind = kinds.get(id(h.leaves))
         if kind is None:
-            kind = kinds[id(h.leaves)] = tuple((x.path, str(x.shape), x.dtype) for x in h.leaves)
+            kind = kinds[id(h.leaves)] = tuple((x.path, tuple(x.shape), x.dtype) for x in h.leaves)
         per_step[key][h.step][kind] += 1
     out = set()
     for key, steps in per_step.items():
@@ -102,14 +102,14 @@ def _mixed(kinds: list[Any]) -> bool:
     length varies (the same leaves, one dimension longer or shorter: sequences, groups)."""
     if len(kinds) < 2:
         return False
-    structure = {tuple((path, dtype, shape.count(",")) for path, shape, dtype in k) for k in kinds}
+    structure = {tuple((path, dtype, len(shape)) for path, shape, dtype in k) for k in kinds}
     if len(structure) > 1:
         return True
     varying: set[tuple[int, int]] = set()  # (leaf, axis) whose size differs between kinds
     first = kinds[0]
     for k in kinds[1:]:
         for i, ((_, a, _), (_, b, _)) in enumerate(zip(first, k)):
-            for j, (x, y) in enumerate(zip(a.split(","), b.split(","))):
+            for j, (x, y) in enumerate(zip(a, b)):
                 if x != y:
                     varying.add((i, j))
     return len({j for _, j in varying}) > 1

@@ -1,8 +1,11 @@
 """Conversations found in a stream of messages from the shapes alone, for `prefix_resend`.
 
-Within one step, each message's leaf continues the open chain whose last
-leading-dimension size is the largest below its own, other dims equal (the
-conversation it most likely extends), or opens a chain. The stream counts as
+Within one step, conversations that take turns in a fixed order (message i
+belongs to conversation i mod K, for the least K under which each grows turn by
+turn) are read as such; otherwise each message's leaf continues the open chain
+that has waited longest for its next turn among those it can extend (other dims
+equal, its sequence dim longer by at least half the chain's first length), or
+opens a chain. The stream counts as
 conversations only when the chains look like them (see `prefix_resend`);
 otherwise none are returned.
 """
@@ -28,7 +31,7 @@ def chains(stream: list[tuple[Leaf, int, Any]]) -> list[list[tuple[Leaf, int]]]:
             by_step[step].append((leaf, nbytes))
     found: list[list[tuple[Leaf, int]]] = []
     for messages in by_step.values():
-        found.extend(_link(messages))
+        found.extend(_rounds(messages) or _link(messages))
     if not found:
         return []
     total = sum(len(c) for c in found)
@@ -48,6 +51,27 @@ def _rest(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     return shape[:a] + shape[a + 1:]
 
 
+def _rounds(messages: list[tuple[Leaf, int]]) -> list[list[tuple[Leaf, int]]] | None:
+    """K conversations taking turns in a fixed order (message i is conversation i mod K), for
+    the least K under which every conversation grows turn by turn; None when no K fits."""
+    for k in range(1, len(messages) // MIN_TURNS + 1):
+        split = [messages[j::k] for j in range(k)]
+        if all(_grows(c) for c in split):
+            return split
+    return None
+
+
+def _grows(chain: list[tuple[Leaf, int]]) -> bool:
+    first = chain[0][0]
+    a = _axis(first.shape)
+    for (prev, _), (cur, _) in zip(chain, chain[1:]):
+        if (len(cur.shape) != len(first.shape) or _axis(cur.shape) != a
+                or _rest(cur.shape) != _rest(first.shape) or cur.dtype != first.dtype
+                or cur.shape[a] - prev.shape[a] < MIN_GROWTH * first.shape[a]):
+            return False
+    return True
+
+
 def _link(messages: list[tuple[Leaf, int]]) -> list[list[tuple[Leaf, int]]]:
     open_: list[list[tuple[Leaf, int]]] = []
     for leaf, nbytes in messages:
@@ -59,11 +83,13 @@ def _link(messages: list[tuple[Leaf, int]]) -> list[list[tuple[Leaf, int]]]:
             first = chain[0][0].shape[a]
             if (len(last.shape) == len(leaf.shape) and _axis(last.shape) == a
                     and _rest(last.shape) == _rest(leaf.shape) and last.dtype == leaf.dtype
-                    and size - last.shape[a] >= MIN_GROWTH * first
-                    and (best is None or last.shape[a] > best[-1][0].shape[a])):
+                    and size - last.shape[a] >= MIN_GROWTH * first):
                 best = chain
+                break
         if best is None:
             open_.append([(leaf, nbytes)])
-        else:
+        else:  # the conversation waited longest for its next turn: round-robin order holds
+            open_.remove(best)
             best.append((leaf, nbytes))
+            open_.append(best)
     return open_

@@ -9,8 +9,8 @@ unchanged. Each growth resends the previous message's leaf, which the receiver
 already had; *at stake*: those bytes, per step.
 
 Conversations are interleaved (a batch of them in flight), so within a step
-each message continues the open chain whose last length is the largest below
-its own (`flowmap.findings.growth`), or opens one. Sequences of varied lengths
+each message continues the open chain that waited longest for its next turn
+among those it can extend (`flowmap.findings.growth`), or opens one. Sequences of varied lengths
 also line up that way now and then, so a seam counts only when the chains are
 the stream's shape: at least `MIN_TURNS` messages long on average, covering
 `MIN_COVERED` of its messages, and each growth adding at least half of the
