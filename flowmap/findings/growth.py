@@ -31,6 +31,8 @@ def chains(stream: list[tuple[Leaf, int, Any]]) -> list[list[tuple[Leaf, int]]]:
             by_step[step].append((leaf, nbytes))
     found: list[list[tuple[Leaf, int]]] = []
     for messages in by_step.values():
+        if _ascending(messages):
+            continue  # one stream sorted by length (or one conversation): not several in turn
         found.extend(_rounds(messages) or _link(messages))
     if not found:
         return []
@@ -49,6 +51,11 @@ def _axis(shape: tuple[Any, ...]) -> int:
 def _rest(shape: tuple[Any, ...]) -> tuple[Any, ...]:
     a = _axis(shape)
     return shape[:a] + shape[a + 1:]
+
+
+def _ascending(messages: list[tuple[Leaf, int]]) -> bool:
+    sizes = [leaf.shape[_axis(leaf.shape)] for leaf, _ in messages]
+    return all(b > a for a, b in zip(sizes, sizes[1:]))
 
 
 def _rounds(messages: list[tuple[Leaf, int]]) -> list[list[tuple[Leaf, int]]] | None:
