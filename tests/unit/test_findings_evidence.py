@@ -77,7 +77,7 @@ def test_a_batch_of_one_grows_along_its_second_dim(tmp_path):
 # -- chatty: a transfer cut into pieces, not the pipeline's unit ------------------------------
 def _params() -> list[list[tuple]]:
     out = []
-    for i in range(10):
+    for _ in range(10):
         out += [[scalar("[0]", "str"), tensor("[1]", (64, 64))], [scalar("[0]", "str"),
                                                               tensor("[1]", (64,))]]
     return out
