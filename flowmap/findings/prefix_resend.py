@@ -1,7 +1,8 @@
 """A prefix resent every turn: an array leaf that grows from hop to hop of one conversation.
 
 A multi-turn rollout that returns, each turn, the replay arrays (routed experts,
-log-probs, token ids) for the whole conversation so far resends every earlier
+log-probs, token ids, as arrays or Python lists of numbers) for the whole
+conversation so far resends every earlier
 turn's rows (sgl-project/sglang #24851: ~1 s latency spikes). Seen from the
 shapes of successive messages on one seam: an array leaf whose leading
 (sequence) dimension grows from message to message, the other dimensions
@@ -54,7 +55,7 @@ def detect(view: RunView) -> list[Finding]:
             continue
         projected = {leaf.path: leaf.nbytes for leaf in h.leaves}
         for leaf in t.leaves:
-            if leaf.kind in ARRAY_KINDS and leaf.shape:
+            if leaf.shape and (leaf.kind in ARRAY_KINDS or _number_list(leaf)):
                 if t.items:
                     chains[((t.src, t.dst, t.name), t.items, leaf.path)].append(
                         (leaf, projected.get(leaf.path, leaf.nbytes)))
@@ -89,6 +90,11 @@ def detect(view: RunView) -> list[Finding]:
             "and keep the prefix at the receiver.",
         ))
     return out
+
+
+def _number_list(leaf: Leaf) -> bool:
+    """A Python list of numbers (`token_ids[*]`, as JSON and OpenAI-style servers return them)."""
+    return leaf.kind in ("int", "float") and leaf.path.endswith("[*]")
 
 
 def _resent(chain: list[tuple[Leaf, int]]) -> tuple[float, list[Any]] | None:
