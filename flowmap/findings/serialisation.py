@@ -1,8 +1,9 @@
 """Serialisation bloat: messages whose wire bytes are far above the payload's own bytes.
 
 A transport that serialises (pickle through a queue or pipe, `send_pyobj` or
-`send_json` on a ZMQ socket, an object collective) reports what crossed its
-channel; the payload's own bytes are its leaves' (an array's elements, a
+`send_json` on a ZMQ socket, an object collective such as
+`broadcast_object_list`, whose bytes are the pickled size torch measured)
+reports what crossed its channel; the payload's own bytes are its leaves' (an array's elements, a
 number's 8 bytes, a string's length). Where the wire carries `MIN_RATIO` times
 more, the difference is the cost of the encoding: many small tensors each
 pickled with its storage header, numbers as JSON text, a list of Python
@@ -65,6 +66,8 @@ def _wire(h: Hop) -> int | None:
     """What crossed the channel for hop `h`, when its transport serialised it."""
     if h.wire_bytes is not None:
         return h.wire_bytes
+    if h.transport == "collective":  # object collectives' bytes are the pickled size torch measured
+        return h.nbytes if "object" in h.name else None
     return h.nbytes if h.transport == "pickle" else None
 
 
