@@ -297,7 +297,7 @@ class Tracer:
 
         if not values.due(src, dst, name):
             return
-        found = values.figures(payload)
+        found = values.sample(payload)
         if not found:
             return
         t = self.now_us()

@@ -11,9 +11,11 @@ its children) a sampler reads, on a few hops, small figures per leaf:
   summed over rows and lists; null for Python numbers;
 - `sum`: the sum of a Python list of numbers (`lengths[*]`); null for arrays.
 
-The sampler keeps it off the hot path: it reads the first `FIRST_PER_SEAM`
-hops of each seam, then one in `EVERY` (a counter per seam, the only cost on
-hops it skips), only host arrays (a device tensor would synchronise the
+The sampler keeps it off the hot path: it reads the first hop of each seam,
+then, up to `FIRST_PER_SEAM`, and one in `EVERY` after, only while the time it
+has spent reading stays under `BUDGET` of the time since it started (a counter
+per seam and a clock read are the only cost on hops it skips), so a program
+that sends many large messages pays at most that share; only host arrays (a device tensor would synchronise the
 program with its accelerator), each of at most `MAX_ELEMENTS`, at most
 `MAX_LEAVES` per hop, walking dicts, lists, tuples and plain objects' `__dict__`
 without calling the user's code. Nothing is copied or pickled; a figure is a few
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -32,6 +35,7 @@ from flowmap.capture.describers import introspect
 ENV = "FLOWMAP_VALUES"
 FIRST_PER_SEAM = 4
 EVERY = 16
+BUDGET = 0.02  # of the wall time since the first sample: reading values costs at most this
 MAX_ELEMENTS = 1 << 22
 MAX_LEAVES = 32
 MAX_DEPTH = 4
@@ -57,12 +61,30 @@ def set_enabled(on: bool) -> None:
         os.environ.pop(ENV, None)
 
 
+_clock = {"start": 0.0, "spent": 0.0}
+
+
 def due(src: str, dst: str, name: str) -> bool:
     """Whether this hop of the seam is one the sampler reads."""
     key = (src, dst, name)
     n = _seen[key]
     _seen[key] = n + 1
-    return n < FIRST_PER_SEAM or n % EVERY == 0
+    if n == 0:
+        return True
+    if n >= FIRST_PER_SEAM and n % EVERY:
+        return False
+    return _clock["spent"] <= BUDGET * (time.perf_counter() - _clock["start"])
+
+
+def sample(payload: Any) -> list[Figure]:
+    """`figures(payload)`, its time charged to the budget."""
+    t0 = time.perf_counter()
+    if not _clock["start"]:
+        _clock["start"] = t0
+    try:
+        return figures(payload)
+    finally:
+        _clock["spent"] += time.perf_counter() - t0
 
 
 def figures(payload: Any) -> list[Figure]:
