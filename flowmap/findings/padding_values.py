@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 MIN_FRACTION = 0.05  # zero tails below this share of the positions are no padding worth a line
 INT_PREFIXES = ("int", "uint", "long")
-SAY = {"tails": "the arrays' zero tails", "lengths": "the list of lengths"}
+SAY = {"tails": "the arrays' zero tails", "lengths": "the list of lengths",
+       "values": "the mask's zero tails"}  # how each method read the padding
 
 
 def padded_bytes(view: RunView, s: SeamStats) -> tuple[float, float, str] | None:

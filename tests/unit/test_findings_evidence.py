@@ -194,3 +194,14 @@ def test_a_drop_without_ids_charges_the_message_that_brought_it(tmp_path):
             w.drop(15 + i * 10, "learner", "stale", [])
     (f,) = _of(_view(tmp_path, w), "dropped")
     assert f.bytes_per_step == (1001 + 1003) * 8 and "2 messages" in f.message
+
+
+def test_a_numpy_mask_is_read_from_its_sampled_zero_tails(tmp_path):
+    # a mask the tracer does not count (numpy, not torch): its zero tails under --values
+    w = _shard(tmp_path)
+    leaves = [tensor("input_ids", (4, 100), "int64"), tensor("attention_mask", (4, 100), "int64")]
+    w.step(0, 0)
+    w.hop(1, "rollout", "trainer", "batch", leaves, step=0, transport="pickle")
+    _values(w, 2, 0, "batch", [["attention_mask", 0, 1, None, 100, 400]])
+    (f,) = _of(_view(tmp_path, w), "padding")
+    assert f.bytes_per_step == 400 * 16 / 4 and "the mask's zero tails" in f.message
