@@ -292,9 +292,15 @@ class Tracer:
 
     def values(self, src: str, dst: str, name: str, transport: str, step: int | None,
                payload: Any) -> None:
-        """Value figures of a sampled hop that moved bytes (`flowmap trace --values` only)."""
+        """Value figures of a sampled hop that moved bytes (`flowmap trace --values` only).
+
+        Under `--aggregate` only inside the detail window, like leaf notes."""
         from flowmap.capture import values
 
+        fold = self.fold
+        if fold is not None and (fold.entered > fold.detail_steps if fold.top is not None
+                                 else fold.stepless >= fold.detail_hops):
+            return
         if not values.due(src, dst, name):
             return
         found = values.sample(payload)
