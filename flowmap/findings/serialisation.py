@@ -30,20 +30,23 @@ if TYPE_CHECKING:
 MIN_RATIO = 2.0
 # Below this a message is its framing (a sentinel, an acknowledgement): no encoding to fix.
 MIN_HOP_BYTES = 1024
-PICKLED = ("pickle", "rpc", "zmq", "shm")
+NUMBERS = ("int", "float")
 
 
 def detect(view: RunView) -> list[Finding]:
-    own_of: dict[int, int] = {}  # a schema's leaves are one shared tuple per shard
+    own_of: dict[int, int | None] = {}  # a schema's leaves are one shared tuple per shard
     wire: dict[tuple[RoleKey, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     labels: dict[tuple[RoleKey, str], set[SeamKey]] = defaultdict(set)
+    views = {(n.src, n.name) for sh in view.events.shards for n in sh.notes if n.storage_bytes}
     for h in view.events.hops:
         crossed = _wire(h)
-        if crossed is None:
+        if crossed is None or (h.src, h.name) in views:  # a view's storage: `view` prices it
             continue
-        own = own_of.get(id(h.leaves))
+        if id(h.leaves) not in own_of:
+            own_of[id(h.leaves)] = _own(h)
+        own = own_of[id(h.leaves)]
         if own is None:
-            own = own_of[id(h.leaves)] = sum(x.nbytes for x in h.leaves if x.kind != "ref")
+            continue
         k = (role_key(h.seam), h.transport)
         w = wire[k]
         w[0] += crossed
@@ -60,6 +63,15 @@ def detect(view: RunView) -> list[Finding]:
                            bps, _message(rk, transport, crossed / max(own, 1), own / hops,
                                          bps, with_arrays > 0)))
     return out
+
+
+def _own(h: Hop) -> int | None:
+    """The payload's own bytes, or None when it holds no numbers to encode better (a dict of
+    a few scalars and strings: its keys are the encoding, and one array would not hold it)."""
+    if not any(x.kind in ARRAY_KINDS or (x.kind in NUMBERS and "[*]" in x.path)
+               for x in h.leaves):
+        return None
+    return sum(x.nbytes for x in h.leaves if x.kind != "ref")
 
 
 def _wire(h: Hop) -> int | None:

@@ -205,3 +205,17 @@ def test_a_numpy_mask_is_read_from_its_sampled_zero_tails(tmp_path):
     _values(w, 2, 0, "batch", [["attention_mask", 0, 1, None, 100, 400]])
     (f,) = _of(_view(tmp_path, w), "padding")
     assert f.bytes_per_step == 400 * 16 / 4 and "the mask's zero tails" in f.message
+
+
+def test_scalar_dicts_and_views_are_no_serialisation_bloat(tmp_path):
+    w = _shard(tmp_path)
+    w.step(0, 0)
+    # metadata of 40 scalars pickled with their keys: no numbers to stack into an array
+    w.hop(1, "rollout", "trainer", "meta", [scalar(f"k{i}") for i in range(40)], step=0,
+          transport="pickle", nbytes=2_000)
+    # a 4 KiB row of a 4 MiB storage pickled whole: the `view` finding's, not an encoding's
+    w.hop(2, "actor", "learner", "row", [tensor("row", (1024,))], step=0, transport="zmq",
+          nbytes=4 << 20)
+    w.writer.leaf_notes(2, "actor", "learner", "row", "zmq", 0, [["row", 4096, 4 << 20, None]])
+    view = _view(tmp_path, w)
+    assert _of(view, "serialisation") == [] and len(_of(view, "view")) == 1
