@@ -108,11 +108,21 @@ def _note(torch: Any, t: Any, path: str, shm: bool) -> Note | None:
 
 
 def _before_tails(torch: Any, t: Any) -> int:
-    """Elements of `t` before each row's trailing zeros along dim 1 (what padding is not)."""
+    """Elements of `t` before each row's trailing zeros along dim 1 (what padding is not).
+
+    A mask with no zero (or only zeros) costs its `count_nonzero`; else its rows are read
+    as a numpy view of the same memory (a few small array operations, no torch dispatch)."""
+    nonzero = int(torch.count_nonzero(t))
     rows, positions = t.shape[0], t.shape[1]
-    if not rows or not positions:
-        return 0
-    held = t.reshape(rows, positions, -1).ne(0).any(dim=2)  # [rows, positions]
-    last = positions - held.flip(1).to(torch.uint8).argmax(dim=1)
-    last = torch.where(held.any(dim=1), last, torch.zeros_like(last))
-    return int(last.sum()) * int(t.numel() // (rows * positions))
+    numel = t.numel()
+    np = sys.modules.get("numpy")
+    if nonzero in (0, numel) or not rows or not positions or np is None:
+        return nonzero
+    held = t.detach()
+    if held.dtype == torch.bfloat16:  # numpy has no bfloat16
+        held = held.ne(0)
+    a = held.numpy().reshape(rows, positions, -1)
+    filled = (a != 0).any(axis=2) if a.shape[2] > 1 else a[:, :, 0] != 0
+    # each row's last filled position, counted from 1: the largest (j + 1) where it is filled
+    last = (filled * np.arange(1, positions + 1, dtype=np.int32)).max(axis=1)
+    return int(last.sum()) * int(numel // (rows * positions))
