@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def trace_command(target: str | None, module: str | None, args: list[str], *, output: str | None,
                   process: str | None, seams: list[str], presets: list[str],
                   no_transport: list[str], aggregate: bool = False,
-                  detail_steps: int | None = None) -> int:
+                  detail_steps: int | None = None, values: bool = False) -> int:
     """`flowmap trace`'s body, its arguments read: check them, run the program; its exit status."""
     if module is None and target is None:
         raise UsageError("give a script to trace (flowmap trace train.py) or a module (-m pkg.mod)")
@@ -37,6 +37,9 @@ def trace_command(target: str | None, module: str | None, args: list[str], *, ou
     detail = _detail_window(aggregate, detail_steps)
     if no_transport:
         _transports_off(no_transport)
+    from flowmap.capture import values as value_figures
+
+    value_figures.set_enabled(values)  # before the program: children inherit the environment
     return run_traced(run_dir, target, module, args, process, seams=seam_files, aggregate=detail)
 
 

@@ -31,6 +31,8 @@ element is its kind:
     ["n", t_us, src, dst, name, transport, step, notes]
                                                     leaf notes of the hop just recorded
     ["i", t_us, key, value]                         what this process learnt of itself
+    ["v", t_us, src, dst, name, transport, step, figures]
+                                                    value figures of a sampled hop (--values)
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
 Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not
@@ -69,6 +71,12 @@ apart two hosts alike in all of these (flowmap/read/merge.py); a Ray worker's
 header has its `ray_node_id`. An `i` event adds what the
 process learns later, as plain text: `owner` (an owner whose code runs in
 this process, e.g. a Ray actor) and `ray_node_id` (the Ray node it runs on).
+
+A `v` event is written only under `flowmap trace --values`, which reads data
+(flowmap/capture/values.py): after a sampled hop that moved bytes, `figures`
+lists `[path, min, max, sum, zero_tail, elements]` per host array or list of
+numbers (`sum` only for lists, `zero_tail` only for arrays: the elements in
+each row's trailing zeros). The findings `padding` and `wide_ids` read them.
 
 An `a` event stands for every hop of one seam, step and transport that a
 process folded in memory (`flowmap trace --aggregate`, past its detail
@@ -116,6 +124,7 @@ MARK_FOLD = "M"
 DROP_FOLD = "D"
 LEAF_NOTES = "n"
 PROCESS_INFO = "i"
+VALUES = "v"
 END = "end"
 
 # -- the event table -----------------------------------------------------------
@@ -136,6 +145,7 @@ ITEMS = "items"  # null, or a list of at most MAX_ITEMS ints and strings
 INTS = "ints"  # a list of at most MAX_ITEMS ints
 LEAVES = "leaves"  # a schema's leaves: [[path, kind, shape, dtype, device, nbytes, count, dims]]
 STATS = "stats"  # an object {"events": n, "errors": n}
+FIGURES = "figures"  # [[path, min, max, sum or null, zero_tail or null, elements]]
 NOTES = "notes"  # [[path, nbytes, storage_bytes or null, real or null]] (at most MAX_LEAVES)
 
 EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -180,6 +190,8 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     PROCESS_INFO: (("t_us", TIME), ("key", TEXT), ("value", TEXT)),
     LEAF_NOTES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
                  ("transport", STR_REF), ("step", OPT_INT), ("notes", NOTES)),
+    VALUES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+             ("transport", STR_REF), ("step", OPT_INT), ("figures", FIGURES)),
 }
 OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3}  # field index from which fields may be absent
 

@@ -25,6 +25,7 @@ SOURCES: dict[str, list[str]] = {
     "dropped": ["examples/field/stale_drop.py"],
     "padding": ["examples/field/padding.py"],
     "duplicate": ["examples/field/duplicate.py"],
+    "serialisation": ["examples/field/serialisation_json.py"],
     "view": ["examples/field/view_storage.py"],
     "chatty": ["examples/field/chatty.py"],
     "prefix_resend": ["examples/field/prefix_resend.py"],

@@ -18,6 +18,8 @@ import torch
 import flowmap
 
 NUM_PARAMS, PARAM_ELEMENTS, STEPS = 48, 256, 3  # float32: 1 KiB per parameter
+EXPECT = {"kind": "chatty", "seam": "trainer -> rollout",
+          "bytes_per_step": (NUM_PARAMS - 1) * 64 * 1024}
 
 
 def rollout(conn: mp.connection.Connection) -> None:
@@ -32,7 +34,10 @@ def main() -> None:
     p = ctx.Process(target=rollout, args=(there,))
     p.start()
     flowmap.set_owner("trainer")
-    params = {f"layer{i}.weight": torch.randn(PARAM_ELEMENTS) for i in range(NUM_PARAMS)}
+    # a model's parameters are not all alike: weights and biases, 1 KiB each
+    params = {f"layer{i // 2}.{'weight' if i % 2 == 0 else 'bias'}":
+              torch.randn(16, PARAM_ELEMENTS // 16) if i % 2 == 0 else torch.randn(PARAM_ELEMENTS)
+              for i in range(NUM_PARAMS)}
     for step in range(STEPS):
         flowmap.step(step)
         for name, value in params.items():  # the bug: one message per parameter

@@ -19,6 +19,9 @@ import flowmap
 
 MAX_SEQ_LEN, LAYERS, TOPK, STEPS = 256, 4, 8, 3
 LENGTHS = (40, 100, 64, 20)  # real tokens of the batch's four responses
+# the padded positions of ids (8 B), mask (1 B) and experts (4 x 8 x 4 B)
+EXPECT = {"kind": "padding", "seam": "rollout -> trainer",
+          "bytes_per_step": (4 * MAX_SEQ_LEN - sum(LENGTHS)) * (8 + 1 + LAYERS * TOPK * 4)}
 
 
 def batch() -> dict[str, torch.Tensor]:

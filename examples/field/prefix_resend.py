@@ -16,6 +16,8 @@ import torch
 import flowmap
 
 TURN_TOKENS, TURNS, LAYERS, TOPK, STEPS = 64, 4, 4, 8, 3
+EXPECT = {"kind": "prefix_resend", "seam": "engine -> agent_loop",
+          "bytes_per_step": TURN_TOKENS * (1 + 2 + 3) * LAYERS * TOPK * 4}
 
 
 def main() -> None:

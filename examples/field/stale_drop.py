@@ -19,6 +19,8 @@ import flowmap
 
 PER_STEP, TOKENS, STEPS = 8, 512, 3
 STALE_EVERY = 4  # one trajectory in four is stale when it arrives
+EXPECT = {"kind": "dropped", "seam": "rollout -> learner",
+          "bytes_per_step": PER_STEP // STALE_EVERY * TOKENS * 8}
 
 
 def rollout(q: mp.Queue) -> None:

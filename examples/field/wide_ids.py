@@ -16,6 +16,8 @@ import torch
 import flowmap
 
 EXPERTS, TOKENS, LAYERS, TOPK, STEPS = 64, 128, 4, 8, 3
+EXPECT = {"kind": "wide_ids", "seam": "rollout -> trainer",
+          "bytes_per_step": TOKENS * LAYERS * TOPK * 4 * 3 / 4}
 
 
 def main() -> None:

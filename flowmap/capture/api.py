@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from flowmap.capture import calls, state
+from flowmap.capture import calls, state, values
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -64,6 +64,8 @@ def note(src: Any, dst: Any, name: Any, payload: Any, step: int | None, transpor
     found = leaf_notes.collect(payload, transport)
     if found:
         t.notes(src, dst, name, transport, step, found)
+    if values.enabled():  # `trace --values` only: reads data on sampled hops
+        t.values(src, dst, name, transport, step, payload)
 
 
 def counter(name: str, value: float) -> None:

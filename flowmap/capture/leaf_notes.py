@@ -6,8 +6,10 @@ Two facts, each behind a finding (docs/findings.md):
   its whole storage, not its own bytes (pytorch/pytorch #182105). The schema
   records the view's bytes; the note records `untyped_storage().nbytes()`, a
   metadata read, when it is larger.
-- **real elements of a mask**: how many positions of a padded batch are real.
-  Counted (`count_nonzero`) only for a CPU mask of at most `MAX_MASK_ELEMENTS`:
+- **real elements of a mask**: how many positions of a padded batch are real:
+  those before each row's run of trailing zeros (a mask that zeroes the prompt
+  tokens of a packed batch, `[1, N]`, has zeros inside its rows, not padding).
+  Counted only for a CPU mask of at most `MAX_MASK_ELEMENTS`:
   a read of a small host array, never of a device one (that would synchronise
   the program with its accelerator) and never a copy.
 
@@ -97,9 +99,30 @@ def _note(torch: Any, t: Any, path: str, shm: bool) -> Note | None:
         real = None
         if (masked and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
                 and str(t.dtype) in MASK_DTYPES):
-            real = int(torch.count_nonzero(t))
+            real = _before_tails(torch, t)
         if storage <= nbytes and real is None:
             return None
         return [path, nbytes, storage if storage > nbytes else None, real]
     except Exception:  # storage-less, sparse, nested: nothing to note
         return None
+
+
+def _before_tails(torch: Any, t: Any) -> int:
+    """Elements of `t` before each row's trailing zeros along dim 1 (what padding is not).
+
+    A mask with no zero (or only zeros) costs its `count_nonzero`; else its rows are read
+    as a numpy view of the same memory (a few small array operations, no torch dispatch)."""
+    nonzero = int(torch.count_nonzero(t))
+    rows, positions = t.shape[0], t.shape[1]
+    numel = t.numel()
+    np = sys.modules.get("numpy")
+    if nonzero in (0, numel) or not rows or not positions or np is None:
+        return nonzero
+    held = t.detach()
+    if held.dtype == torch.bfloat16:  # numpy has no bfloat16
+        held = held.ne(0)
+    a = held.numpy().reshape(rows, positions, -1)
+    filled = (a != 0).any(axis=2) if a.shape[2] > 1 else a[:, :, 0] != 0
+    # each row's last filled position, counted from 1: the largest (j + 1) where it is filled
+    last = (filled * np.arange(1, positions + 1, dtype=np.int32)).max(axis=1)
+    return int(last.sum()) * int(numel // (rows * positions))

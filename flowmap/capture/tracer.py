@@ -292,6 +292,28 @@ class Tracer:
                 self.writer.leaf_notes(t, src, dst, name, transport,
                                        self.step if step is None else step, notes)
 
+    def values(self, src: str, dst: str, name: str, transport: str, step: int | None,
+               payload: Any) -> None:
+        """Value figures of a sampled hop that moved bytes (`flowmap trace --values` only).
+
+        Under `--aggregate` only inside the detail window, like leaf notes."""
+        from flowmap.capture import values
+
+        fold = self.fold
+        if fold is not None and (fold.entered > fold.detail_steps if fold.top is not None
+                                 else fold.stepless >= fold.detail_hops):
+            return
+        if not values.due(src, dst, name):
+            return
+        found = values.sample(payload)
+        if not found:
+            return
+        t = self.now_us()
+        with self.lock:
+            if not self.closed:
+                self.writer.value_figures(t, src, dst, name, transport,
+                                          self.step if step is None else step, found)
+
     def counter(self, owner: Any, name: Any, value: float) -> None:
         t = (monotonic_ns() - self.t0_ns) // 1000
         if type(owner) is not str or type(name) is not str:

@@ -11,17 +11,20 @@ among the byte findings.
 
 A seam is chatty when, over the run's steps, its hops that moved bytes (not
 `ref`) number at least `MIN_MESSAGES` a step, each smaller on average than
-`BUCKET_BYTES`, and carry no item ids: messages that each carry an item
-(trajectories streamed one by one) are the pipeline's own unit, not a transfer
-cut into pieces. The bucketed transfer needs `ceil(bytes per step /
-BUCKET_BYTES)` messages.
+`BUCKET_BYTES`, and are one transfer cut into pieces: every step sends the
+same set of messages (the same leaves, shapes and dtypes), of at least two
+different kinds (a model's parameters are not all alike). Messages that are the
+pipeline's own unit (a trajectory or a GRPO group each) are not: their shapes
+follow the lengths generated and change from step to step, or they are all alike;
+messages that carry item ids are not either. The bucketed transfer needs
+`ceil(bytes per step / BUCKET_BYTES)` messages.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from typing import TYPE_CHECKING
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any
 
 from flowmap.findings.common import CHATTY, Finding, RoleKey, role_key
 from flowmap.model.format import fmt_bytes, role_label
@@ -39,10 +42,15 @@ def detect(view: RunView) -> list[Finding]:
     if not view.steps:  # without steps there is no "per step" to count messages in
         return []
     groups: dict[RoleKey, list[SeamStats]] = defaultdict(list)
+    candidates = set()
     for key, s in view.seams.items():
         moved_hops = s.hops - s.transports.get("ref", 0)
         if moved_hops and not s.items and moved_hops / view.num_steps >= MIN_MESSAGES:
-            groups[role_key(key)].append(s)
+            candidates.add(key)
+    cut = _cut_transfers(view, candidates)
+    for key in candidates:
+        if key in cut:
+            groups[role_key(key)].append(view.seams[key])
     out = []
     for rk, seams in groups.items():
         found = [_chatty(view, s) for s in seams]
@@ -61,6 +69,50 @@ def detect(view: RunView) -> list[Finding]:
             f"{fmt_bytes(MESSAGE_COST_BYTES)} per message spared).",
         ))
     return out
+
+
+def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
+    """The seams of `keys` whose every step sends the same mixed set of message kinds."""
+    if not keys:
+        return set()
+    per_step: dict[Any, dict[Any, Counter[Any]]] = defaultdict(lambda: defaultdict(Counter))
+    kinds: dict[int, Any] = {}  # a schema's leaves are one shared tuple per shard
+    for h in view.events.hops:
+        key = (h.src, h.dst, h.name)
+        if key not in keys or h.transport == "ref":
+            continue
+        kind = kinds.get(id(h.leaves))
+        if kind is None:
+            kind = kinds[id(h.leaves)] = tuple((x.path, tuple(x.shape), x.dtype) for x in h.leaves)
+        per_step[key][h.step][kind] += 1
+    out = set()
+    for key, steps in per_step.items():
+        sets = [frozenset(c.items()) for step, c in steps.items() if step is not None]
+        if not sets:
+            continue
+        common, n = Counter(sets).most_common(1)[0]
+        # the first or last step may be cut short by the program's start or end
+        if (len(sets) == 1 or n >= max(2, len(sets) - 1)) and _mixed(list(dict(common))):
+            out.add(key)
+    return out
+
+
+def _mixed(kinds: list[Any]) -> bool:
+    """Whether the message kinds are unlike pieces (a model's parameters), not one unit whose
+    length varies (the same leaves, one dimension longer or shorter: sequences, groups)."""
+    if len(kinds) < 2:
+        return False
+    structure = {tuple((path, dtype, len(shape)) for path, shape, dtype in k) for k in kinds}
+    if len(structure) > 1:
+        return True
+    varying: set[tuple[int, int]] = set()  # (leaf, axis) whose size differs between kinds
+    first = kinds[0]
+    for k in kinds[1:]:
+        for i, ((_, a, _), (_, b, _)) in enumerate(zip(first, k)):
+            for j, (x, y) in enumerate(zip(a, b)):
+                if x != y:
+                    varying.add((i, j))
+    return len({j for _, j in varying}) > 1
 
 
 def _chatty(view: RunView, s: SeamStats) -> tuple[float, int, float] | None:

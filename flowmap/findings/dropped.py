@@ -1,7 +1,10 @@
 """Bytes spent carrying items that were later discarded, by drop reason and role.
 
 A hop's bytes are shared evenly among the items it carried; only hops up to
-the drop count.
+the drop count. A `flowmap.drop([], reason)` without item ids (what a framework
+can say when its messages carry no ids) drops the message that last reached the
+dropping owner before it, each message once: its bytes, on the seam that
+brought it.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ def detect(view: RunView) -> list[Finding]:
         for item in d.items:
             first_drop.setdefault(item, (d.t_ns, role_of(d.owner), d.reason))
     if not first_drop:
-        return []
+        return _messages_dropped(view)
     spent: dict[DropKey, float] = defaultdict(float)
     seams: dict[DropKey, dict[SeamKey, float]] = defaultdict(lambda: defaultdict(float))
     for h in view.events.hops:
@@ -64,3 +67,41 @@ def _advice(reason: str, rode: dict[SeamKey, float]) -> str:
     top = min(by_role, key=lambda k: (-by_role[k], k))
     return (f"most of it on `{seam_label(top)}`; filter them before that hop if `{reason}` "
             "is known there, or produce fewer")
+
+
+def _messages_dropped(view: RunView) -> list[Finding]:
+    """Drops without item ids: each the last message into its owner before it, once."""
+    drops = sorted((d for d in view.events.drops if not d.items), key=lambda d: d.t_ns)
+    if not drops:
+        return []
+    into: dict[str, list[tuple[int, int, SeamKey]]] = defaultdict(list)  # role -> hops, in time
+    for i, h in enumerate(view.events.hops):
+        if h.transport != "ref":
+            into[role_of(h.dst)].append((h.t_ns, i, h.seam))
+    for hops in into.values():
+        hops.sort()
+    taken: set[int] = set()
+    spent: dict[DropKey, float] = defaultdict(float)
+    count: dict[DropKey, int] = defaultdict(int)
+    seams: dict[DropKey, set[SeamKey]] = defaultdict(set)
+    hops_of = view.events.hops
+    for d in drops:
+        role = role_of(d.owner)
+        got = next((i for t, i, _ in reversed(into.get(role, [])) if t <= d.t_ns and i not in taken),
+                   None)
+        if got is None:
+            continue
+        taken.add(got)
+        key = (d.reason, role)
+        spent[key] += hops_of[got].nbytes
+        count[key] += 1
+        seams[key].add(hops_of[got].seam)
+    out = []
+    for (reason, owner), n in sorted(count.items()):
+        bps = spent[(reason, owner)] / view.detail.num_steps
+        out.append(Finding(
+            DROPPED, sorted(seam_label(k) for k in seams[(reason, owner)]), bps,
+            f"{n} messages were dropped as `{reason}` at {owner} after {per_step(bps)} had "
+            f"carried them there: {_advice(reason, dict.fromkeys(seams[(reason, owner)], 1.0))}.",
+        ))
+    return out

@@ -2,9 +2,16 @@
 
 The padded fraction comes from a counter the pipeline reports
 (`padding/<payload>` or `padding/<payload>/<mask path>`, 0..1), else from the
-mask's non-zero positions the tracer counted on hops that moved it (a small CPU
-mask, `flowmap.capture.leaf_notes`), else it is estimated from the unpadded leaves that carried the same items earlier (see
-`flowmap.findings.lengths`).
+mask's positions before each row's trailing zeros, which the tracer counted on
+hops that moved it (a small CPU mask, `flowmap.capture.leaf_notes`) or sampled
+(`--values`), else it is estimated from the unpadded leaves that carried the
+same items earlier (see `flowmap.findings.lengths`). Only trailing zeros are
+padding: a mask that zeroes prompt tokens inside a packed row (`[1, N]` with
+`cu_seqlens`) marks no padding.
+
+Padding no mask marks is seen only with `flowmap trace --values`
+(`flowmap.findings.padding_values`): the zero tails of `[rows, positions]`
+arrays, or a Python list of lengths beside them.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from flowmap.findings import padding_values, value_figures
 from flowmap.findings.common import (
     PADDING,
     Finding,
@@ -45,16 +53,29 @@ class _Padded:
 def detect(view: RunView) -> list[Finding]:
     masked: dict[SeamKey, list[MaskGroup]] = {
         key: groups for key, s in view.seams.items() if (groups := _mask_groups(s))}
-    if not masked:
+    found: dict[RoleKey, _Padded] = {}
+    if value_figures.sampled(view):
+        for key, s in view.seams.items():
+            if key in masked:
+                continue
+            got = padding_values.padded_bytes(view, s)
+            if got is not None:
+                entry = found.setdefault(role_key(key), _Padded())
+                entry.bytes_per_step += got[0]
+                entry.masked_bytes_per_step += got[1]
+                entry.labels.add(s.label)
+                entry.methods.add(got[2])
+    if not masked and not found:
         return []
     lengths = UnpaddedLengths(view, set(masked))
-    found: dict[RoleKey, _Padded] = {}
     for key, groups in masked.items():
         s = view.seams[key]
         for mask, leaves in groups:
             fraction, method = _counter_fraction(view, s.name, mask.path), "counter"
             if fraction is None:
                 fraction, method = _noted_fraction(view, s, mask), "mask"
+            if fraction is None:
+                fraction, method = _sampled_fraction(view, s, mask), "values"
             if fraction is None:
                 fraction, method = lengths.padded_fraction(s, leaves), "estimate"
             if fraction is None:
@@ -68,15 +89,20 @@ def detect(view: RunView) -> list[Finding]:
     out = []
     for rk, p in found.items():
         how = ("reported" if p.methods == {"counter"} else
-               "counted from the mask" if p.methods == {"mask"} else "estimated")
+               "counted from the mask" if p.methods == {"mask"} else
+               f"read from {padding_values.SAY[next(iter(p.methods))]} sampled with --values"
+               if len(p.methods) == 1 and next(iter(p.methods)) in padding_values.SAY
+               else "estimated")
         bps = p.bytes_per_step
         pct = 100 * bps / p.masked_bytes_per_step if p.masked_bytes_per_step else 0.0
+        which = "masked leaves" if p.methods & {"counter", "mask", "estimate", "values"} \
+            else "padded leaves"
         if pct < MIN_PERCENT:  # sequences nearly as long as their batch: nothing to pack
             continue
         out.append(Finding(
             PADDING, sorted(p.labels), bps,
-            f"`{role_label(rk)}` spends about {per_step(bps)} on padding ({pct:.0f}% of its masked "
-            f"leaves, {how}): pack sequences (cu_seqlens) or pad to the batch's longest, not "
+            f"`{role_label(rk)}` spends about {per_step(bps)} on padding ({pct:.0f}% of its {which}, "
+            f"{how}): pack sequences (cu_seqlens) or pad to the batch's longest, not "
             "a fixed length.",
         ))
     return out
@@ -115,6 +141,12 @@ def _noted_fraction(view: RunView, s: SeamStats, mask: LeafStats) -> float | Non
     if not positions:
         return None
     return min(1.0, max(0.0, 1 - real / positions))
+
+
+def _sampled_fraction(view: RunView, s: SeamStats, mask: LeafStats) -> float | None:
+    """The mask's zero tails over its elements, from values sampled with --values."""
+    f = value_figures.of_seam(view, s).get(mask.path) if value_figures.sampled(view) else None
+    return f.tail_fraction if f is not None else None
 
 
 def _counter_fraction(view: RunView, name: str, mask_path: str) -> float | None:

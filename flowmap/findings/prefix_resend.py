@@ -1,15 +1,25 @@
-"""A prefix resent every turn: an array leaf that grows from hop to hop of one item on one seam.
+"""A prefix resent every turn: an array leaf that grows from hop to hop of one conversation.
 
 A multi-turn rollout that returns, each turn, the replay arrays (routed experts,
-log-probs) for the whole conversation so far resends every earlier turn's rows
-(sgl-project/sglang #24851: ~1 s latency spikes). Seen from metadata: the
-hops of one seam that carry the same item ids (the conversation) carry an
-array leaf whose shape grows along one dimension from hop to hop, the other
-dimensions unchanged. Each growth resends the previous hop's leaf, which the
-receiver already had; *at stake*: those bytes, per step. The values are not
-read, so this assumes the first rows are the earlier turn's (what the growth
-pattern means in every case the field reports); without item ids on the hops
-there is no finding, since sequences of varied lengths also grow now and then.
+log-probs, token ids, as arrays or Python lists of numbers) for the whole
+conversation so far resends every earlier
+turn's rows (sgl-project/sglang #24851: ~1 s latency spikes). Seen from the
+shapes of successive messages on one seam: an array leaf whose leading
+(sequence) dimension grows from message to message, the other dimensions
+unchanged. Each growth resends the previous message's leaf, which the receiver
+already had; *at stake*: those bytes, per step.
+
+Conversations are interleaved (a batch of them in flight), so within a step
+each message continues the open chain that waited longest for its next turn
+among those it can extend (`flowmap.findings.growth`), or opens one. Sequences of varied lengths
+also line up that way now and then, so a seam counts only when the chains are
+the stream's shape: at least `MIN_TURNS` messages long on average, covering
+`MIN_COVERED` of its messages, and each growth adding at least half of the
+chain's first length (a turn, not a few tokens' jitter). Item ids on the hops
+(`tag_items`, `flowmap.hop(items=...)`) name the conversations outright: then
+the chains are theirs. The values are not read, so this assumes the first rows
+are the earlier turn's (what the growth pattern means in every case the field
+reports).
 
 Shapes are read as traced: under `--project`, each resent leaf's bytes are
 scaled by the factor the projection gave that hop's leaf.
@@ -20,6 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from flowmap.findings import growth
 from flowmap.findings.common import PREFIX_RESEND, Finding, RoleKey, per_step, role_key
 from flowmap.model.format import fmt_dim, role_label, seam_label
 from flowmap.model.types import ARRAY_KINDS
@@ -38,14 +49,22 @@ def detect(view: RunView) -> list[Finding]:
         traced = hops
     # (seam, items, leaf path) -> [(traced leaf, projected bytes)] in time order
     chains: dict[tuple[Any, ...], list[tuple[Leaf, int]]] = defaultdict(list)
+    untagged: dict[tuple[Any, ...], list[tuple[Leaf, int, Any]]] = defaultdict(list)
     for h, t in zip(hops, traced):
-        if not t.items or h.transport == "ref":
+        if h.transport == "ref":
             continue
         projected = {leaf.path: leaf.nbytes for leaf in h.leaves}
         for leaf in t.leaves:
-            if leaf.kind in ARRAY_KINDS and leaf.shape:
-                chains[((t.src, t.dst, t.name), t.items, leaf.path)].append(
-                    (leaf, projected.get(leaf.path, leaf.nbytes)))
+            if leaf.shape and (leaf.kind in ARRAY_KINDS or _number_list(leaf)):
+                if t.items:
+                    chains[((t.src, t.dst, t.name), t.items, leaf.path)].append(
+                        (leaf, projected.get(leaf.path, leaf.nbytes)))
+                else:
+                    untagged[((t.src, t.dst, t.name), leaf.path)].append(
+                        (leaf, projected.get(leaf.path, leaf.nbytes), t.step))
+    for (key, path), stream in untagged.items():
+        for i, chain in enumerate(growth.chains(stream)):
+            chains[(key, ("chain", i), path)] = chain
     resent: dict[RoleKey, float] = defaultdict(float)
     labels: dict[RoleKey, set[str]] = defaultdict(set)
     example: dict[RoleKey, tuple[str, list[Any]]] = {}
@@ -67,10 +86,15 @@ def detect(view: RunView) -> list[Finding]:
         out.append(Finding(
             PREFIX_RESEND, sorted(labels[rk]), bps,
             f"`{role_label(rk)}` resends the earlier turns of `{path or rk[2]}` every turn "
-            f"(it grows {grows} on one item), {per_step(bps)} resent: send only the new rows "
+            f"(it grows {grows} in one conversation), {per_step(bps)} resent: send only the new rows "
             "and keep the prefix at the receiver.",
         ))
     return out
+
+
+def _number_list(leaf: Leaf) -> bool:
+    """A Python list of numbers (`token_ids[*]`, as JSON and OpenAI-style servers return them)."""
+    return leaf.kind in ("int", "float") and leaf.path.endswith("[*]")
 
 
 def _resent(chain: list[tuple[Leaf, int]]) -> tuple[float, list[Any]] | None:

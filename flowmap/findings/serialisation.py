@@ -1,19 +1,24 @@
-"""Arrays pickled across processes, by role-level seam and transport.
+"""Serialisation bloat: messages whose wire bytes are far above the payload's own bytes.
 
-Only `pickle` and `rpc` hops that carry arrays, at least `MIN_HOP_BYTES` a hop
-on average, are a finding: below the fixed cost of a message (the price
-`chatty` puts on one), pickling is not what a transfer pays for: their tensors could move through shared memory or a
-handle with only the metadata pickled. Shared memory and collectives already
-move raw bytes (what they carry is another finding's business: `duplicate`,
-`view`, `padding`, `chatty`), and a few bytes of pickled control messages
-(`None` sentinels, acknowledgements) are no serialisation cost worth a line.
+A transport that serialises (pickle through a queue or pipe, `send_pyobj` or
+`send_json` on a ZMQ socket, an object collective such as
+`broadcast_object_list`, whose bytes are the pickled size torch measured)
+reports what crossed its channel; the payload's own bytes are its leaves' (an array's elements, a
+number's 8 bytes, a string's length). Where the wire carries `MIN_RATIO` times
+more, the difference is the cost of the encoding: many small tensors each
+pickled with its storage header, numbers as JSON text, a list of Python
+objects instead of one array. Whatever the array size: a 4-byte tensor pickled
+into 400 bytes is the finding, a 400 MB array pickled into 400 MB is not (its
+cost is the copy, which `view`, `duplicate` and `pass_through` price).
 
 A Ray call's inline value (`rpc`, recorded by a process that said it is on a
 Ray node) is no finding either: Ray sends a value inline only while it is small
 (larger ones go through the object store, `flowmap.read.ray_transport`), and
 there is no cheaper way to hand it over. Where such bytes are pickled twice for
-nothing — fetched by the driver and sent on — the pass-through finding of
+nothing (fetched by the driver and sent on) the pass-through finding of
 `driver_funnel` says so, with the bytes at stake.
+
+*At stake*: wire bytes minus own bytes, per step, on the role-level seam.
 """
 
 from __future__ import annotations
@@ -21,47 +26,78 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from flowmap.findings.chatty import MESSAGE_COST_BYTES
 from flowmap.findings.common import SERIALISATION, Finding, RoleKey, per_step, role_key
-from flowmap.model.format import seam_label
+from flowmap.model.format import fmt_bytes, seam_label
 from flowmap.model.types import ARRAY_KINDS, SeamKey
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
+    from flowmap.read.events import Hop
 
-SERIALISED = ("pickle", "rpc")
-MIN_HOP_BYTES = MESSAGE_COST_BYTES
+MIN_RATIO = 2.0
+# Below this a message is its framing (a sentinel, an acknowledgement): no encoding to fix.
+MIN_HOP_BYTES = 1024
+NUMBERS = ("int", "float")
 
 
 def detect(view: RunView) -> list[Finding]:
-    moved: dict[tuple[SeamKey, str], list[int]] = defaultdict(lambda: [0, 0])
+    own_of: dict[int, int | None] = {}  # a schema's leaves are one shared tuple per shard
+    wire: dict[tuple[RoleKey, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    labels: dict[tuple[RoleKey, str], set[SeamKey]] = defaultdict(set)
+    views = {(n.src, n.name) for sh in view.events.shards for n in sh.notes if n.storage_bytes}
     on_ray = {p.pid for p in view.health.processes if p.ray_node}
     for h in view.events.hops:
-        if h.transport == "rpc" and h.pid in on_ray:
+        crossed = _wire(h)
+        if crossed is None or (h.src, h.name) in views:  # a view's storage: `view` prices it
             continue
-        if h.transport in SERIALISED and any(leaf.kind in ARRAY_KINDS for leaf in h.leaves):
-            m = moved[((h.src, h.dst, h.name), h.transport)]
-            m[0] += h.nbytes
-            m[1] += 1
-    by_role: dict[tuple[RoleKey, str], list[int]] = defaultdict(lambda: [0, 0])
-    labels: dict[tuple[RoleKey, str], set[str]] = defaultdict(set)
-    for (key, transport), (nbytes, hops) in moved.items():
-        r = by_role[(role_key(key), transport)]
-        r[0] += nbytes
-        r[1] += hops
-        labels[(role_key(key), transport)].add(seam_label(key))
+        if h.transport == "rpc" and h.pid in on_ray:  # Ray's inline value: no cheaper way
+            continue
+        if id(h.leaves) not in own_of:
+            own_of[id(h.leaves)] = _own(h)
+        own = own_of[id(h.leaves)]
+        if own is None:
+            continue
+        k = (role_key(h.seam), h.transport)
+        w = wire[k]
+        w[0] += crossed
+        w[1] += own
+        w[2] += 1
+        w[3] += any(x.kind in ARRAY_KINDS for x in h.leaves)
+        labels[k].add(h.seam)
     out = []
-    for (rk, transport), (nbytes, hops) in by_role.items():
-        if nbytes / hops < MIN_HOP_BYTES:
+    for (rk, transport), (crossed, own, hops, with_arrays) in wire.items():
+        if crossed / hops < MIN_HOP_BYTES or crossed < MIN_RATIO * max(own, 1):
             continue
-        bps = nbytes / view.detail.num_steps
-        out.append(Finding(SERIALISATION, sorted(labels[(rk, transport)]), bps,
-                           _message(rk, transport, bps)))
+        bps = (crossed - own) / view.detail.num_steps
+        out.append(Finding(SERIALISATION, sorted(seam_label(k) for k in labels[(rk, transport)]),
+                           bps, _message(rk, transport, crossed / max(own, 1), own / hops,
+                                         bps, with_arrays > 0)))
     return out
 
 
-def _message(rk: RoleKey, transport: str, bps: float) -> str:
+def _own(h: Hop) -> int | None:
+    """The payload's own bytes, or None when it holds no numbers to encode better (a dict of
+    a few scalars and strings: its keys are the encoding, and one array would not hold it)."""
+    if not any(x.kind in ARRAY_KINDS or (x.kind in NUMBERS and "[*]" in x.path)
+               for x in h.leaves):
+        return None
+    return sum(x.nbytes for x in h.leaves if x.kind != "ref")
+
+
+def _wire(h: Hop) -> int | None:
+    """What crossed the channel for hop `h`, when its transport serialised it."""
+    if h.wire_bytes is not None:
+        return h.wire_bytes
+    if h.transport == "collective":  # object collectives' bytes are the pickled size torch measured
+        return h.nbytes if "object" in h.name else None
+    return h.nbytes if h.transport == "pickle" else None
+
+
+def _message(rk: RoleKey, transport: str, ratio: float, own: float, bps: float,
+             arrays: bool) -> str:
     src, dst, name = rk
     route = f"between {src} instances" if src == dst else f"from {src} to {dst}"
-    return (f"`{name}` is serialised ({transport}) {route} with its arrays, {per_step(bps)}: move "
-            "the arrays through shared memory or a handle and pickle only the metadata.")
+    fix = ("stack the small tensors into one array (or a few) and send that"
+           if arrays else "send the numbers as one array, not as Python objects or text")
+    return (f"`{name}` crosses {route} ({transport}) as {ratio:.1f}× its own bytes "
+            f"({fmt_bytes(own)} a message), {per_step(bps)} of encoding: {fix}.")

@@ -13,7 +13,15 @@ narrower dtype holds it. The range comes from, in order:
 3. **its own dims**: a leaf whose last dimension is named `index_topk` holds
    token positions, below the size of its `tokens` dimension (the projected
    one under `--project`); an unused slot may be -1, so the narrower dtype
-   is signed.
+   is signed;
+4. **sampled values** (`flowmap trace --values`, which reads data): the least
+   and largest value of an integer array seen on the seam's sampled hops, when
+   they are `0..n-1` (or -1 for an unused slot) with n at most 256, so 8 bits
+   hold them, and the dtype is at least four times wider: expert, action or
+   class ids. Token ids and positions (int16 or int32 would do) are a
+   vocabulary or a length, not ids a cast at every hop should shrink; values
+   0 and 1 only are a mask (a `bool`, another claim), and all zeros say
+   nothing about a range.
 
 *At stake*: the leaf's bytes moved per step (not `ref`) times the share the
 narrower dtype saves.
@@ -24,8 +32,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from flowmap.findings import value_figures
 from flowmap.findings.common import WIDE_IDS, Finding, leaf_name, per_step
-from flowmap.model.types import ITEMSIZE, LeafStats
+from flowmap.model.types import ARRAY_KINDS, ITEMSIZE, LeafStats
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -43,16 +52,22 @@ def detect(view: RunView) -> list[Finding]:
     labels: dict[tuple[str, str], set[str]] = defaultdict(set)
     why: dict[tuple[str, str], str] = {}
     for s in view.seams.values():
+        figures = value_figures.of_seam(view, s) if value_figures.sampled(view) else {}
         for leaf in s.leaves:
             if leaf.dtype not in INT_DTYPES:
                 continue
             bound = _bound(view, leaf)
+            sampled = bound is None
+            if sampled:
+                bound = _sampled_bound(figures, leaf)
             if bound is None:
                 continue
             n, source, signed = bound
             target = next((dt for most, dt in (NARROW_SIGNED if signed else NARROW) if n <= most),
                           None)
             if target is None or ITEMSIZE[target] >= ITEMSIZE[leaf.dtype]:
+                continue
+            if sampled and ITEMSIZE[target] * 4 > ITEMSIZE[leaf.dtype]:
                 continue
             saved = 1 - ITEMSIZE[target] / ITEMSIZE[leaf.dtype]
             moved = leaf.total_bytes / view.num_steps * s.moved_fraction
@@ -70,6 +85,18 @@ def detect(view: RunView) -> list[Finding]:
                 f"after, {per_step(bps)} spared.")
         for key, bps in at_stake.items()
     ]
+
+
+def _sampled_bound(figures: dict[str, value_figures.Figures],
+                   leaf: LeafStats) -> tuple[int, str, bool] | None:
+    """The range the sampled values show (`trace --values`), or None."""
+    f = figures.get(leaf.path)
+    if f is None or leaf.kind not in ARRAY_KINDS or f.max < 2 or f.max > 255 or f.min < -1:
+        return None
+    n = int(f.max) + 1
+    if f.min < 0:
+        return n, f"values sampled with --values: -1..{int(f.max):,}", True
+    return n, f"values sampled with --values: 0..{int(f.max):,}", False
 
 
 def _bound(view: RunView, leaf: LeafStats) -> tuple[int, str, bool] | None:

@@ -112,6 +112,30 @@ class MarkFold:
 
 
 @dataclass(slots=True)
+class ValueFigure:
+    """Figures of one leaf's values on a sampled hop (event `v`, only under `trace --values`).
+
+    `sum` is a Python number list's sum (null for arrays); `zero_tail` the
+    elements in each row's trailing zeros (null for lists); keyed to its seam
+    like a `LeafNote`.
+    """
+
+    t_ns: int
+    pid: int
+    src: str
+    dst: str
+    name: str
+    transport: str
+    step: int | None
+    path: str
+    min: float
+    max: float
+    sum: float | None
+    zero_tail: int | None
+    elements: int
+
+
+@dataclass(slots=True)
 class CounterFold(MarkFold):
     """The samples of one counter in one step of one process, folded (`trace --aggregate`):
     a name's events in a step, as a mark fold counts them, and their values' statistics.
@@ -290,6 +314,7 @@ class Shard:
     mark_folds: list[MarkFold] = field(default_factory=list)
     drop_folds: list[DropFold] = field(default_factory=list)
     notes: list[LeafNote] = field(default_factory=list)  # leaf notes of hops that moved bytes
+    values: list[ValueFigure] = field(default_factory=list)  # sampled figures (`trace --values`)
     fold_cut: tuple[int | None, int] | None = None  # (step, t_ns) where a read began to fold
     num_events: int = 0
     num_errors: int = 0

@@ -24,7 +24,7 @@ from flowmap.read.events import CounterSample as CounterSample  # re-exported: r
 from flowmap.read.events import Drop as Drop
 from flowmap.read.events import Hop as Hop
 from flowmap.read.events import Leaf as Leaf
-from flowmap.read.events import LeafNote
+from flowmap.read.events import LeafNote, ValueFigure
 from flowmap.read.events import Mark as Mark
 from flowmap.read.events import Shard as Shard
 from flowmap.read.fields import Fields, Interned
@@ -345,6 +345,14 @@ class Decoder:
                         for path, nbytes, storage, real in ev[7])
         sh.num_events += 1
 
+    def _values(self, ev: list[Any]) -> None:
+        sh = self.shard
+        s = self.strings
+        t_ns = self.t0 + ev[1] * 1000
+        sh.values.extend(ValueFigure(t_ns, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], s[ev[5]], ev[6],
+                                     *f) for f in ev[7])
+        sh.num_events += 1
+
     def _folded_event(self, ev: list[Any]) -> None:
         folded.BUILDERS[ev[0]](self.shard, Fields(ev, self.at))
         self.shard.num_events += 1
@@ -385,6 +393,7 @@ BUILDERS = {
     tf.SEND_HALF: Decoder._half, tf.RECEIVE_HALF: Decoder._half,
     **dict.fromkeys(folded.BUILDERS, Decoder._folded_event), tf.LEAF_NOTES: Decoder._notes,
     tf.PROCESS_INFO: Decoder._info,
+    tf.VALUES: Decoder._values,
 }
 
 

@@ -38,6 +38,7 @@ _EXPR: dict[str, str] = {
     tf.LEAVES: "(leaves({v}, S))",
     tf.STATS: "(type({v}) is dict)",
     tf.NOTES: "(notes({v}))",
+    tf.FIGURES: "(figures({v}))",
 }
 
 
@@ -83,6 +84,20 @@ def notes(v: Any) -> bool:
     return True
 
 
+def figures(v: Any) -> bool:
+    """`[[path, min, max, sum or null, zero_tail or null, elements], ...]` (a `v` event)."""
+    if type(v) is not list or len(v) > tf.MAX_LEAVES:
+        return False
+    for f in v:
+        if not (type(f) is list and len(f) == 6 and type(f[0]) is str
+                and len(f[0]) <= tf.MAX_TEXT and number(f[1]) and number(f[2])
+                and (f[3] is None or number(f[3]))
+                and (f[4] is None or (type(f[4]) is int and 0 <= f[4] <= tf.MAX_INT))
+                and type(f[5]) is int and 0 <= f[5] <= tf.MAX_INT):
+            return False
+    return True
+
+
 def _dim(d: Any) -> bool:
     if type(d) is int:
         return 0 <= d <= tf.MAX_INT
@@ -120,6 +135,7 @@ def _compile(kind: str, fields: tuple[tuple[str, str], ...]) -> Check:
         parts.append(expr if i < optional else f"(len(ev) <= {i} or {expr})")
     source = "lambda ev, S, SC: " + " and ".join(parts)
     env = {"number": number, "items": items, "ints": ints, "leaves": leaves, "notes": notes,
+           "figures": figures,
            "MAX_INT": tf.MAX_INT}
     check: Check = eval(compile(source, f"<check {kind}>", "eval"), env)  # noqa: S307 - our table
     return check

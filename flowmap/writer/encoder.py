@@ -281,6 +281,13 @@ class TraceWriter:
         self.emit(dumps([tf.LEAF_NOTES, t_us, sid(src), sid(dst), sid(name), sid(transport), step,
                          notes]))
 
+    def value_figures(self, t_us: int, src: str, dst: str, name: str, transport: str,
+                      step: int | None, figures: list[list[Any]]) -> None:
+        """A `v` line: value figures of a sampled hop (`flowmap trace --values`)."""
+        sid = self.string_id
+        self.emit(dumps([tf.VALUES, t_us, sid(src), sid(dst), sid(name), sid(transport), step,
+                         figures]))
+
     # -- folded events (`flowmap trace --aggregate`) ------------------------------
     def hop_fold(self, src: str, dst: str, name: str, leaves: Sequence[Leaf], step: int | None,
                  transport: str, tally: HopTally) -> None:

@@ -125,11 +125,11 @@ def _pickled_run(tmp_path, leaves, transport="pickle", hops=2):
     return flowmap.load(str(tmp_path / "run")).view
 
 
-def test_serialisation_names_pickled_arrays_by_bytes(tmp_path):
-    # 2 hops of a 100,000-element float32 array: 400,000 B a step
-    (f,) = _of(findings(_pickled_run(tmp_path, [tensor("logprobs", (100_000,))])),
-               "serialisation")
-    assert f.bytes_per_step == 400_000 and "(pickle)" in f.message
+def test_an_array_pickled_at_its_own_size_is_no_serialisation_bloat(tmp_path):
+    # 2 hops of a 100,000-element float32 array, pickled into its own 400,000 B: the
+    # encoding costs nothing; what a copy costs is other findings' business
+    assert not _of(findings(_pickled_run(tmp_path, [tensor("logprobs", (100_000,))])),
+                   "serialisation")
 
 
 @pytest.mark.parametrize("transport", ["shm", "collective"])

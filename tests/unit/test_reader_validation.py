@@ -32,6 +32,8 @@ GOOD = {
     tf.DROP_FOLD: ["D", 10, 0, 1, None, 2, 5, 4],
     tf.LEAF_NOTES: ["n", 10, 0, 1, 0, 2, 3, [["row", 4096, 4194304, None], ["mask", 16, None, 9]]],
     tf.PROCESS_INFO: ["i", 10, "ray_node_id", "5f1c"],
+    tf.VALUES: ["v", 10, 0, 1, 0, 2, 3, [["ids", 0, 63, None, 120, 4096],
+                                         ["lengths[*]", 3, 90.5, 200, None, 4]]],
 }
 HOSTILE = ["x" * (tf.MAX_TEXT + 1), 10**400, -(10**400), float("nan"), float("inf"), 2**70,
            [], {}, None, True, 1.5, 999, "\ud800", [[[[]]]]]
@@ -60,6 +62,7 @@ def test_no_hostile_field_passes_unless_the_type_admits_it(kind):
         tf.SCHEMA_REF: lambda v: type(v) is int and v in SC,
         tf.LEAVES: lambda v: v == [],
         tf.NOTES: lambda v: v == [],
+        tf.FIGURES: lambda v: v == [],
         tf.STATS: lambda v: v == {},
     }
     for i, (_, ftype) in enumerate(tf.EVENTS[kind], start=1):
@@ -89,3 +92,11 @@ def test_a_dangling_interned_id_skips_only_its_event(tmp_path):
     run = flowmap.load(tmp_path / "run")
     assert [h.items[0] for h in run.hops] == [i for i in range(10) if i != 2]
     assert run.health.bad_lines == 1 and f"first at line {at + 3}" in run.health.problems[0]
+
+
+def test_value_figures_refuse_non_finite_numbers_and_negative_counts():
+    good = GOOD[tf.VALUES]
+    assert CHECKS[tf.VALUES](good, S, SC)
+    for bad in (["ids", float("nan"), 1, None, 0, 4], ["ids", 0, 1, None, -1, 4],
+                ["ids", 0, 1, None, 0], ["ids", 0, True, None, 0, 4]):
+        assert not CHECKS[tf.VALUES](good[:7] + [[bad]], S, SC), bad

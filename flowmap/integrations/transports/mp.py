@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowmap.capture import item_tags, state
+from flowmap.capture import item_tags, state, values
 from flowmap.capture.api import current_owner
 from flowmap.integrations.transports import record
 from flowmap.integrations.transports.record import describe
@@ -241,6 +241,8 @@ def _record_send(owner: str, obj: Any, buf: Any, channel: str, t_ns: int,
                          wire, t_ns, step, item_tags.take(obj))
         if notes:
             record.notes(owner, record.UNTRACED, type(obj).__name__, transport, step, notes)
+        if values.enabled():
+            record.values(owner, type(obj).__name__, transport, step, obj)
     except Exception as exc:
         record.error(exc)
 

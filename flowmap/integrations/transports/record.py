@@ -168,5 +168,12 @@ def notes(src: str, dst: str, name: str, transport: str, step: int | None,
         t.notes(src, dst, name, transport, step, found)
 
 
+def values(src: str, name: str, transport: str, step: int | None, payload: Any) -> None:
+    """Value figures of a message, when `trace --values` samples it (flowmap/capture/values.py)."""
+    t = tracer()
+    if t is not None:
+        t.values(src, UNTRACED, name, transport, step, payload)
+
+
 def now_ns() -> int:
     return time.monotonic_ns()

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from flowmap.capture import item_tags, state
+from flowmap.capture import item_tags, leaf_notes, state, values
 from flowmap.capture.api import current_owner
 from flowmap.integrations.transports import record
 from flowmap.integrations.transports.record import describe
@@ -165,6 +166,12 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
             record.send_half(current_owner(), record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
                              items=item_tags.take(payload))
+            if "torch" in sys.modules:  # a view's storage, a small mask's real positions
+                found = leaf_notes.collect(payload, "zmq")
+                if found:
+                    record.notes(current_owner(), record.UNTRACED, name, "zmq", None, found)
+            if values.enabled():
+                record.values(current_owner(), name, "zmq", None, payload)
         else:
             record.receive_half(current_owner(), name, "zmq", channel, key, msg.nbytes,
                                 record.now_ns())

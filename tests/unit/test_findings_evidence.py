@@ -1,0 +1,221 @@
+"""Detectors on the evidence every transport gives (shapes, wire bytes, sampled values).
+
+Each pattern is written as a trace without the annotations only our examples
+carry (no item ids, no `*mask*` leaf, no `range/` counter), with its fixed
+control beside it. Figures are computed here from the sizes written.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+from runs import ShardWriter, scalar, tensor
+
+import flowmap
+from flowmap.findings import findings
+from flowmap.findings.chatty import MESSAGE_COST_BYTES
+
+
+def _of(view, kind):
+    return [f for f in findings(view) if f.kind == kind]
+
+
+def _shard(tmp_path: Path) -> ShardWriter:
+    os.makedirs(tmp_path / "run", exist_ok=True)
+    return ShardWriter(str(tmp_path / "run" / "h-1-0001.flowmap.jsonl"), 1)
+
+
+def _view(tmp_path: Path, w: ShardWriter):
+    w.close(10**6)
+    return flowmap.load(str(tmp_path / "run")).view
+
+
+# -- prefix_resend from shapes ----------------------------------------------------------------
+def test_interleaved_conversations_resend_their_prefix_without_item_ids(tmp_path):
+    # GIVEN 3 conversations interleaved, 4 turns each, the whole conversation's ids every turn
+    w, t = _shard(tmp_path), 0
+    turn = (100, 130, 170)
+    for s in range(2):
+        w.step(t, s)
+        for k in range(1, 5):
+            for c in range(3):
+                t += 1
+                w.hop(t, "engine", "loop", "reply", [tensor("ids", (k * turn[c],), "int64")],
+                      step=s, transport="pickle")
+    (f,) = _of(_view(tmp_path, w), "prefix_resend")
+    # each step resends turns 1..3 of each conversation: (1 + 2 + 3) x 400 tokens x 8 B
+    assert f.bytes_per_step == 6 * sum(turn) * 8
+    assert f.seams == ["engine -> loop : reply"] and "new rows" in f.message
+
+
+def test_new_turns_of_varied_lengths_are_no_resent_prefix(tmp_path):
+    # GIVEN the fix: each turn sends its new tokens only, lengths sampled
+    w, t, rng = _shard(tmp_path), 0, random.Random(5)
+    for s in range(3):
+        w.step(t, s)
+        for _ in range(24):
+            t += 1
+            w.hop(t, "engine", "loop", "reply", [tensor("ids", (rng.randint(50, 600),), "int64")],
+                  step=s, transport="pickle")
+    assert _of(_view(tmp_path, w), "prefix_resend") == []
+
+
+def test_a_batch_of_one_grows_along_its_second_dim(tmp_path):
+    w, t = _shard(tmp_path), 0
+    w.step(t, 0)
+    for k in range(1, 5):
+        for c in (200, 300):
+            t += 1
+            w.hop(t, "server", "client", "out", [tensor("input_ids", (1, k * c), "int64")],
+                  step=0, transport="zmq")
+    (f,) = _of(_view(tmp_path, w), "prefix_resend")
+    assert f.bytes_per_step == (1 + 2 + 3) * 500 * 8
+
+
+# -- chatty: a transfer cut into pieces, not the pipeline's unit ------------------------------
+def _params() -> list[list[tuple]]:
+    out = []
+    for _ in range(10):
+        out += [[scalar("[0]", "str"), tensor("[1]", (64, 64))], [scalar("[0]", "str"),
+                                                              tensor("[1]", (64,))]]
+    return out
+
+
+def test_weight_sync_of_unlike_parameters_is_chatty(tmp_path):
+    w, t = _shard(tmp_path), 0
+    for s in range(3):
+        w.step(t, s)
+        for leaves in _params():
+            t += 1
+            w.hop(t, "trainer", "engine", "tuple", leaves, step=s, transport="zmq")
+    (f,) = _of(_view(tmp_path, w), "chatty")
+    assert f.bytes_per_step == 19 * MESSAGE_COST_BYTES and "20 messages per step" in f.message
+
+
+def test_one_message_per_group_is_not_chatty(tmp_path):
+    # GIVEN 32 GRPO groups a step, each [8, its longest], lengths sampled; or all alike
+    w, t, rng = _shard(tmp_path), 0, random.Random(1)
+    for s in range(3):
+        w.step(t, s)
+        for _ in range(32):
+            t += 1
+            n = rng.randint(64, 1024)
+            w.hop(t, "rollout", "trainer", "group",
+                  [tensor("input_ids", (8, n), "int64"), tensor("rewards", (8,))],
+                  step=s, transport="shm")
+            w.hop(t, "rollout", "buffer", "traj", [tensor("ids", (512,), "int64")],
+                  step=s, transport="pickle")
+    assert _of(_view(tmp_path, w), "chatty") == []
+
+
+# -- serialisation: wire bytes far above the payload's own ------------------------------------
+def test_wire_bytes_far_above_the_payload_are_bloat_whatever_the_array_size(tmp_path):
+    w, t = _shard(tmp_path), 0
+    for s in range(2):
+        w.step(t, s)
+        t += 1
+        # 48 tensors of 16 B pickled into 15,000 B; a 256 KiB array pickled into 256 KiB + 200 B
+        w.hop(t, "trainer", "rollout", "stats", [tensor("x[*]", (4,), count=48)], step=s,
+              transport="pickle", nbytes=15_000)
+        w.hop(t, "trainer", "rollout", "big", [tensor("x", (1 << 16,))], step=s,
+              transport="pickle", nbytes=(1 << 18) + 200)
+    (f,) = _of(_view(tmp_path, w), "serialisation")
+    assert f.bytes_per_step == 15_000 - 48 * 16 and f.seams == ["trainer -> rollout : stats"]
+
+
+# -- padding and wide ids from sampled values -------------------------------------------------
+def _values(w: ShardWriter, t: int, s: int, name: str, figures: list[list]) -> None:
+    w.writer.value_figures(t, "rollout", "trainer", name, "pickle", s, figures)
+
+
+def test_zero_tails_sampled_with_values_are_padding_without_a_mask(tmp_path):
+    w = _shard(tmp_path)
+    leaves = [tensor("input_ids", (4, 100), "int64"), tensor("logprobs", (4, 100))]
+    for s in range(2):
+        w.step(s * 10, s)
+        w.hop(s * 10 + 1, "rollout", "trainer", "batch", leaves, step=s, transport="pickle")
+        _values(w, s * 10 + 2, s, "batch", [["input_ids", 0, 150_000, None, 250, 400],
+                                           ["logprobs", -3.5, 0.0, None, 250, 400]])
+    (f,) = _of(_view(tmp_path, w), "padding")
+    assert f.bytes_per_step == 400 * 12 * 250 / 400 and "zero tails sampled with --values" \
+        in f.message
+
+
+def test_a_list_of_lengths_sampled_with_values_gives_the_padding(tmp_path):
+    w = _shard(tmp_path)
+    leaves = [tensor("tokens", (4, 100), "int32"), scalar("lengths[*]", "int")]
+    w.step(0, 0)
+    w.hop(1, "rollout", "trainer", "batch", leaves, step=0, transport="zmq")
+    _values(w, 2, 0, "batch", [["tokens", 3, 151_643, None, 0, 400],
+                               ["lengths[*]", 10, 90, 200, None, 4]])
+    (f,) = _of(_view(tmp_path, w), "padding")
+    assert f.bytes_per_step == 400 * 4 * (1 - 200 / 400) and "list of lengths" in f.message
+
+
+def test_a_prompt_mask_in_a_packed_row_is_not_padding(tmp_path):
+    # the mask's positions before its trailing zeros, as the tracer counts them: all of them
+    import torch
+
+    from flowmap.capture.leaf_notes import collect
+
+    mask = torch.cat([torch.zeros(60), torch.ones(300), torch.zeros(45), torch.ones(80)])[None]
+    ((path, _, _, real),) = collect({"loss_mask": mask})
+    assert path == "loss_mask" and real == mask.numel()
+    padded = torch.zeros(2, 10)
+    padded[0, :4] = 1
+    padded[1, 2:7] = 1  # a left zero inside a row is no padding; the right tail is
+    assert collect({"attention_mask": padded})[0][3] == 4 + 7
+
+
+def test_ids_sampled_within_eight_bits_are_wide_and_tokens_masks_are_not(tmp_path):
+    w = _shard(tmp_path)
+    leaves = [tensor("experts", (512, 8), "int64"), tensor("input_ids", (1, 512), "int64"),
+              tensor("mask", (1, 512), "int64"), tensor("positions", (1, 512), "int64")]
+    w.step(0, 0)
+    w.hop(1, "rollout", "trainer", "batch", leaves, step=0, transport="pickle")
+    _values(w, 2, 0, "batch", [["experts", 0, 63, None, 0, 4096],
+                               ["input_ids", 5, 150_000, None, 0, 512],
+                               ["mask", 0, 1, None, 0, 512], ["positions", 0, 511, None, 0, 512]])
+    (f,) = _of(_view(tmp_path, w), "wide_ids")
+    assert f.bytes_per_step == 512 * 8 * 8 * 7 / 8 and "uint8" in f.message
+    assert "--values" in f.message
+
+
+# -- dropped without item ids -----------------------------------------------------------------
+def test_a_drop_without_ids_charges_the_message_that_brought_it(tmp_path):
+    w = _shard(tmp_path)
+    w.step(0, 0)
+    for i in range(4):
+        w.hop(10 + i * 10, "rollout", "learner", "traj", [tensor("tokens", (1000 + i,), "int64")],
+              step=0, transport="pickle")
+        if i in (1, 3):
+            w.drop(15 + i * 10, "learner", "stale", [])
+    (f,) = _of(_view(tmp_path, w), "dropped")
+    assert f.bytes_per_step == (1001 + 1003) * 8 and "2 messages" in f.message
+
+
+def test_a_numpy_mask_is_read_from_its_sampled_zero_tails(tmp_path):
+    # a mask the tracer does not count (numpy, not torch): its zero tails under --values
+    w = _shard(tmp_path)
+    leaves = [tensor("input_ids", (4, 100), "int64"), tensor("attention_mask", (4, 100), "int64")]
+    w.step(0, 0)
+    w.hop(1, "rollout", "trainer", "batch", leaves, step=0, transport="pickle")
+    _values(w, 2, 0, "batch", [["attention_mask", 0, 1, None, 100, 400]])
+    (f,) = _of(_view(tmp_path, w), "padding")
+    assert f.bytes_per_step == 400 * 16 / 4 and "the mask's zero tails" in f.message
+
+
+def test_scalar_dicts_and_views_are_no_serialisation_bloat(tmp_path):
+    w = _shard(tmp_path)
+    w.step(0, 0)
+    # metadata of 40 scalars pickled with their keys: no numbers to stack into an array
+    w.hop(1, "rollout", "trainer", "meta", [scalar(f"k{i}") for i in range(40)], step=0,
+          transport="pickle", nbytes=2_000)
+    # a 4 KiB row of a 4 MiB storage pickled whole: the `view` finding's, not an encoding's
+    w.hop(2, "actor", "learner", "row", [tensor("row", (1024,))], step=0, transport="zmq",
+          nbytes=4 << 20)
+    w.writer.leaf_notes(2, "actor", "learner", "row", "zmq", 0, [["row", 4096, 4 << 20, None]])
+    view = _view(tmp_path, w)
+    assert _of(view, "serialisation") == [] and len(_of(view, "view")) == 1
