@@ -28,6 +28,7 @@ def trace(
     no_transport: Annotated[Optional[list[str]], typer.Option("--no-transport", metavar="NAMES", help="Do not capture these transports: dist, mp, zmq (comma list, or all); repeatable.")] = None,  # noqa: UP007, UP045
     aggregate: Annotated[bool, typer.Option("--aggregate", help="For long runs: past each process's first steps, fold hops into per-seam, per-step aggregates.")] = False,
     detail_steps: Annotated[int | None, typer.Option("--detail-steps", metavar="N", help="With --aggregate: the steps each process writes hop by hop (default 3).")] = None,  # noqa: UP007
+    no_auto_seams: Annotated[bool, typer.Option("--no-auto-seams", help="With no --seams/--preset: do not find the seams in the first step and record them.")] = False,
 ) -> None:
     """Run a Python script (or -m module) unmodified, tracing every seam it records."""
     args = list(ctx.args)
@@ -36,7 +37,7 @@ def trace(
         target = None
     code = trace_command(target, module, args, output=output, process=process, seams=seams or [],
                          presets=preset or [], no_transport=no_transport or [], aggregate=aggregate,
-                         detail_steps=detail_steps)
+                         detail_steps=detail_steps, auto_seams=not no_auto_seams)
     raise typer.Exit(code)
 
 

@@ -20,12 +20,13 @@ from flowmap.errors import UsageError
 
 if TYPE_CHECKING:
     from flowmap.capture.script import OnBind
+    from flowmap.discover.auto import AutoSeams
 
 
 def trace_command(target: str | None, module: str | None, args: list[str], *, output: str | None,
                   process: str | None, seams: list[str], presets: list[str],
                   no_transport: list[str], aggregate: bool = False,
-                  detail_steps: int | None = None) -> int:
+                  detail_steps: int | None = None, auto_seams: bool = True) -> int:
     """`flowmap trace`'s body, its arguments read: check them, run the program; its exit status."""
     if module is None and target is None:
         raise UsageError("give a script to trace (flowmap trace train.py) or a module (-m pkg.mod)")
@@ -37,7 +38,8 @@ def trace_command(target: str | None, module: str | None, args: list[str], *, ou
     detail = _detail_window(aggregate, detail_steps)
     if no_transport:
         _transports_off(no_transport)
-    return run_traced(run_dir, target, module, args, process, seams=seam_files, aggregate=detail)
+    return run_traced(run_dir, target, module, args, process, seams=seam_files, aggregate=detail,
+                      auto_seams=auto_seams and not seam_files)
 
 
 def _detail_window(aggregate: bool, detail_steps: int | None) -> int | None:
@@ -83,12 +85,14 @@ def run_traced(
     *,
     seams: list[str] | None = None,
     aggregate: int | None = None,
+    auto_seams: bool = False,
 ) -> int:
     """Run the program under tracing; returns its exit status.
 
     `seams` are seam-map files patched into this process and, through the
     environment, into every traced child; `aggregate` is the detail window
-    (in steps) of `--aggregate`, carried to children the same way.
+    (in steps) of `--aggregate`, carried to children the same way. `auto_seams`: find the
+    seams in the first step and record them from then on (`flowmap.discover.auto`).
     """
     from flowmap.capture import fold, session
     from flowmap.integrations import install_hooks
@@ -109,8 +113,9 @@ def run_traced(
     else:
         os.environ[fold.ENV] = str(aggregate)
     session.start(run_dir, process)
-    atexit.register(_finish, run_dir)  # runs before session.stop (atexit is LIFO)
-    on_bind = None
+    auto = _auto_seams(run_dir, now=script is None) if auto_seams else None
+    atexit.register(_finish, run_dir, auto)  # runs before session.stop (atexit is LIFO)
+    on_bind = None if auto is None else auto.bound
     if seams:
         from flowmap.seams import activate
 
@@ -119,8 +124,16 @@ def run_traced(
             on_bind = patcher.bind_main  # the script's own functions, wrapped as defined
     install_hooks()
     code = _run_program(script, module, args, on_bind)
+    if auto is not None:
+        auto.finish()
     rundir.write_meta(run_dir, exit_code=code)
     return code
+
+
+def _auto_seams(run_dir: str, now: bool) -> AutoSeams | None:
+    from flowmap.discover import auto
+
+    return auto.start(run_dir, now)
 
 
 def _run_program(script: str | None, module: str | None, args: list[str],
@@ -176,16 +189,20 @@ def _print_user_traceback(exc: BaseException) -> None:
     traceback.print_exception(type(exc), exc, tb)
 
 
-def _finish(run_dir: str) -> None:
+def _finish(run_dir: str, auto: AutoSeams | None = None) -> None:
     from flowmap.capture import session
 
+    if auto is not None:
+        auto.finish()  # a program that ended past run_traced (os._exit spared, sys.exit not)
     session.stop()
     rundir.write_meta(run_dir, finished_wall_ns=time.time_ns())
     rel = os.path.relpath(run_dir)
     shown = rel if not rel.startswith("..") else run_dir
     sys.stderr.write(f"flowmap: run written to {shown}\n"
                      f"flowmap: next: flowmap report {shown}\n")
-    if _recorded_hops(run_dir) is False:
+    if auto is not None:
+        sys.stderr.write(auto.summary() + "\n")
+    elif _recorded_hops(run_dir) is False:
         sys.stderr.write(_empty_run_hint() + "\n")
     sys.stderr.flush()
 
