@@ -116,6 +116,10 @@ def run_traced(
     auto = _auto_seams(run_dir, now=script is None) if auto_seams else None
     atexit.register(_finish, run_dir, auto)  # runs before session.stop (atexit is LIFO)
     on_bind = None if auto is None else auto.bound
+    if seams or auto is not None:
+        from flowmap.integrations import autograd_flow
+
+        autograd_flow.enable()  # a training step fed through lists still shows its inputs
     if seams:
         from flowmap.seams import activate
 
@@ -194,6 +198,7 @@ def _finish(run_dir: str, auto: AutoSeams | None = None) -> None:
 
     if auto is not None:
         auto.finish()  # a program that ended past run_traced (os._exit spared, sys.exit not)
+    _write_steps(run_dir)
     session.stop()
     rundir.write_meta(run_dir, finished_wall_ns=time.time_ns())
     rel = os.path.relpath(run_dir)
@@ -205,6 +210,19 @@ def _finish(run_dir: str, auto: AutoSeams | None = None) -> None:
     elif _recorded_hops(run_dir) is False:
         sys.stderr.write(_empty_run_hint() + "\n")
     sys.stderr.flush()
+
+
+def _write_steps(run_dir: str) -> None:
+    """The steps flowmap counted from the optimizer, and from which: the report says
+    "12 steps (torch.optim.Adam.step)" for 12 updates (step 0, before the first, is none)."""
+    from flowmap.integrations import optimizer_steps
+
+    try:
+        counted = optimizer_steps.counted()
+    except Exception:
+        return
+    if counted is not None:
+        rundir.write_meta(run_dir, optimizer_updates=counted[0], steps_from=counted[1])
 
 
 # How a hop event, and hops folded by --aggregate, start in a shard (flowmap/trace_format.py).

@@ -75,7 +75,8 @@ def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
 def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
     lines = [(shorten(f"flowmap report  {clean_text(view.path)}", width), "bold")]
     stepped = view.has_steps
-    facts = [fmt_steps(view.step_count), plural(view.num_hops, "hop"),
+    steps = fmt_steps(view.step_count) + (f" ({view.steps_from})" if view.steps_from else "")
+    facts = [steps, plural(view.num_hops, "hop"),
              plural(len(view.seams), "seam"), plural(len(view.owners), "owner"),
              f"{fmt_per_step(view.totals.bytes_per_step_mean, stepped)} payload",
              f"{fmt_per_step(view.totals.moved_bytes_per_step_mean, stepped)} moved "

@@ -19,6 +19,7 @@ from typing import Any
 
 from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner
+from flowmap.integrations import autograd_flow
 from flowmap.seams.plan import Plan, call_hop, extra_hops, result_hop, set_step
 from flowmap.seams.spec import SeamSpec
 
@@ -123,4 +124,9 @@ def _leave(plan: _Plan, entered: Entered, out: Any) -> None:
     root["result"] = out
     if spec.result:
         result_hop(t, plan, owner, caller, out, root, spec.transport)
+        if autograd_flow.enabled():
+            try:
+                autograd_flow.note(owner, spec.result_name, out)
+            except Exception as exc:
+                t.error(exc)
     extra_hops(t, root, plan.result_also, spec.transport)
