@@ -113,9 +113,9 @@ def run_traced(
     else:
         os.environ[fold.ENV] = str(aggregate)
     session.start(run_dir, process)
-    auto = _auto_seams(run_dir, now=script is None) if auto_seams else None
+    auto = _auto_seams(run_dir) if auto_seams else None
     atexit.register(_finish, run_dir, auto)  # runs before session.stop (atexit is LIFO)
-    on_bind = None if auto is None else auto.bound
+    on_bind = None
     if seams or auto is not None:
         from flowmap.integrations import autograd_flow
 
@@ -129,15 +129,15 @@ def run_traced(
     install_hooks()
     code = _run_program(script, module, args, on_bind)
     if auto is not None:
-        auto.finish()
+        auto.finish("interrupted (Ctrl-C)" if code == 130 else "the program ended")
     rundir.write_meta(run_dir, exit_code=code)
     return code
 
 
-def _auto_seams(run_dir: str, now: bool) -> AutoSeams | None:
+def _auto_seams(run_dir: str) -> AutoSeams | None:
     from flowmap.discover import auto
 
-    return auto.start(run_dir, now)
+    return auto.start(run_dir)
 
 
 def _run_program(script: str | None, module: str | None, args: list[str],
@@ -178,19 +178,35 @@ def _exit_status(code: object) -> int:
 
 
 def _print_user_traceback(exc: BaseException) -> None:
-    """The traceback as `python script.py` would print it: without flowmap's and runpy's frames."""
-    from flowmap.capture import script
+    """The traceback as `python script.py` would print it: without flowmap's frames (the
+    runner's, and a seam's wrapper between the program's own) and runpy's."""
+    try:
+        shown = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+        _trim(shown, set())
+        sys.stderr.write("".join(shown.format()))
+    except Exception:  # never lose the program's own error to ours
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
 
-    tb = exc.__traceback__
-    here = os.path.dirname(os.path.abspath(__file__))
-    while tb is not None and (
-        tb.tb_frame.f_code.co_filename.startswith(here)
-        or tb.tb_frame.f_code.co_filename == script.__file__
-        or os.path.basename(tb.tb_frame.f_code.co_filename) == "runpy.py"
-        or "<frozen runpy>" in tb.tb_frame.f_code.co_filename
-    ):
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb)
+
+_FLOWMAP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_CLI_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # flowmap.cli, wherever installed
+
+
+def _ours(filename: str) -> bool:
+    return (filename.startswith((_FLOWMAP_DIR, _CLI_DIR)) or os.path.basename(filename) == "runpy.py"
+            or "<frozen runpy>" in filename)
+
+
+def _trim(shown: traceback.TracebackException, seen: set[int]) -> None:
+    if id(shown) in seen:
+        return
+    seen.add(id(shown))
+    kept = [f for f in shown.stack if not _ours(f.filename)]
+    if kept or not shown.stack:
+        shown.stack = traceback.StackSummary.from_list(kept)
+    for chained in (shown.__cause__, shown.__context__):
+        if chained is not None:
+            _trim(chained, seen)
 
 
 def _finish(run_dir: str, auto: AutoSeams | None = None) -> None:

@@ -29,6 +29,7 @@ from flowmap.discover import naming, process, seammap
 from flowmap.discover.candidates import analyse
 from flowmap.discover.filters import Filters
 from flowmap.discover.watch import Budget, Watcher
+from flowmap.units import plural
 
 MAP_NAME = "auto-seams.yaml"
 WATCH_SECONDS = 30.0  # a first step slower than this: the seams seen so far are recorded
@@ -52,36 +53,19 @@ class AutoSeams:
         self.restore_import: Callable[[], None] = lambda: None
         self.started = time.monotonic()
 
-    def start(self, now: bool = True) -> None:
-        """Count updates from now on; watch now, or (`now=False`) from `bound`'s word."""
+    def start(self) -> None:
+        """Count updates and watch, from now on."""
         importhook.on_import("torch.optim.optimizer", self._count_updates)
-        if now:
-            self._watch()
-
-    def bound(self, module: ModuleType, name: str) -> bool:
-        """The script's top-level code bound `name`: once it binds data (`args = ...`,
-        `env = ...`), not a module, function or class, its imports are done and watching
-        starts (an import watched costs a hook call per Python call, and moves no data)."""
-        value = module.__dict__.get(name)
-        if isinstance(value, (ModuleType, type)) or callable(value) or name.startswith("__"):
-            return False
-        self._watch()
-        return True
-
-    def _watch(self) -> None:
-        with self.lock:
-            if self.watching:
-                return
-            self.watching = True
+        self.watching = True
         self.started = time.monotonic()
         self.watcher.start()
         if sys.version_info < (3, 12):
             self._unwatched_imports()
 
     def _unwatched_imports(self) -> None:
-        """While watching, an `import` runs with the hook off: the first step's lazy imports
-        (torch loads sympy at its first update) run thousands of Python calls, none a
-        hand-over, each an event of a profile hook."""
+        """While watching, an `import` runs with the hook off: the script's imports, and the
+        first step's lazy ones (torch loads dynamo and sympy at its first optimizer), run
+        millions of Python calls, none a hand-over, each an event of a profile hook."""
         import builtins
 
         plain = builtins.__import__
@@ -105,10 +89,10 @@ class AutoSeams:
         self.restore_import = restore
         builtins.__import__ = quiet_import
 
-    def finish(self) -> None:
+    def finish(self, reason: str = "the program ended") -> None:
         """The program ended: stop watching (the map is made now if the watch never ended)."""
         if self.watching:
-            self.watcher.stop("the program ended")
+            self.watcher.stop(reason)
 
     def _count_updates(self, module: ModuleType) -> None:
         register = getattr(module, "register_optimizer_step_post_hook", None)
@@ -166,29 +150,29 @@ class AutoSeams:
                     "automatically. Try flowmap discover SCRIPT.")
         when = ("until its first optimizer update" if "--steps" in self.why else
                 f"for its first {self.watched_s:.0f} s" if "--seconds" in self.why else
-                "to its end (it made no optimizer update)")
+                "until it was interrupted, before its first optimizer update"
+                if "interrupted" in self.why else "to its end (it made no optimizer update)")
         if not self.targets:
             return (f"flowmap: no seam map given: watched the program {when} and found no "
                     "function that hands tensors over.")
         rel = os.path.relpath(os.path.join(self.run_dir, MAP_NAME))
         names = ", ".join(dict.fromkeys(owner for _, owner in self.targets))
-        recorded = ("recorded every later call" if "ended" not in self.why else
-                    "nothing left to record")
+        recorded = ("recorded every later call" if self.why.startswith("--") else
+                    "had nothing left to record (flowmap discover SCRIPT watches longer)")
         return (f"flowmap: no seam map given: watched the program {when}, found "
-                f"{len(self.targets)} seams ({names}) and {recorded}; map in {rel} "
+                f"{plural(len(self.targets), 'seam')} ({names}) and {recorded}; map in {rel} "
                 "(edit it and pass --seams; --no-auto-seams turns this off).")
 
 
 _auto: AutoSeams | None = None
 
 
-def start(run_dir: str, now: bool = True) -> AutoSeams | None:
-    """Watch this process for seams (now, or from the script's first data: `bound`); None
-    when it cannot be watched."""
+def start(run_dir: str) -> AutoSeams | None:
+    """Watch this process for seams; None when it cannot be watched."""
     global _auto
     try:
         _auto = AutoSeams(run_dir)
-        _auto.start(now)
+        _auto.start()
     except Exception as exc:
         sys.stderr.write(f"flowmap: cannot watch for seams ({exc}); nothing is recorded "
                          "automatically.\n")
