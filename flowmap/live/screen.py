@@ -131,7 +131,7 @@ def _seams(frame: Frame, sort: str, rows: int, width: int) -> Text:
 
 # Columns a narrow screen leaves out, first to last, so that seams stay told apart by name.
 _DROPPABLE = (5, 2, 6)  # P50, HOPS/S, MAX
-_SEAM_ROOM = 36
+_SEAM_ROOM = 30
 
 
 def _fitting(widths: list[int], width: int) -> list[int]:
