@@ -67,11 +67,11 @@ def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
         out += _counters(list(view.counters.values()), width)
     path = clean_text(view.path)
     out.append(("", ""))
-    out += [(line, "dim") for line in _more(path, width)]
+    out += [(line, "dim") for line in next_commands(path, width)]
     return out
 
 
-def _more(path: str, width: int) -> list[str]:
+def next_commands(path: str, width: int) -> list[str]:
     """The next commands, never cut (a hint cut in the middle could not be pasted): one a
     line, or, too long for the width, folded with shell line continuations (a backslash
     at the end of a line, the rest from the next line's first column: bash reads it whole,
