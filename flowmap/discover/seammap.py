@@ -26,7 +26,7 @@ _OWNER_WORDS = (
     (("dataset", "dataloader", "prompt_source"), "dataset"),
     (("rollout", "generat", "sample_completion"), "rollout"),
     (("logp", "logprob", "entrop", "forward", "policy"), "policy"),
-    (("prepare", "buffer", "replay"), "ready_buffer"),
+    (("prepare",), "ready_buffer"),  # not any buffer: a replay buffer is no ready buffer
     (("split", "collat", "batch", "shuffle", "pack"), "batch_assembly"),
     (("train", "learn", "optim", "update"), "trainer"),
 )
@@ -57,7 +57,7 @@ def suggest_owner(c: Candidate) -> str:
     if len(parts) > 1:
         snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", parts[0]).lower()
         return re.sub(r"_(worker|actor|manager|service)$", "", snake) or snake
-    return c.fn.module.rsplit(".", 1)[-1]
+    return c.fn.qualname  # its own name: never the module's (`replay_buffer`, `__main__`)
 
 
 def guess_dims(c: Candidate) -> dict[str, list[str]]:
