@@ -188,8 +188,9 @@ def _print_user_traceback(exc: BaseException) -> None:
         traceback.print_exception(type(exc), exc, exc.__traceback__)
 
 
-_FLOWMAP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_CLI_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # flowmap.cli, wherever installed
+# flowmap's package and its CLI's folder: apart in a source checkout (cli/ is flowmap.cli)
+_FLOWMAP_DIR = os.path.dirname(os.path.abspath(rundir.__file__)) + os.sep
+_CLI_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _ours(filename: str) -> bool:

@@ -52,10 +52,12 @@ class AutoSeams:
         self.watching = False
         self.restore_import: Callable[[], None] = lambda: None
         self.started = time.monotonic()
+        self.pid = os.getpid()
 
     def start(self) -> None:
         """Count updates and watch, from now on."""
         importhook.on_import("torch.optim.optimizer", self._count_updates)
+        os.register_at_fork(after_in_child=self._forked)
         self.watching = True
         self.started = time.monotonic()
         self.watcher.start()
@@ -94,6 +96,11 @@ class AutoSeams:
         if self.watching:
             self.watcher.stop(reason)
 
+    def _forked(self) -> None:
+        """A forked child stops watching: the map is its parent's to make and write."""
+        self.pid = -1
+        self.watcher.stop("forked")
+
     def _count_updates(self, module: ModuleType) -> None:
         register = getattr(module, "register_optimizer_step_post_hook", None)
         if register is not None:
@@ -106,7 +113,7 @@ class AutoSeams:
     def _found(self) -> None:
         """The watch ended (in the hook, at an update, or at exit): write and apply the map."""
         with self.lock:
-            if self.done:
+            if self.done or self.pid != os.getpid():
                 return
             self.done = True
         self.watched_s = time.monotonic() - self.started

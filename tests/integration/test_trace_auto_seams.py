@@ -120,8 +120,9 @@ def test_interrupted_run_keeps_its_story_and_a_clean_traceback(tmp_path):
     assert proc.returncode == 130, err[-3000:]
     assert "KeyboardInterrupt" in err
     frames = re.findall(r'File "([^"]+)"', err)
-    assert frames and not any(os.sep + "flowmap" + os.sep in f and "examples" not in f
+    assert frames and not any(os.sep + "flowmap" + os.sep in f or os.sep + "cli" + os.sep in f
                               for f in frames), err
+    assert frames[0] == str(script)  # the program's own frames stay: its top level first
     view = load(str(tmp_path / "run")).view
     assert ("Policy", "finish_episode") in {(e.src, e.dst) for e in view.flow.edges}
     assert view.step_count >= 3
