@@ -170,7 +170,8 @@ def _learner() -> str:
                                  _is_library(frame)):
         frame = frame.f_back
     if frame is not None and not _is_driver(frame):
-        return getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+        name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+        return str(name).rsplit(".<locals>.", 1)[-1]  # a nested function by its own name
     from flowmap.integrations import optimizer_steps
 
     counted = optimizer_steps.counted()
