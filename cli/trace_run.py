@@ -220,11 +220,14 @@ def _finish(run_dir: str, auto: AutoSeams | None = None) -> None:
     rundir.write_meta(run_dir, finished_wall_ns=time.time_ns())
     rel = os.path.relpath(run_dir)
     shown = rel if not rel.startswith("..") else run_dir
+    found = auto is not None and bool(auto.targets or auto.error)
+    if found:  # what the automatic mode did, before the run's path and the next command
+        sys.stderr.write(auto.summary() + "\n")  # type: ignore[union-attr]
     sys.stderr.write(f"flowmap: run written to {shown}\n"
                      f"flowmap: next: flowmap report {shown}\n")
-    if auto is not None:
-        sys.stderr.write(auto.summary() + "\n")
-    elif _recorded_hops(run_dir) is False:
+    if not found and _recorded_hops(run_dir) is False:
+        if auto is not None:
+            sys.stderr.write(auto.summary() + "\n")
         sys.stderr.write(_empty_run_hint() + "\n")
     sys.stderr.flush()
 
