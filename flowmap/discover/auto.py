@@ -1,6 +1,7 @@
 """`flowmap trace SCRIPT` with no seam map: find the seams in the first step, record the rest.
 
-A script nobody instrumented would record nothing. So, when no map is given,
+A script nobody instrumented would record nothing. So, when no map is given
+(and the program records no hop of its own while it is watched),
 the run starts the way `flowmap discover` does: its calls are watched (a
 profile hook, metadata only) until the first optimizer update, a time limit or
 the program's end, whichever comes first. At that moment the watched calls are
@@ -129,6 +130,8 @@ class AutoSeams:
         from flowmap.seams import parse_seam_map
         from flowmap.seams.patcher import MAIN, Patcher
 
+        if _records_its_own_hops():
+            return  # instrumented (flowmap.hop, @flowmap.seam) or a transport's: nothing added
         records = [process.snapshot(self.watcher)]
         naming.recheck(records)
         found = analyse(records)
@@ -169,6 +172,14 @@ class AutoSeams:
         return (f"flowmap: no seam map given: watched the program {when}, found "
                 f"{plural(len(self.targets), 'seam')} ({names}) and {recorded}; map in {rel} "
                 "(edit it and pass --seams; --no-auto-seams turns this off).")
+
+
+def _records_its_own_hops() -> bool:
+    """Whether the program recorded a hop while it was watched: its shard has a seam."""
+    from flowmap.capture import state
+
+    t = state.tracer
+    return t is not None and bool(getattr(t.writer, "seams", None))
 
 
 _auto: AutoSeams | None = None
