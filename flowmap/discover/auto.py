@@ -11,7 +11,10 @@ and classes), and its targets are patched in place: every later call of them
 is recorded as a `--seams` run records it. Watching stops there, so only the
 first step pays for it.
 
-The data of that first step is not recorded (it was being watched); the run
+The data of that first step is not recorded (it was being watched), and
+recording starts with the next call of the training loop's first function (the
+first one called after the optimizer was made), so that an update in the middle
+of an iteration does not make the stages first appear out of order; the run
 says so in one line. Only this process is watched: children start with no map.
 """
 
@@ -27,13 +30,16 @@ from typing import Any
 
 from flowmap.capture import importhook
 from flowmap.discover import naming, process, seammap
-from flowmap.discover.candidates import analyse
+from flowmap.discover.candidates import Candidate, analyse
 from flowmap.discover.filters import Filters
 from flowmap.discover.watch import Budget, Watcher
+from flowmap.seams import wrapper
 from flowmap.units import plural
 
 MAP_NAME = "auto-seams.yaml"
 WATCH_SECONDS = 30.0  # a first step slower than this: the seams seen so far are recorded
+HOLD_UPDATES = 3  # updates without the loop's first function: record from then on anyway
+_OPTIM = f"{os.sep}torch{os.sep}optim{os.sep}"
 
 
 class AutoSeams:
@@ -54,6 +60,8 @@ class AutoSeams:
         self.restore_import: Callable[[], None] = lambda: None
         self.started = time.monotonic()
         self.pid = os.getpid()
+        self.opener: str | None = None  # the target whose next call starts the recording
+        self.held_updates = 0
 
     def start(self) -> None:
         """Count updates and watch, from now on."""
@@ -110,6 +118,11 @@ class AutoSeams:
     def _updated(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self.watcher.stopped:
             self.watcher.optimizer_step(optimizer)
+            return
+        if self.opener and wrapper.held():  # the opener never came back: a setup function
+            self.held_updates += 1
+            if self.held_updates >= HOLD_UPDATES:
+                wrapper.hold_until(None)
 
     def _found(self) -> None:
         """The watch ended (in the hook, at an update, or at exit): write and apply the map."""
@@ -143,6 +156,8 @@ class AutoSeams:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         seam_map = parse_seam_map(text, path)
+        self.opener = self._opener(found.seams)
+        wrapper.hold_until(self.opener)  # from the start of the next iteration
         patcher = Patcher(seam_map, warn=False)
         patcher.install()  # targets in imported modules: patched now
         module = main_module()
@@ -152,6 +167,20 @@ class AutoSeams:
                 patcher.bind_main(module, top)
         self.targets = [(s.target, s.owner) for s in seam_map.seams if s.target in patcher.patched]
         self.failed = len(patcher.failed)
+
+    def _opener(self, seams: list[Candidate]) -> str | None:
+        """The target the training loop starts with: of the functions first called after the
+        first optimizer was made (before it: setup), the one called first; else the first."""
+        first: dict[str, int] = {}
+        made = -1
+        for i, (code, info) in enumerate(list(self.watcher.cache.items())):
+            if made < 0 and code.co_name == "__init__" and _OPTIM in code.co_filename:
+                made = i
+            if info is not None:
+                first.setdefault(info.key, i)
+        ranked = sorted((first[c.fn.key], str(c.fn.target)) for c in seams if c.fn.key in first)
+        loop = [t for i, t in ranked if i > made]
+        return loop[0] if loop else ranked[0][1] if ranked else None
 
     def summary(self) -> str:
         """The one line the run ends with: what the automatic mode did."""
@@ -167,8 +196,11 @@ class AutoSeams:
                     "function that hands tensors over.")
         rel = os.path.relpath(os.path.join(self.run_dir, MAP_NAME))
         names = ", ".join(dict.fromkeys(owner for _, owner in self.targets))
-        recorded = ("recorded every later call" if self.why.startswith("--") else
-                    "had nothing left to record (flowmap discover SCRIPT watches longer)")
+        opener = (self.opener or "").split(":", 1)[-1]
+        recorded = ("had nothing left to record (flowmap discover SCRIPT watches longer)"
+                    if not self.why.startswith("--") else
+                    f"recorded every call from the next {opener}() on" if opener else
+                    "recorded every later call")
         return (f"flowmap: no seam map given: watched the program {when}, found "
                 f"{plural(len(self.targets), 'seam')} ({names}) and {recorded}; map in {rel} "
                 "(edit it and pass --seams; --no-auto-seams turns this off).")
