@@ -137,6 +137,7 @@ class AutoSeams:
             self._apply()
         except Exception as exc:  # never into the user's program
             self.error = f"{type(exc).__name__}: {exc}"
+            wrapper.hold_until(None)
 
     def _apply(self) -> None:
         from flowmap.capture.script import main_module
@@ -167,6 +168,9 @@ class AutoSeams:
                 patcher.bind_main(module, top)
         self.targets = [(s.target, s.owner) for s in seam_map.seams if s.target in patcher.patched]
         self.failed = len(patcher.failed)
+        if self.opener not in patcher.patched:  # its call would never open the recording
+            self.opener = None
+            wrapper.hold_until(None)
 
     def _opener(self, seams: list[Candidate]) -> str | None:
         """The target the training loop starts with: of the functions first called after the
