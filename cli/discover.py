@@ -99,7 +99,7 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
         os.environ[process.ENV_DISCOVER] = directory
         process.start(directory, filters, budget)  # type: ignore[arg-type]
         code = _run_program(script, module, args)
-        process.finish()
+        process.finish("interrupted (Ctrl-C)" if code == 130 else "the program ended")
         os.environ.pop(process.ENV_DISCOVER, None)
         records = process.read_all(directory)
         naming.recheck(records)

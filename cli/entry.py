@@ -35,6 +35,7 @@ class Plain(NamedTuple):
     aggregate: bool
     detail_steps: int | None
     values: bool = False
+    auto_seams: bool = True
 
 
 def plain_trace(argv: list[str]) -> Plain | None:
@@ -73,7 +74,8 @@ def plain_trace(argv: list[str]) -> Plain | None:
         return None  # not a count: the full CLI says so
     return Plain(target, single.get("module"), args, single.get("output"), single.get("process"),
                  lists["seams"], lists["presets"], lists["no_transport"], "--aggregate" in flags,
-                 None if detail is None else int(detail), "--values" in flags)
+                 None if detail is None else int(detail), "--values" in flags,
+                 "--no-auto-seams" not in flags)
 
 
 def main() -> None:
@@ -91,7 +93,8 @@ def main() -> None:
             code = trace_command(plain.target, plain.module, plain.args, output=plain.output,
                                  process=plain.process, seams=plain.seams, presets=plain.presets,
                                  no_transport=plain.no_transport, aggregate=plain.aggregate,
-                                 detail_steps=plain.detail_steps, values=plain.values)
+                                 detail_steps=plain.detail_steps, values=plain.values,
+                                 auto_seams=plain.auto_seams)
         except KeyboardInterrupt:
             code = 130
     sys.exit(code)

@@ -15,7 +15,8 @@ TRACE_VALUES = {"-o": "output", "--output": "output", "--process": "process", "-
                 "--seams": "seams", "--preset": "presets", "--no-transport": "no_transport",
                 "--detail-steps": "detail_steps"}
 TRACE_LISTS = ("seams", "presets", "no_transport")  # those that may be given more than once
-TRACE_FLAGS = {"--aggregate": "aggregate", "--values": "values"}  # trace's options that take no value
+TRACE_FLAGS = {"--aggregate": "aggregate", "--values": "values",
+               "--no-auto-seams": "no_auto_seams"}  # trace's options that take no value
 
 # discover's options that take one value
 DISCOVER_VALUES = ("-o", "--output", "-m", "--seconds", "--calls", "--steps", "--include",

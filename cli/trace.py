@@ -29,6 +29,7 @@ def trace(
     aggregate: Annotated[bool, typer.Option("--aggregate", help="For long runs: past each process's first steps, fold hops into per-seam, per-step aggregates.")] = False,
     detail_steps: Annotated[int | None, typer.Option("--detail-steps", metavar="N", help="With --aggregate: the steps each process writes hop by hop (default 3).")] = None,  # noqa: UP007
     values: Annotated[bool, typer.Option("--values", help="Read data: on sampled hops, record each leaf's min, max and zero tail (for the padding and wide-ids findings).")] = False,
+    no_auto_seams: Annotated[bool, typer.Option("--no-auto-seams", help="With no --seams/--preset: do not find the seams in the first step and record them.")] = False,
 ) -> None:
     """Run a Python script (or -m module) unmodified, tracing every seam it records."""
     args = list(ctx.args)
@@ -37,7 +38,7 @@ def trace(
         target = None
     code = trace_command(target, module, args, output=output, process=process, seams=seams or [],
                          presets=preset or [], no_transport=no_transport or [], aggregate=aggregate,
-                         detail_steps=detail_steps, values=values)
+                         detail_steps=detail_steps, values=values, auto_seams=not no_auto_seams)
     raise typer.Exit(code)
 
 

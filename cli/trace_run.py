@@ -20,12 +20,14 @@ from flowmap.errors import UsageError
 
 if TYPE_CHECKING:
     from flowmap.capture.script import OnBind
+    from flowmap.discover.auto import AutoSeams
 
 
 def trace_command(target: str | None, module: str | None, args: list[str], *, output: str | None,
                   process: str | None, seams: list[str], presets: list[str],
                   no_transport: list[str], aggregate: bool = False,
-                  detail_steps: int | None = None, values: bool = False) -> int:
+                  detail_steps: int | None = None, values: bool = False,
+                  auto_seams: bool = True) -> int:
     """`flowmap trace`'s body, its arguments read: check them, run the program; its exit status."""
     if module is None and target is None:
         raise UsageError("give a script to trace (flowmap trace train.py) or a module (-m pkg.mod)")
@@ -40,7 +42,8 @@ def trace_command(target: str | None, module: str | None, args: list[str], *, ou
     from flowmap.capture import values as value_figures
 
     value_figures.set_enabled(values)  # before the program: children inherit the environment
-    return run_traced(run_dir, target, module, args, process, seams=seam_files, aggregate=detail)
+    return run_traced(run_dir, target, module, args, process, seams=seam_files, aggregate=detail,
+                      auto_seams=auto_seams and not seam_files)
 
 
 def _detail_window(aggregate: bool, detail_steps: int | None) -> int | None:
@@ -86,12 +89,14 @@ def run_traced(
     *,
     seams: list[str] | None = None,
     aggregate: int | None = None,
+    auto_seams: bool = False,
 ) -> int:
     """Run the program under tracing; returns its exit status.
 
     `seams` are seam-map files patched into this process and, through the
     environment, into every traced child; `aggregate` is the detail window
-    (in steps) of `--aggregate`, carried to children the same way.
+    (in steps) of `--aggregate`, carried to children the same way. `auto_seams`: find the
+    seams in the first step and record them from then on (`flowmap.discover.auto`).
     """
     from flowmap.capture import fold, session
     from flowmap.integrations import install_hooks
@@ -112,8 +117,13 @@ def run_traced(
     else:
         os.environ[fold.ENV] = str(aggregate)
     session.start(run_dir, process)
-    atexit.register(_finish, run_dir)  # runs before session.stop (atexit is LIFO)
+    auto = _auto_seams(run_dir) if auto_seams else None
+    atexit.register(_finish, run_dir, auto)  # runs before session.stop (atexit is LIFO)
     on_bind = None
+    if seams or auto is not None:
+        from flowmap.integrations import autograd_flow
+
+        autograd_flow.enable()  # a training step fed through lists still shows its inputs
     if seams:
         from flowmap.seams import activate
 
@@ -122,8 +132,16 @@ def run_traced(
             on_bind = patcher.bind_main  # the script's own functions, wrapped as defined
     install_hooks()
     code = _run_program(script, module, args, on_bind)
+    if auto is not None:
+        auto.finish("interrupted (Ctrl-C)" if code == 130 else "the program ended")
     rundir.write_meta(run_dir, exit_code=code)
     return code
+
+
+def _auto_seams(run_dir: str) -> AutoSeams | None:
+    from flowmap.discover import auto
+
+    return auto.start(run_dir)
 
 
 def _run_program(script: str | None, module: str | None, args: list[str],
@@ -164,30 +182,55 @@ def _exit_status(code: object) -> int:
 
 
 def _print_user_traceback(exc: BaseException) -> None:
-    """The traceback as `python script.py` would print it: without flowmap's and runpy's frames."""
-    from flowmap.capture import script
-
-    tb = exc.__traceback__
-    here = os.path.dirname(os.path.abspath(__file__))
-    while tb is not None and (
-        tb.tb_frame.f_code.co_filename.startswith(here)
-        or tb.tb_frame.f_code.co_filename == script.__file__
-        or os.path.basename(tb.tb_frame.f_code.co_filename) == "runpy.py"
-        or "<frozen runpy>" in tb.tb_frame.f_code.co_filename
-    ):
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb)
+    """The traceback as `python script.py` would print it: without flowmap's frames (the
+    runner's, and a seam's wrapper between the program's own) and runpy's."""
+    try:
+        shown = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+        _trim(shown, set())
+        sys.stderr.write("".join(shown.format()))
+    except Exception:  # never lose the program's own error to ours
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
 
 
-def _finish(run_dir: str) -> None:
+# flowmap's package and its CLI's folder: apart in a source checkout (cli/ is flowmap.cli)
+_FLOWMAP_DIR = os.path.dirname(os.path.abspath(rundir.__file__)) + os.sep
+_CLI_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _ours(filename: str) -> bool:
+    return (filename.startswith((_FLOWMAP_DIR, _CLI_DIR)) or os.path.basename(filename) == "runpy.py"
+            or "<frozen runpy>" in filename)
+
+
+def _trim(shown: traceback.TracebackException, seen: set[int]) -> None:
+    if id(shown) in seen:
+        return
+    seen.add(id(shown))
+    kept = [f for f in shown.stack if not _ours(f.filename)]
+    if kept or not shown.stack:
+        shown.stack = traceback.StackSummary.from_list(kept)
+    for chained in (shown.__cause__, shown.__context__):
+        if chained is not None:
+            _trim(chained, seen)
+
+
+def _finish(run_dir: str, auto: AutoSeams | None = None) -> None:
     from flowmap.capture import session
 
+    if auto is not None:
+        auto.finish()  # a program that ended past run_traced (os._exit spared, sys.exit not)
+    _write_steps(run_dir)
     session.stop()
     rundir.write_meta(run_dir, finished_wall_ns=time.time_ns())
     shown = _shown(run_dir)
+    found = auto is not None and bool(auto.targets or auto.error)
+    if found:  # what the automatic mode did, before the run's path and the next command
+        sys.stderr.write(auto.summary() + "\n")  # type: ignore[union-attr]
     sys.stderr.write(f"flowmap: run written to {shown}\n"
                      f"flowmap: next: flowmap report {shown}\n")
-    if _recorded_hops(run_dir) is False:
+    if not found and _recorded_hops(run_dir) is False:
+        if auto is not None:
+            sys.stderr.write(auto.summary() + "\n")
         sys.stderr.write(_empty_run_hint() + "\n")
     sys.stderr.flush()
 
@@ -203,6 +246,19 @@ def _shown(run_dir: str) -> str:
     except OSError:  # FileNotFoundError from os.getcwd(): the working directory was removed
         return run_dir
     return rel if not rel.startswith("..") else run_dir
+
+
+def _write_steps(run_dir: str) -> None:
+    """The steps flowmap counted from the optimizer, and from which: the report says
+    "12 steps (torch.optim.Adam.step)" for 12 updates (step 0, before the first, is none)."""
+    from flowmap.integrations import optimizer_steps
+
+    try:
+        counted = optimizer_steps.counted()
+    except Exception:
+        return
+    if counted is not None:
+        rundir.write_meta(run_dir, optimizer_updates=counted[0], steps_from=counted[1])
 
 
 

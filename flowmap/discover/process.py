@@ -86,10 +86,10 @@ def _updated(optimizer: Any, args: Any, kwargs: Any) -> None:
         _watcher.optimizer_step(optimizer)
 
 
-def finish() -> None:
+def finish(reason: str = "the program ended") -> None:
     """Stop watching and write this process's record (idempotent)."""
     if _watcher is not None:
-        _watcher.stop()  # writes through on_stop, unless it already did
+        _watcher.stop(reason)  # writes through on_stop, unless it already did
 
 
 def start_from_environment() -> Watcher | None:

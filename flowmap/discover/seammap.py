@@ -26,7 +26,7 @@ _OWNER_WORDS = (
     (("dataset", "dataloader", "prompt_source"), "dataset"),
     (("rollout", "generat", "sample_completion"), "rollout"),
     (("logp", "logprob", "entrop", "forward", "policy"), "policy"),
-    (("prepare", "buffer", "replay"), "ready_buffer"),
+    (("prepare",), "ready_buffer"),  # not any buffer: a replay buffer is no ready buffer
     (("split", "collat", "batch", "shuffle", "pack"), "batch_assembly"),
     (("train", "learn", "optim", "update"), "trainer"),
 )
@@ -57,7 +57,7 @@ def suggest_owner(c: Candidate) -> str:
     if len(parts) > 1:
         snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", parts[0]).lower()
         return re.sub(r"_(worker|actor|manager|service)$", "", snake) or snake
-    return c.fn.module.rsplit(".", 1)[-1]
+    return c.fn.qualname  # its own name: never the module's (`replay_buffer`, `__main__`)
 
 
 def guess_dims(c: Candidate) -> dict[str, list[str]]:
@@ -108,8 +108,22 @@ def seam_names(c: Candidate) -> tuple[str, str]:
     return name, fname if name != fname else f"{fname}_result"
 
 
-def render(d: Discovery, command: str) -> str:
-    """The seam map's YAML text (JSON-quoted strings, which YAML reads as they are)."""
+def honest_owner(c: Candidate) -> str:
+    """The function's own name (`ReplayBuffer.append`, `zero_pad_sequences`), or its class's
+    for a method whose name says nothing of the role (`GRPOLoss.forward` -> `GRPOLoss`):
+    what the reader finds in the script, never a role word it was not given."""
+    parts = c.fn.qualname.split(".")
+    if len(parts) > 1 and parts[-1] in _GENERIC_METHODS:
+        return ".".join(parts[:-1])
+    return c.fn.qualname
+
+
+def render(d: Discovery, command: str, *, honest: bool = False) -> str:
+    """The seam map's YAML text (JSON-quoted strings, which YAML reads as they are).
+
+    `honest`: owners are the functions' own names and a `torch.nn.Module`'s calls are not
+    told apart by `self` (its caller is torch's own `__call__`, which holds every model as
+    `self`)."""
     q = json.dumps
     lines = [
         "# Seam map written by `flowmap discover` from what the program moved:",
@@ -132,7 +146,7 @@ def render(d: Discovery, command: str) -> str:
                          "records its calls as the map says (split_by does not apply: its "
                          "arguments reach the worker as fresh copies at every call)")
         lines.append(f"  - target: {q(c.fn.target)}")
-        lines.append(f"    owner: {q(suggest_owner(c))}")
+        lines.append(f"    owner: {q(honest_owner(c) if honest else suggest_owner(c))}")
         if c.args:
             lines.append(f"    args: [{', '.join(q(a) for a in c.args)}]")
             lines.append(f"    name: {q(name)}")
@@ -142,7 +156,9 @@ def render(d: Discovery, command: str) -> str:
             lines.append(f"    result_name: {q(result_name)}")
         else:
             lines.append("    result: false")
-        split = split_by(c) if not c.fn.ray else ()
+        split = split_by(c) if not c.fn.ray else []
+        if honest and c.fn.nn_module:
+            split = [a for a in split if a != "self"]
         if split:
             lines.append(f"    split_by: [{', '.join(q(a) for a in split)}]")
         dims = guess_dims(c)

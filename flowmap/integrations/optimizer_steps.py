@@ -20,6 +20,7 @@ from flowmap.capture import importhook, state
 
 _lock = threading.Lock()
 _updates: dict[int, int] = {}  # id(optimizer) -> its updates so far
+_kinds: dict[int, str] = {}  # id(optimizer) -> the step that updates it, by name
 
 
 def install() -> None:
@@ -64,8 +65,31 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     try:
         with _lock:
             n = _updates[id(optimizer)] = _updates.get(id(optimizer), 0) + 1
+            if n == 1:
+                _kinds[id(optimizer)] = step_name(type(optimizer))
             step = max(_updates.values())
         if step == n and step != t.step:
             t.set_step(step, inferred=True)
     except Exception as exc:
         t.error(exc)
+
+
+def step_name(cls: type) -> str:
+    """`torch.optim.Adam.step`: as the user imports it, not where torch defines it."""
+    module = cls.__module__
+    if module.startswith("torch.optim."):
+        module = "torch.optim"
+    return f"{module}.{cls.__qualname__}.step"
+
+
+def counted() -> tuple[int, str] | None:
+    """This process's steps as counted here: (updates of the optimizer that made the most,
+    its step's name); None when none was made or the program set its steps itself."""
+    t = state.tracer
+    if t is not None and t.explicit_steps:
+        return None
+    with _lock:
+        if not _updates:
+            return None
+        top = max(_updates, key=lambda k: _updates[k])
+        return _updates[top], _kinds.get(top, "optimizer.step")

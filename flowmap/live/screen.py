@@ -16,6 +16,7 @@ from rich.text import Text
 from flowmap.live.status import CUT_SHORT, EXITED
 from flowmap.live.watch import Frame
 from flowmap.model.types import SeamKey, SeamStats
+from flowmap.reporters.columns import shorten_parts
 from flowmap.units import fmt_bytes, fmt_count
 
 SORTS = {"t": "total", "r": "rate", "h": "hops"}
@@ -102,6 +103,9 @@ def _seams(frame: Frame, sort: str, rows: int, width: int) -> Text:
         lines.append([_label(s.key), fmt_bytes(bps) + "/s", f"{hps:,.1f}", fmt_bytes(s.total_bytes),
                       fmt_count(s.hops), fmt_bytes(s.p50_bytes), fmt_bytes(s.max_bytes),
                       ",".join(s.transports)])
+    keep = _fitting([max(map(cell_len, col)) for col in zip(*lines)], width)
+    lines = [[row[c] for c in keep] for row in lines]
+    right_of = [_RIGHT[c] for c in keep]
     widths = [max(map(cell_len, col)) for col in zip(*lines)]
     # the seam's name gives way first, then the line is cut at the screen's edge
     widths[0] = min(widths[0], max(12, width - sum(widths[1:]) - len(_GAP) * (len(widths) - 1)))
@@ -110,7 +114,11 @@ def _seams(frame: Frame, sort: str, rows: int, width: int) -> Text:
         if i:
             text.append("\n")
         parts = []
-        for cell, w, right in zip(cells, widths, _RIGHT):
+        for c, (cell, w, right) in enumerate(zip(cells, widths, right_of)):
+            if cell_len(cell) > w and c == 0 and i:  # src, dst and name each cut in the middle
+                src, _, rest = cell.partition(" -> ")
+                dst, _, name = rest.rpartition(" : ")
+                cell = shorten_parts((src, dst, name), (" -> ", " : "), w)
             if cell_len(cell) > w:
                 cell = set_cell_size(cell, w - 1) + "…"
             pad = " " * (w - cell_len(cell))
@@ -119,6 +127,24 @@ def _seams(frame: Frame, sort: str, rows: int, width: int) -> Text:
     if len(seams) > rows:
         text.append(f"\n{len(seams) - rows} more seams", style="dim italic")
     return text
+
+
+# Columns a narrow screen leaves out, first to last, so that seams stay told apart by name.
+_DROPPABLE = (5, 2, 6)  # P50, HOPS/S, MAX
+_SEAM_ROOM = 30
+
+
+def _fitting(widths: list[int], width: int) -> list[int]:
+    """The columns shown: all, or without the least needed while the seam column would be
+    narrower than its names need (up to `_SEAM_ROOM`)."""
+    keep = list(range(len(widths)))
+    need = min(widths[0], _SEAM_ROOM)
+    for c in _DROPPABLE:
+        room = width - sum(widths[k] for k in keep[1:]) - len(_GAP) * (len(keep) - 1)
+        if room >= need:
+            break
+        keep.remove(c)
+    return keep
 
 
 def _label(key: SeamKey) -> str:

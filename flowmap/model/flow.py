@@ -63,7 +63,12 @@ class Flow:
         return self.hand_offs > 0
 
     def order_text(self, sep: str = " → ") -> str:
-        return sep.join(self.stages)
+        """The stages in order; the unnamed driver (`main`, which hands data between them) is
+        said apart, not drawn as a stage of the pipeline."""
+        stages = [s for s in self.stages if s != UNNAMED_DRIVER]
+        if len(stages) == len(self.stages) or not stages:
+            return sep.join(self.stages)
+        return f"{sep.join(stages)}  (driver: {UNNAMED_DRIVER})"
 
 
 def build_flow(hops: Iterable[Hop]) -> Flow:

@@ -85,6 +85,10 @@ class RunView:
     # A live watch's blocks of old steps (`flowmap.read.blocks`): a block's first step ->
     # (its last step, how many steps it stands for); empty: every step is in `steps`.
     step_spans: Mapping[int, tuple[int, int]] = field(default_factory=dict, repr=False)
+    # Steps counted from the program's optimizer (run.json): its updates, and the step that
+    # made them (`torch.optim.Adam.step`); None: the program set its own steps, or none.
+    updates: int | None = None
+    steps_from: str | None = None
 
     @property
     def duration_s(self) -> float:
@@ -118,7 +122,10 @@ class RunView:
 
     @property
     def step_count(self) -> int:
-        """How many training steps the run has seen (0: none was set)."""
+        """How many training steps the run has seen (0: none was set): the optimizer's
+        updates where flowmap counted them (step 0, before the first update, is no update)."""
+        if self.updates is not None:
+            return self.updates
         return self.num_steps if self.steps else 0
 
     @cached_property
@@ -187,7 +194,14 @@ def _build(run: ViewSource) -> RunView:
         step_memo=getattr(run, "step_memo", None),  # set on a watched `flowmap.model.run.Run`
         flow_memo=getattr(run, "flow_memo", None),
         step_spans=getattr(run, "step_spans", None) or {},
+        updates=_int(run.meta.get("optimizer_updates")),
+        steps_from=run.meta.get("steps_from") if isinstance(run.meta.get("steps_from"), str)
+        else None,
     )
+
+
+def _int(value: object) -> int | None:
+    return value if type(value) is int and value >= 0 else None
 
 
 _HOPS = attrgetter("hops")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -71,21 +72,44 @@ def report_lines(view: RunView, width: int, *, top: int | None = TOP_SEAMS,
         out += _counters(list(view.counters.values()), width)
     path = clean_text(view.path)
     out.append(("", ""))
-    # one command a line: a hint cut in the middle could not be pasted
-    out.append((shorten(f"more: flowmap report {path} --all | --json", width), "dim"))
-    out.append((shorten(f"      flowmap render {path} --html", width), "dim"))
+    out += [(line, "dim") for line in next_commands(path, width)]
     return out
+
+
+def next_commands(path: str, width: int) -> list[str]:
+    """The next commands, never cut (a hint cut in the middle could not be pasted): one a
+    line, or, too long for the width, folded with shell line continuations (a backslash
+    at the end of a line, the rest from the next line's first column: bash reads it whole,
+    even inside the path)."""
+    both = f"flowmap report {path} --all | --json"
+    commands = [both] if cell_len(both) + 6 <= width else \
+        [f"flowmap report {path} --all", f"flowmap report {path} --json"]
+    commands.append(f"flowmap render {path} --html")
+    out: list[str] = []
+    for i, command in enumerate(commands):
+        out += _continued(("more: " if i == 0 else "      ") + command, max(width, 20))
+    return out
+
+
+def _continued(text: str, width: int) -> list[str]:
+    lines = []
+    while cell_len(text) > width:
+        cut = width - 1
+        space = text.rfind(" ", 6, cut)
+        at = space + 1 if space > 0 else cut
+        lines.append(text[:at] + "\\")
+        text = text[at:]
+    return lines + [text]
 
 
 def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
     lines = [(shorten(f"flowmap report  {clean_text(view.path)}", width), "bold")]
     stepped = view.has_steps
-    facts = [fmt_steps(view.step_count), plural(view.num_hops, "hop"),
+    steps = fmt_steps(view.step_count) + (f" ({view.steps_from})" if view.steps_from else "")
+    facts = [steps, plural(view.num_hops, "hop"),
              plural(len(view.seams), "seam"), plural(len(view.owners), "owner"),
              f"{fmt_per_step(view.totals.bytes_per_step_mean, stepped)} payload",
-             f"{fmt_per_step(view.totals.moved_bytes_per_step_mean, stepped)} moved "
-             "(no in-process refs)",
-             f"{view.wall_s:.1f} s"]
+             _moved(view, stepped), f"{view.wall_s:.1f} s"]
     lines += [(ln, "") for ln in wrap(" · ".join(facts), width)]
     if view.draws_flow:  # a script's stages in the order data moved, as the pictures draw them
         lines += [(ln, "bold") for ln in wrap(f"flow: {view.flow.order_text()}", width)]
@@ -100,7 +124,8 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
         lines += [(ln, "yellow") for ln in wrap(view.detail.note, width)]
     for problem in view.health.problems[:MAX_PROBLEMS]:  # the JSON has them all, whole
         lines += [(ln, "yellow") for ln in wrap(f"capture: {shorten(problem, 200)}", width)]
-    lines += [(ln, "") for ln in wrap(_items(view), width)]
+    if view.items.total or view.items.dropped_total:  # a script with no item ids: nothing to say
+        lines += [(ln, "") for ln in wrap(_items(view), width)]
     return lines
 
 
@@ -123,6 +148,15 @@ def _hosts(view: RunView) -> str:
                      + (f"; Ray {'nodes' if len(on) > 1 else 'node'} {', '.join(on)}" if on else "")
                      + ")")
     return "hosts: " + ", ".join(parts)
+
+
+def _moved(view: RunView, stepped: bool) -> str:
+    """What crossed a copy, a process or a wire, in words: a reference handed over in one
+    process moves nothing."""
+    moved = view.totals.moved_bytes_per_step_mean
+    if not moved:
+        return "all handed over by reference (nothing copied)"
+    return f"{fmt_per_step(moved, stepped)} copied or sent"
 
 
 def _health(view: RunView) -> tuple[str, str]:

@@ -51,7 +51,10 @@ class Plan:
         if self.namer is None or bound is None:
             return self.spec.owner
         label = self.namer.label(self.spec.split_by, bound)
-        return f"{self.spec.owner}/{label}" if label else self.spec.owner
+        if not label:
+            return self.spec.owner
+        # `policy/ref_model`, `policy/model+grad`; told apart by grad mode alone: `TinyLM+grad`
+        return f"{self.spec.owner}{'' if label.startswith('+') else '/'}{label}"
 
     def payload(self, bound: dict[str, Any]) -> dict[str, Any]:
         """The call's payload, as `flowmap.seam` builds it: the selected arguments by name."""

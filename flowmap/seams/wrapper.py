@@ -19,6 +19,7 @@ from typing import Any
 
 from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner
+from flowmap.integrations import autograd_flow
 from flowmap.seams.plan import Plan, call_hop, extra_hops, result_hop, set_step
 from flowmap.seams.spec import SeamSpec
 
@@ -50,8 +51,15 @@ def wrap(fn: Callable[..., Any], spec: SeamSpec) -> Callable[..., Any]:
     def leave(entered: Entered, out: Any) -> None:
         _leave(plan, entered, out)
 
+    target = spec.target
+
+    def active() -> bool:
+        if _held_until is not None and not _open(target):
+            return False
+        return state.tracer is not None
+
     owner_of = None if not spec.split_by else _owner_of
-    wrapper = calls.wrap_call(fn, spec.owner, enter, leave, active=_tracing, owner_of=owner_of)
+    wrapper = calls.wrap_call(fn, spec.owner, enter, leave, active=active, owner_of=owner_of)
     setattr(wrapper, MARKER, spec.target)
     return wrapper
 
@@ -81,12 +89,32 @@ def _warn_unknown_args(plan: _Plan) -> None:
         "those `args:` record nothing.\n")
 
 
+# While set, seams record nothing until this target is called: a map applied in the middle
+# of a training iteration (`flowmap.discover.auto`) starts recording where one begins, so
+# the stages are first reached in the order the script runs them.
+_held_until: str | None = None
+
+
+def hold_until(target: str | None) -> None:
+    """Record no seam until `target` is called (None: record from now on)."""
+    global _held_until
+    _held_until = target
+
+
+def held() -> bool:
+    return _held_until is not None
+
+
+def _open(target: str) -> bool:
+    global _held_until
+    if target != _held_until:
+        return False
+    _held_until = None
+    return True
+
+
 def _owner_of(entered: Entered) -> str:
     return entered[2]
-
-
-def _tracing() -> bool:
-    return state.tracer is not None
 
 
 def _enter(plan: _Plan, a: tuple[Any, ...], kw: dict[str, Any]) -> Entered:
@@ -123,4 +151,9 @@ def _leave(plan: _Plan, entered: Entered, out: Any) -> None:
     root["result"] = out
     if spec.result:
         result_hop(t, plan, owner, caller, out, root, spec.transport)
+        if autograd_flow.enabled():
+            try:
+                autograd_flow.note(owner, spec.result_name, out)
+            except Exception as exc:
+                t.error(exc)
     extra_hops(t, root, plan.result_also, spec.transport)

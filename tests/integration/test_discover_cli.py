@@ -195,3 +195,38 @@ def test_bad_arguments_get_one_sentence_and_exit_2(tmp_path, run_cli, args, mess
     assert r.returncode == 2
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "ran" not in r.stdout
+
+
+def test_ctrl_c_shows_the_programs_frames_and_says_it_was_interrupted(tmp_path):
+    import signal
+    import time
+
+    script = tmp_path / "loop.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        import torch
+
+        def rollout(x):
+            time.sleep(0.02)
+            return x * 2
+
+        print("ready", flush=True)
+        while True:
+            rollout(torch.ones(3))
+    """))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowmap", "discover", "-o", str(tmp_path / "s.yaml"), str(script)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    frames = re.findall(r'File "([^"]+)"', err)
+    assert frames[0] == str(script) and not any("flowmap" in f for f in frames), err
+    assert "stopped: interrupted (Ctrl-C)" in err and "the program ended" not in err

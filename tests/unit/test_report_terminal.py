@@ -199,3 +199,19 @@ def test_owners_figures_say_they_are_whole_run_totals(view, width):
     trainer = view.owners["trainer/rank0"]  # and the figures are the run's: bytes in over every step
     row = next(ln for ln in lines[at + 2:] if ln.startswith("trainer/rank0 "))
     assert fmt_bytes(trainer.bytes_in) in row
+
+
+@pytest.mark.parametrize("width", [40, 80, 120])
+def test_the_more_commands_are_never_cut(width):
+    """At any width each next command pastes whole: folded only with shell continuations."""
+    from flowmap.reporters.terminal import next_commands
+
+    path = "flowmap-runs/grpo_single_file-20261206-040811/" + "x" * 70
+    lines = next_commands(path, width)
+    assert all(cell_len(ln) <= width for ln in lines)
+    text = "\n".join(lines).replace("\\\n", "")  # what bash reads from a paste
+    commands = [ln.removeprefix("more:").strip() for ln in text.splitlines()]
+    assert commands == [f"flowmap report {path} --all", f"flowmap report {path} --json",
+                        f"flowmap render {path} --html"]
+    short = next_commands("run", width)
+    assert short == ["more: flowmap report run --all | --json", "      flowmap render run --html"]

@@ -1,0 +1,61 @@
+"""Overhead of `flowmap trace SCRIPT` with no seam map (seams found in the first step), paired.
+
+For each example script (a single-file GRPO trainer, an actor-critic), the script runs plain
+(`python SCRIPT`) and traced (`python -m flowmap trace -o RUN SCRIPT`), interleaved ABAB...,
+each in a fresh interpreter, so machine noise hits both alike. Printed per script: the
+median wall time and CPU time (user + sys of the process tree) of each, and the ratios of
+the medians. The target is traced / plain <= 1.15 in wall time.
+
+Run: python bench/bench_auto_seams.py [--rounds 5] [--args "--steps 40"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPTS = {"grpo_single_file.py": ["--steps", "40"], "actor_critic.py": ["--episodes", "40"]}
+
+
+def timed(cmd: list[str], cwd: str) -> tuple[float, float]:
+    """(wall s, CPU s) of one run of `cmd` and its children."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--args", default=None, help="the scripts' arguments (default: longer runs)")
+    a = p.parse_args()
+    for name, default_args in SCRIPTS.items():
+        script = os.path.join(ROOT, "examples", name)
+        args = shlex.split(a.args) if a.args is not None else default_args
+        plain, traced = [], []
+        with tempfile.TemporaryDirectory() as tmp:
+            for i in range(a.rounds):
+                plain.append(timed([sys.executable, script, *args], tmp))
+                traced.append(timed([sys.executable, "-m", "flowmap", "trace", "-o",
+                                     os.path.join(tmp, f"run{i}"), script, *args], tmp))
+        pw, pc = statistics.median(w for w, _ in plain), statistics.median(c for _, c in plain)
+        tw, tc = statistics.median(w for w, _ in traced), statistics.median(c for _, c in traced)
+        print(f"{name} {' '.join(args)}: plain {pw:.2f} s wall / {pc:.2f} s CPU; traced "
+              f"{tw:.2f} s / {tc:.2f} s; ratio wall {tw / pw:.3f}x, CPU {tc / pc:.3f}x "
+              f"(medians of {a.rounds} paired rounds)")
+
+
+if __name__ == "__main__":
+    main()

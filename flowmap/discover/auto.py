@@ -1,0 +1,234 @@
+"""`flowmap trace SCRIPT` with no seam map: find the seams in the first step, record the rest.
+
+A script nobody instrumented would record nothing. So, when no map is given
+(and the program records no hop of its own while it is watched),
+the run starts the way `flowmap discover` does: its calls are watched (a
+profile hook, metadata only) until the first optimizer update, a time limit or
+the program's end, whichever comes first. At that moment the watched calls are
+folded and ranked as discover ranks them, the map it would write is written
+into the run (`auto-seams.yaml`, owners named after the script's own functions
+and classes), and its targets are patched in place: every later call of them
+is recorded as a `--seams` run records it. Watching stops there, so only the
+first step pays for it.
+
+The data of that first step is not recorded (it was being watched), and
+recording starts with the next call of the training loop's first function (the
+first one called after the optimizer was made), so that an update in the middle
+of an iteration does not make the stages first appear out of order; the run
+says so in one line. Only this process is watched: children start with no map.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from flowmap.capture import importhook
+from flowmap.discover import naming, process, seammap
+from flowmap.discover.candidates import Candidate, analyse
+from flowmap.discover.filters import Filters
+from flowmap.discover.watch import Budget, Watcher
+from flowmap.seams import wrapper
+from flowmap.units import plural
+
+MAP_NAME = "auto-seams.yaml"
+WATCH_SECONDS = 30.0  # a first step slower than this: the seams seen so far are recorded
+HOLD_UPDATES = 3  # updates without the loop's first function: record from then on anyway
+_OPTIM = f"{os.sep}torch{os.sep}optim{os.sep}"
+
+
+class AutoSeams:
+    """The watch of one traced process and what came of it (`summary`)."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.run_dir = run_dir
+        self.lock = threading.Lock()
+        self.watcher = Watcher(Filters(), Budget(WATCH_SECONDS, None, 0), process.step_targets(),
+                               on_stop=self._found)
+        self.targets: list[tuple[str, str]] = []  # (target, owner) patched
+        self.failed = 0
+        self.watched_s = 0.0
+        self.why = ""
+        self.error = ""
+        self.done = False
+        self.watching = False
+        self.restore_import: Callable[[], None] = lambda: None
+        self.started = time.monotonic()
+        self.pid = os.getpid()
+        self.opener: str | None = None  # the target whose next call starts the recording
+        self.held_updates = 0
+
+    def start(self) -> None:
+        """Count updates and watch, from now on."""
+        importhook.on_import("torch.optim.optimizer", self._count_updates)
+        os.register_at_fork(after_in_child=self._forked)
+        self.watching = True
+        self.started = time.monotonic()
+        self.watcher.start()
+        if sys.version_info < (3, 12):
+            self._unwatched_imports()
+
+    def _unwatched_imports(self) -> None:
+        """While watching, an `import` runs with the hook off: the script's imports, and the
+        first step's lazy ones (torch loads dynamo and sympy at its first optimizer), run
+        millions of Python calls, none a hand-over, each an event of a profile hook."""
+        import builtins
+
+        plain = builtins.__import__
+        watcher = self.watcher
+
+        def quiet_import(*args: Any, **kwargs: Any) -> Any:
+            hook = sys.getprofile()
+            if hook is None or watcher.stopped:
+                return plain(*args, **kwargs)
+            sys.setprofile(None)
+            try:
+                return plain(*args, **kwargs)
+            finally:
+                if not watcher.stopped:
+                    sys.setprofile(hook)
+
+        def restore() -> None:
+            if builtins.__import__ is quiet_import:
+                builtins.__import__ = plain
+
+        self.restore_import = restore
+        builtins.__import__ = quiet_import
+
+    def finish(self, reason: str = "the program ended") -> None:
+        """The program ended: stop watching (the map is made now if the watch never ended)."""
+        if self.watching:
+            self.watcher.stop(reason)
+
+    def _forked(self) -> None:
+        """A forked child stops watching: the map is its parent's to make and write."""
+        self.pid = -1
+        self.watcher.stop("forked")
+
+    def _count_updates(self, module: ModuleType) -> None:
+        register = getattr(module, "register_optimizer_step_post_hook", None)
+        if register is not None:
+            register(self._updated)
+
+    def _updated(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self.watcher.stopped:
+            self.watcher.optimizer_step(optimizer)
+            return
+        if self.opener and wrapper.held():  # the opener never came back: a setup function
+            self.held_updates += 1
+            if self.held_updates >= HOLD_UPDATES:
+                wrapper.hold_until(None)
+
+    def _found(self) -> None:
+        """The watch ended (in the hook, at an update, or at exit): write and apply the map."""
+        with self.lock:
+            if self.done or self.pid != os.getpid():
+                return
+            self.done = True
+        self.watched_s = time.monotonic() - self.started
+        self.why = self.watcher.stop_reason
+        self.restore_import()
+        try:
+            self._apply()
+        except Exception as exc:  # never into the user's program
+            self.error = f"{type(exc).__name__}: {exc}"
+            wrapper.hold_until(None)
+
+    def _apply(self) -> None:
+        from flowmap.capture.script import main_module
+        from flowmap.seams import parse_seam_map
+        from flowmap.seams.patcher import MAIN, Patcher
+
+        if _records_its_own_hops():
+            return  # instrumented (flowmap.hop, @flowmap.seam) or a transport's: nothing added
+        records = [process.snapshot(self.watcher)]
+        naming.recheck(records)
+        found = analyse(records)
+        found.seams = [c for c in found.seams if c.fn.target and not c.fn.ray]
+        if not found.seams:
+            return
+        text = seammap.render(found, "flowmap trace (seams found in the first step)", honest=True)
+        path = os.path.join(self.run_dir, MAP_NAME)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        seam_map = parse_seam_map(text, path)
+        self.opener = self._opener(found.seams)
+        wrapper.hold_until(self.opener)  # from the start of the next iteration
+        patcher = Patcher(seam_map, warn=False)
+        patcher.install()  # targets in imported modules: patched now
+        module = main_module()
+        if module is not None and patcher.has_main_targets():
+            for top in sorted({s.qualname.split(".", 1)[0] for s in seam_map.seams
+                               if s.module == MAIN}):
+                patcher.bind_main(module, top)
+        self.targets = [(s.target, s.owner) for s in seam_map.seams if s.target in patcher.patched]
+        self.failed = len(patcher.failed)
+        if self.opener not in patcher.patched:  # its call would never open the recording
+            self.opener = None
+            wrapper.hold_until(None)
+
+    def _opener(self, seams: list[Candidate]) -> str | None:
+        """The target the training loop starts with: of the functions first called after the
+        first optimizer was made (before it: setup), the one called first; else the first."""
+        first: dict[str, int] = {}
+        made = -1
+        for i, (code, info) in enumerate(list(self.watcher.cache.items())):
+            if made < 0 and code.co_name == "__init__" and _OPTIM in code.co_filename:
+                made = i
+            if info is not None:
+                first.setdefault(info.key, i)
+        ranked = sorted((first[c.fn.key], str(c.fn.target)) for c in seams if c.fn.key in first)
+        loop = [t for i, t in ranked if i > made]
+        return loop[0] if loop else ranked[0][1] if ranked else None
+
+    def summary(self) -> str:
+        """The one line the run ends with: what the automatic mode did."""
+        if self.error:
+            return (f"flowmap: finding seams failed ({self.error}); nothing was recorded "
+                    "automatically. Try flowmap discover SCRIPT.")
+        when = ("until its first optimizer update" if "--steps" in self.why else
+                f"for its first {self.watched_s:.0f} s" if "--seconds" in self.why else
+                "until it was interrupted, before its first optimizer update"
+                if "interrupted" in self.why else "to its end (it made no optimizer update)")
+        if not self.targets:
+            return (f"flowmap: no seam map given: watched the program {when} and found no "
+                    "function that hands tensors over.")
+        rel = os.path.relpath(os.path.join(self.run_dir, MAP_NAME))
+        names = ", ".join(dict.fromkeys(owner for _, owner in self.targets))
+        opener = (self.opener or "").split(":", 1)[-1]
+        recorded = ("had nothing left to record (flowmap discover SCRIPT watches longer)"
+                    if not self.why.startswith("--") else
+                    f"recorded every call from the next {opener}() on" if opener else
+                    "recorded every later call")
+        return (f"flowmap: no seam map given: watched the program {when}, found "
+                f"{plural(len(self.targets), 'seam')} ({names}) and {recorded}; map in {rel} "
+                "(edit it and pass --seams; --no-auto-seams turns this off).")
+
+
+def _records_its_own_hops() -> bool:
+    """Whether the program recorded a hop while it was watched: its shard has a seam."""
+    from flowmap.capture import state
+
+    t = state.tracer
+    return t is not None and bool(getattr(t.writer, "seams", None))
+
+
+_auto: AutoSeams | None = None
+
+
+def start(run_dir: str) -> AutoSeams | None:
+    """Watch this process for seams; None when it cannot be watched."""
+    global _auto
+    try:
+        _auto = AutoSeams(run_dir)
+        _auto.start()
+    except Exception as exc:
+        sys.stderr.write(f"flowmap: cannot watch for seams ({exc}); nothing is recorded "
+                         "automatically.\n")
+        return None
+    return _auto

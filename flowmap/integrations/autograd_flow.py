@@ -1,0 +1,193 @@
+"""Data the training step never received as an argument: found through the loss's graph.
+
+A training step often reads its data from lists and attributes
+(`model.saved_actions`, a replay buffer) and takes no arguments
+(`finish_episode()`), so no seam carries its input and it would not appear.
+But its `loss.backward()` walks an autograd graph that ends in the tensors
+the earlier stages returned. So, when a seam's result carries tensors that
+require grad, a weak reference to each is kept with the seam's owner
+(`note`); when `backward()` runs, the loss's graph is walked back
+(`grad_fn.next_functions`, metadata only, nothing is computed) and each node
+that is the `grad_fn` of a noted tensor still alive is a producer: a hop
+`producer -> learner` carrying those tensors is recorded. A path stops at the
+first producer it meets, so the hop names the nearest stage, not its inputs.
+
+The walk holds every node it visits, so an id seen twice is the same node;
+a noted tensor that died is never matched (its node may be gone, its id
+reused). The learner is the script's function that called `backward()`, or,
+when that is the driver (`main`, the top-level code), the optimizer step that
+updates the weights (`Adam.step`). Nothing here raises into the program.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import threading
+import weakref
+from types import FrameType, ModuleType
+from typing import Any
+
+from flowmap.capture import importhook, state
+
+MAX_NOTED = 4096  # tensors kept (weakly) for matching: the most recent
+MAX_NODES = 50_000  # nodes one walk visits at most
+MAX_LEAVES = 64  # tensors looked at in one result
+
+_lock = threading.Lock()
+_noted: collections.deque[tuple[weakref.ref[Any], str, str]] = collections.deque(maxlen=MAX_NOTED)
+_enabled = False
+_FLOWMAP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_MARK = "__flowmap_autograd__"
+
+
+def enable() -> None:
+    """Follow every later `backward()` in this process."""
+    global _enabled
+    _enabled = True
+    importhook.on_import("torch", _patch_backward)
+
+
+def enabled() -> bool:
+    return _enabled
+
+
+def note(owner: str, name: str, value: Any) -> None:
+    """A seam's result: keep its tensors that carry a graph, weakly, under `owner`."""
+    if not _enabled:
+        return
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    found: list[Any] = []
+    _tensors(value, torch.Tensor, found, 0)
+    if not found:
+        return
+    with _lock:
+        for t in found:
+            _noted.append((weakref.ref(t), owner, name))
+
+
+def _tensors(value: Any, tensor: type, out: list[Any], depth: int) -> None:
+    """Tensors with a `grad_fn` in a result: itself, or in a tuple, list, dict or dataclass."""
+    if len(out) >= MAX_LEAVES or depth > 3:
+        return
+    if isinstance(value, tensor):
+        if getattr(value, "grad_fn", None) is not None:
+            out.append(value)
+        return
+    if isinstance(value, (tuple, list)):
+        items: Any = value[:MAX_LEAVES]
+    elif isinstance(value, dict):
+        items = list(value.values())[:MAX_LEAVES]
+    elif hasattr(value, "__dataclass_fields__"):
+        items = [getattr(value, f, None) for f in value.__dataclass_fields__]
+    else:
+        return
+    for v in items:
+        _tensors(v, tensor, out, depth + 1)
+
+
+def _patch_backward(torch: ModuleType) -> None:
+    cls = torch.Tensor
+    plain = cls.backward
+    if getattr(plain, _MARK, False):
+        return
+
+    def backward(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            follow(self)
+        except Exception as exc:
+            t = state.tracer
+            if t is not None:
+                t.error(exc)
+        return plain(self, *args, **kwargs)
+
+    backward.__wrapped__ = plain  # type: ignore[attr-defined]
+    backward.__doc__ = plain.__doc__
+    setattr(backward, _MARK, True)
+    cls.backward = backward
+
+
+def follow(loss: Any) -> None:
+    """Record a hop from each stage whose noted tensors the loss's graph reaches."""
+    t = state.tracer
+    root = getattr(loss, "grad_fn", None)
+    if t is None or root is None:
+        return
+    with _lock:
+        noted = list(_noted)
+    held: list[Any] = [root]  # every node seen stays alive for the walk: ids stay unique
+    index: dict[int, list[tuple[str, str, Any]]] = {}
+    for ref, owner, name in noted:
+        x = ref()
+        g = None if x is None else x.grad_fn
+        if g is not None:
+            held.append(g)
+            index.setdefault(id(g), []).append((owner, name, x))
+    if not index:
+        return
+    found: dict[tuple[str, str], list[Any]] = {}
+    seen: set[int] = set()
+    todo = [root]
+    while todo and len(seen) < MAX_NODES:
+        g = todo.pop()
+        if id(g) in seen:
+            continue
+        seen.add(id(g))
+        hits = index.get(id(g))
+        if hits:
+            for owner, name, x in hits:
+                found.setdefault((owner, name), []).append(x)
+            continue
+        for nxt, _ in g.next_functions:
+            if nxt is not None:
+                held.append(nxt)
+                todo.append(nxt)
+    if not found:
+        return
+    learner = _learner()
+    for (owner, name), tensors in found.items():
+        if owner == learner:
+            continue
+        # one payload per producer: the tensors it handed over, however they were kept
+        unique = list({id(x): x for x in tensors}.values())
+        t.hop(src=owner, dst=learner, payload={name: unique}, name=name, items=(), step=None,
+              version=None, transport="ref", dims=None)
+
+
+def _learner() -> str:
+    """The owner that learns: the script's function calling `backward()`, unless it is the
+    driver; then the optimizer's step; else `backward`."""
+    from flowmap.capture.api import current_owner
+
+    owner = current_owner()
+    if owner != state.default_owner:
+        return owner  # a seam's body (or an `owner()` block) called backward
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and (frame.f_code.co_filename.startswith(_FLOWMAP_DIR) or
+                                 _is_library(frame)):
+        frame = frame.f_back
+    if frame is not None and not _is_driver(frame):
+        name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+        return str(name).rsplit(".<locals>.", 1)[-1]  # a nested function by its own name
+    from flowmap.integrations import optimizer_steps
+
+    counted = optimizer_steps.counted()
+    return counted[1].rsplit(".", 2)[-2] + ".step" if counted else "backward"
+
+
+def _is_library(frame: FrameType) -> bool:
+    name = frame.f_globals.get("__name__", "")
+    return isinstance(name, str) and name.split(".", 1)[0] in ("torch", "accelerate")
+
+
+def _is_driver(frame: FrameType) -> bool:
+    """The script's top-level code, or the function it calls to run everything (`main`)."""
+    code = frame.f_code
+    if code.co_name == "<module>":
+        return True
+    back = frame.f_back
+    return back is not None and back.f_code.co_name == "<module>" and \
+        back.f_globals.get("__name__") == "__main__"

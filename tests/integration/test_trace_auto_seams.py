@@ -1,0 +1,128 @@
+"""`flowmap trace SCRIPT` alone tells the story of a script nobody instrumented.
+
+GIVEN the two shapes of public RL script (examples/grpo_single_file.py: a single-file GRPO
+trainer; examples/actor_critic.py: pytorch/examples' actor-critic, whose training step takes
+no arguments and reads the policy's lists),
+WHEN each runs under `flowmap trace` with no seam map, no edit and one run,
+THEN the seams found in the first step are recorded for the rest of the run under the
+script's own names, the stages come in the script's order, the learning stage is fed by
+the policy through the loss's autograd graph, and the steps are the optimizer's updates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flowmap.model.run import load
+from flowmap.seams import load_seam_map
+
+pytest.importorskip("torch")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _copy(tmp_path: Path, name: str) -> Path:
+    shutil.copy(EXAMPLES / name, tmp_path / name)
+    return tmp_path / name
+
+
+def _before(order: tuple[str, ...], *stages: str) -> bool:
+    return all(order.index(a) < order.index(b) for a, b in zip(stages, stages[1:]))
+
+
+@pytest.mark.slow
+def test_grpo_trainer_traced_alone(tmp_path, run_cli):
+    script = _copy(tmp_path, "grpo_single_file.py")
+    traced = run_cli(["trace", "-o", "run", str(script)], cwd=tmp_path, timeout=600)
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    said = [ln for ln in traced.stderr.splitlines() if "no seam map given" in ln]
+    assert len(said) == 1 and "until its first optimizer update" in said[0], traced.stderr
+    # the map it made is in the run, loads, and names the script's own functions and classes
+    seams = {s.target: s.owner for s in load_seam_map(str(tmp_path / "run" / "auto-seams.yaml")).seams}
+    assert seams["__main__:ReplayBuffer.append"] == "ReplayBuffer.append"
+    assert seams["__main__:zero_pad_sequences"] == "zero_pad_sequences"
+    assert seams["__main__:GRPOLoss.forward"] == "GRPOLoss"
+    view = load(str(tmp_path / "run")).view
+    order = view.flow.stages
+    assert _before(order, "rollout", "compute_rewards", "group_advantages",
+                   "sequences_log_probs/model", "ReplayBuffer.append", "join_experience_batch",
+                   "sequences_log_probs/model+grad", "GRPOLoss", "Adam.step")
+    assert not {"ready_buffer", "replay_buffer", "policy", "loss", "__main__"} & set(order)
+    pairs = {(e.src, e.dst) for e in view.flow.edges}
+    assert ("GRPOLoss", "Adam.step") in pairs  # loss.backward() in the driver: the optimizer learns
+    # 12 optimizer updates are 12 steps, said with what counted them
+    assert view.step_count == 12 and view.steps_from == "torch.optim.Adam.step"
+    report = run_cli(["report", "run"], cwd=tmp_path, env={"COLUMNS": "80"})
+    text = report.stdout
+    assert "12 steps (torch.optim.Adam.step)" in text
+    assert "(driver: main)" in text.replace("\n", " ")
+    assert "no in-process refs" not in text and "items: 0 total" not in text
+    doc = json.loads(run_cli(["report", "run", "--json"], cwd=tmp_path).stdout)
+    assert doc["steps"] == 12
+
+
+@pytest.mark.slow
+def test_actor_critic_learning_step_fed_through_lists(tmp_path, run_cli):
+    script = _copy(tmp_path, "actor_critic.py")
+    traced = run_cli(["trace", "-o", "run", str(script)], cwd=tmp_path, timeout=600)
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    view = load(str(tmp_path / "run")).view
+    edges = {(e.src, e.dst): e for e in view.flow.edges}
+    # finish_episode() takes no arguments: the policy's outputs reach it through
+    # model.saved_actions, found by walking the loss's graph back to Policy's results
+    fed = edges[("Policy", "finish_episode")]
+    assert fed.hops == 11 and fed.nbytes > 0  # every update but the watched first
+    assert _before(view.flow.stages, "Policy", "finish_episode")
+    assert view.step_count == 12
+
+
+@pytest.mark.slow
+def test_no_auto_seams_records_nothing_and_says_how(tmp_path, run_cli):
+    script = _copy(tmp_path, "actor_critic.py")
+    traced = run_cli(["trace", "-o", "run", "--no-auto-seams", str(script), "--episodes", "2"],
+                     cwd=tmp_path, timeout=600)
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    assert "no seam map given" not in traced.stderr
+    assert "no hops were recorded" in traced.stderr
+    assert not (tmp_path / "run" / "auto-seams.yaml").exists()
+    assert load(str(tmp_path / "run")).view.num_hops == 0
+
+
+@pytest.mark.slow
+def test_interrupted_run_keeps_its_story_and_a_clean_traceback(tmp_path):
+    script = _copy(tmp_path, "actor_critic.py")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flowmap", "trace", "-o", "run", str(script), "--episodes", "0"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 300
+        shard_hops = 0
+        while time.monotonic() < deadline and shard_hops < 3:  # past a few recorded updates
+            time.sleep(0.5)
+            shards = [p for p in (tmp_path / "run").glob("*.jsonl")]
+            shard_hops = sum(p.read_bytes().count(b'"finish_episode"') for p in shards)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert "KeyboardInterrupt" in err
+    frames = re.findall(r'File "([^"]+)"', err)
+    assert frames and not any(os.sep + "flowmap" + os.sep in f or os.sep + "cli" + os.sep in f
+                              for f in frames), err
+    assert frames[0] == str(script)  # the program's own frames stay: its top level first
+    view = load(str(tmp_path / "run")).view
+    assert ("Policy", "finish_episode") in {(e.src, e.dst) for e in view.flow.edges}
+    assert view.step_count >= 3

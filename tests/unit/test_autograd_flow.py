@@ -1,0 +1,72 @@
+"""A training step fed outside its arguments: the loss's graph names the stages that fed it.
+
+GIVEN a stage's result kept on a list (as actor_critic's `model.saved_actions`) and a
+training step that takes no arguments,
+WHEN its loss's `backward()` runs under a trace with autograd following on,
+THEN a hop from that stage to the step carries the tensors it handed over; a result the
+loss never used, or one that died before, makes none; and the program's own backward
+(and its errors) are untouched.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import flowmap
+from flowmap.integrations import autograd_flow
+
+torch = pytest.importorskip("torch")
+
+
+def _run(tmp_path, body):
+    autograd_flow.enable()
+    path = str(tmp_path / "run")
+    with flowmap.tracing(path):
+        body()
+    return flowmap.load(path).view
+
+
+def test_the_step_reading_a_list_is_fed_by_the_stage_that_filled_it(tmp_path):
+    layer = torch.nn.Linear(4, 2)
+    saved: list = []
+    unused: list = []
+
+    def finish_episode():
+        loss = torch.stack(saved).sum()
+        loss.backward()
+
+    def body():
+        for _ in range(3):
+            out = layer(torch.randn(4))
+            autograd_flow.note("Policy", "forward", out)
+            saved.append(out)
+            other = layer(torch.randn(4)) * 2
+            autograd_flow.note("critic", "value", other)  # never part of the loss
+            unused.append(other)
+        finish_episode()
+
+    view = _run(tmp_path, body)
+    hops = [h for h in view.events.hops if h.dst == "finish_episode"]
+    assert [(h.src, h.name) for h in hops] == [("Policy", "forward")]
+    assert hops[0].nbytes == 3 * 2 * 4  # the three float32 (2,) results, metadata only
+
+
+def test_a_dead_result_is_never_matched_and_errors_pass_through(tmp_path):
+    layer = torch.nn.Linear(4, 2)
+
+    def step():
+        out = layer(torch.randn(4))
+        autograd_flow.note("Policy", "forward", out.detach().requires_grad_())
+        loss = out.sum()
+        loss.backward()
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            torch.zeros(1).sum().backward()  # the program's own error, unchanged
+
+    def body():
+        gone = layer(torch.randn(4)) * 3
+        autograd_flow.note("ghost", "x", gone)
+        del gone  # died before any backward: its node may be gone, its id reused
+        step()
+
+    view = _run(tmp_path, body)
+    assert not [h for h in view.events.hops if h.dst == "step"]
