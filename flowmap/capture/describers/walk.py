@@ -50,14 +50,17 @@ StorageKey = int | tuple[int, str]
 class Walk:
     """State of one `describe` call."""
 
-    __slots__ = ("leaves", "pieces", "plain", "storages", "seen", "dims", "full", "folded",
-                 "nodes")
+    __slots__ = ("leaves", "pieces", "plain", "storages", "holders", "seen", "dims", "full",
+                 "folded", "nodes")
 
     def __init__(self, dims: Mapping[str, tuple[str, ...]] | None):
         self.leaves: list[Leaf] = []
         self.pieces: dict[Any, list[Piece]] = {}  # address space -> pieces
         self.plain = 0
         self.storages: list[StorageKey] = []
+        # The object behind each storage key, in step: the writer keeps a key's id only while
+        # its holder lives, so an address a freed storage leaves is never the old one's id.
+        self.holders: list[Any] = []
         self.seen: set[int] = set()
         self.dims = dims or None
         self.full = False
@@ -86,9 +89,10 @@ class Walk:
         else:
             pieces.append((start, end, weight))
 
-    def storage(self, start: int, space: str) -> None:
+    def storage(self, start: int, space: str, holder: Any) -> None:
         if not self.folded:
             self.storages.append(start if space == "cpu" else (start, space))
+            self.holders.append(holder)
 
     def over_budget(self) -> bool:
         return self.full or self.nodes >= HARD_NODES

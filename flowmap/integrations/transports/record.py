@@ -113,7 +113,7 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
     with w.lock:
         if not t.closed:
             w.hop(_t_us(t, t_ns), src, dst, name, d.leaves, int(nbytes),
-                  w.storage_ids(d.storages), t.step if step is NOW else step, None, transport,
+                  w.storage_ids(d.storages, d.holders), t.step if step is NOW else step, None, transport,
                   "null")
 
 
@@ -139,7 +139,7 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     with w.lock:
         if not t.closed:
             w.send_half(_t_us(t, t_ns), src, fallback, name, d.leaves, nbytes,
-                        w.storage_ids(d.storages), step, None, transport, items_json(items),
+                        w.storage_ids(d.storages, d.holders), step, None, transport, items_json(items),
                         channel, key,
                         wire)
 
