@@ -1,7 +1,9 @@
 """Payloads that enter a middle role and leave it unchanged.
 
 Evidence, strongest first: the leaving hop's storages all arrived at that
-role earlier in the same process (the very same tensors travel on); or the
+role earlier (the very same tensors travel on: in the same process, or
+unpickled from a transport message, whose receiver names the storages it got,
+however it wraps them to send them on); or the
 leaf schema in and out is the same once list folding (`[*]`) is ignored, and
 there were enough arrivals to feed the departures. Leaves repacked on the way
 are followed separately (`leaf_chains`).
@@ -111,7 +113,8 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
     arrives once and then leaves every step (weights updated in place, keeping
     their address) is state, not a payload passing through — and a pair
     counts only when most hops of the outgoing seams match. Storage ids are
-    per process, so only hops recorded by one pid are compared.
+    per process: a transport hop arrives in the receiver's process under the
+    receiver's ids (`Hop.arrived`), so a relay in another process matches too.
     """
     arrived: dict[tuple[int, str], dict[int, _Arrival]] = defaultdict(dict)  # (pid, role) -> id
     nbytes: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
@@ -137,6 +140,8 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
                     r.left_by.add(seam)
         arrival = _Arrival(key)  # shared by the hop's storages: one record per arrival
         arrived[(h.pid, key[1])].update(dict.fromkeys(h.storages, arrival))
+        if h.arrived is not None:  # received in another process: its ids of the same tensors
+            arrived[(h.arrived[0], key[1])].update(dict.fromkeys(h.arrived[1], arrival))
     hops_out: dict[RoleKey, int] = defaultdict(int)
     for k, st in view.seams.items():
         hops_out[role_keys[k]] += st.hops

@@ -13,8 +13,9 @@ stage, the two hops share a storage: that is a producer -> consumer edge.
 - A hop with no tensor leaf, or with leaves whose storage nobody produced
   before, is an edge of its own, `src -> dst`.
 
-Storages are per process (one shard's ids), so the flow is followed inside a
-process; hops between processes join it as their own edges. Stages are
+Storages are per process (one shard's ids): a transport hop whose receiver
+named the storages it unpickled (`Hop.arrived`) carries its producer over, so
+data relayed through another process still comes from where it was made. Stages are
 ordered by when data first reached them: the order data moves through them.
 """
 
@@ -75,18 +76,29 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
         first_seen.setdefault(h.src, h.t_ns)
         first_seen.setdefault(h.dst, h.t_ns)
         forwarded = False
-        for storage, nbytes in _storages(h):
+        carried = _storages(h)
+        link_of: list[int | None] = []  # per storage, the link it made (None: back home)
+        for storage, nbytes in carried:
             made_by = producer.setdefault((h.pid, storage), h.src)
             if made_by == h.dst:
+                link_of.append(None)
                 continue  # back to its producer (a result that is the input): no new edge
             if made_by != h.src:
                 forwarded = True  # someone else's data, handed on by h.src
                 passed.update(waiting.pop((h.pid, storage, h.src), ()))
             waiting[(h.pid, storage, h.dst)].append(len(links))
+            link_of.append(len(links))
             links.append((i, made_by, h.dst, nbytes))
-        hand_offs += forwarded
         if not h.storages:
             links.append((i, h.src, h.dst, h.nbytes))
+        if h.arrived is not None and len(h.arrived[1]) == len(carried):
+            # the same tensors under the receiver's ids: sent on from there, they are passed
+            pid, there = h.arrived
+            for storage, (here, _), link in zip(there, carried, link_of):
+                producer.setdefault((pid, storage), producer[(h.pid, here)])
+                if link is not None:
+                    waiting[(pid, storage, h.dst)].append(link)
+        hand_offs += forwarded
     return _assemble(ordered, links, passed, first_seen, hand_offs)
 
 

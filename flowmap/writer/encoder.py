@@ -276,11 +276,13 @@ class TraceWriter:
         )
 
     def receive_half(self, t_us: int, owner: str, name: str, transport: str, channel: str,
-                     key: str, wire_bytes: int | None) -> None:
-        """A `y` line: `owner` took the message `key` from `channel`."""
+                     key: str, wire_bytes: int | None, storages: str = "") -> None:
+        """A `y` line: `owner` took the message `key` from `channel`; `storages` (`storage_ids`'
+        text) names the storages of what it unpickled, so the same data sent on is known."""
         sid = self.string_id
+        tail = f",[{storages}]" if storages else ""
         self.emit(f'["{tf.RECEIVE_HALF}",{t_us},{sid(owner)},{sid(name)},{sid(transport)},'
-                  f"{sid(channel)},{dumps(key)},{_opt(wire_bytes)}]")
+                  f"{sid(channel)},{dumps(key)},{_opt(wire_bytes)}{tail}]")
 
     def counter(self, t_us: int, name: str, value: float, owner: str) -> None:
         """A `c` line; `value` finite (a float is written as `json.dumps` writes one)."""

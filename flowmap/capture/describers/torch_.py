@@ -28,6 +28,7 @@ from flowmap.capture.describers.walk import (
     FAST,
     MAX_KEY_CHARS,
     MAX_LEAVES,
+    MAX_STORAGES,
     Piece,
     Walk,
     cached_name,
@@ -127,7 +128,7 @@ def tensor_leaf(w: Walk, t: Any, path: str) -> None:
         w.pieces[device] = [(ptr, ptr + span, nbytes)]
     else:
         pieces.append((ptr, ptr + span, nbytes))
-    if not w.folded:
+    if len(w.storages) < MAX_STORAGES:
         w.storages.append(ptr if device == "cpu" else (ptr, device))
         w.holders.append(t)
 
@@ -152,8 +153,9 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     dims = w.dims
     dtypes = _DTYPES
     cpu: list[Piece] = []  # this dict's inline pieces, joined to the walk's at the end
-    storages = [] if w.folded else w.storages
-    holders = [] if w.folded else w.holders
+    kept = len(w.storages) < MAX_STORAGES  # past it, a dict's storages are not kept
+    storages = w.storages if kept else []
+    holders = w.holders if kept else []
     entries: Iterable[tuple[Any, Any]]
     if tensor_entries is not None:  # the loop below, in C, up to the first entry it leaves
         taken, full = tensor_entries(d, tensor_t, _T["readers"], dtypes, prefix, MAX_KEY_CHARS, dims,

@@ -25,6 +25,9 @@ from flowmap.capture.describers.accel import disjoint_total as disjoint_total  #
 
 MAX_DEPTH = 8
 MAX_LEAVES = 256
+# Storage keys per payload. Tensors inside a folded list have no leaf of their own but keep
+# their storage key (up to this many), so a relay that re-wraps tensors in a list is known.
+MAX_STORAGES = 256
 # Walked objects per payload. Long lists are sampled to stay under the soft
 # bound; nothing is walked past the hard one. A payload's cost is therefore
 # bounded whatever it holds (a 10M-int tuple, 100k tensors, deep nesting).
@@ -64,7 +67,7 @@ class Walk:
         self.seen: set[int] = set()
         self.dims = dims or None
         self.full = False
-        self.folded = False  # inside a folded list: no per-leaf storage ids
+        self.folded = False  # inside a folded list: storage keys no longer line up with leaves
         self.nodes = 0
 
     def add(self, leaf: Leaf) -> None:
@@ -90,7 +93,7 @@ class Walk:
             pieces.append((start, end, weight))
 
     def storage(self, start: int, space: str, holder: Any) -> None:
-        if not self.folded:
+        if len(self.storages) < MAX_STORAGES:
             self.storages.append(start if space == "cpu" else (start, space))
             self.holders.append(holder)
 

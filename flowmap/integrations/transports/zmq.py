@@ -167,7 +167,7 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
                              items=item_tags.take(payload))
         else:
             record.receive_half(current_owner(), name, "zmq", channel, key, msg.nbytes,
-                                record.now_ns())
+                                record.now_ns(), out)
     except Exception as exc:
         record.error(exc)
 
