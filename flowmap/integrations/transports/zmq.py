@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -162,14 +163,26 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
         if sending:
             payload = msg.payload
             d = describe(payload)
-            record.send_half(current_owner(), record.UNTRACED, name, d, msg.nbytes, "zmq",
+            owner = current_owner()
+            record.send_half(owner, record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
                              items=item_tags.take(payload))
+            if "torch" in sys.modules and _has_tensors(d):  # `send_pyobj` pickles a view's storage
+                from flowmap.capture import leaf_notes
+
+                notes = leaf_notes.collect(payload, "pickle")
+                if notes:
+                    record.notes(owner, record.UNTRACED, name, "zmq",
+                                 getattr(state.tracer, "step", None), notes)
         else:
             record.receive_half(current_owner(), name, "zmq", channel, key, msg.nbytes,
                                 record.now_ns(), out)
     except Exception as exc:
         record.error(exc)
+
+
+def _has_tensors(d: Any) -> bool:
+    return any(leaf[1] == "tensor" for leaf in d.leaves)
 
 
 # -- naming -----------------------------------------------------------------------------
