@@ -28,8 +28,9 @@ VIEW = "view"
 CHATTY = "chatty"
 PREFIX_RESEND = "prefix_resend"
 WIDE_IDS = "wide_ids"
+UNRECEIVED = "unreceived"
 KINDS = (HEAVIEST, PASS_THROUGH, DROPPED, PADDING, DUPLICATE, SERIALISATION, VIEW, CHATTY,
-         PREFIX_RESEND, WIDE_IDS)
+         PREFIX_RESEND, WIDE_IDS, UNRECEIVED)
 # Transports that move a tensor's whole storage, not only its elements: torch pickles a
 # view with its storage, and `share_memory_` moves the storage (pytorch/pytorch #182105).
 STORAGE_TRANSPORTS = ("pickle", "shm", "rpc", "zmq")

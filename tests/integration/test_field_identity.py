@@ -1,5 +1,6 @@
-"""The identity corpus (examples/field/): relays, every-rank copies and views, through real
-transports, annotated only with `flowmap.owner` and `flowmap.step`, each with a control.
+"""The identity corpus (examples/field/): relays, every-rank copies, views and messages never
+received, through real transports, annotated only with `flowmap.owner` and `flowmap.step`,
+each class with a control.
 
 Each script states what it should get as `EXPECT` (kind, a seam, the bytes at stake per step
 computed by hand from its sizes), or `EXPECT = None` for a control with the fix applied. The
@@ -20,11 +21,13 @@ import flowmap
 from flowmap.findings import findings
 
 FIELD = Path(__file__).resolve().parents[2] / "examples" / "field"
-KINDS = ("pass_through", "duplicate", "view")  # the identity findings these scripts exercise
+# the findings these scripts exercise: identity, and message accounting
+KINDS = ("pass_through", "duplicate", "view", "unreceived")
 SCRIPTS = ["relay_mp_queue.py", "relay_pipe_chain.py", "relay_zmq_threads.py", "relay_fixed.py",
            "every_rank_queues.py", "every_rank_pipes.py", "every_rank_zmq.py",
            "every_rank_fixed.py", "view_pipe.py", "view_simple_queue.py", "view_zmq.py",
-           "view_fixed.py"]
+           "view_fixed.py", "unreceived_queue.py", "unreceived_pubsub.py", "unreceived_push.py",
+           "unreceived_fixed.py"]
 
 
 def expectation(script: Path) -> dict | None:
@@ -52,5 +55,6 @@ def test_the_finding_is_the_hand_figure_and_controls_get_none(tmp_path: Path, na
     mine = [f for f in found if f.kind == expect["kind"]
             and any(s.startswith(expect["seam"] + " ") for s in f.seams)]
     assert mine, [(f.kind, f.seams) for f in found]
-    assert mine[0].bytes_per_step == pytest.approx(expect["bytes_per_step"], rel=0.05)
+    # the judged bound (issue 37): the hand figure within ±50 %
+    assert mine[0].bytes_per_step == pytest.approx(expect["bytes_per_step"], rel=0.5)
     assert not [f for f in found if f.kind != expect["kind"]], [f.message for f in found]
