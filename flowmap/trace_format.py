@@ -23,7 +23,7 @@ element is its kind:
     ["e", t_us, message]                            tracer error (counted)
     ["x", t_us, src, dst, name, schema, nbytes, storages, step, version,
      transport, items, channel, key, wire_bytes]    send half of a transport hop
-    ["y", t_us, owner, name, transport, channel, key, wire_bytes]
+    ["y", t_us, owner, name, transport, channel, key, wire_bytes, storages]
                                                     receive half of a transport hop
     ["a", t_us, src, dst, name, schema, step, transport, hops, nbytes_sum,
      nbytes_min, nbytes_max, wire_bytes_sum, num_items, version_min,
@@ -52,7 +52,9 @@ queue, a socket; `flowmap.integrations.transports`): the reader joins a send
 half to the receive half with the same `channel` (interned) and `key` (a
 string: digest of the bytes that crossed, or a sequence number) into one hop
 `src -> owner`; a send half nobody received is a hop to its `dst`.
-`wire_bytes` is what crossed the channel (the pickled size), or null.
+`wire_bytes` is what crossed the channel (the pickled size), or null. A
+receive half's `storages` (optional) are the receiver's ids of the tensors it
+unpickled, in leaf order: the same data sent on from there (a relay) shares them.
 
 An `n` event follows a hop (or send half) that moved bytes (transport not
 `ref`) when one of its tensors has something its schema cannot say
@@ -165,7 +167,8 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("version", OPT_INT), ("transport", STR_REF), ("items", ITEMS),
                 ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
     RECEIVE_HALF: (("t_us", TIME), ("owner", STR_REF), ("name", STR_REF), ("transport", STR_REF),
-                   ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
+                   ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT),
+                   ("storages", INTS)),
     AGGREGATE: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
                 ("schema", SCHEMA_REF), ("step", OPT_INT), ("transport", STR_REF),
                 ("hops", COUNT), ("nbytes_sum", COUNT), ("nbytes_min", COUNT),
@@ -193,7 +196,7 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     VALUES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
              ("transport", STR_REF), ("step", OPT_INT), ("figures", FIGURES)),
 }
-OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3}  # field index from which fields may be absent
+OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3, RECEIVE_HALF: 8}  # field index from which fields may be absent
 
 # Bounds a reader enforces; a line or value past them is a bad line.
 MAX_LINE = 8 << 20  # bytes in one line

@@ -273,7 +273,7 @@ class Tracer:
                 return
             w = self.writer
             w.hop(t, src, dst, name, d.leaves, d.nbytes,
-                  w.storage_ids(d.storages) if d.storages else "",  # none: a hop of objects
+                  w.storage_ids(d.storages, d.holders) if d.storages else "",  # none: a hop of objects
                   self.step if step is None else step, version, transport, items_text)
 
     def notes(self, src: str, dst: str, name: str, transport: str, step: int | None,

@@ -24,6 +24,7 @@ from flowmap.findings import (
     pass_through,
     prefix_resend,
     serialisation,
+    unreceived,
     views,
     wide_ids,
 )
@@ -39,6 +40,7 @@ from flowmap.findings.common import (
     PREFIX_RESEND,
     SERIALISATION,
     STEPPED,
+    UNRECEIVED,
     VIEW,
     WIDE_IDS,
     Finding,
@@ -48,8 +50,9 @@ from flowmap.gc_pause import paused_gc
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
-__all__ = ["CHATTY", "DEVICE_BOUNCE", "DROPPED", "DUPLICATE", "HEAVIEST", "KINDS", "MAX_PER_KIND", "PADDING",
-           "PASS_THROUGH", "PREFIX_RESEND", "SERIALISATION", "VIEW", "WIDE_IDS", "Finding", "findings"]
+__all__ = ["CHATTY", "DEVICE_BOUNCE", "DROPPED", "DUPLICATE", "HEAVIEST", "KINDS", "MAX_PER_KIND",
+           "PADDING", "PASS_THROUGH", "PREFIX_RESEND", "SERIALISATION", "UNRECEIVED", "VIEW",
+           "WIDE_IDS", "Finding", "findings"]
 
 # Detectors that can fire once per seam keep their heaviest few: a findings
 # list is a to-do list, not a second copy of the seam table.
@@ -57,7 +60,7 @@ MAX_PER_KIND = 5
 DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
     heaviest.detect, pass_through.detect, dropped.detect, padding.detect, duplicates.detect,
     serialisation.detect, views.detect, chatty.detect, prefix_resend.detect, wide_ids.detect,
-    device_bounce.detect, driver_funnel.detect,
+    device_bounce.detect, driver_funnel.detect, unreceived.detect,
 )
 
 

@@ -29,8 +29,9 @@ CHATTY = "chatty"
 PREFIX_RESEND = "prefix_resend"
 WIDE_IDS = "wide_ids"
 DEVICE_BOUNCE = "device_bounce"
+UNRECEIVED = "unreceived"
 KINDS = (HEAVIEST, PASS_THROUGH, DROPPED, PADDING, DUPLICATE, SERIALISATION, VIEW, CHATTY,
-         PREFIX_RESEND, WIDE_IDS, DEVICE_BOUNCE)
+         PREFIX_RESEND, WIDE_IDS, DEVICE_BOUNCE, UNRECEIVED)
 # Transports that move a tensor's whole storage, not only its elements: torch pickles a
 # view with its storage, and `share_memory_` moves the storage (pytorch/pytorch #182105).
 # Not `cuda_ipc`: a handle maps the sender's memory, nothing of the storage is copied.

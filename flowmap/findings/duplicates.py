@@ -7,7 +7,7 @@ same ids carry the same bytes. Hops by reference (`ref`) or by CUDA IPC handle c
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flowmap.findings.common import DUPLICATE, Finding, RoleKey, per_step
 from flowmap.model.format import seam_label
@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 # Hops without a step are grouped by 100 ms windows instead.
 WINDOW_NS = 100_000_000
 When = int | tuple[str, int]
-CopyKey = tuple[int, str, When, tuple[int, ...]]  # (pid, sender, step, storages)
+# (pid, sender, step, storages, each leaf's shape and dtype): a storage id is where a tensor
+# starts, so `x` and `x[:1]` share one; the same data is the same storages *and* shapes
+CopyKey = tuple[int, str, When, tuple[int, ...], tuple[tuple[Any, str], ...]]
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -29,7 +31,8 @@ def detect(view: RunView) -> list[Finding]:
     for h in view.events.hops:
         if h.storages and h.transport not in NO_COPY:
             when: When = h.step if h.step is not None else ("t", h.t_ns // WINDOW_NS)
-            key = (h.pid, h.src, when, h.storages)
+            key = (h.pid, h.src, when, h.storages,
+                   tuple((leaf.shape, leaf.dtype) for leaf in h.leaves))
             seen = first.setdefault(key, h)
             if seen is not h:
                 groups.setdefault(key, [seen]).append(h)

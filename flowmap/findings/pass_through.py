@@ -1,7 +1,9 @@
 """Payloads that enter a middle role and leave it unchanged.
 
 Evidence, strongest first: the leaving hop's storages all arrived at that
-role earlier in the same process (the very same tensors travel on); or the
+role earlier (the very same tensors travel on: in the same process, or
+unpickled from a transport message, whose receiver names the storages it got,
+however it wraps them to send them on); or the
 leaf schema in and out is the same once list folding (`[*]`) is ignored, and
 there were enough arrivals to feed the departures. Leaves repacked on the way
 are followed separately (`leaf_chains`).
@@ -27,6 +29,7 @@ from flowmap.model.types import ARRAY_KINDS, SeamKey, SeamStats
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
+    from flowmap.read.events import Hop
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -104,6 +107,16 @@ class _Arrival:
     left_by: set[SeamKey] | None = None
 
 
+def _storage_bytes(h: Hop) -> tuple[bool, list[tuple[int, int]]]:
+    """Whether storages and tensor leaves line up; (storage, bytes) per storage of `h`: its
+    leaf's where they line up, else an equal share (tensors folded in a list)."""
+    tensors = [leaf.nbytes for leaf in h.leaves if leaf.kind in ARRAY_KINDS]
+    if len(tensors) == len(h.storages):
+        return True, list(zip(h.storages, tensors))
+    share = h.nbytes // max(1, len(h.storages))
+    return False, [(s, share) for s in h.storages]
+
+
 def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
     """Bytes of hops leaving a role whose storages all arrived at that role, by seam pair.
 
@@ -111,9 +124,11 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
     arrives once and then leaves every step (weights updated in place, keeping
     their address) is state, not a payload passing through — and a pair
     counts only when most hops of the outgoing seams match. Storage ids are
-    per process, so only hops recorded by one pid are compared.
+    per process: a transport hop arrives in the receiver's process under the
+    receiver's ids (`Hop.arrived`), so a relay in another process matches too.
     """
-    arrived: dict[tuple[int, str], dict[int, _Arrival]] = defaultdict(dict)  # (pid, role) -> id
+    # (pid, role) -> storage id -> (its arrival, its bytes then, whether those are exact)
+    arrived: dict[tuple[int, str], dict[int, tuple[_Arrival, int, bool]]] = defaultdict(dict)
     nbytes: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
     nhops: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
     role_keys = {k: role_key(k) for k in view.seams}
@@ -123,20 +138,34 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
         seam = (h.src, h.dst, h.name)
         key = role_keys[seam]
         here = arrived.get((h.pid, key[0]))
-        if here and h.storages[0] in here:
-            found = [here.get(sid) for sid in h.storages]
-            records = [r for r in found if r is not None]
-            if len(records) == len(found) and all(
-                    r.left_by is None or seam not in r.left_by for r in records):
-                pair = (records[0].came_by, key)
-                nbytes[pair] += h.nbytes
+        if here:
+            # every storage arrived (a stage that adds leaves made something: not a relay),
+            # by the seam it came by; bytes as the hop that brought it counted them
+            came: dict[RoleKey, list[tuple[_Arrival, int]]] = defaultdict(list)
+            aligned, leaving = _storage_bytes(h)
+            for sid, b in leaving:
+                got = here.get(sid)
+                if got is None:
+                    came.clear()
+                    break
+                r, b_in, exact = got
+                if r.left_by is None or seam not in r.left_by:
+                    came[r.came_by].append((r, b if aligned or not exact else b_in))
+            for came_by, records in came.items():
+                pair = (came_by, key)
+                nbytes[pair] += sum(b for _, b in records)
                 nhops[pair] += 1
-                for r in records:
+                for r, _ in records:
                     if r.left_by is None:
                         r.left_by = set()
                     r.left_by.add(seam)
         arrival = _Arrival(key)  # shared by the hop's storages: one record per arrival
-        arrived[(h.pid, key[1])].update(dict.fromkeys(h.storages, arrival))
+        aligned, sizes = _storage_bytes(h)
+        arrived[(h.pid, key[1])].update((sid, (arrival, b, aligned)) for sid, b in sizes)
+        if h.arrived is not None and len(h.arrived[1]) == len(sizes):
+            # received in another process: its ids of the same tensors, in the same order
+            arrived[(h.arrived[0], key[1])].update(
+                (sid, (arrival, b, aligned)) for sid, (_, b) in zip(h.arrived[1], sizes))
     hops_out: dict[RoleKey, int] = defaultdict(int)
     for k, st in view.seams.items():
         hops_out[role_keys[k]] += st.hops

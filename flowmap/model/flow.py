@@ -12,11 +12,11 @@ stage, the two hops share a storage: that is a producer -> consumer edge.
   driver's hand-off), and the edge goes to where it was consumed instead.
 - A hop with no tensor leaf, or with leaves whose storage nobody produced
   before, is an edge of its own, `src -> dst`.
-- A storage sent by an owner it never reached is new data: a freed tensor's
-  address taken by a new one (the old producer made something else).
 
-Storages are per process (one shard's ids), so the flow is followed inside a
-process; hops between processes join it as their own edges. Stages are
+Storages are per process (one shard's ids, which a freed tensor's address never
+carries over to new data: flowmap/writer/encoder.py): a transport hop whose receiver
+named the storages it unpickled (`Hop.arrived`) carries its producer over, so
+data relayed through another process still comes from where it was made. Stages are
 ordered along the data's path: each after the stages whose tensors it
 received (by when data first reached it where that does not decide).
 """
@@ -75,7 +75,6 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
     """The flow of `hops` (kept hops, any order)."""
     ordered = sorted(hops, key=lambda h: h.t_ns)
     producer: dict[tuple[int, int], str] = {}
-    holders: dict[tuple[int, int], set[str]] = {}  # owners a storage reached (its producer too)
     # (pid, storage, holder) -> links that brought the storage to holder, not yet handed on
     waiting: dict[tuple[int, int, str], list[int]] = defaultdict(list)
     links: list[tuple[int, str, str, int]] = []  # (hop index, producer, consumer, bytes)
@@ -88,14 +87,12 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
         first_seen.setdefault(h.dst, h.t_ns)
         forwarded = False
         roots = _roots(h)
-        for storage, nbytes in _storages(h):
-            key = (h.pid, storage)
-            if h.src not in holders.setdefault(key, {h.src}):
-                # sent by an owner it never reached: new data at a freed tensor's address
-                producer[key], holders[key] = h.src, {h.src}
-            holders[key].add(h.dst)
-            made_by = producer.setdefault(key, h.src)
+        carried = _storages(h)
+        link_of: list[int | None] = []  # per storage, the link it made (None: back home)
+        for storage, nbytes in carried:
+            made_by = producer.setdefault((h.pid, storage), h.src)
             if made_by == h.dst:
+                link_of.append(None)
                 continue  # back to its producer (a result that is the input): no new edge
             if made_by != h.src:
                 forwarded = True  # someone else's data, handed on by h.src
@@ -103,10 +100,18 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
             waiting[(h.pid, storage, h.dst)].append(len(links))
             if storage in roots:
                 link_args[len(links)] = roots[storage]
+            link_of.append(len(links))
             links.append((i, made_by, h.dst, nbytes))
-        hand_offs += forwarded
         if not h.storages:
             links.append((i, h.src, h.dst, h.nbytes))
+        if h.arrived is not None and len(h.arrived[1]) == len(carried):
+            # the same tensors under the receiver's ids: sent on from there, they are passed
+            pid, there = h.arrived
+            for storage, (here, _), link in zip(there, carried, link_of):
+                producer.setdefault((pid, storage), producer[(h.pid, here)])
+                if link is not None:
+                    waiting[(pid, storage, h.dst)].append(link)
+        hand_offs += forwarded
     return _assemble(ordered, links, passed, first_seen, hand_offs, link_args)
 
 

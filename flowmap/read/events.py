@@ -43,6 +43,8 @@ class Hop:
     transport: str
     items: tuple[Any, ...]
     wire_bytes: int | None = None  # what crossed a transport's channel (pickled size), if known
+    # A transport hop whose receiver named the storages it unpickled: (its pid, their ids)
+    arrived: tuple[int, tuple[int, ...]] | None = None
 
     @property
     def seam(self) -> tuple[str, str, str]:
@@ -262,6 +264,7 @@ class ReceiveHalf:
     channel: str
     key: str
     wire_bytes: int | None
+    storages: tuple[int, ...] = ()  # the receiver's ids of the tensors it unpickled
 
 
 @dataclass(slots=True)

@@ -65,7 +65,8 @@ def decode(ev: list[Any], t_ns: int, pid: int, s: Callable[[int], str],
                   tuple(ev[7]), ev[8], ev[9], s(ev[10]), tuple(ev[11]) if ev[11] else (),
                   ev[14])
         return SendHalf(hop, s(ev[12]), str(ev[13]))
-    return ReceiveHalf(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), s(ev[5]), str(ev[6]), ev[7])
+    return ReceiveHalf(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), s(ev[5]), str(ev[6]), ev[7],
+                       tuple(ev[8]) if len(ev) > 8 else ())
 
 
 @dataclass(slots=True)
@@ -109,7 +110,7 @@ def join_halves(halves: Sequence[Half]) -> Joined:
         queue = exact.get((r.channel, r.key))
         if queue:
             s = claimed[(r.channel, r.key)] = queue.popleft()
-            out.append(joined_hop(s, r.owner))
+            out.append(joined_hop(s, r.owner, r))
         else:
             left.append(r)
     # 2. a side that names no single channel (`zmq`, `mp`): the key within the family
@@ -132,7 +133,7 @@ def join_halves(halves: Sequence[Half]) -> Joined:
             s = queue.popleft()
             taken.add(id(s))
             claimed[(r.channel, r.key)] = claimed[(family(r), r.key)] = s
-            out.append(joined_hop(s, r.owner))
+            out.append(joined_hop(s, r.owner, r))
         else:
             still.append(r)
     # 3. a message already claimed reached one more receiver (fan-out)
@@ -142,7 +143,7 @@ def join_halves(halves: Sequence[Half]) -> Joined:
         if sender is None and digest_keyed(r):  # a socket on several endpoints fanned out
             sender = claimed.get((family(r), r.key))
         if sender is not None:
-            out.append(joined_hop(sender, r.owner))
+            out.append(joined_hop(sender, r.owner, r))
         else:
             unsent.append(r)
     # folded halves: what is left on their channels is joined by count
@@ -322,12 +323,14 @@ def digest_keyed(h: Any) -> bool:
     return family(h) not in SEQUENCED
 
 
-def joined_hop(s: SendHalf, dst: str) -> Hop:
+def joined_hop(s: SendHalf, dst: str, r: ReceiveHalf | None = None) -> Hop:
+    """The hop of a send half received by `dst` (`r`, whose storages say what it unpickled)."""
     h = s.hop
-    if h.dst == dst:
+    arrived = (r.pid, r.storages) if r is not None and r.storages else None
+    if h.dst == dst and arrived is None:
         return h
     return Hop(h.t_ns, h.pid, h.src, dst, h.name, h.nbytes, h.leaves, h.storages, h.step,
-               h.version, h.transport, h.items, h.wire_bytes)  # (`replace` costs 10 times this)
+               h.version, h.transport, h.items, h.wire_bytes, arrived)  # (`replace`: 10x this)
 
 
 def _untraced_sender(r: ReceiveHalf) -> Hop:

@@ -188,7 +188,7 @@ class HalfSettler:
                 continue
             s = self._settled_sender(r)
             if s is not None:
-                hops.append(joined_hop(s, r.owner))
+                hops.append(joined_hop(s, r.owner, r))
                 copied.append(r)
         return copied, hops
 

@@ -11,9 +11,26 @@
 
 PyDoc_STRVAR(known_ids_doc,
 "known_ids(table, keys) -> str | None\n\n"
-"`\",\".join(table[k] for k in keys)` when every key of the list `keys` is in the dict\n"
-"`table` with an ASCII str value (ids are digits); None when one is not (`storage_ids` then\n"
-"numbers the new ones).");
+"`\",\".join(table[k][0] for k in keys)` when every key of the list `keys` is in the dict\n"
+"`table` with a value `(id, ref)`, `id` an ASCII str (ids are digits) and `ref` a weak\n"
+"reference to a live object; None when one is not (`storage_ids` then numbers the new ones).");
+
+/* Whether `ref` is a weak reference whose object lives (the storage behind an id). */
+static int alive(PyObject *ref) {
+    if (!PyWeakref_CheckRefExact(ref))
+        return 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *obj = NULL;
+    if (PyWeakref_GetRef(ref, &obj) <= 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(obj);
+    return 1;
+#else
+    return PyWeakref_GET_OBJECT(ref) != Py_None;
+#endif
+}
 
 static PyObject *known_ids(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -30,9 +47,14 @@ static PyObject *known_ids(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_RETURN_NONE;
     }
     for (; got < n; got++) {
-        PyObject *id = PyDict_GetItemWithError(table, PyList_GET_ITEM(keys, got));
-        /* a new storage (or an error): Python numbers it. Ids are ASCII digits. */
-        if (id == NULL || !PyUnicode_CheckExact(id) || !PyUnicode_IS_ASCII(id))
+        PyObject *entry = PyDict_GetItemWithError(table, PyList_GET_ITEM(keys, got));
+        /* a new storage, a freed one (its address may be another's now), or an error:
+         * Python numbers it. Ids are ASCII digits. */
+        if (entry == NULL || !PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2)
+            goto done;
+        PyObject *id = PyTuple_GET_ITEM(entry, 0);
+        if (!PyUnicode_CheckExact(id) || !PyUnicode_IS_ASCII(id) ||
+            !alive(PyTuple_GET_ITEM(entry, 1)))
             goto done;
         Py_INCREF(id);  /* held: comparing a later key could free it from the table */
         ids[got] = id;

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from itertools import repeat
 from operator import is_
@@ -40,7 +41,7 @@ Sink = Callable[[str], None]
 
 # The C twin of `storage_ids`' common case (`_ids.c`), where it was built (as the describers'
 # C loops: compiled at install when a compiler is there, off under FLOWMAP_PURE_PYTHON=1).
-known_ids: Callable[[dict[Any, str], list[Any]], str | None] | None = None
+known_ids: Callable[[dict[Any, Any], list[Any]], str | None] | None = None
 if not environment.pure_python():
     try:
         from flowmap.writer._ids import known_ids
@@ -100,7 +101,8 @@ class TraceWriter:
         self.lock = threading.Lock()
         self.strings: dict[str, int] = {}
         self.schemas: dict[tuple[Leaf, ...], int] = {}
-        self.storages: dict[Hashable, str] = {}  # -> its id as JSON text
+        # key -> (its id as JSON text, a weak reference to what holds the storage)
+        self.storages: dict[Hashable, tuple[str, weakref.ref[Any]]] = {}
         self.next_storage = 0
         self.seams: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
         # Per seam, the last hop's [leaves, schema id, "seam,schema" text]: a seam mostly
@@ -159,46 +161,67 @@ class TraceWriter:
         self.last_schema[seam] = [leaves, schema, f"{seam},{schema}"]
         return schema
 
-    def storage_id(self, key: Hashable) -> str:
-        """The id of the storage `key` (an address, say), as JSON text; no line is written."""
-        i = self.storages.get(key)
-        if i is None:
-            if len(self.storages) >= MAX_STORAGE_IDS:
-                self.storages.clear()
-            # a counter of storages, not of events: distinct storages of one
-            # hop get distinct ids, unique within the shard even across clears
-            i = str(self.next_storage)
-            self.next_storage += 1
-            self.storages[key] = i
-        return i
+    def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None) -> str:
+        """The `storages` list of a hop line, without its brackets: one id per key.
 
-    def storage_ids(self, keys: Sequence[Hashable]) -> str:
-        """The `storages` list of a hop line, without its brackets: one id per key."""
+        A key is an address, and a freed storage's address is handed to the next one: an id
+        is kept only while the object that first showed it (`holders`, in step with `keys`;
+        a view's base in its place) lives, which a weak reference tells when the key is met
+        again (no callback: a free costs the program nothing). A key met with no holder, or
+        one not weakly referable, gets an id of its own."""
         if not keys:
             return ""
         table = self.storages
         if known_ids is not None and type(keys) is list:
-            text = known_ids(table, keys)  # every storage met before: the common hop
+            text = known_ids(table, keys)  # every storage met before and alive: the common hop
             if text is not None:
                 return text
         # One C-level pass; not join's TypeError on a new one: raising it costs more than a
         # hop's other work, and a training step's tensors are mostly new storages.
-        ids = list(map(table.get, keys))
-        if all(ids):  # ids are never "": truth, not `None not in`, which compares each with None
-            return ",".join(ids)  # type: ignore[arg-type]
-        if len(table) + len(ids) >= MAX_STORAGE_IDS:  # the table may be cleared midway
-            return ",".join([table.get(k) or self.storage_id(k) for k in keys])
-        n = self.next_storage
-        for i, got in enumerate(ids):  # `storage_id` for the new ones, inlined
-            if got is None:
-                key = keys[i]
-                got = table.get(key)  # a storage met twice in one hop has its id by now
-                if got is None:
-                    got = table[key] = str(n)
-                    n += 1
-                ids[i] = got
-        self.next_storage = n
-        return ",".join(ids)  # type: ignore[arg-type]
+        entries = list(map(table.get, keys))
+        aligned = holders is not None and len(holders) == len(keys)
+        if len(table) + len(keys) >= MAX_STORAGE_IDS:  # the table may be cleared midway
+            return ",".join([self.storage_id(k, holders[i] if aligned else None)  # type: ignore[index]
+                             for i, k in enumerate(keys)])
+        ids: list[str] = []
+        for i, entry in enumerate(entries):
+            if entry is not None and entry[1]() is not None:
+                ids.append(entry[0])
+                continue
+            key = keys[i]
+            now = table.get(key)  # a storage met twice in this hop has its id by now
+            if now is not entry and now is not None and now[1]() is not None:
+                ids.append(now[0])
+                continue
+            ids.append(self.new_storage(key, holders[i] if aligned else None))  # type: ignore[index]
+        return ",".join(ids)
+
+    def storage_id(self, key: Hashable, holder: Any = None) -> str:
+        """The id of the storage `key` (an address, say), as JSON text; no line is written."""
+        entry = self.storages.get(key)
+        if entry is not None and entry[1]() is not None:
+            return entry[0]
+        if len(self.storages) >= MAX_STORAGE_IDS:
+            self.storages.clear()  # bounded memory: a link is lost, none is made
+        return self.new_storage(key, holder)
+
+    def new_storage(self, key: Hashable, holder: Any) -> str:
+        """A new id for `key`, kept in the table while `holder` (or its base) lives."""
+        i = str(self.next_storage)  # a counter, not the table's size: unique across clears
+        self.next_storage += 1
+        if holder is None:
+            self.storages.pop(key, None)
+            return i
+        try:
+            base = getattr(type(holder), "_base", None)  # torch's getter, read on the class
+            if base is not None:
+                owner = base.__get__(holder, type(holder))
+                if owner is not None:
+                    holder = owner
+            self.storages[key] = (i, weakref.ref(holder))
+        except Exception:  # not weakly referable: an id of its own, never met again
+            self.storages.pop(key, None)
+        return i
 
     # -- header and end ---------------------------------------------------------
     def header(self, fields: dict[str, Any]) -> None:
@@ -253,11 +276,13 @@ class TraceWriter:
         )
 
     def receive_half(self, t_us: int, owner: str, name: str, transport: str, channel: str,
-                     key: str, wire_bytes: int | None) -> None:
-        """A `y` line: `owner` took the message `key` from `channel`."""
+                     key: str, wire_bytes: int | None, storages: str = "") -> None:
+        """A `y` line: `owner` took the message `key` from `channel`; `storages` (`storage_ids`'
+        text) names the storages of what it unpickled, so the same data sent on is known."""
         sid = self.string_id
+        tail = f",[{storages}]" if storages else ""
         self.emit(f'["{tf.RECEIVE_HALF}",{t_us},{sid(owner)},{sid(name)},{sid(transport)},'
-                  f"{sid(channel)},{dumps(key)},{_opt(wire_bytes)}]")
+                  f"{sid(channel)},{dumps(key)},{_opt(wire_bytes)}{tail}]")
 
     def counter(self, t_us: int, name: str, value: float, owner: str) -> None:
         """A `c` line; `value` finite (a float is written as `json.dumps` writes one)."""

@@ -176,12 +176,13 @@ def test_tensor_entries_checks_its_arguments() -> None:
     describe({"a": torch.zeros(1)})  # binds torch's readers
     t = torch_._T
     good: list[Any] = [{"a": torch.zeros(2)}, t["Tensor"], t["readers"], torch_._DTYPES, "",
-                       48, None, [], [], [], 4, {}]
+                       48, None, [], [], [], 4, {}, []]
     assert accel.tensor_entries(*good) == (1, 0)
+    assert good[12] == [good[0]["a"]]  # the tensor behind the storage key, for the writer
     with pytest.raises(TypeError):
-        accel.tensor_entries(*good[:11])
+        accel.tensor_entries(*good[:12])
     for i, bad in ((0, []), (2, []), (3, []), (4, b""), (5, "48"), (7, ()), (8, ()), (9, ()),
-                   (10, 1.5), (11, [])):
+                   (10, 1.5), (11, []), (12, ())):
         with pytest.raises(TypeError):
             accel.tensor_entries(*good[:i], bad, *good[i + 1:])
 

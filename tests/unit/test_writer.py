@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import weakref
 
 import pytest
 
@@ -65,6 +66,10 @@ def test_every_line_kind_it_writes_reads_back(tmp_path) -> None:
     assert notes == [("a", "msg", "row", 64, 4096, None), ("a", "msg", "mask", 16, None, 9)]
 
 
+class Held:
+    """Something a storage key stands for, weakly referable as a tensor is."""
+
+
 @pytest.mark.parametrize("c_twin", [True, False], ids=["C", "Python"])
 def test_storage_ids_are_those_interning_one_by_one_gives(monkeypatch: pytest.MonkeyPatch,
                                                           c_twin: bool) -> None:
@@ -78,11 +83,13 @@ def test_storage_ids_are_those_interning_one_by_one_gives(monkeypatch: pytest.Mo
         pytest.skip("the C twin is not built here (or FLOWMAP_PURE_PYTHON=1)")
     rng = random.Random(3)
     batched, single = TraceWriter(lambda s: None), TraceWriter(lambda s: None)
+    holder: dict[object, Held] = {}  # each key's storage, alive throughout: ids are kept
     for _ in range(300):
         keys: list[object] = [rng.randrange(40) if rng.random() < 0.8 else (rng.randrange(4), "cuda:0")
                               for _ in range(rng.randrange(70))]
-        one_by_one = ",".join([single.storages.get(k) or single.storage_id(k) for k in keys])
-        assert batched.storage_ids(keys) == one_by_one
+        held = [holder.setdefault(k, Held()) for k in keys]
+        one_by_one = ",".join([single.storage_id(k, h) for k, h in zip(keys, held)])
+        assert batched.storage_ids(keys, held) == one_by_one
 
 
 def test_the_c_twin_of_storage_ids_is_built_here() -> None:
@@ -90,8 +97,30 @@ def test_the_c_twin_of_storage_ids_is_built_here() -> None:
     if os.environ.get("FLOWMAP_PURE_PYTHON"):
         pytest.skip("FLOWMAP_PURE_PYTHON=1: the C twins are off")
     assert encoder.known_ids is not None
-    assert encoder.known_ids({5: "0", (5, "cuda:0"): "1"}, [5, (5, "cuda:0"), 5]) == "0,1,0"
-    assert encoder.known_ids({5: "0"}, [5, 6]) is None
+    live, dead = Held(), Held()
+    ref, gone = weakref.ref(live), weakref.ref(dead)
+    del dead
+    table = {5: ("0", ref), (5, "cuda:0"): ("1", ref)}
+    assert encoder.known_ids(table, [5, (5, "cuda:0"), 5]) == "0,1,0"
+    assert encoder.known_ids(table, [5, 6]) is None
+    assert encoder.known_ids({**table, 7: ("2", gone)}, [5, 7]) is None  # freed: not that storage
+    assert encoder.known_ids({5: "0"}, [5]) is None  # not an (id, ref) entry
     assert encoder.known_ids({}, []) == ""
+
+
+@pytest.mark.parametrize("c_twin", [True, False], ids=["C", "Python"])
+def test_an_address_whose_holder_died_gets_a_new_id(monkeypatch: pytest.MonkeyPatch,
+                                                      c_twin: bool) -> None:
+    """The allocator hands a freed storage's address to the next one: never the old id."""
+    if not c_twin:
+        monkeypatch.setattr(encoder, "known_ids", None)
+    w = TraceWriter(lambda s: None)
+    first, other = Held(), Held()
+    a = w.storage_ids([100, 200], [first, other])
+    assert w.storage_ids([100, 200], [first, other]) == a  # alive: the same storages
+    del first
+    b = w.storage_ids([100, 200], [Held(), other])  # 100 now another storage's address
+    assert b.split(",")[0] not in a.split(",") and b.split(",")[1] == a.split(",")[1]
+    assert w.storage_ids([300, 300], None) == "3,4"  # no holder: never met again
     with pytest.raises(TypeError):
         encoder.known_ids({}, (5,))  # type: ignore[arg-type]

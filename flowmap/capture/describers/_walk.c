@@ -219,12 +219,13 @@ out:
 
 PyDoc_STRVAR(tensor_entries_doc,
 "tensor_entries(d, tensor_type, readers, dtypes, prefix, max_key, dims, leaves, pieces,\n"
-"               storages, room, known)\n"
+"               storages, room, known, holders)\n"
 "-> (taken, full)\n\n"
 "Walk `d`'s entries in order while each is an exact `tensor_type` under a str key of at most\n"
 "`max_key` characters, on the CPU, contiguous, with data and a dtype in `dtypes` (a dtype ->\n"
 "(name, item size) dict): append its leaf to `leaves` (while `room` lasts), its piece to `pieces` and its\n"
-"address to `storages`. `readers` are torch's data_ptr, is_cpu, is_contiguous, shape and dtype\n"
+"address to `storages` (the tensor to `holders`: the writer keeps a storage's id only while\n"
+"it lives). `readers` are torch's data_ptr, is_cpu, is_contiguous, shape and dtype\n"
 "descriptors. `known` maps a path to the last leaf built for it, which stands for the new one\n"
 "where they are equal. `taken` counts the entries done; `full` says one more came past the leaf\n"
 "bound (its bytes counted, its leaf dropped) and the walk stops there.");
@@ -239,17 +240,17 @@ static int ssize_arg(PyObject *x, Py_ssize_t *out) {
  * format string, which cost as much as reading one tensor. */
 static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 12) {
-        PyErr_Format(PyExc_TypeError, "tensor_entries() takes 12 arguments (%zd given)", nargs);
+    if (nargs != 13) {
+        PyErr_Format(PyExc_TypeError, "tensor_entries() takes 13 arguments (%zd given)", nargs);
         return NULL;
     }
     PyObject *d = args[0], *ttype = args[1], *readers = args[2], *dtypes = args[3],
              *prefix = args[4], *dims = args[6], *leaves = args[7], *pieces = args[8],
-             *storages = args[9], *known = args[11];
+             *storages = args[9], *known = args[11], *holders = args[12];
     Py_ssize_t max_key, room;
     if (!PyDict_Check(d) || !PyTuple_Check(readers) || !PyDict_Check(dtypes) ||
         !PyUnicode_Check(prefix) || !PyList_Check(leaves) || !PyList_Check(pieces) ||
-        !PyList_Check(storages) || !PyDict_CheckExact(known)) {
+        !PyList_Check(storages) || !PyDict_CheckExact(known) || !PyList_Check(holders)) {
         PyErr_SetString(PyExc_TypeError, "tensor_entries(): an argument of the wrong type");
         return NULL;
     }
@@ -283,7 +284,8 @@ static PyObject *tensor_entries(PyObject *self, PyObject *const *args, Py_ssize_
         if (got <= 0)
             break;
         int failed = (leaf != NULL && PyList_Append(leaves, leaf) < 0) ||
-                     PyList_Append(pieces, piece) < 0 || PyList_Append(storages, ptr) < 0;
+                     PyList_Append(pieces, piece) < 0 || PyList_Append(storages, ptr) < 0 ||
+                     PyList_Append(holders, v) < 0;
         Py_XDECREF(leaf);
         Py_DECREF(piece);
         Py_DECREF(ptr);

@@ -65,7 +65,7 @@ def ndarray_handler(w: Walk, a: Any, path: str, depth: int) -> None:
         nbytes = min(nd["nbytes"].__get__(a), span)
         w.piece("cpu", ptr + lo, ptr + lo + span, nbytes)
     w.add((path, "ndarray", shape, _dtype_name(dtype), "cpu", nbytes, 1, dims))
-    w.storage(ptr, "cpu")
+    w.storage(ptr, "cpu", a)
 
 
 def _object_content(w: Walk, a: Any, nd: dict[str, Any], path: str, depth: int) -> int:

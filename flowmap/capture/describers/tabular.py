@@ -59,7 +59,7 @@ def arrow_column(w: Walk, col: Any, path: str) -> None:
     w.add((path, "arrow", (len(col),), short(str(col.type)), "cpu", nbytes, 1,
            w.dims.get(path) if w.dims else None))
     if first:
-        w.storage(first, "cpu")
+        w.storage(first, "cpu", col)
 
 
 def _arrow_array(w: Walk, arr: Any, path: str, depth: int) -> None:

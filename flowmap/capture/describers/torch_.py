@@ -28,6 +28,7 @@ from flowmap.capture.describers.walk import (
     FAST,
     MAX_KEY_CHARS,
     MAX_LEAVES,
+    MAX_STORAGES,
     Piece,
     Walk,
     cached_name,
@@ -127,8 +128,9 @@ def tensor_leaf(w: Walk, t: Any, path: str) -> None:
         w.pieces[device] = [(ptr, ptr + span, nbytes)]
     else:
         pieces.append((ptr, ptr + span, nbytes))
-    if not w.folded:
+    if len(w.storages) < MAX_STORAGES:
         w.storages.append(ptr if device == "cpu" else (ptr, device))
+        w.holders.append(t)
 
 
 def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
@@ -151,11 +153,13 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
     dims = w.dims
     dtypes = _DTYPES
     cpu: list[Piece] = []  # this dict's inline pieces, joined to the walk's at the end
-    storages = [] if w.folded else w.storages
+    kept = len(w.storages) < MAX_STORAGES  # past it, a dict's storages are not kept
+    storages = w.storages if kept else []
+    holders = w.holders if kept else []
     entries: Iterable[tuple[Any, Any]]
     if tensor_entries is not None:  # the loop below, in C, up to the first entry it leaves
         taken, full = tensor_entries(d, tensor_t, _T["readers"], dtypes, prefix, MAX_KEY_CHARS, dims,
-                                     leaves, cpu, storages, room, _KNOWN)
+                                     leaves, cpu, storages, room, _KNOWN, holders)
         if full or taken == dict.__len__(d):
             w.full = full == 1  # it was False: checked on entry
             w.nodes += len(cpu)  # `_joined`, inlined: this is the common hop's return
@@ -185,6 +189,7 @@ def tensor_dict(w: Walk, d: dict[Any, Any], path: str, depth: int) -> None:
                     nbytes = v.nbytes
                     cpu.append((ptr, ptr + nbytes, nbytes))
                     storages.append(ptr)
+                    holders.append(v)
                     if room:
                         room -= 1
                         leaves.append((p, "tensor", shape, dtype, "cpu", nbytes, 1,
@@ -231,7 +236,7 @@ def _emit(w: Walk, path: str, shape: Any, dtype: str, device: str, nbytes: int, 
     if ptr == 0 or device == "meta":  # meta, empty or storage-less tensors: no address
         ptr, device = _stand_in(t, device)
     w.piece(device, ptr, ptr + span, nbytes)
-    w.storage(ptr, device)
+    w.storage(ptr, device, t)
 
 
 def _stand_in(t: Any, device: str) -> tuple[int, str]:
@@ -313,7 +318,7 @@ def _sparse(w: Walk, t: Any, path: str, layout: str) -> None:
     dtype = _dtype_name(_T["dtype"].__get__(t))
     w.add((path, layout, shape, dtype, sizes[0][1], sum(s for s, _ in sizes), 1,
            w.dims.get(path) if w.dims else None))
-    w.storage(_read(parts[0])[5], sizes[0][1])
+    w.storage(_read(parts[0])[5], sizes[0][1], t)
 
 
 def _strided_nested(w: Walk, t: Any, path: str) -> None:
@@ -328,7 +333,7 @@ def _strided_nested(w: Walk, t: Any, path: str) -> None:
     shape = (int(sizes.shape[0]), *_ranges(sizes))
     w.add((path, "nested", shape, _dtype_name(_T["dtype"].__get__(t)), device, nbytes, 1,
            w.dims.get(path) if w.dims else None))
-    w.storage(ptr, device)
+    w.storage(ptr, device, t)
 
 
 def _ranges(sizes: Any) -> list[Any]:
@@ -369,7 +374,7 @@ def _jagged(w: Walk, t: Any, d: dict[str, Any], path: str) -> None:
         dtype = _dtype_name(_T["dtype"].__get__(values))
         ptr = _read(values)[5]
     w.add((path, "nested", shape, dtype, device, nbytes, 1, w.dims.get(path) if w.dims else None))
-    w.storage(ptr, device)
+    w.storage(ptr, device, t)
 
 
 def resolve(t: type, mro: tuple[type, ...]) -> Any:

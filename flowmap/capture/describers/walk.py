@@ -25,6 +25,9 @@ from flowmap.capture.describers.accel import disjoint_total as disjoint_total  #
 
 MAX_DEPTH = 8
 MAX_LEAVES = 256
+# Storage keys per payload. Tensors inside a folded list have no leaf of their own but keep
+# their storage key (up to this many), so a relay that re-wraps tensors in a list is known.
+MAX_STORAGES = 256
 # Walked objects per payload. Long lists are sampled to stay under the soft
 # bound; nothing is walked past the hard one. A payload's cost is therefore
 # bounded whatever it holds (a 10M-int tuple, 100k tensors, deep nesting).
@@ -50,18 +53,21 @@ StorageKey = int | tuple[int, str]
 class Walk:
     """State of one `describe` call."""
 
-    __slots__ = ("leaves", "pieces", "plain", "storages", "seen", "dims", "full", "folded",
-                 "nodes")
+    __slots__ = ("leaves", "pieces", "plain", "storages", "holders", "seen", "dims", "full",
+                 "folded", "nodes")
 
     def __init__(self, dims: Mapping[str, tuple[str, ...]] | None):
         self.leaves: list[Leaf] = []
         self.pieces: dict[Any, list[Piece]] = {}  # address space -> pieces
         self.plain = 0
         self.storages: list[StorageKey] = []
+        # The object behind each storage key, in step: the writer keeps a key's id only while
+        # its holder lives, so an address a freed storage leaves is never the old one's id.
+        self.holders: list[Any] = []
         self.seen: set[int] = set()
         self.dims = dims or None
         self.full = False
-        self.folded = False  # inside a folded list: no per-leaf storage ids
+        self.folded = False  # inside a folded list: storage keys no longer line up with leaves
         self.nodes = 0
 
     def add(self, leaf: Leaf) -> None:
@@ -86,9 +92,10 @@ class Walk:
         else:
             pieces.append((start, end, weight))
 
-    def storage(self, start: int, space: str) -> None:
-        if not self.folded:
+    def storage(self, start: int, space: str, holder: Any) -> None:
+        if len(self.storages) < MAX_STORAGES:
             self.storages.append(start if space == "cpu" else (start, space))
+            self.holders.append(holder)
 
     def over_budget(self) -> bool:
         return self.full or self.nodes >= HARD_NODES

@@ -97,7 +97,7 @@ def description(h: IpcHandle) -> Description:
     """The tensor the handle opens, as a hop's leaf: built from the args, no device access."""
     d = Description(None)
     d.add(("", "tensor", h.shape, h.dtype, h.device, h.view_bytes, 1, None))
-    d.storage(*h.storage_id)
+    d.storage(*h.storage_id, None)  # no tensor here to hold: an id of its own
     d.nbytes = h.storage_bytes
     return d
 

@@ -265,7 +265,7 @@ def _wrap_get(get: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Callabl
             try:
                 record.receive_half(current_owner(), type(out).__name__, "pickle",
                                     _channel(conn_of(self)), seen.key, seen.wire,
-                                    record.now_ns())
+                                    record.now_ns(), out)
             except Exception as exc:
                 record.error(exc)
         return out

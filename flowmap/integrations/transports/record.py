@@ -113,7 +113,7 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
     with w.lock:
         if not t.closed:
             w.hop(_t_us(t, t_ns), src, dst, name, d.leaves, int(nbytes),
-                  w.storage_ids(d.storages), t.step if step is NOW else step, None, transport,
+                  w.storage_ids(d.storages, d.holders), t.step if step is NOW else step, None, transport,
                   "null")
 
 
@@ -139,14 +139,18 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     with w.lock:
         if not t.closed:
             w.send_half(_t_us(t, t_ns), src, fallback, name, d.leaves, nbytes,
-                        w.storage_ids(d.storages), step, None, transport, items_json(items),
+                        w.storage_ids(d.storages, d.holders), step, None, transport, items_json(items),
                         channel, key,
                         wire)
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
-                 wire: int | None, t_ns: int) -> None:
-    """The receiver's half: who got the message with `key` on `channel`."""
+                 wire: int | None, t_ns: int, got: Any = None) -> None:
+    """The receiver's half: who got the message with `key` on `channel`.
+
+    `got`, what it unpickled, is described (metadata only) for its storages: the
+    receiver's ids of the very tensors it got, so that the same data sent on from here
+    (a relay, re-wrapped or not) is known leaf by leaf, across the process boundary."""
     t = tracer()
     if t is None:
         return
@@ -154,10 +158,12 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
         owner, name, transport, channel, wire, _t_us(t, t_ns)
     ):
         return
+    d = describe(got) if got is not None else None
     w = t.writer
     with w.lock:
         if not t.closed:
-            w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire)
+            w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire,
+                           w.storage_ids(d.storages, d.holders) if d is not None else "")
 
 
 def notes(src: str, dst: str, name: str, transport: str, step: int | None,

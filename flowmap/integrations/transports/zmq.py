@@ -163,20 +163,26 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
         if sending:
             payload = msg.payload
             d = describe(payload)
-            record.send_half(current_owner(), record.UNTRACED, name, d, msg.nbytes, "zmq",
+            owner = current_owner()
+            record.send_half(owner, record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
                              items=item_tags.take(payload))
-            if "torch" in sys.modules:  # a view's storage, a small mask's real positions
-                found = leaf_notes.collect(payload, "zmq")
+            if "torch" in sys.modules and _has_tensors(d):  # a view's storage, a small mask's positions
+                found = leaf_notes.collect(payload, "zmq")  # `send_pyobj` pickles a view's storage
                 if found:
-                    record.notes(current_owner(), record.UNTRACED, name, "zmq", None, found)
+                    record.notes(owner, record.UNTRACED, name, "zmq",
+                                 getattr(state.tracer, "step", None), found)
             if values.enabled():
-                record.values(current_owner(), name, "zmq", None, payload)
+                record.values(owner, name, "zmq", None, payload)
         else:
             record.receive_half(current_owner(), name, "zmq", channel, key, msg.nbytes,
-                                record.now_ns())
+                                record.now_ns(), out)
     except Exception as exc:
         record.error(exc)
+
+
+def _has_tensors(d: Any) -> bool:
+    return any(leaf[1] == "tensor" for leaf in d.leaves)
 
 
 # -- naming -----------------------------------------------------------------------------
