@@ -93,11 +93,20 @@ def handle_facts(obj: Any) -> IpcHandle | None:
                      numel * itemsize, size, opaque, key)
 
 
+class _Handles:
+    """What holds a handle's storage id for the run: no tensor of the sender's is in hand to
+    watch being freed, and one handle opens one allocation, so the same handle (say, weights
+    synced each step from one snapshot buffer) is the same storage for as long as it is sent."""
+
+
+HANDLES = _Handles()
+
+
 def description(h: IpcHandle) -> Description:
     """The tensor the handle opens, as a hop's leaf: built from the args, no device access."""
     d = Description(None)
     d.add(("", "tensor", h.shape, h.dtype, h.device, h.view_bytes, 1, None))
-    d.storage(*h.storage_id, None)  # no tensor here to hold: an id of its own
+    d.storage(*h.storage_id, HANDLES)
     d.nbytes = h.storage_bytes
     return d
 
