@@ -16,10 +16,17 @@ is read through its built-in type only:
 from __future__ import annotations
 
 import itertools
+import json
 import sys
+from itertools import repeat
+from operator import is_
 from typing import Any
 
+from flowmap.writer.encoder import items_json
+
 MAX_ITEMS = 4096
+# A str as `dumps` writes it (ensure_ascii=False), without the encoder's dispatch.
+_json_str = json.encoder.encode_basestring
 
 _NUMBERS = {int: int.__repr__, float: float.__repr__, bool: bool.__repr__}
 
@@ -92,3 +99,32 @@ def _item_id(x: Any) -> Any:
 def _is_numpy_integer(x: Any) -> bool:
     np = sys.modules.get("numpy")
     return np is not None and isinstance(x, np.integer)
+
+
+def items_text(items: Any) -> str | None:
+    """`items` as the JSON of the hop line; None for a type that is not read.
+
+    Most hops carry no ids, one int, or a list of ints or of strings: those are
+    written here without building the list `items_list` makes.
+    """
+    t = type(items)
+    if t is list or t is tuple:
+        n = len(items)
+        if n == 0:
+            return "null"
+        if n == 1:  # one trajectory, one request: the common hop
+            one = items[0]
+            if type(one) is int:
+                return f"[{int.__repr__(one)}]"
+            if type(one) is str:  # a branch, a leaf id
+                return f"[{_json_str(one)}]"
+        elif n <= MAX_ITEMS and all(map(is_, map(type, items), repeat(int))):  # checked in C
+            return f"[{','.join(map(int.__repr__, items))}]"
+        if n <= MAX_ITEMS and all(map(is_, map(type, items), repeat(str))):  # string ids
+            return f"[{','.join(map(_json_str, items))}]"
+    got = items_list(items)
+    if got is NOT_READ:
+        return None
+    return items_json(got)
+
+

@@ -15,32 +15,26 @@ within `CHECK_EVERY` events, rewritten from the mapping with one warning, and ca
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from itertools import repeat
-from operator import is_
 from time import monotonic_ns
 from typing import Any
 
 from flowmap import rundir
 from flowmap import trace_format as tf
 from flowmap.capture import describe_lazy, identity, step_hooks
-from flowmap.capture.names import MAX_ITEMS, NOT_READ, items_list, name_text
+from flowmap.capture.names import NOT_READ, items_list, items_text, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
-from flowmap.writer.encoder import TraceWriter, dumps, encode_line, items_json
+from flowmap.writer.encoder import TraceWriter, dumps, encode_line
 
 MAX_ERROR_EVENTS = 20
 CHECK_EVERY = 4096  # events between two checks that the shard file still exists
 # How long `close` waits for an event under way: events take microseconds, so a lock held
 # longer is held by the frame a signal interrupted (see `close`).
 CLOSE_WAIT_S = 0.5
-# A str as `dumps` writes it (ensure_ascii=False), without the encoder's dispatch.
-_json_str = json.encoder.encode_basestring
 _INF, _NEG_INF = float("inf"), float("-inf")
-_dumps, _items_json = dumps, items_json  # the names the tests of items' text know them by
 
 
 class Tracer:
@@ -264,17 +258,23 @@ class Tracer:
         d = describe_lazy.describe(payload, dims)  # the describers load at the first hop
         if self.fold is not None and self.fold.hop(src, dst, name, d, items, step, version, transport, t):
             return
-        items_text = "null" if type(items) is tuple and not items else _items_text(items)
-        if items_text is None:  # a type not read: one warning, the hop is kept without items
+        ids = "null" if type(items) is tuple and not items else items_text(items)
+        if ids is None:  # a type not read: one warning, the hop is kept without items
             self.read_items(items)
-            items_text = "null"
+            ids = "null"
         with self.lock:
             if self.closed:
                 return
             w = self.writer
             w.hop(t, src, dst, name, d.leaves, d.nbytes,
                   w.storage_ids(d.storages, d.holders) if d.storages else "",  # none: a hop of objects
-                  self.step if step is None else step, version, transport, items_text)
+                  self.step if step is None else step, version, transport, ids)
+
+    def _past_detail(self) -> bool:
+        """Whether `--aggregate` has folded past its detail window (no per-hop detail then)."""
+        fold = self.fold
+        return fold is not None and (fold.entered > fold.detail_steps if fold.top is not None
+                                     else fold.stepless >= fold.detail_hops)
 
     def notes(self, src: str, dst: str, name: str, transport: str, step: int | None,
               notes: list[list[Any]]) -> None:
@@ -282,9 +282,7 @@ class Tracer:
 
         Under `--aggregate` only inside the detail window: notes come per hop, and a folded
         trace must grow with seams and steps, not hops."""
-        fold = self.fold
-        if fold is not None and (fold.entered > fold.detail_steps if fold.top is not None
-                                 else fold.stepless >= fold.detail_hops):
+        if self._past_detail():
             return
         t = self.now_us()
         with self.lock:
@@ -299,11 +297,7 @@ class Tracer:
         Under `--aggregate` only inside the detail window, like leaf notes."""
         from flowmap.capture import values
 
-        fold = self.fold
-        if fold is not None and (fold.entered > fold.detail_steps if fold.top is not None
-                                 else fold.stepless >= fold.detail_hops):
-            return
-        if not values.due(src, dst, name):
+        if self._past_detail() or not values.due(src, dst, name):
             return
         found = values.sample(payload)
         if not found:
@@ -389,32 +383,4 @@ class Tracer:
                     self.writer.error(self.now_us(), f"{type(exc).__name__}: {exc}"[:500])
         except Exception:
             pass
-
-
-def _items_text(items: Any) -> str | None:
-    """`items` as the JSON of the hop line; None for a type that is not read.
-
-    Most hops carry no ids, one int, or a list of ints or of strings: those are
-    written here without building the list `items_list` makes.
-    """
-    t = type(items)
-    if t is list or t is tuple:
-        n = len(items)
-        if n == 0:
-            return "null"
-        if n == 1:  # one trajectory, one request: the common hop
-            one = items[0]
-            if type(one) is int:
-                return f"[{int.__repr__(one)}]"
-            if type(one) is str:  # a branch, a leaf id
-                return f"[{_json_str(one)}]"
-        elif n <= MAX_ITEMS and all(map(is_, map(type, items), repeat(int))):  # checked in C
-            return f"[{','.join(map(int.__repr__, items))}]"
-        if n <= MAX_ITEMS and all(map(is_, map(type, items), repeat(str))):  # string ids
-            return f"[{','.join(map(_json_str, items))}]"
-    got = items_list(items)
-    if got is NOT_READ:
-        return None
-    return _items_json(got)
-
 

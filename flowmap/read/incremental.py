@@ -29,8 +29,8 @@ from flowmap.read.blocks import StepBlocks
 from flowmap.read.bounds import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
 from flowmap.read.events import SendFold, SendHalf, Shard
 from flowmap.read.fold import shard_budget
+from flowmap.read.plain import show_path
 from flowmap.read.ray_transport import name_ray_transports
-from flowmap.read.reader import show_path
 from flowmap.read.records import R
 from flowmap.read.run_meta import read_run_meta
 from flowmap.read.settle import HalfSettler

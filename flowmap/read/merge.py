@@ -24,7 +24,8 @@ from typing import Any
 from flowmap import trace_format as tf
 from flowmap.errors import UsageError
 from flowmap.read.identity import HostKey, host_key, host_labels, process_key
-from flowmap.read.reader import MAX_HEADER, clean_text, open_regular
+from flowmap.read.plain import clean_text
+from flowmap.read.reader import MAX_HEADER, open_regular
 from flowmap.read.run_meta import read_run_meta
 from flowmap.read.shards import shard_paths
 from flowmap.rundir import holds_shards

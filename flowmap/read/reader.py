@@ -14,7 +14,6 @@ reported and the others are read.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from flowmap import trace_format as tf
@@ -29,6 +28,7 @@ from flowmap.read.events import Mark as Mark
 from flowmap.read.events import Shard as Shard
 from flowmap.read.fields import Fields, Interned
 from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, SeamStepFolder
+from flowmap.read.plain import as_int, as_text, clean, count, show_path
 from flowmap.read.validate import CHECKS
 from flowmap.rundir import MAX_HEADER as MAX_HEADER  # re-exported, with the safe open of a shard
 from flowmap.rundir import open_regular as open_regular
@@ -84,36 +84,6 @@ def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None
 def _empty_shard(path: str) -> Shard:
     return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
                  t0_wall_ns=0, empty=True)
-
-
-def show_path(path: str) -> str:
-    return clean_text(os.fspath(path))
-
-
-def as_int(v: Any) -> int:
-    return v if type(v) is int and -(1 << 63) <= v < (1 << 63) else 0
-
-
-def as_text(v: Any, default: Any) -> Any:
-    return clean_text(v[:4096]) if type(v) is str else default
-
-
-def clean_text(s: str) -> str:
-    """`s` safe to print and to write as UTF-8: a lone surrogate becomes the text `\\udcXX`."""
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _clean(v: Any, depth: int = 0) -> Any:
-    t = type(v)
-    if t is str:
-        return clean_text(v)
-    if t is list and depth < 6:
-        return [_clean(x, depth + 1) for x in v]
-    return v
 
 
 def parse_header(line: bytes, path: str) -> dict[str, Any]:
@@ -271,7 +241,7 @@ class Decoder:
             if ev is None and i in long:
                 continue
             if dirty:
-                ev = _clean(ev)
+                ev = clean(ev)
             self._event(ev, base + i + 1)
 
     def _event(self, ev: Any, line: int) -> None:
@@ -379,8 +349,8 @@ class Decoder:
     def _end(self, ev: list[Any]) -> None:
         sh = self.shard
         stats = ev[2]
-        sh.num_events = _count(stats.get("events"), sh.num_events)
-        sh.num_errors = _count(stats.get("errors"), sh.num_errors)
+        sh.num_events = count(stats.get("events"), sh.num_events)
+        sh.num_errors = count(stats.get("errors"), sh.num_errors)
         sh.truncated = False
 
 
@@ -395,7 +365,3 @@ BUILDERS = {
     tf.PROCESS_INFO: Decoder._info,
     tf.VALUES: Decoder._values,
 }
-
-
-def _count(v: Any, default: int) -> int:
-    return v if type(v) is int and 0 <= v <= tf.MAX_INT else default

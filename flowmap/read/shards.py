@@ -15,8 +15,9 @@ from flowmap.errors import NotATrace
 from flowmap.read import identity
 from flowmap.read.events import Shard
 from flowmap.read.fold import DETAIL_HOPS, shard_budget
+from flowmap.read.plain import show_path
 from flowmap.read.ray_transport import name_ray_transports
-from flowmap.read.reader import read_header, read_shard, show_path
+from flowmap.read.reader import read_header, read_shard
 from flowmap.rundir import shard_names
 
 

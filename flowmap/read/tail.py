@@ -23,16 +23,8 @@ from flowmap.read.bounds import bound_records
 from flowmap.read.events import SeamStep, Shard
 from flowmap.read.fold import SeamStepFolder
 from flowmap.read.hop_runs import add_equal_hops, span
-from flowmap.read.reader import (
-    MAX_HEADER,
-    Decoder,
-    as_int,
-    as_text,
-    loads_strict,
-    open_regular,
-    parse_header,
-    show_path,
-)
+from flowmap.read.plain import as_int, as_text, show_path
+from flowmap.read.reader import MAX_HEADER, Decoder, loads_strict, open_regular, parse_header
 from flowmap.read.validate import CHECKS
 
 _CELL_HOPS = attrgetter("hops")

@@ -21,7 +21,7 @@ from flowmap.findings import findings as detect_findings
 from flowmap.model.format import fmt_bytes, fmt_leaf_schema, fmt_per_step, fmt_steps
 from flowmap.model.types import CounterStats, OwnerStats, SeamStats
 from flowmap.model.view import RunView
-from flowmap.read.reader import clean_text
+from flowmap.read.plain import clean_text
 from flowmap.reporters.columns import Column, fit_table, shorten, shorten_parts, wrap, wrap_parts
 from flowmap.units import fmt_count, plural
 

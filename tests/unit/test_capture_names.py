@@ -24,7 +24,7 @@ def test_a_uuid_subclass_is_not_read_by_its_own_str() -> None:
 def test_item_ids_are_written_as_json() -> None:
     import json
 
-    from flowmap.capture.tracer import _items_json
+    from flowmap.writer.encoder import items_json as _items_json
 
     for items in ([7], [1, 2, 3], [True], [True, 2], ["t0"], ["t0", 1], [10**30]):
         assert json.loads(_items_json(items)) == items
@@ -33,8 +33,8 @@ def test_item_ids_are_written_as_json() -> None:
 
 
 def test_the_hop_line_writes_item_ids_as_the_json_encoder_does() -> None:
-    """`_items_text`'s shortcuts (ints, one int, strings) give the encoder's own text."""
-    from flowmap.capture.tracer import _items_text
+    """`items_text`'s shortcuts (ints, one int, strings) give the encoder's own text."""
+    from flowmap.capture.names import items_text
 
     cases: list[object] = [
         [], (), [7], (7,), [1, 2, 3], ["t0"], ("a", "b"), ['q"uote', "back\\slash", "tab\t"],
@@ -42,11 +42,11 @@ def test_the_hop_line_writes_item_ids_as_the_json_encoder_does() -> None:
         [str(i) for i in range(5000)], {"s", "t"}, range(3), None, "one", 5,
     ]
     for items in cases:
-        assert _items_text(items) == _items_json(items_list(items)), items
-    assert _items_text(iter([1])) is None  # an iterator is never used up
+        assert items_text(items) == _items_json(items_list(items)), items
+    assert items_text(iter([1])) is None  # an iterator is never used up
 
 
 def _items_json(got: list[object] | None) -> str:
-    from flowmap.capture.tracer import _dumps
+    from flowmap.writer.encoder import dumps as _dumps
 
     return "null" if not got else _dumps(got)

@@ -142,7 +142,7 @@ NAMES = st.text(st.characters(blacklist_categories=()), max_size=30) | st.sample
 @given(src=NAMES, dst=NAMES, name=NAMES, item=NAMES)
 def test_hostile_names_are_kept_and_never_print_a_traceback(src, dst, name, item, tmp_path_factory,
                                                             capfd):
-    from flowmap.read.reader import clean_text
+    from flowmap.read.plain import clean_text
 
     d = tmp_path_factory.mktemp("n") / "run"
     with flowmap.tracing(str(d)):
