@@ -145,7 +145,7 @@ def test_the_driver_funnel_is_a_pass_through_naming_the_driver(pipeline):
     assert doc["steps"] == 0
     assert f["bytes_per_step"] == pytest.approx(STEPS * BATCH, rel=0.01)
     # the ref hand-off is no pass-through: nothing names Rollout/0's path through the driver
-    assert not any("Rollout/0" in s for f in findings(run) for s in f.seams
+    assert not any("Rollout/0" in s for f in findings(run.view) for s in f.seams
                    if f.kind == "pass_through")
 
 
