@@ -5,7 +5,9 @@ the trainer, and one batch the driver fetches with `ray.get` and passes to the
 trainer. 30 steps, traced with `flowmap trace`. Every edge the pictures draw
 (the flow's where it is drawn, else the seams) carries the true bytes, counted
 here from the tensor sizes; the driver's funnel is a pass-through finding that
-names the driver. The control job only hands the ObjectRef on: no finding.
+names the driver. The ref's batch is small (13 KiB), the funnel's over Ray's
+inline limit (385 KiB), so both ways values travel are counted. The control job
+only hands the ObjectRef on: no finding.
 Two Ray jobs in all (they are slow): the pipeline, and a 5-step control.
 """
 
@@ -20,17 +22,26 @@ import pytest
 
 import flowmap
 from flowmap.findings import findings
+from flowmap.reporters.html_data import html_document
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                 reason="Ray tests need ray: pip install -e '.[ray]'")
 
 STEPS = 30
-OBS, MASK = (8, 384), (8, 128)  # float32 and bool
-BATCH = OBS[0] * OBS[1] * 4 + MASK[0] * MASK[1] * 1  # 13,312 B per batch
+COLS, MASK = 384, (8, 128)  # obs: float32 [rows, COLS]; mask: bool
+SMALL, LARGE = 8, 256  # rows: the ref's batch is small, the funnel's over Ray's 100 KiB inline limit
 REF = 28  # a pickled ObjectRef, as the driver holds it
 
-JOB = '''
+
+def batch_bytes(rows):
+    return rows * COLS * 4 + MASK[0] * MASK[1]
+
+
+BATCH, FUNNEL = batch_bytes(SMALL), batch_bytes(LARGE)  # 13,312 B and 394,240 B
+
+JOB = f'''
 import os, ray, torch
+COLS, MASK, SMALL, LARGE = {COLS}, {MASK}, {SMALL}, {LARGE}
 STEPS = int(os.environ["FM_STEPS"])
 MODE = os.environ["FM_MODE"]
 ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
@@ -38,8 +49,9 @@ ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_
 
 @ray.remote(num_cpus=0)
 class Rollout:
-    def generate(self, step):
-        return {"obs": torch.full(OBS, float(step)), "mask": torch.ones(MASK, dtype=torch.bool)}
+    def generate(self, step, rows):
+        return {{"obs": torch.full((rows, COLS), float(step)),
+                "mask": torch.ones(MASK, dtype=torch.bool)}}
 
 
 @ray.remote(num_cpus=0)
@@ -54,12 +66,12 @@ class Trainer:
 a, b = Rollout.remote(), Rollout.remote()
 trainer = Trainer.remote()
 for step in range(STEPS):
-    out = [trainer.train.remote(a.generate.remote(step))]      # the ref handed on
-    if MODE == "funnel":
-        out.append(trainer.learn.remote(ray.get(b.generate.remote(step))))  # through the driver
+    out = [trainer.train.remote(a.generate.remote(step, SMALL))]  # the ref handed on
+    if MODE == "funnel":  # a batch the driver fetches and passes on
+        out.append(trainer.learn.remote(ray.get(b.generate.remote(step, LARGE))))
     assert len(ray.get(out)) == len(out)
 ray.shutdown()
-'''.replace("OBS", repr(OBS)).replace("MASK", repr(MASK))
+'''
 
 
 def trace(tmp, mode, steps):
@@ -103,8 +115,8 @@ def test_every_edge_carries_the_true_bytes(pipeline):
     run, doc = pipeline
     edges = drawn_edges(doc)
     true = {("Rollout/0", "Trainer/0"): STEPS * BATCH,   # the ref's object, fetched by the trainer
-            ("Rollout/1", "driver"): STEPS * BATCH,      # ray.get in the driver
-            ("driver", "Trainer/0"): STEPS * BATCH,      # the fetched batch passed on
+            ("Rollout/1", "driver"): STEPS * FUNNEL,     # ray.get in the driver
+            ("driver", "Trainer/0"): STEPS * FUNNEL,     # the fetched batch passed on
             ("Rollout/0", "driver"): STEPS * REF}        # the handle only
     for edge, nbytes in true.items():
         assert edges.get(edge, 0) == pytest.approx(nbytes, rel=0.01), (edge, edges)
@@ -123,13 +135,18 @@ def test_every_edge_carries_the_true_bytes(pipeline):
 
 def test_the_seam_table_figures(pipeline):
     run, _ = pipeline
-    for key, transport in ((("Rollout/0", "Trainer/0", "train"), "shm"),
-                           (("Rollout/1", "driver", "generate"), "rpc"),
-                           (("driver", "Trainer/0", "learn"), "rpc")):
+    for key, rows in ((("Rollout/0", "Trainer/0", "train"), SMALL),
+                      (("Rollout/1", "driver", "generate"), LARGE),
+                      (("driver", "Trainer/0", "learn"), LARGE)):
         seam = run.seams[key]
-        assert (seam.hops, seam.total_bytes, seam.transports) == (STEPS, STEPS * BATCH,
-                                                                  {transport: STEPS}), key
-        assert {leaf.shape for leaf in seam.leaves if leaf.dtype == "float32"} == {OBS}
+        assert (seam.hops, seam.total_bytes) == (STEPS, STEPS * batch_bytes(rows)), key
+        assert {leaf.shape for leaf in seam.leaves if leaf.dtype == "float32"} == {(rows, COLS)}
+    # the ref's object and the large batch moved through the object store
+    assert run.seams[("Rollout/0", "Trainer/0", "train")].transports == {"shm": STEPS}
+    assert run.seams[("driver", "Trainer/0", "learn")].transports == {"shm": STEPS}
+    # the page draws the seam table's figures
+    page = {s["label"]: s["total_bytes"] for s in html_document(run.view)["seams"]}
+    assert page == {st.label: st.total_bytes for st in run.seams.values()}
     held = run.seams[("Rollout/0", "driver", "generate")]
     assert held.transports == {"ref": STEPS} and held.moved_bytes_per_step == 0
 
@@ -143,7 +160,7 @@ def test_the_driver_funnel_is_a_pass_through_naming_the_driver(pipeline):
     assert f["seams"] == ["Rollout/1 -> driver : generate", "driver -> Trainer/0 : learn"]
     # the job marks no steps: every "per step" figure is then the run's total (docs/report-json.md)
     assert doc["steps"] == 0
-    assert f["bytes_per_step"] == pytest.approx(STEPS * BATCH, rel=0.01)
+    assert f["bytes_per_step"] == pytest.approx(STEPS * FUNNEL, rel=0.01)
     # the ref hand-off is no pass-through: nothing names Rollout/0's path through the driver
     assert not any("Rollout/0" in s for f in findings(run.view) for s in f.seams
                    if f.kind == "pass_through")
