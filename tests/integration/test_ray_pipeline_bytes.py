@@ -8,7 +8,8 @@ here from the tensor sizes; the driver's funnel is a pass-through finding that
 names the driver. The ref's batch is small (13 KiB), the funnel's over Ray's
 inline limit (385 KiB), so both ways values travel are counted. The control job
 only hands the ObjectRef on: no finding.
-Two Ray jobs in all (they are slow): the pipeline, and a 5-step control.
+Three Ray jobs in all (they are slow): the pipeline, a pure driver funnel and a
+control, the last two of 5 steps.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ class Trainer:
 a, b = Rollout.remote(), Rollout.remote()
 trainer = Trainer.remote()
 for step in range(STEPS):
-    out = [trainer.train.remote(a.generate.remote(step, SMALL))]  # the ref handed on
-    if MODE == "funnel":  # a batch the driver fetches and passes on
+    out = [] if MODE == "pure" else [trainer.train.remote(a.generate.remote(step, SMALL))]  # a ref
+    if MODE != "ref":  # a batch the driver fetches and passes on
         out.append(trainer.learn.remote(ray.get(b.generate.remote(step, LARGE))))
     assert len(ray.get(out)) == len(out)
 ray.shutdown()
@@ -99,6 +100,11 @@ def pipeline(tmp_path_factory):
 @pytest.fixture(scope="module")
 def control(tmp_path_factory):
     return trace(tmp_path_factory.mktemp("ctrl"), "ref", 5)
+
+
+@pytest.fixture(scope="module")
+def pure(tmp_path_factory):
+    return trace(tmp_path_factory.mktemp("pure"), "pure", 5)
 
 
 def drawn_edges(doc):
@@ -171,3 +177,13 @@ def test_a_driver_that_hands_the_ref_on_is_no_finding(control):
     assert run.seams[("Rollout/0", "Trainer/0", "train")].total_bytes == 5 * BATCH
     assert run.seams[("Rollout/0", "driver", "generate")].transports == {"ref": 5}
     assert not [f for f in doc["findings"] if f["kind"] == "pass_through"], doc["findings"]
+
+
+def test_a_pure_driver_funnel_is_a_pass_through_naming_the_driver(pure):
+    run, doc = pure
+    assert drawn_edges(doc)[("Rollout/1", "driver")] == 5 * FUNNEL
+    assert drawn_edges(doc)[("driver", "Trainer/0")] == 5 * FUNNEL
+    [f] = [f for f in doc["findings"] if f["kind"] == "pass_through"]
+    assert f["seams"] == ["Rollout/1 -> driver : generate", "driver -> Trainer/0 : learn"]
+    assert "passes through driver" in f["message"]
+    assert f["bytes_per_step"] == pytest.approx(5 * FUNNEL, rel=0.01)
