@@ -4,7 +4,8 @@ Evidence, strongest first: the leaving hop's storages all arrived at that
 role earlier (the very same tensors travel on: in the same process, or
 unpickled from a transport message, whose receiver names the storages it got,
 however it wraps them to send them on); or the
-leaf schema in and out is the same once list folding (`[*]`) is ignored, and
+leaf schema in and out is the same once list folding (`[*]`) is ignored — names,
+dtypes and shapes, so leaves called alike but shaped apart are no match — and
 there were enough arrivals to feed the departures. Leaves repacked on the way
 are followed separately (`leaf_chains`).
 """
@@ -25,7 +26,7 @@ from flowmap.findings.common import (
     role_key,
     role_seams,
 )
-from flowmap.model.types import ARRAY_KINDS, SeamKey, SeamStats
+from flowmap.model.types import ARRAY_KINDS, Dim, LeafStats, SeamKey, SeamStats
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -48,7 +49,7 @@ def detect(view: RunView) -> list[Finding]:
                 evidence = "same storage"
                 bps = min(matched[(a, b)] / view.detail.num_steps, _bps(in_seams) + _bps(out_seams))
             elif signature[a] and signature[a] == signature[b] and _fed_by(in_seams, out_seams) \
-                    and not is_store(out_seams):
+                    and _shapes_agree(in_seams, out_seams) and not is_store(out_seams):
                 evidence = "same leaf schema"
                 bps = min(_bps(in_seams), _bps(out_seams))
             else:
@@ -97,6 +98,40 @@ def _signature(seams: list[SeamStats]) -> frozenset[tuple[str, str, str]]:
         for s in seams for leaf in s.leaves if leaf.total_bytes
     )
     return sig if any(k in ARRAY_KINDS or k in ("bytes", "str") for _, k, _ in sig) else frozenset()
+
+
+def _shapes_agree(in_seams: list[SeamStats], out_seams: list[SeamStats]) -> bool:
+    """Whether every leaf that leaves could be one that arrived by shape, not name alone.
+
+    Leaves called alike are not the same payload when their shapes differ: a
+    received [8, 128] batch is no [1024] tensor all-reduced later under the
+    same name (and dtype). A dim that varied over hops agrees with any size in
+    its range; a leaf whose rank varied agrees with any shape.
+    """
+    arrived: dict[tuple[str, str, str], list[LeafStats]] = defaultdict(list)
+    for s in in_seams:
+        for leaf in s.leaves:
+            arrived[(norm_path(leaf.path), leaf.kind, leaf.dtype)].append(leaf)
+    for s in out_seams:
+        for leaf in s.leaves:
+            came = arrived.get((norm_path(leaf.path), leaf.kind, leaf.dtype))
+            if came is not None and not any(_same_shape(c, leaf) for c in came):
+                return False
+    return True
+
+
+def _same_shape(a: LeafStats, b: LeafStats) -> bool:
+    if a.ranks is not None or b.ranks is not None:
+        return True  # a rank varied: shapes tell nothing
+    if len(a.shape) != len(b.shape):
+        return False
+    return all(_span(x)[0] <= _span(y)[1] and _span(y)[0] <= _span(x)[1]
+               for x, y in zip(a.shape, b.shape))
+
+
+def _span(dim: Dim) -> tuple[int, int]:
+    """A dim as (least, largest): an int is both; a varying dim is its (min, max)."""
+    return dim if isinstance(dim, tuple) else (dim, dim)
 
 
 @dataclass(slots=True)
