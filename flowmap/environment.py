@@ -22,8 +22,9 @@ FLIGHT_RECORDER = "FLOWMAP_FLIGHT_RECORDER"  # read NCCL's flight recorder (on u
 DISCOVER = "FLOWMAP_DISCOVER"  # the directory of a discovery run
 PURE_PYTHON = "FLOWMAP_PURE_PYTHON"  # set: the C accelerators are never loaded
 RUNS = "FLOWMAP_RUNS"  # where unnamed runs go (a Ray Job's entrypoint: docs/distributed.md)
+VALUES = "FLOWMAP_VALUES"  # "1": `trace --values` samples values (docs/findings.md)
 NAMES = (RUN_DIR, IMPORT_ROOT, SEAMS, TRANSPORTS, AGGREGATE, FLIGHT_RECORDER, DISCOVER,
-         PURE_PYTHON, RUNS)
+         PURE_PYTHON, RUNS, VALUES)
 
 
 def get(name: str, default: str | None = None) -> str | None:

@@ -30,9 +30,9 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from flowmap.capture.describers import introspect
+from flowmap import environment
 
-ENV = "FLOWMAP_VALUES"
+ENV = environment.VALUES
 FIRST_PER_SEAM = 4
 EVERY = 16
 BUDGET = 0.02  # of the wall time since the first sample: reading values costs at most this
@@ -43,7 +43,7 @@ MAX_LIST = 4096  # elements of a Python list read for its figures
 
 Figure = list[Any]  # [path, min, max, sum, zero_tail, elements]
 
-_ON = os.environ.get(ENV) == "1"
+_ON = environment.get(ENV) == "1"
 _seen: defaultdict[tuple[str, str, str], int] = defaultdict(int)
 
 
@@ -142,6 +142,8 @@ def _walk(torch: Any, np: Any, obj: Any, path: str, depth: int, acc: dict[str, l
         return
     if t in (int, float, str, bytes, bool) or obj is None:
         return
+    from flowmap.capture.describers import introspect  # loaded at the first sample: boot stays lean
+
     d = introspect.instance_dict(obj)
     if d is not None:
         for k, v in list(dict.items(d))[:MAX_LEAVES * 4]:

@@ -29,10 +29,12 @@ import functools
 import zlib
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flowmap.capture.describe import Description
 from flowmap.integrations.transports import record
+
+if TYPE_CHECKING:
+    from flowmap.capture.describe import Description
 
 TRANSPORT = "cuda_ipc"
 CHANNEL = "cuda_ipc"
@@ -103,7 +105,10 @@ HANDLES = _Handles()
 
 
 def description(h: IpcHandle) -> Description:
-    """The tensor the handle opens, as a hop's leaf: built from the args, no device access."""
+    """The tensor the handle opens, as a hop's leaf: built from the args, no device access.
+    The describers load at the first handle, so that importing torch stays lean."""
+    from flowmap.capture.describe import Description
+
     d = Description(None)
     d.add(("", "tensor", h.shape, h.dtype, h.device, h.view_bytes, 1, None))
     d.storage(*h.storage_id, HANDLES)
