@@ -84,7 +84,12 @@ def repeats_a_slot(h: Hop) -> bool:
     """A root's scatter whose list holds one object in several ranks' slots."""
     return (h.transport == "collective" and "scatter" in h.name and "reduce" not in h.name
             and h.dst.startswith("group[")
-            and any(leaf.kind == "ref" and leaf.path in ("[*]", "[0]", "[1]") for leaf in h.leaves))
+            and any(leaf.kind == "ref" and _is_slot(leaf.path) for leaf in h.leaves))
+
+
+def _is_slot(path: str) -> bool:
+    """`[*]` or `[3]`: a whole slot of the scattered list, not a leaf inside one."""
+    return path.startswith("[") and path.endswith("]") and path.count("[") == 1
 
 
 def _group_size(label: str) -> int:
