@@ -3,7 +3,7 @@
 The shape of a rollout server fanning results out to trainer ranks over ZMQ (SkyRL's and
 AReaL's ZMQ data planes): one PUSH socket per rank, the same pickled batch down each, and
 each rank keeps its rows. One process, an owner per thread (`flowmap.owner`), steps by
-`flowmap.step`. Fix: push each rank its rows only.
+`flowmap.step` in the server's thread (a step is the process's). Fix: push each rank its rows only.
 
     flowmap trace examples/field/every_rank_zmq.py && flowmap report
 """
@@ -27,8 +27,7 @@ def rank(r: int, ctx: zmq.Context, addr: str) -> None:
     with flowmap.owner(f"rank{r}"):
         pull = ctx.socket(zmq.PULL)
         pull.connect(addr)
-        for step in range(STEPS):
-            flowmap.step(step)
+        for _ in range(STEPS):  # the step is the process's: the server's thread sets it
             batch = pull.recv_pyobj()
             assert batch["ids"][r::RANKS].shape == (BATCH // RANKS, TOKENS)
         pull.close()

@@ -77,6 +77,8 @@ def funnels(view: RunView) -> dict[tuple[SeamKey, SeamKey], tuple[int, int]]:
                 got[0] += 1
                 got[1] += arrival.nbytes
                 break
+        if h.transport == "collective" and h.dst.startswith("group["):
+            continue  # a rank's side of a collective: its group is the transfer, not a stage
         waiting[h.dst].append(_Arrival(seam, parts, sum(p[3] * n for p, n in parts.items())))
     return {pair: (n, b) for pair, (n, b) in found.items()
             if pair[1] in view.seams and 2 * n >= view.seams[pair[1]].hops}

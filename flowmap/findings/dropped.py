@@ -4,7 +4,9 @@ A hop's bytes are shared evenly among the items it carried; only hops up to
 the drop count. A `flowmap.drop([], reason)` without item ids (what a framework
 can say when its messages carry no ids) drops the message that last reached the
 dropping owner before it, each message once: its bytes, on the seam that
-brought it.
+brought it. A message that holds no data (no array, no storage: a version
+number, an order) is not what was dropped when one that does came earlier:
+the owner read the order to decide about the data.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import TYPE_CHECKING
 
 from flowmap.findings.common import DROPPED, Finding, RoleKey, per_step, role_key
 from flowmap.model.format import seam_label
-from flowmap.model.types import ItemId, SeamKey, role_of
+from flowmap.model.types import ARRAY_KINDS, ItemId, SeamKey, role_of
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
+    from flowmap.read.events import Hop
 
 DropKey = tuple[str, str]  # (reason, role where dropped)
 
@@ -69,14 +72,22 @@ def _advice(reason: str, rode: dict[SeamKey, float]) -> str:
             "is known there, or produce fewer")
 
 
+def _carries_data(h: Hop) -> bool:
+    return bool(h.storages) or any(x.kind in ARRAY_KINDS or x.kind == "bytes" for x in h.leaves)
+
+
 def _messages_dropped(view: RunView) -> list[Finding]:
     """Drops without item ids: each the last message into its owner before it, once."""
     drops = sorted((d for d in view.events.drops if not d.items), key=lambda d: d.t_ns)
     if not drops:
         return []
-    into: dict[str, list[tuple[int, int, SeamKey]]] = defaultdict(list)  # role -> hops, in time
+    # role -> hops, in time; data-carrying ones first when it takes them
+    into: dict[str, list[tuple[int, int, SeamKey]]] = defaultdict(list)
     for i, h in enumerate(view.events.hops):
-        if h.transport != "ref":
+        if h.transport != "ref" and _carries_data(h):
+            into[role_of(h.dst)].append((h.t_ns, i, h.seam))
+    for i, h in enumerate(view.events.hops):
+        if h.transport != "ref" and not _carries_data(h) and role_of(h.dst) not in into:
             into[role_of(h.dst)].append((h.t_ns, i, h.seam))
     for hops in into.values():
         hops.sort()

@@ -2,6 +2,12 @@
 
 Storage ids are addresses: two hops from one sender in one step carrying the
 same ids carry the same bytes. Hops by reference (`ref`) or by CUDA IPC handle copy nothing.
+
+A collective sends to every rank in one call: a root's `scatter` or
+`scatter_object_list` whose list repeats a slot (a `ref` leaf where a rank's
+slot is: the object of an earlier slot again) sends the same data whole to
+several ranks, each of which needed its own part. Its extra bytes are the
+root's bytes less one rank's share.
 """
 
 from __future__ import annotations
@@ -47,7 +53,21 @@ def detect(view: RunView) -> list[Finding]:
         extra[rk] += sum(h.nbytes for h in group) - max(h.nbytes for h in group)
         labels[rk].update(seam_label(h.seam) for h in group)
         dests[rk].update(h.dst for h in group)
+    scattered: dict[RoleKey, float] = defaultdict(float)
+    for h in view.events.hops:
+        if repeats_a_slot(h):
+            rk = (role_of(h.src), h.dst, h.name)
+            scattered[rk] += h.nbytes * (1 - 1 / _group_size(h.dst))
+            labels[rk].add(seam_label(h.seam))
     out = []
+    for rk, nbytes in scattered.items():
+        bps = nbytes / view.detail.num_steps
+        out.append(Finding(
+            DUPLICATE, sorted(labels[rk]), bps,
+            f"{rk[0]}'s `{rk[2]}` puts the same object in several ranks' slots of {rk[1]}: "
+            f"each gets it whole, {per_step(bps)} more than one part each; put each rank's "
+            "own part in its slot.",
+        ))
     for rk, nbytes in extra.items():
         bps = nbytes / view.detail.num_steps
         to = ", ".join(sorted(dests[rk]))
@@ -58,3 +78,27 @@ def detect(view: RunView) -> list[Finding]:
             "part, else share it once (shared memory, a broadcast) and pass handles.",
         ))
     return out
+
+
+def repeats_a_slot(h: Hop) -> bool:
+    """A root's scatter whose list holds one object in several ranks' slots."""
+    return (h.transport == "collective" and "scatter" in h.name and "reduce" not in h.name
+            and h.dst.startswith("group[")
+            and any(leaf.kind == "ref" and _is_slot(leaf.path) for leaf in h.leaves))
+
+
+def _is_slot(path: str) -> bool:
+    """`[*]` or `[3]`: a whole slot of the scattered list, not a leaf inside one."""
+    return path.startswith("[") and path.endswith("]") and path.count("[") == 1
+
+
+def _group_size(label: str) -> int:
+    """`group[0,1]` -> 2, `group[0-3,8]` -> 5: the ranks a collective's group names."""
+    n = 0
+    for part in label[label.find("[") + 1 : label.rfind("]")].split(","):
+        lo, _, hi = part.partition("-")
+        try:
+            n += int(hi) - int(lo) + 1 if hi else 1
+        except ValueError:
+            continue
+    return max(n, 1)

@@ -42,7 +42,8 @@ def detect(view: RunView) -> list[Finding]:
     for a, in_seams in groups.items():
         for b, out_seams in groups.items():
             middle = a[1]
-            if b[0] != middle or a[0] == middle or b[1] == middle or a[0] == b[1]:
+            if b[0] != middle or a[0] == middle or b[1] == middle or a[0] == b[1] \
+                    or is_channel(in_seams, out_seams):
                 continue
             # bytes at stake are bytes moved: a `ref` hop handed over a Python reference
             if matched.get((a, b)):
@@ -63,6 +64,13 @@ def detect(view: RunView) -> list[Finding]:
                 f"handle instead of {per_step(bps)}.",
             ))
     return out + leaf_chains.detect(view, middles)
+
+
+def is_channel(in_seams: list[SeamStats], out_seams: list[SeamStats]) -> bool:
+    """Whether the middle is a collective's group: the root's hop into it and the others'
+    out of it are two halves of one transfer (`dist` records each rank's side), not a stage
+    that received the payload and sent it on."""
+    return all(set(s.transports) == {"collective"} for s in in_seams + out_seams)
 
 
 def is_store(out_seams: list[SeamStats]) -> bool:

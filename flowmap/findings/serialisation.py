@@ -27,6 +27,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from flowmap.findings.common import SERIALISATION, Finding, RoleKey, per_step, role_key
+from flowmap.findings.duplicates import repeats_a_slot
 from flowmap.model.format import fmt_bytes, seam_label
 from flowmap.model.types import ARRAY_KINDS, SeamKey
 
@@ -49,6 +50,8 @@ def detect(view: RunView) -> list[Finding]:
     for h in view.events.hops:
         crossed = _wire(h)
         if crossed is None or (h.src, h.name) in views:  # a view's storage: `view` prices it
+            continue
+        if repeats_a_slot(h):  # the same object in several ranks' slots: `duplicate` prices it
             continue
         if h.transport == "rpc" and h.pid in on_ray:  # Ray's inline value: no cheaper way
             continue
