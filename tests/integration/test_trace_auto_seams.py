@@ -143,3 +143,54 @@ def test_interrupted_run_keeps_its_story_and_a_clean_traceback(tmp_path):
     view = load(str(tmp_path / "run")).view
     assert ("Policy", "finish_episode") in {(e.src, e.dst) for e in view.flow.edges}
     assert view.step_count >= 3
+
+
+LOADER_SCRIPT = '''
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Prompts(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return torch.full((4,), float(i))
+
+
+def rollout(model, batch):
+    return model(batch)
+
+
+def loss_fn(out):
+    return out.pow(2).mean()
+
+
+def main():
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for batch in DataLoader(Prompts(), batch_size=2, num_workers=2):
+        loss = loss_fn(rollout(model, batch))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.slow
+def test_a_data_loaders_workers_do_not_stand_the_watch_down(tmp_path, run_cli):
+    # GIVEN a trainer whose DataLoader has worker processes: their queue traffic is recorded
+    # in the first step, and is not the program's own instrumentation
+    script = tmp_path / "loader_train.py"
+    script.write_text(LOADER_SCRIPT)
+    traced = run_cli(["trace", "-o", "run", str(script)], cwd=tmp_path, timeout=600)
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    said = [ln for ln in traced.stderr.splitlines() if "no seam map given" in ln]
+    assert len(said) == 1 and "loss_fn" in said[0] and "rollout" in said[0], traced.stderr
+    view = load(str(tmp_path / "run")).view
+    assert _before(view.flow.stages, "rollout", "loss_fn")
+    assert view.step_count == 4 and view.steps_from == "torch.optim.SGD.step"
