@@ -40,6 +40,8 @@ SCRIPTS = {
     # the same shapes in other styles: GRPO as a trainer class, A2C with a replay list
     "grpo_class_auto": (os.path.join(HERE, "scripts", "grpo_trainer_class.py"), ["--steps", "6"]),
     "a2c_replay_auto": (os.path.join(HERE, "scripts", "a2c_replay.py"), ["--episodes", "6"]),
+    # a top-level loop fed by a DataLoader's two worker processes
+    "grpo_loader_auto": (os.path.join(HERE, "scripts", "grpo_dataloader.py"), ["--steps", "5"]),
 }
 #: The stages each auto-traced script must show, top-down in the script's order.
 AUTO_ORDER = {
@@ -49,6 +51,8 @@ AUTO_ORDER = {
     "grpo_class_auto": ["GRPOTrainer.sample_prompts", "GRPOTrainer.generate", "GRPOTrainer.score",
                         "GRPOTrainer.advantages", "GRPOTrainer.policy_loss", "GRPOTrainer.train_step"],
     "a2c_replay_auto": ["ActorCritic", "act", "update"],
+    "grpo_loader_auto": ["TinyLM.generate", "TinyLM.compute_log_probs", "TinyLM.compute_log_probs+grad",
+                         "PolicyLoss", "AdamW.step"],
 }
 #: Stages the flow line has in the script's order that the picture may draw side by side.
 AUTO_FLOW_ONLY = {
@@ -57,10 +61,12 @@ AUTO_FLOW_ONLY = {
 }
 #: (policy, learning stage): the arrows drawn on the first view lead from one to the other.
 AUTO_FED = {"grpo_auto": ("TinyLM+grad", "Adam.step"), "actor_critic_auto": ("Policy", "finish_episode"),
-            "grpo_class_auto": ("TinyPolicy+grad", "GRPOTrainer.train_step"), "a2c_replay_auto": ("ActorCritic", "update")}
+            "grpo_class_auto": ("TinyPolicy+grad", "GRPOTrainer.train_step"), "a2c_replay_auto": ("ActorCritic", "update"),
+            "grpo_loader_auto": ("TinyLM.compute_log_probs+grad", "AdamW.step")}
 #: What counted the steps, and how many (the scripts' arguments above).
 AUTO_STEPS = {"grpo_auto": (6, "torch.optim.Adam.step"), "actor_critic_auto": (6, "torch.optim.Adam.step"),
-              "grpo_class_auto": (6, "torch.optim.AdamW.step"), "a2c_replay_auto": (6, "torch.optim.RMSprop.step")}
+              "grpo_class_auto": (6, "torch.optim.AdamW.step"), "a2c_replay_auto": (6, "torch.optim.RMSprop.step"),
+              "grpo_loader_auto": (5, "torch.optim.AdamW.step")}
 WIDTH, HEIGHT = 1280, 800
 
 # Everything the checks need, read off the page as drawn: rectangles in CSS px.
@@ -263,4 +269,5 @@ def test_auto_traced_scripts_read_in_order_and_feed_the_learner(browser, runs, n
                 todo.append(dst)
     assert learner in reached, arrows
     assert [o["text"] for o in m["owners"] if o["driver"]] == ["main (driver)"]
+    assert "(untraced)" not in order
     assert min([o["px"] for o in m["owners"]] + [lb["px"] for lb in m["labels"] if lb["shown"]]) >= 11
