@@ -71,6 +71,15 @@ def flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow, driver: s
     edges += [EdgeSpec(f"after{k}", owner_id[a], owner_id[b], order_only=True,
                        below=k + 1 == lead)
               for k, (a, b) in enumerate(zip(stages, stages[1:])) if b not in fed]
+    # an owner the flow passes through without a stage of its own (it hands on another's
+    # tensors: `join_experience_batch` of `zero_pad_sequences`'s) goes by the first stage it
+    # trades with, not at the top as a source
+    for name in owners:
+        partners = [rank[p] for s in seams for p in (s.src, s.dst)
+                    if name in (s.src, s.dst) and p != name and p in rank and p != driver]
+        if name not in rank and name != driver and partners:
+            first = flow.stages[min(partners)]
+            edges.append(EdgeSpec(f"by-{owner_id[name]}", owner_id[first], owner_id[name], order_only=True))
     kept = place(nodes, edges, engine)  # kept by the memo: the seams' lines go on a copy
     placed = Layout(kept.engine, kept.width, kept.height, dict(kept.nodes), dict(kept.edges))
     for i, s in enumerate(seams):
