@@ -34,6 +34,7 @@ from flowmap.discover.candidates import Candidate, analyse
 from flowmap.discover.filters import Filters
 from flowmap.discover.watch import Budget, Watcher
 from flowmap.seams import wrapper
+from flowmap.trace_format import UNTRACED
 from flowmap.units import plural
 
 MAP_NAME = "auto-seams.yaml"
@@ -210,12 +211,25 @@ class AutoSeams:
                 "(edit it and pass --seams; --no-auto-seams turns this off).")
 
 
+#: Owners of hops a program makes without telling its story: a torch DataLoader's worker
+#: processes (named after their `_worker_loop`) and a send's receiver not yet traced. A
+#: single-file trainer with `num_workers=2` sends them in its first step; they must not stand
+#: the watch down, or the script records its loader's index queue and nothing else.
+_INCIDENTAL = ("_worker_loop", UNTRACED)
+
+
 def _records_its_own_hops() -> bool:
-    """Whether the program recorded a hop while it was watched: its shard has a seam."""
+    """Whether the program recorded a hop while it was watched: its shard has a seam
+    between two owners of its own (flowmap.hop, @flowmap.seam, a transport between them)."""
     from flowmap.capture import state
 
     t = state.tracer
-    return t is not None and bool(getattr(t.writer, "seams", None))
+    seams = getattr(t.writer, "seams", None) if t is not None else None
+    return any(not _incidental(src) and not _incidental(dst) for src, dst, _ in (seams or {}))
+
+
+def _incidental(owner: str) -> bool:
+    return owner.split("/", 1)[0] in _INCIDENTAL
 
 
 _auto: AutoSeams | None = None

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from operator import is_not
 
 from flowmap.read.events import Hop
+from flowmap.trace_format import UNTRACED
 
 _TENSORS = ("tensor", "ndarray")
 # The owner of code nobody named (`flowmap.capture.state.default_owner`): a script's driver.
@@ -159,8 +160,8 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     for n, (i, src, dst, b) in enumerate(links):
         if n in passed:
             continue
-        if src == dst:
-            continue
+        if src == dst or UNTRACED in (src, dst):
+            continue  # a send no traced process received (a DataLoader's last indices): no stage
         if ordered[i].storages:
             data.add((src, dst))
         hops[(src, dst)].add(i)

@@ -63,8 +63,23 @@ def flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow, driver: s
     # in the flow, instead of starting at the top as a source would
     fed = {e.dst for _, e in drawn if rank[e.src] < rank[e.dst]}
     stages = [s for s in flow.stages if s != driver and s in owner_id]
-    edges += [EdgeSpec(f"after{k}", owner_id[a], owner_id[b], order_only=True)
+    # stages with no arrow before the first one joined (a DataLoader's workers, fed and read
+    # by the driver) take the top layer alone: beside it, the arrows' tree hung under the
+    # stage next to them and the graph grew as wide as both
+    joined = {n for _, e in drawn for n in (e.src, e.dst)}
+    lead = next((k for k, s in enumerate(stages) if s in joined), 0)
+    edges += [EdgeSpec(f"after{k}", owner_id[a], owner_id[b], order_only=True,
+                       below=k + 1 == lead)
               for k, (a, b) in enumerate(zip(stages, stages[1:])) if b not in fed]
+    # an owner the flow passes through without a stage of its own (it hands on another's
+    # tensors: `join_experience_batch` of `zero_pad_sequences`'s) goes by the first stage it
+    # trades with, not at the top as a source
+    for name in owners:
+        partners = [rank[p] for s in seams for p in (s.src, s.dst)
+                    if name in (s.src, s.dst) and p != name and p in rank and p != driver]
+        if name not in rank and name != driver and partners:
+            first = flow.stages[min(partners)]
+            edges.append(EdgeSpec(f"by-{owner_id[name]}", owner_id[first], owner_id[name], order_only=True))
     kept = place(nodes, edges, engine)  # kept by the memo: the seams' lines go on a copy
     placed = Layout(kept.engine, kept.width, kept.height, dict(kept.nodes), dict(kept.edges))
     for i, s in enumerate(seams):

@@ -39,7 +39,20 @@ def node_width(name: str, driver: bool = False) -> float:
 
 
 def node_label(name: str, driver: bool = False) -> str:
-    return short_label(name, MAX_NODE_LABEL_CHARS) + (" (driver)" if driver else "")
+    return short_name(name, MAX_NODE_LABEL_CHARS) + (" (driver)" if driver else "")
+
+
+def short_name(name: str, limit: int) -> str:
+    """An owner's name cut to `limit` characters in the middle, its last part kept: owners of
+    one function or class differ at the end (`sequences_log_probs/model` and `.../model+grad`,
+    `Trainer.generate` and `Trainer.score`), so a cut end made them read the same."""
+    if len(name) <= limit:
+        return name
+    cut = max(name.rfind("/"), name.rfind("."))
+    tail = name[cut:] if cut > 0 else ""
+    if not tail or len(tail) > limit - 5:  # no last part, or too long to keep whole: its end
+        tail = name[-(limit - 5):]
+    return name[: limit - 1 - len(tail)] + "…" + tail
 
 
 def label_width(name: str) -> float:

@@ -49,7 +49,7 @@ class _Item:
 def layered(nodes: list[NodeSpec], all_edges: list[EdgeSpec]) -> Layout:
     order = [n.id for n in nodes]
     # edges that only order their owners (none drawn): dst on src's layer or below
-    after = [(e.src, e.dst) for e in all_edges if e.order_only and e.src != e.dst]
+    after = [(e.src, e.dst, int(e.below)) for e in all_edges if e.order_only and e.src != e.dst]
     edges = [e for e in all_edges if not e.order_only]
     items = {n.id: _Item(n.id, n.width, n.height) for n in nodes}
     flows = [(e.src, e.dst) for e in edges if e.src != e.dst]

@@ -19,16 +19,16 @@ MAX_LAYER_PX = 640.0
 
 def layer_ranks(
     order: list[str], flows: list[tuple[str, str]], back: set[tuple[str, str]],
-    widths: dict[str, float] | None = None, after: Sequence[tuple[str, str]] = (),
+    widths: dict[str, float] | None = None, after: Sequence[tuple[str, str, int]] = (),
 ) -> dict[str, int]:
     """Each owner's layer (0 at the top). `flows` are the drawn edges, `back` those among
-    them drawn upwards; `after`: (a, b) puts b on a's layer or below."""
+    them drawn upwards; `after`: (a, b, gap) puts b `gap` layers (0 or 1) or more below a."""
     succ: dict[str, dict[str, int]] = {k: {} for k in order}  # u -> {v: least gap}
     for a, b in flows:
         u, v = (b, a) if (a, b) in back else (a, b)
         succ[u][v] = 1
-    for a, b in after:
-        succ[a].setdefault(b, 0)
+    for a, b, gap in after:
+        succ[a][b] = max(succ[a].get(b, 0), gap)
     indeg = dict.fromkeys(order, 0)
     for u in order:
         for v in succ[u]:

@@ -39,6 +39,9 @@ class EdgeSpec:
     back: bool | None = None
     #: Not drawn: only puts `dst` on `src`'s layer or below (the built-in layout; dot ignores it).
     order_only: bool = False
+    #: With `order_only`: `dst` strictly below `src` (the first stage the arrows join, under
+    #: the stages drawn with no arrow that come before it in the flow).
+    below: bool = False
 
 
 @dataclass(slots=True)

@@ -34,7 +34,39 @@ SCRIPTS = {
     "actor_critic": (os.path.join(HERE, "scripts", "actor_critic.py"), ["5"]),
     "driver_star": (os.path.join(HERE, "scripts", "driver_star.py"), ["4"]),
     "demo": (os.path.join(ROOT, "examples", "grpo_tiny.py"), ["--steps", "4", "--seed", "0", "--no-progress"]),
+    # the public shapes as a user brings them: no flowmap.seam, no map; trace finds the seams
+    "grpo_auto": (os.path.join(ROOT, "examples", "grpo_single_file.py"), ["--steps", "6"]),
+    "actor_critic_auto": (os.path.join(ROOT, "examples", "actor_critic.py"), ["--episodes", "6"]),
+    # the same shapes in other styles: GRPO as a trainer class, A2C with a replay list
+    "grpo_class_auto": (os.path.join(HERE, "scripts", "grpo_trainer_class.py"), ["--steps", "6"]),
+    "a2c_replay_auto": (os.path.join(HERE, "scripts", "a2c_replay.py"), ["--episodes", "6"]),
+    # a top-level loop fed by a DataLoader's two worker processes
+    "grpo_loader_auto": (os.path.join(HERE, "scripts", "grpo_dataloader.py"), ["--steps", "5"]),
 }
+#: The stages each auto-traced script must show, top-down in the script's order.
+AUTO_ORDER = {
+    "grpo_auto": ["rollout", "compute_rewards", "group_advantages", "sequences_log_probs/model",
+                  "ReplayBuffer.append", "sequences_log_probs/model+grad", "GRPOLoss"],
+    "actor_critic_auto": ["Policy", "finish_episode"],
+    "grpo_class_auto": ["GRPOTrainer.sample_prompts", "GRPOTrainer.generate", "GRPOTrainer.score",
+                        "GRPOTrainer.advantages", "GRPOTrainer.policy_loss", "GRPOTrainer.train_step"],
+    "a2c_replay_auto": ["ActorCritic", "act", "update"],
+    "grpo_loader_auto": ["TinyLM.generate", "TinyLM.compute_log_probs", "TinyLM.compute_log_probs+grad",
+                         "PolicyLoss", "AdamW.step"],
+}
+#: Stages the flow line has in the script's order that the picture may draw side by side.
+AUTO_FLOW_ONLY = {
+    "grpo_class_auto": ["GRPOTrainer.token_logprobs", "GRPOTrainer.remember", "TinyPolicy+grad",
+                        "GRPOTrainer.token_logprobs+grad", "GRPOTrainer.policy_loss"],
+}
+#: (policy, learning stage): the arrows drawn on the first view lead from one to the other.
+AUTO_FED = {"grpo_auto": ("TinyLM+grad", "Adam.step"), "actor_critic_auto": ("Policy", "finish_episode"),
+            "grpo_class_auto": ("TinyPolicy+grad", "GRPOTrainer.train_step"), "a2c_replay_auto": ("ActorCritic", "update"),
+            "grpo_loader_auto": ("TinyLM.compute_log_probs+grad", "AdamW.step")}
+#: What counted the steps, and how many (the scripts' arguments above).
+AUTO_STEPS = {"grpo_auto": (6, "torch.optim.Adam.step"), "actor_critic_auto": (6, "torch.optim.Adam.step"),
+              "grpo_class_auto": (6, "torch.optim.AdamW.step"), "a2c_replay_auto": (6, "torch.optim.RMSprop.step"),
+              "grpo_loader_auto": (5, "torch.optim.AdamW.step")}
 WIDTH, HEIGHT = 1280, 800
 
 # Everything the checks need, read off the page as drawn: rectangles in CSS px.
@@ -209,3 +241,33 @@ def test_the_demo_closes_its_weight_loop(browser, runs, tmp_path):
     assert any(names[seams[ln["seam"]]["src"]] == "weight_sync" and names[seams[ln["seam"]]["dst"]].startswith("rollout")
                for ln in back)
     assert all(ln["dashed"] for ln in back)
+
+
+@pytest.mark.parametrize("name", list(AUTO_ORDER))
+def test_auto_traced_scripts_read_in_order_and_feed_the_learner(browser, runs, name, tmp_path):
+    """`flowmap trace SCRIPT` alone: the flow line and the boxes go in the script's order,
+    the learning stage is fed by an arrow from the policy, and the driver stays one node."""
+    run, m = first_view(browser, runs, name, tmp_path)
+    assert m["data"]["flow"], "no flow drawn"
+    order = list(run.view.flow.stages)
+    path = AUTO_ORDER[name]
+    assert [order.index(s) for s in path] == sorted(order.index(s) for s in path), order
+    flow_only = AUTO_FLOW_ONLY.get(name, [])
+    assert [order.index(s) for s in flow_only] == sorted(order.index(s) for s in flow_only), order
+    top = {o["name"]: o["rect"][1] for o in m["owners"]}
+    assert [top[s] for s in path] == sorted(top[s] for s in path)
+    assert (run.view.step_count, run.view.steps_from) == AUTO_STEPS[name]
+    by_id = {o["id"]: o["name"] for o in m["owners"]}
+    arrows = {tuple(by_id[e] for e in (f["src"], f["dst"])) for f in m["data"]["flow"]["edges"]}
+    policy, learner = AUTO_FED[name]
+    reached, todo = {policy}, [policy]
+    while todo:
+        at = todo.pop()
+        for src, dst in arrows:
+            if src == at and dst not in reached:
+                reached.add(dst)
+                todo.append(dst)
+    assert learner in reached, arrows
+    assert [o["text"] for o in m["owners"] if o["driver"]] == ["main (driver)"]
+    assert "(untraced)" not in order
+    assert min([o["px"] for o in m["owners"]] + [lb["px"] for lb in m["labels"] if lb["shown"]]) >= 11

@@ -126,3 +126,16 @@ def test_an_edge_names_the_data_by_the_consumer_s_argument():
     flow = build_flow(s.hops)
     edge = next(e for e in flow.edges if (e.src, e.dst) == ("rollout", "loss"))
     assert edge.args == ("batch",) and edge.names == ("loss",)
+
+
+def test_a_send_no_traced_process_received_is_no_stage():
+    # GIVEN a DataLoader's driver sending its next indices to a worker queue nobody read
+    # (the loop broke): the receiver is "(untraced)", between two stages in time
+    s = Script()
+    s.call("generate", [1], [2])
+    s.hop("main", "(untraced)", "tuple", [9])
+    s.call("loss", [2], [3])
+    flow = build_flow(s.hops)
+    assert "(untraced)" not in flow.stages and flow.stages.index("generate") < flow.stages.index("loss")
+    assert ("generate", "loss") in {(e.src, e.dst) for e in flow.edges}
+    assert not [e for e in flow.edges if "(untraced)" in (e.src, e.dst)]

@@ -151,3 +151,19 @@ def test_an_order_only_edge_places_its_owner_on_or_below_the_other_and_is_not_dr
     y = {k: v[1] for k, v in placed.nodes.items()}
     assert y["a"] < y["b"] <= y["c"] < y["d"]
     assert set(placed.edges) == {"e0", "e1"}
+
+
+def test_stages_without_arrows_take_the_top_layer_alone_and_the_tree_starts_under_them():
+    # GIVEN two stages joined by no arrow (a DataLoader's workers) before the first stage the
+    # arrows fan out of: side by side with it, the fan-out hangs under it, beside them
+    nodes = [NodeSpec(n, 180, 30) for n in ("w0", "w1", "gen", "lp0", "lp1", "lp2", "loss")]
+    edges = [EdgeSpec(f"f{i}", "gen", f"lp{i}", 80) for i in range(3)]
+    edges += [EdgeSpec(f"g{i}", f"lp{i}", "loss", 80) for i in range(3)]
+    side = [EdgeSpec("o0", "w0", "w1", order_only=True), EdgeSpec("o1", "w1", "gen", order_only=True)]
+    beside = layout_graph(nodes, edges + side, "layered")
+    side[1] = EdgeSpec("o1", "w1", "gen", order_only=True, below=True)
+    under = layout_graph(nodes, edges + side, "layered")
+    assert under.nodes["gen"][1] > under.nodes["w1"][1] == under.nodes["w0"][1]
+    assert beside.nodes["gen"][1] == beside.nodes["w1"][1]
+    assert under.width < beside.width - 150  # the tree no longer sits to the right of them
+    assert set(under.edges) == {e.id for e in edges}

@@ -297,17 +297,23 @@
           nDrv + " seams are in the table, not drawn)") : null
       ])]);
     }
-    var roles = [];
-    D.owners.forEach(function (o) { if (roles.indexOf(o.role) < 0) roles.push(o.role); });
+    // only the roles several boxes share are keyed: a box alone in its role says it by its
+    // name, and keying every one took three lines of the graph's height
+    var roles = [], count = {};
+    D.owners.forEach(function (o) {
+      if (!count[o.role]) { count[o.role] = 0; roles.push(o.role); }
+      count[o.role]++;
+    });
     ui.crowdNote = el("span", { "class": "muted", id: "crowd-note" });
     ui.legend.appendChild(ui.crowdNote);
-    if (roles.length === D.owners.length) return;  // a box per role: its name says it all
-    var key = el("div", { "class": "roles" }, [el("span", { "class": "muted" }, "boxes, by role: ")]);
+    roles = roles.filter(function (r) { return count[r] > 1; });
+    if (!roles.length) return;
+    var key = el("div", { "class": "roles" }, [el("span", { "class": "muted" }, "boxes sharing a colour, by role: ")]);
     roles.forEach(function (r) {
       var sw = el("i", { "class": "swatch" }), hue = roleHue(r);
       sw.style.background = "hsl(" + hue + ",60%,93%)";
       sw.style.borderColor = "hsl(" + hue + ",45%,42%)";
-      append(key, [el("span", { "class": "role", "data-role": r }, [sw, r])]);
+      append(key, [el("span", { "class": "role", "data-role": r }, [sw, r + " ×" + count[r]])]);
     });
     ui.legend.appendChild(key);
   }
