@@ -18,7 +18,9 @@ process) moved no bytes and are neither arrivals nor departures — which is
 also the fix's control: a driver that hands the ObjectRef on records a `ref`
 arrival, and nothing is found. A seam counts only when most of its hops
 carried an arrival on, so weights sent every step after arriving once (state)
-do not.
+do not. A departure through torch's shared memory (`shm` off Ray: a store the
+consumer reads by handle) moves no bytes worth saving either; on a Ray node
+`shm` is the object store, which copies the value in, and counts.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def funnels(view: RunView) -> dict[tuple[SeamKey, SeamKey], tuple[int, int]]:
     """`(seam in, seam out) -> (hops, bytes)` carried on through a middle owner."""
     waiting: dict[str, deque[_Arrival]] = defaultdict(lambda: deque(maxlen=KEEP))
     found: dict[tuple[SeamKey, SeamKey], list[int]] = defaultdict(lambda: [0, 0])
+    on_ray = {p.pid for p in view.health.processes if p.ray_node}
     for h in view.events.hops:
         if h.transport == "ref" or not h.nbytes or h.src == h.dst:
             continue
@@ -68,7 +71,11 @@ def funnels(view: RunView) -> dict[tuple[SeamKey, SeamKey], tuple[int, int]]:
         if not parts:
             continue
         seam = (h.src, h.dst, h.name)
-        for arrival in waiting.get(h.src, ()):
+        # Read through torch's shared memory, a storage crosses as a handle (what a store is
+        # for): no bytes to save by going direct. Ray's object store (`shm` on a Ray node)
+        # copies the value in, so there it is a departure like any other.
+        handle_read = h.transport == "shm" and h.pid not in on_ray
+        for arrival in () if handle_read else waiting.get(h.src, ()):
             if arrival.seam[0] == h.dst or seam in arrival.sent_on:
                 continue
             if not arrival.parts - parts:  # every tensor that arrived leaves on this hop

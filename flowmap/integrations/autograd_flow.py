@@ -36,7 +36,9 @@ MAX_NODES = 50_000  # nodes one walk visits at most
 MAX_LEAVES = 64  # tensors looked at in one result
 
 _lock = threading.Lock()
-_noted: collections.deque[tuple[weakref.ref[Any], str, str]] = collections.deque(maxlen=MAX_NOTED)
+# (tensor, the seam's owner, the result's name, the owner the result was handed to)
+_noted: collections.deque[tuple[weakref.ref[Any], str, str, str]] = collections.deque(
+    maxlen=MAX_NOTED)
 _enabled = False
 _FLOWMAP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _MARK = "__flowmap_autograd__"
@@ -53,8 +55,9 @@ def enabled() -> bool:
     return _enabled
 
 
-def note(owner: str, name: str, value: Any) -> None:
-    """A seam's result: keep its tensors that carry a graph, weakly, under `owner`."""
+def note(owner: str, name: str, value: Any, handed_to: str) -> None:
+    """A seam's result: keep its tensors that carry a graph, weakly, under `owner`;
+    `handed_to` already received them through the seam's own result hop."""
     if not _enabled:
         return
     torch = sys.modules.get("torch")
@@ -66,7 +69,7 @@ def note(owner: str, name: str, value: Any) -> None:
         return
     with _lock:
         for t in found:
-            _noted.append((weakref.ref(t), owner, name))
+            _noted.append((weakref.ref(t), owner, name, handed_to))
 
 
 def _tensors(value: Any, tensor: type, out: list[Any], depth: int) -> None:
@@ -119,16 +122,16 @@ def follow(loss: Any) -> None:
     with _lock:
         noted = list(_noted)
     held: list[Any] = [root]  # every node seen stays alive for the walk: ids stay unique
-    index: dict[int, list[tuple[str, str, Any]]] = {}
-    for ref, owner, name in noted:
+    index: dict[int, list[tuple[str, str, str, Any]]] = {}
+    for ref, owner, name, handed_to in noted:
         x = ref()
         g = None if x is None else x.grad_fn
         if g is not None:
             held.append(g)
-            index.setdefault(id(g), []).append((owner, name, x))
+            index.setdefault(id(g), []).append((owner, name, handed_to, x))
     if not index:
         return
-    found: dict[tuple[str, str], list[Any]] = {}
+    found: dict[tuple[str, str, str], list[Any]] = {}
     seen: set[int] = set()
     todo = [root]
     while todo and len(seen) < MAX_NODES:
@@ -138,8 +141,8 @@ def follow(loss: Any) -> None:
         seen.add(id(g))
         hits = index.get(id(g))
         if hits:
-            for owner, name, x in hits:
-                found.setdefault((owner, name), []).append(x)
+            for owner, name, handed_to, x in hits:
+                found.setdefault((owner, name, handed_to), []).append(x)
             continue
         for nxt, _ in g.next_functions:
             if nxt is not None:
@@ -148,9 +151,9 @@ def follow(loss: Any) -> None:
     if not found:
         return
     learner = _learner()
-    for (owner, name), tensors in found.items():
-        if owner == learner:
-            continue
+    for (owner, name, handed_to), tensors in found.items():
+        if learner in (owner, handed_to):
+            continue  # its own tensors, or ones its seam already handed to the learner
         # one payload per producer: the tensors it handed over, however they were kept
         unique = list({id(x): x for x in tensors}.values())
         t.hop(src=owner, dst=learner, payload={name: unique}, name=name, items=(), step=None,

@@ -153,7 +153,7 @@ def _leave(plan: _Plan, entered: Entered, out: Any) -> None:
         result_hop(t, plan, owner, caller, out, root, spec.transport)
         if autograd_flow.enabled():
             try:
-                autograd_flow.note(owner, spec.result_name, out)
+                autograd_flow.note(owner, spec.result_name, out, caller)
             except Exception as exc:
                 t.error(exc)
     extra_hops(t, root, plan.result_also, spec.transport)

@@ -38,10 +38,10 @@ def test_the_step_reading_a_list_is_fed_by_the_stage_that_filled_it(tmp_path):
     def body():
         for _ in range(3):
             out = layer(torch.randn(4))
-            autograd_flow.note("Policy", "forward", out)
+            autograd_flow.note("Policy", "forward", out, "main")
             saved.append(out)
             other = layer(torch.randn(4)) * 2
-            autograd_flow.note("critic", "value", other)  # never part of the loss
+            autograd_flow.note("critic", "value", other, "main")  # never part of the loss
             unused.append(other)
         finish_episode()
 
@@ -56,7 +56,7 @@ def test_a_dead_result_is_never_matched_and_errors_pass_through(tmp_path):
 
     def step():
         out = layer(torch.randn(4))
-        autograd_flow.note("Policy", "forward", out.detach().requires_grad_())
+        autograd_flow.note("Policy", "forward", out.detach().requires_grad_(), "main")
         loss = out.sum()
         loss.backward()
         with pytest.raises(RuntimeError, match="does not require grad"):
@@ -64,9 +64,26 @@ def test_a_dead_result_is_never_matched_and_errors_pass_through(tmp_path):
 
     def body():
         gone = layer(torch.randn(4)) * 3
-        autograd_flow.note("ghost", "x", gone)
+        autograd_flow.note("ghost", "x", gone, "main")
         del gone  # died before any backward: its node may be gone, its id reused
         step()
 
     view = _run(tmp_path, body)
     assert not [h for h in view.events.hops if h.dst == "step"]
+
+
+def test_a_result_its_seam_already_handed_to_the_learner_is_not_sent_again(tmp_path):
+    # GIVEN a loss stage whose result hop went to finish_episode, which calls backward on it
+    layer = torch.nn.Linear(4, 2)
+
+    def finish_episode(loss):
+        loss.backward()
+
+    def body():
+        loss = layer(torch.randn(4)).sum()
+        autograd_flow.note("compute_loss", "loss", loss, "finish_episode")
+        finish_episode(loss)
+
+    view = _run(tmp_path, body)
+    # THEN no autograd hop repeats the seam's own (it would count one hop twice per call)
+    assert not [h for h in view.events.hops if h.dst == "finish_episode"]
