@@ -156,14 +156,17 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     names: dict[tuple[str, str], set[str]] = defaultdict(set)
     args: dict[tuple[str, str], set[str]] = defaultdict(set)
     reached: dict[str, int] = {}
+    fed: dict[str, int] = {}  # when tensors first reached or left each stage
     data: set[tuple[str, str]] = set()  # edges that carried tensors, not only control values
     for n, (i, src, dst, b) in enumerate(links):
         if n in passed:
             continue
         if src == dst or UNTRACED in (src, dst):
             continue  # a send no traced process received (a DataLoader's last indices): no stage
+        t = ordered[i].t_ns
         if ordered[i].storages:
             data.add((src, dst))
+            fed[src], fed[dst] = min(fed.get(src, t), t), min(fed.get(dst, t), t)
         hops[(src, dst)].add(i)
         nbytes[(src, dst)] += b
         names[(src, dst)].add(ordered[i].name)
@@ -172,7 +175,7 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
         reached[dst] = min(reached.get(dst, ordered[i].t_ns), ordered[i].t_ns)
         reached.setdefault(src, first_seen.get(src, ordered[i].t_ns))
         reached[src] = min(reached[src], first_seen.get(src, reached[src]))
-    stages = _order(reached, data or set(hops))
+    stages = _order({s: fed.get(s, t) for s, t in reached.items()}, data or set(hops))
     pos = {s: k for k, s in enumerate(stages)}
     edges = tuple(sorted(
         (FlowEdge(s, d, len(hops[(s, d)]), nbytes[(s, d)], tuple(sorted(names[(s, d)])),
@@ -183,13 +186,17 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
 
 
 def _order(reached: dict[str, int], edges: set[tuple[str, str]]) -> tuple[str, ...]:
-    """Along the data's path: a stage after every stage whose data it received, else (a
-    cycle: weights sent back) the one data reached first; ties by when data first reached
-    it, then by name. `edges` are those that carried tensors where there are any: a Ray
-    driver's calls feed every actor a step number, which says nothing of the path."""
+    """Along the data's path: a stage after every stage whose data it received, ties by
+    when tensors first reached it, then by name. `reached` and `edges` are read from the
+    hops that carried tensors where there are any: a Ray driver's calls feed every actor a
+    step number, and create the trainer first, which says nothing of the path. An edge to
+    a stage tensors reached before its source (weights sent back to the rollout) closes a
+    loop: it does not order the stages, so a stage fed later only through the driver (a
+    buffer's sample, the weight sync) stays where the data reached it."""
     feeds: dict[str, set[str]] = defaultdict(set)
     for src, dst in edges:
-        feeds[dst].add(src)
+        if reached.get(dst, 0) >= reached.get(src, 0):
+            feeds[dst].add(src)
     left, out = set(reached), []
     while left:
         ready = [s for s in left if not feeds[s] & left] or list(left)

@@ -78,14 +78,10 @@ class Drop:
 
 
 @dataclass(slots=True)
-class LeafNote:
-    """What a hop's schema cannot say about one of its tensors (event `n`).
-
-    `storage_bytes`: the storage behind a view, when larger than the view (it
-    travels whole through pickle and shared memory); `real`: the non-zero
-    positions of a mask. Keyed to its seam by `src`, `dst` and `name` (a send
-    half's `dst` is where it would go unreceived: `(untraced)`).
-    """
+class LeafEvent:
+    """What a process said of one leaf of the hop it just recorded, keyed to that hop's seam
+    by `src`, `dst` and `name` (a send half's `dst` is where it would go unreceived:
+    `(untraced)`) and to the leaf by `path`."""
 
     t_ns: int
     pid: int
@@ -95,6 +91,17 @@ class LeafNote:
     transport: str
     step: int | None
     path: str
+
+
+@dataclass(slots=True)
+class LeafNote(LeafEvent):
+    """What a hop's schema cannot say about one of its tensors (event `n`).
+
+    `storage_bytes`: the storage behind a view, when larger than the view (it
+    travels whole through pickle and shared memory); `real`: the non-zero
+    positions of a mask.
+    """
+
     nbytes: int
     storage_bytes: int | None
     real: int | None
@@ -114,22 +121,13 @@ class MarkFold:
 
 
 @dataclass(slots=True)
-class ValueFigure:
+class ValueFigure(LeafEvent):
     """Figures of one leaf's values on a sampled hop (event `v`, only under `trace --values`).
 
     `sum` is a Python number list's sum (null for arrays); `zero_tail` the
-    elements in each row's trailing zeros (null for lists); keyed to its seam
-    like a `LeafNote`.
+    elements in each row's trailing zeros (null for lists).
     """
 
-    t_ns: int
-    pid: int
-    src: str
-    dst: str
-    name: str
-    transport: str
-    step: int | None
-    path: str
     min: float
     max: float
     sum: float | None
