@@ -89,7 +89,7 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
                   budget: object, filters: object, command: str) -> int:
     """Run the program while watching it; print the table, write the map; its exit status."""
     from flowmap.capture import session
-    from flowmap.cli.trace_run import _run_program
+    from flowmap.cli.trace_run import run_program
     from flowmap.discover import analyse, naming, process, seammap, table
 
     directory = tempfile.mkdtemp(prefix="flowmap-discover-")
@@ -98,7 +98,7 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
         os.environ.update(session.boot_environment())
         os.environ[process.ENV_DISCOVER] = directory
         process.start(directory, filters, budget)  # type: ignore[arg-type]
-        code = _run_program(script, module, args)
+        code = run_program(script, module, args)
         process.finish("interrupted (Ctrl-C)" if code == 130 else "the program ended")
         os.environ.pop(process.ENV_DISCOVER, None)
         records = process.read_all(directory)

@@ -131,7 +131,7 @@ def run_traced(
         if patcher.has_main_targets():
             on_bind = patcher.bind_main  # the script's own functions, wrapped as defined
     install_hooks()
-    code = _run_program(script, module, args, on_bind)
+    code = run_program(script, module, args, on_bind)
     if auto is not None:
         auto.finish("interrupted (Ctrl-C)" if code == 130 else "the program ended")
     rundir.write_meta(run_dir, exit_code=code)
@@ -144,7 +144,7 @@ def _auto_seams(run_dir: str) -> AutoSeams | None:
     return auto.start(run_dir)
 
 
-def _run_program(script: str | None, module: str | None, args: list[str],
+def run_program(script: str | None, module: str | None, args: list[str],
                  on_bind: OnBind | None = None) -> int:
     from flowmap.capture.script import run_script
 
