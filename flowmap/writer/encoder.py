@@ -17,6 +17,7 @@ null, and a hop line is written once per hop (`json.dumps` is ~3x slower).
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Sequence
@@ -206,18 +207,24 @@ class TraceWriter:
         return self.new_storage(key, holder)
 
     def new_storage(self, key: Hashable, holder: Any) -> str:
-        """A new id for `key`, kept in the table while `holder` (or its base) lives."""
+        """A new id for `key`, kept in the table while `holder`'s storage (else its base, else
+        itself) lives: a storage outlives the tensor that showed it where an alias (`detach()`,
+        a view kept in a buffer) still holds it, and is the same data then."""
         i = str(self.next_storage)  # a counter, not the table's size: unique across clears
         self.next_storage += 1
         if holder is None:
             self.storages.pop(key, None)
             return i
         try:
-            base = getattr(type(holder), "_base", None)  # torch's getter, read on the class
-            if base is not None:
-                owner = base.__get__(holder, type(holder))
-                if owner is not None:
-                    holder = owner
+            storage = _storage_of(holder)
+            if storage is not None:
+                holder = storage
+            else:
+                base = getattr(type(holder), "_base", None)  # torch's getter, read on the class
+                if base is not None:
+                    owner = base.__get__(holder, type(holder))
+                    if owner is not None:
+                        holder = owner
             self.storages[key] = (i, weakref.ref(holder))
         except Exception:  # not weakly referable: an id of its own, never met again
             self.storages.pop(key, None)
@@ -365,3 +372,22 @@ def _tally_figures(t: HopTally) -> str:
     return (f"{t.hops},{min(t.nbytes_sum, tf.MAX_INT)},{t.nbytes_min},{t.nbytes_max},"
             f"{_clamped(t.wire_bytes_sum)},{min(t.num_items, tf.MAX_INT)},{_opt(t.version_min)},"
             f"{_opt(t.version_max)},{t.t_first}")
+
+
+def _storage_of(holder: Any) -> Any:
+    """A plain tensor's storage object, or None. torch keeps one Python object per live
+    storage (it is preserved while any tensor holds the storage), so a weak reference to it
+    dies exactly when the storage is freed. Only for `Tensor` and `Parameter` themselves,
+    with no torch-function mode on: a subclass's or a mode's hook would see the call, and
+    flowmap never calls the program's hooks."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    t = type(holder)
+    try:
+        if (t is not torch.Tensor and t is not torch.nn.Parameter) \
+                or torch._C._is_torch_function_mode_enabled():
+            return None
+        return torch._C.TensorBase.untyped_storage(holder)
+    except Exception:  # sparse and other layouts without one storage; torch half imported
+        return None

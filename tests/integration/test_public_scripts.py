@@ -96,9 +96,11 @@ def test_minimal_grpo_bharath2(tmp_path, run_cli):
     assert len(view.steps) >= 4
     order = view.flow.stages
     pairs = {(e.src, e.dst) for e in view.flow.edges}
-    # generate -> the driver's inline rewards and advantages -> old and reference log-probs ->
-    # training log-probs -> the loss
-    assert order[0] == "rollout"
+    # the DataLoader's workers hand over the prompts (the dataset stage), then generate -> the
+    # driver's inline rewards and advantages -> old and reference log-probs -> training
+    # log-probs -> the loss
+    assert [s for s in order if not s.startswith("_worker_loop")][0] == "rollout", order
+    assert all(order.index(s) < order.index("rollout") for s in order if s.startswith("_worker_loop"))
     assert _before(order, "rollout", "policy/llm", "policy/llm_ref", "policy/llm+grad", "loss")
     assert {("rollout", "policy/llm"), ("rollout", "policy/llm_ref"),
             ("policy/llm", "loss"), ("policy/llm_ref", "loss"), ("policy/llm+grad", "loss"),

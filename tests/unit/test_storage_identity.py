@@ -97,3 +97,22 @@ def _storage_ids(run_dir: Path, by_name: bool = False) -> Any:
     for h in hops:
         out.setdefault(h.name, []).append(h.storages)
     return out
+
+
+
+def test_a_detached_alias_keeps_the_storage_s_id_after_the_tensor_that_showed_it_died(
+        tmp_path: Path, loops: str) -> None:
+    # GIVEN log-probs returned by a policy, kept only as `.detach()` (an alias of the same
+    # storage) while the name that held the original is rebound, as a GRPO loop does
+    with flowmap.tracing(tmp_path / "run"):
+        out = torch.randn(64, 32)
+        flowmap.hop("policy", "driver", {"log_probs": out}, name="log_probs")
+        kept = out.detach()
+        out = torch.randn(64, 32)  # the original tensor object dies; its storage lives on
+        gc.collect()
+        flowmap.hop("driver", "loss", {"old_log_probs": kept}, name="old_log_probs")
+    ids = _storage_ids(tmp_path / "run", by_name=True)
+    # THEN the alias is the same storage, and the loss is fed by the policy
+    assert ids["log_probs"] == ids["old_log_probs"]
+    flow = flowmap.load(str(tmp_path / "run")).view.flow
+    assert ("policy", "loss") in {(e.src, e.dst) for e in flow.edges}
