@@ -40,5 +40,6 @@ def test_a_batch_is_never_matched_to_a_tensor_of_another_dtype(tmp_path):
 def test_the_same_shape_and_dtype_leaving_is_a_pass_through(tmp_path):
     # the control: what arrived leaves again, a copy of the same shape and dtype
     (f,) = _run(tmp_path, lambda: torch.zeros(8, 128))
-    assert "passes through trainer " in f.message and "same leaf schema" in f.message
+    assert "passes through trainer/0" in f.message and "shape" in f.message
+    assert f.seams == ["rollout/0 -> trainer/0 : send", "trainer/0 -> group[0,1] : all_reduce"]
     assert f.bytes_per_step == 8 * 128 * 4
