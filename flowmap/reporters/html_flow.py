@@ -68,9 +68,13 @@ def flow_layout(owners: list[str], seams: list[SeamStats], flow: Flow, driver: s
     # stage next to them and the graph grew as wide as both
     joined = {n for _, e in drawn for n in (e.src, e.dst)}
     lead = next((k for k, s in enumerate(stages) if s in joined), 0)
+    # a stage whose data only goes back up the flow (the weight sync, closing the loop) is
+    # placed by that edge, beside where its data lands, not chained under the last stage
+    forward = {e.src for _, e in drawn if rank[e.src] < rank[e.dst]}
+    closers = {e.src for _, e in drawn if rank[e.dst] <= rank[e.src]} - forward
     edges += [EdgeSpec(f"after{k}", owner_id[a], owner_id[b], order_only=True,
                        below=k + 1 == lead)
-              for k, (a, b) in enumerate(zip(stages, stages[1:])) if b not in fed]
+              for k, (a, b) in enumerate(zip(stages, stages[1:])) if b not in fed | closers]
     # an owner the flow passes through without a stage of its own (it hands on another's
     # tensors: `join_experience_batch` of `zero_pad_sequences`'s) goes by the first stage it
     # trades with, not at the top as a source
