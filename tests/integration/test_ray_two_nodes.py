@@ -110,8 +110,10 @@ def two_node_run(tmp_path_factory):
             ["ip", "netns", "exec", ns, "unshare", "--pid", "--fork", "--mount-proc",
              "bash", "cluster.sh"],
             cwd=tmp, capture_output=True, text=True, timeout=300,
+            # HOME of its own: a token another Ray job left in ~/.ray/auth_token would make
+            # the second node's `ray start` present it to a head that never asked for one
             env={**os.environ, "PY": sys.executable, "TMPD": ray_tmp, "RUN": run,
-                 "FM_STEPS": str(STEPS)})
+                 "FM_STEPS": str(STEPS), "HOME": ray_tmp})
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         shutil.rmtree(ray_tmp, ignore_errors=True)
