@@ -15,7 +15,11 @@ that writes each process's own CPU time when it exits, so the extra CPU of a
 traced run is split into the driver, each trainer rank and the rest (the
 resource tracker) in milliseconds: medians of traced less untraced per round.
 
-Run: python bench/bench_against.py CHECKOUT [--rounds 21] [--steps 20] [--per-process]
+`--job "SCRIPT ARGS"` measures another job instead of the trainer (SCRIPT from this tree, run
+by both trees' Pythons from their own roots), e.g. issue 41's Ray pipeline:
+`--job "bench/ray_pipeline_job.py --steps 100"`.
+
+Run: python bench/bench_against.py CHECKOUT [--rounds 21] [--steps 20] [--per-process] [--job ...]
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -141,6 +146,8 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--per-process", action="store_true",
                     help="split the CPU time by process (needs a C compiler)")
+    ap.add_argument("--job", default=None,
+                    help="a script of this tree and its arguments, instead of the trainer")
     return ap.parse_args()
 
 
@@ -155,13 +162,19 @@ def main() -> int:
         return 2
     trees = [Tree("other", args.checkout.resolve()), Tree("this", ROOT)]
     for tree in trees:
-        if not tree.python.exists() or not (tree.root / TRAINER).exists():
+        if not tree.python.exists() or (args.job is None and not (tree.root / TRAINER).exists()):
             print(f"bench_against: {tree.root} has no .venv/bin/python or no {TRAINER} "
                   "(run scripts/setup.sh there)", file=sys.stderr)
             return 2
         compile_tree(tree.root)
     job = [TRAINER, "--steps", str(args.steps), "--seed", "0",
            "--set", "train.synchronous=true", "--no-progress"]
+    if args.job is not None:
+        script, *rest = shlex.split(args.job) or [""]
+        if not (ROOT / script).is_file():
+            print(f"bench_against: --job: no script {script!r} in this tree", file=sys.stderr)
+            return 2
+        job = [str(ROOT / script), *rest]
     figures = {t.name: Figures() for t in trees}
     cpu_by: dict[tuple[str, bool], list[dict[str, float]]] = {}
     kinds = [(t, traced) for t in trees for traced in (False, True)]

@@ -70,6 +70,8 @@ def note(src: Any, dst: Any, name: Any, payload: Any, step: int | None, transpor
 
 def counter(name: str, value: float) -> None:
     """Record one sample of the time series `name` (in-flight, watermark, loss...)."""
+    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
+        state.declared()
     t = state.tracer
     if t is None:
         return
@@ -81,6 +83,8 @@ def counter(name: str, value: float) -> None:
 
 def mark(name: str) -> None:
     """Record a phase marker (`weight_sync.begin`, `train.step`...)."""
+    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
+        state.declared()
     t = state.tracer
     if t is None:
         return
@@ -92,6 +96,8 @@ def mark(name: str) -> None:
 
 def drop(items: Iterable[Any], reason: str) -> None:
     """Record that `items` were discarded by the current owner (e.g. `reason="stale"`)."""
+    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
+        state.declared()
     t = state.tracer
     if t is None:
         return
@@ -109,6 +115,8 @@ def tag_items(obj: T, items: Iterable[Any]) -> T:
     program's item ids: `q.put(flowmap.tag_items(traj, [traj.uid]))`. The send
     carries them, so a later `flowmap.drop` of those items counts their bytes.
     """
+    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
+        state.declared()
     t = state.tracer
     if t is None:
         return obj
@@ -126,6 +134,8 @@ def tag_items(obj: T, items: Iterable[Any]) -> T:
 
 def step(n: int) -> None:
     """Set the training step that later hops of this process belong to."""
+    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
+        state.declared()
     t = state.tracer
     if t is None:
         return
@@ -145,6 +155,8 @@ def set_owner(name: str) -> None:
 
     The shard says so once (an `i owner` event): the owner's pid and host are this
     process's, whichever process records its hops."""
+    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
+        state.declared()
     state.default_owner = name
     state.auto_owner = False
     t = state.tracer
@@ -167,6 +179,8 @@ class owner:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
+            state.declared()
         self._tokens: list[Any] = []
 
     def __enter__(self) -> owner:
@@ -218,6 +232,8 @@ def seam(
     """
 
     def decorate(fn: F) -> F:
+        if state.on_declared is not None:
+            state.declared()
         label = name or fn.__name__
         arguments = calls.Arguments(fn)
         selected = tuple(args) if args is not None else None

@@ -1,7 +1,8 @@
 """`flowmap trace SCRIPT` with no seam map: find the seams in the first step, record the rest.
 
 A script nobody instrumented would record nothing. So, when no map is given
-(and the program records no hop of its own while it is watched),
+(and the program neither records a hop of its own nor uses the capture API, an
+owner, a step, a seam, while it is watched),
 the run starts the way `flowmap discover` does: its calls are watched (a
 profile hook, metadata only) until the first optimizer update, a time limit or
 the program's end, whichever comes first. At that moment the watched calls are
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from flowmap.capture import importhook
+from flowmap.capture import api, importhook, state
 from flowmap.discover import naming, process, seammap
 from flowmap.discover.candidates import Candidate, analyse
 from flowmap.discover.filters import Filters
@@ -49,8 +50,10 @@ class AutoSeams:
     def __init__(self, run_dir: str) -> None:
         self.run_dir = run_dir
         self.lock = threading.Lock()
-        self.watcher = Watcher(Filters(), Budget(WATCH_SECONDS, None, 0), process.step_targets(),
+        steps = {k: v for k, v in process.step_targets().items() if k[0] != api.__name__}
+        self.watcher = Watcher(Filters(), Budget(WATCH_SECONDS, None, 0), steps,
                                on_stop=self._found)
+        self.instrumented = False  # the program used the capture API: it tells its own story
         self.targets: list[tuple[str, str]] = []  # (target, owner) patched
         self.failed = 0
         self.watched_s = 0.0
@@ -67,6 +70,7 @@ class AutoSeams:
     def start(self) -> None:
         """Count updates and watch, from now on."""
         importhook.on_import("torch.optim.optimizer", self._count_updates)
+        state.on_declared = self._declared
         os.register_at_fork(after_in_child=self._forked)
         self.watching = True
         self.started = time.monotonic()
@@ -106,6 +110,13 @@ class AutoSeams:
         if self.watching:
             self.watcher.stop(reason)
 
+    def _declared(self) -> None:
+        """The program called `flowmap.owner`, `step`, `seam`...: it is instrumented, so the
+        watch ends now (its profile hook costs every call) and no seam is added."""
+        self.instrumented = True
+        if self.watching:
+            self.watcher.stop("the program is instrumented")
+
     def _forked(self) -> None:
         """A forked child stops watching: the map is its parent's to make and write."""
         self.pid = -1
@@ -131,6 +142,7 @@ class AutoSeams:
             if self.done or self.pid != os.getpid():
                 return
             self.done = True
+        state.on_declared = None
         self.watched_s = time.monotonic() - self.started
         self.why = self.watcher.stop_reason
         self.restore_import()
@@ -145,7 +157,7 @@ class AutoSeams:
         from flowmap.seams import parse_seam_map
         from flowmap.seams.patcher import MAIN, Patcher
 
-        if _records_its_own_hops():
+        if self.instrumented or _records_its_own_hops():
             return  # instrumented (flowmap.hop, @flowmap.seam) or a transport's: nothing added
         records = [process.snapshot(self.watcher)]
         naming.recheck(records)
@@ -221,8 +233,6 @@ _INCIDENTAL = ("_worker_loop", UNTRACED)
 def _records_its_own_hops() -> bool:
     """Whether the program recorded a hop while it was watched: its shard has a seam
     between two owners of its own (flowmap.hop, @flowmap.seam, a transport between them)."""
-    from flowmap.capture import state
-
     t = state.tracer
     seams = getattr(t.writer, "seams", None) if t is not None else None
     return any(not _incidental(src) and not _incidental(dst) for src, dst, _ in (seams or {}))

@@ -197,3 +197,42 @@ def test_a_data_loaders_workers_do_not_stand_the_watch_down(tmp_path, run_cli):
     view = load(str(tmp_path / "run")).view
     assert _before(view.flow.stages, "rollout", "loss_fn")
     assert view.step_count == 4 and view.steps_from == "torch.optim.SGD.step"
+
+
+INSTRUMENTED_SCRIPT = '''
+import torch
+import flowmap
+
+
+def rollout(model, x):
+    return model(x)
+
+
+model = torch.nn.Linear(8, 8)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+warm = rollout(model, torch.randn(4, 8))  # set-up work the watch sees before the first step
+for step in range(3):
+    flowmap.step(step)  # before the step's first hop, as a framework's loop does
+    out = rollout(model, torch.randn(4, 8))
+    out.pow(2).mean().backward()
+    opt.step()
+    opt.zero_grad()
+    flowmap.hop("rollout", "learner", out.detach(), name="batch")
+'''
+
+
+@pytest.mark.slow
+def test_an_instrumented_program_gets_no_seams_of_the_watchs_own(tmp_path, run_cli):
+    # GIVEN a program that tells its own story (flowmap.step before its first hop, then
+    # flowmap.hop), after set-up calls the watch would take for a seam
+    script = tmp_path / "instrumented.py"
+    script.write_text(INSTRUMENTED_SCRIPT)
+    # WHEN it runs under `flowmap trace` with no map
+    traced = run_cli(["trace", "-o", "run", str(script)], cwd=tmp_path, timeout=600)
+    # THEN the watch stands down: no map is written and only the program's own seam is recorded
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    assert "no seam map given" not in traced.stderr
+    assert not (tmp_path / "run" / "auto-seams.yaml").exists()
+    view = load(str(tmp_path / "run")).view
+    assert {(src, dst) for src, dst, _ in view.seams} == {("rollout", "learner")}
+    assert view.num_hops == 3
