@@ -23,11 +23,9 @@ received (by when data first reached it where that does not decide).
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from operator import is_not
 
 from flowmap.read.events import Hop
 from flowmap.trace_format import UNTRACED
@@ -114,38 +112,6 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
                     waiting[(pid, storage, h.dst)].append(link)
         hand_offs += forwarded
     return _assemble(ordered, links, passed, first_seen, hand_offs, link_args)
-
-
-class FlowMemo:
-    """A live watch's last flow, and the kept hops it was built from.
-
-    The kept hops of a live read are its detail window, the first hops of each process:
-    once the window is full they stay the same from one rebuild to the next (the same
-    objects, but for the few a read joins anew from a message's two halves: those are
-    equal), so the flow, a pass over every kept hop at every update, is the one built
-    before.
-    """
-
-    def __init__(self) -> None:
-        self._hops: list[Hop] = []
-        self._flow: Flow | None = None
-        self.reused = 0  # calls answered with the last flow
-
-    def flow(self, hops: Sequence[Hop]) -> Flow:
-        """`build_flow(hops)`, or the last one when `hops` are the hops it was built from."""
-        last = self._hops
-        if self._flow is None or not _same(last, hops):
-            self._flow, self._hops = build_flow(hops), list(hops)
-        else:
-            self.reused += 1
-        return self._flow
-
-
-def _same(last: Sequence[Hop], now: Sequence[Hop]) -> bool:
-    """Whether `now` holds the hops of `last`: the same objects (compared in C), or, for
-    the few that are not, equal in every field."""
-    return len(last) == len(now) and all(
-        a == b for a, b in itertools.compress(zip(last, now), map(is_not, last, now)))
 
 
 def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
