@@ -1,10 +1,11 @@
-"""Follow one shard as it grows: its offset, its decoder, and what it holds so far.
+"""Follow one shard as it grows: its offset, and the finished reader's own feed of its lines.
 
 A poll reads from the offset to the first NUL (a mapped shard's reserved,
-unwritten tail) and hands the complete lines to the very decoder the
-finished reader uses (`flowmap.read.reader.Decoder`); a line still being
-written waits for its newline. A hop line equal to one seen before but for
-its time skips JSON decoding and checking (its checked event is reused),
+unwritten tail) and hands the bytes to the `flowmap.read.reader.ShardFeed`
+that `read_shard` feeds a finished file through, so a growing shard reads
+as the finished one: the same header, decoder, checks and handling of
+partial and over-long lines. Hop lines equal to one seen before but for
+their time skip JSON decoding and checking (their checked event is reused),
 and past the detail window a run of such lines folds at once. Counter
 samples, marks and drops past `MAX_RECORDS` are folded, oldest first, into
 per-name records whose count, sum, least, largest and last value are exact.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from operator import attrgetter, ne
+from operator import attrgetter
 from typing import Any, BinaryIO
 
 from flowmap import trace_format as tf
@@ -23,11 +24,18 @@ from flowmap.read.bounds import bound_records
 from flowmap.read.events import SeamStep, Shard
 from flowmap.read.fold import SeamStepFolder
 from flowmap.read.hop_runs import add_equal_hops, span
-from flowmap.read.plain import as_int, as_text, show_path
-from flowmap.read.reader import MAX_HEADER, Decoder, loads_strict, open_regular, parse_header
+from flowmap.read.plain import show_path
+from flowmap.read.reader import (
+    MAX_HEADER,
+    Decoder,
+    ShardFeed,
+    loads_strict,
+    new_shard,
+    open_regular,
+    parse_header,
+)
 from flowmap.read.validate import CHECKS
 
-_CELL_HOPS = attrgetter("hops")
 _START = len(tf.HOP_LINE_START)  # a hop line's bytes before its time
 _T_NS = attrgetter("t_ns")
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
@@ -43,30 +51,31 @@ SEEN_GENERATION = 256
 
 
 class ShardTail:
-    """One shard being followed: its offset, its decoder's state, and what it holds so far."""
+    """One shard being followed: its offset, its feed, and what it remembers of hop lines."""
 
     def __init__(self, path: str, budget: int | None) -> None:
         self.path = path
         self.budget = budget
-        self.offset = 0  # bytes handled: the header and every complete line after it
-        self.pos = 0  # bytes read: `offset` plus `partial`, or past it inside a skipped line
-        self.partial = b""  # a line read in part (read across polls: it may pass MAX_READ)
-        self.decoder: Decoder | None = None
-        self.skipping = False  # inside an over-long line, until its newline
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
+        self.capped = False  # the last poll stopped at MAX_READ: more is waiting
+        self._reset()
+
+    def _reset(self) -> None:
+        """Read from the start (again: the file was cut and written anew)."""
+        self.pos = 0  # bytes read
+        self.head = b""  # the header's first bytes, until its newline is read
+        self.feed: ShardFeed | None = None
         self.seen: dict[bytes, list[Any]] = {}  # hop lines' bytes after the time -> the event
         self.old: dict[bytes, list[Any]] = {}  # the generation before `seen`
         self.reused = 0  # hop lines that took a remembered event, this generation
         self.learned = 0  # hop lines checked and remembered, this generation
         self.unpaid = False  # the generation before did not pay
         self.learning = True  # whether hop lines not remembered are learned
-        self.steps_made: list[SeamStep] = []  # each fold cell's record, in the cells' order
-        self.steps_made_hops: list[int] = []  # ... and the cell's hops when it was made
-        self.capped = False  # the last poll stopped at MAX_READ: more is waiting
+        self.made: dict[Any, tuple[int, SeamStep]] = {}  # fold cell -> (its hops, its record)
 
     @property
     def shard(self) -> Shard | None:
-        return self.decoder.shard if self.decoder is not None else None
+        return self.feed.shard if self.feed is not None else None
 
     def poll(self) -> int:
         """Read what was appended (up to MAX_READ); returns the bytes handled (0: nothing new)."""
@@ -75,81 +84,36 @@ class ShardTail:
         try:
             with open_regular(self.path) as f:
                 if os.fstat(f.fileno()).st_size < self.pos:  # cut and rewritten: start over
-                    self.offset, self.decoder, self.skipping = 0, None, False
-                    self.pos, self.partial = 0, b""
-                    self.seen, self.old, self.learning, self.unpaid = {}, {}, True, False
-                    self.reused = self.learned = 0
-                    self.steps_made, self.steps_made_hops = [], []
+                    self._reset()
                 f.seek(self.pos)
                 data, self.capped = _read_to_nul(f)
         except NotATrace:
             return 0  # vanished between listing and opening; the next listing says so
-        start = self.offset
         self.pos += len(data)
-        if self.partial:
-            data, self.partial = self.partial + data, b""
-        if self.decoder is None:
-            data = self._start(data)
-            if self.decoder is None:
-                return 0
-        self._lines(data)
-        return self.offset - start
-
-    def _start(self, data: bytes) -> bytes:
-        """Read the header line once it is complete; returns the bytes after it."""
-        nl = data.find(b"\n", 0, MAX_HEADER + 1)
-        if nl < 0:
-            if len(data) > MAX_HEADER:
-                self.problem = f"{show_path(self.path)} is not a flowmap trace; skipped"
-            else:
-                self.partial = data  # the header's next bytes come in a later poll
-            return b""
-        try:
-            header = parse_header(data[:nl + 1], self.path)
-        except NotATrace as exc:
-            self.problem = f"{exc}; skipped"
-            return b""
-        argv = header.get("argv")
-        shard = Shard(
-            path=self.path, pid=as_int(header.get("pid")), ppid=as_int(header.get("ppid")),
-            host=as_text(header.get("host"), ""),
-            argv=[as_text(a, "") for a in argv if type(a) is str][:1000]
-            if type(argv) is list else [],
-            process=as_text(header.get("process"), None),
-            t0_mono_ns=as_int(header.get("t0_mono_ns")), t0_wall_ns=as_int(header.get("t0_wall_ns")),
-        )
-        self.decoder = Decoder(shard, self.budget)
-        self.offset += nl + 1
-        return data[nl + 1:]
-
-    def _lines(self, data: bytes) -> None:
-        """Hand the complete lines of `data` to the decoder, as the finished reader's blocks do."""
-        d = self.decoder
-        assert d is not None
-        if self.skipping:
-            nl = data.find(b"\n")
+        got = 0
+        if self.feed is None:
+            data = self.head + data
+            nl = data.find(b"\n", 0, MAX_HEADER + 1)
             if nl < 0:
-                self.offset += len(data)
-                return
-            self.skipping = False
-            self.offset += nl + 1
-            data = data[nl + 1:]
-        end = data.rfind(b"\n")
-        if end >= 0:
-            self._feed(data[:end + 1])
-            self.offset += end + 1
-            data = data[end + 1:]
-        if len(data) > tf.MAX_LINE:  # a partial line already past the bound: skip it
-            self.skipping = True
-            d.line += 1
-            d.bad(d.line, f"a line over {tf.MAX_LINE} bytes")
-            self.offset += len(data)
-        else:  # kept, not read again: a line longer than one poll's read still completes
-            self.partial = data
-        bound_records(d.shard)
+                if len(data) > MAX_HEADER:
+                    self.problem = f"{show_path(self.path)} is not a flowmap trace; skipped"
+                else:
+                    self.head = data  # the header's next bytes come in a later poll
+                return 0
+            try:
+                header = parse_header(data[:nl + 1], self.path)
+            except NotATrace as exc:
+                self.problem = f"{exc}; skipped"
+                return 0
+            self.feed = ShardFeed(new_shard(self.path, header), self.budget, self._lines)
+            data, got, self.head = data[nl + 1:], nl + 1, b""
+        before = self.feed.handled
+        self.feed.take(data)
+        bound_records(self.feed.shard)
+        return got + self.feed.handled - before
 
-    def _feed(self, data: bytes) -> None:
-        """Decode the complete lines of `data` (each ends in a newline) in order.
+    def _lines(self, data: bytes, end: int) -> None:
+        """Decode the complete lines `data[:end]` (`end`: the last one's newline) in order.
 
         One regular expression takes a run of hop lines equal but for their time at once
         (a back-reference to the first line's bytes after its time), another their times.
@@ -158,10 +122,10 @@ class ShardTail:
         is in C, not a Python loop. Other lines go to the decoder, as many at once as
         come together.
         """
-        d = self.decoder
-        assert d is not None
+        assert self.feed is not None
         seen = self.seen
-        feed = _Feed(d)
+        feed = _Feed(self.feed.decoder)
+        data = data[:end + 1]
         pos, n = 0, len(data)
         while pos < n:
             m = tf.HOP_RUN.match(data, pos)
@@ -203,8 +167,8 @@ class ShardTail:
     def _learn(self, raw: bytes, comma: int) -> list[Any] | None:
         """The event of hop line `raw` if it is valid as the finished reader checks it, kept
         under its bytes after the time (ids only grow, so a valid suffix stays valid)."""
-        d = self.decoder
-        assert d is not None
+        assert self.feed is not None
+        d = self.feed.decoder
         if comma < 0 or b"\\ud" in raw or b"\\uD" in raw:
             return None
         try:
@@ -234,9 +198,9 @@ class ShardTail:
 
     def snapshot(self) -> Shard | None:
         """The shard as `read_shard` would return it for the bytes handled so far."""
-        d = self.decoder
-        if d is None:
+        if self.feed is None:
             return None
+        d = self.feed.decoder
         sh = d.shard
         copy = dataclasses.replace(
             sh, hops=list(sh.hops), counters=list(sh.counters), marks=list(sh.marks),
@@ -246,66 +210,37 @@ class ShardTail:
             bad_notes=list(sh.bad_notes),
         )
         if d.folder is not None and d.cut is not None:
-            copy.seam_steps += self._folded_steps(d.folder)
+            copy.seam_steps += self._folded_steps(d)
             copy.fold_cut = (d.cut.step, d.cut.t_ns)
         return copy
+
+    def _folded_steps(self, d: Decoder) -> list[SeamStep]:
+        """`d.folder.seam_steps(...)`, building anew only the records of cells that took hops
+        since the last snapshot (a long run's older steps no longer change)."""
+        assert d.folder is not None
+        one = SeamStepFolder(d.folder.pid)
+        made = {}
+        for key, cell in d.folder.cells.items():
+            got = self.made.get(key)
+            if got is None or got[0] != cell.hops:
+                one.cells = {key: cell}
+                got = (cell.hops, one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0])
+            made[key] = got
+        self.made = made
+        return sorted((st for _, st in made.values()), key=_T_NS)
 
     def retire(self, before: int) -> None:
         """Forget the folded steps below `before` (a live watch's blocks hold them now,
         `flowmap.read.blocks`): a step's hops that come later fold into a record of their
         own. Right after `snapshot`, whose records are the ones forgotten."""
-        d = self.decoder
-        if d is None:
+        if self.feed is None:
             return
+        d = self.feed.decoder
         sh = d.shard  # `a` events of an aggregated trace
         sh.seam_steps[:] = [st for st in sh.seam_steps if st.step is None or st.step >= before]
-        if d.folder is None:
-            return
-        cells = d.folder.cells  # keyed (src, dst, name, step, transport)
-        keep = [k[3] is None or k[3] >= before for k in cells]
-        if all(keep):
-            return
-        d.folder.cells = {k: c for (k, c), ok in zip(cells.items(), keep) if ok}
-        if len(self.steps_made) == len(keep):  # in the cells' order: forget the same ones
-            self.steps_made = [m for m, ok in zip(self.steps_made, keep) if ok]
-            self.steps_made_hops = [n for n, ok in zip(self.steps_made_hops, keep) if ok]
-        else:  # not made for these cells: made anew at the next snapshot
-            self.steps_made, self.steps_made_hops = [], []
-
-    def _folded_steps(self, folder: SeamStepFolder) -> list[SeamStep]:
-        """`folder.seam_steps(...)`, building anew only the cells that took hops since the
-        last snapshot (a long run's older steps no longer change), found in C: the cells'
-        hop counts, compared with the last snapshot's in their (insertion) order."""
-        d = self.decoder
-        assert d is not None
-        cells = folder.cells
-        made, counts = self.steps_made, self.steps_made_hops  # in the order of `cells`
-        now = list(map(_CELL_HOPS, cells.values()))
-        if len(now) < len(counts):  # cells are only ever added; should that change: anew
-            made, counts = [], []
-        grown = list(map(ne, now, counts))  # as long as the shorter: the cells known before
-        changed = []
-        i = -1
-        while True:
-            try:
-                i = grown.index(True, i + 1)
-            except ValueError:
-                break
-            changed.append(i)
-        if changed or len(now) > len(made):
-            keys = list(cells)
-            one = SeamStepFolder(folder.pid)
-
-            def make(i: int) -> SeamStep:
-                one.cells = {keys[i]: cells[keys[i]]}
-                return one.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)[0]
-
-            made = made[:]
-            for i in changed:
-                made[i] = make(i)
-            made += [make(i) for i in range(len(made), len(now))]  # the cells new since
-        self.steps_made, self.steps_made_hops = made, now
-        return sorted(made, key=_T_NS)
+        if d.folder is not None:
+            d.folder.cells = {k: c for k, c in d.folder.cells.items()
+                              if k[3] is None or k[3] >= before}  # keyed (src, dst, name, step, ...)
 
 
 def _read_to_nul(f: BinaryIO) -> tuple[bytes, bool]:
@@ -332,7 +267,7 @@ def _read_to_nul(f: BinaryIO) -> tuple[bytes, bool]:
 
 
 class _Feed:
-    """What `ShardTail._feed` has gathered and not yet handed on, in the order read."""
+    """What `ShardTail._lines` has gathered and not yet handed on, in the order read."""
 
     __slots__ = ("d", "slow", "same", "last")
 
