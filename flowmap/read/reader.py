@@ -13,6 +13,7 @@ reported and the others are read.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +30,8 @@ from flowmap.read.events import Mark as Mark
 from flowmap.read.events import Shard as Shard
 from flowmap.read.fields import Fields, Interned
 from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, SeamStepFolder
-from flowmap.read.plain import as_int, as_text, clean, count, show_path
+from flowmap.read.hop_lines import HopLines
+from flowmap.read.plain import as_int, as_text, clean, count, loads_strict, show_path
 from flowmap.read.validate import CHECKS
 from flowmap.rundir import MAX_HEADER as MAX_HEADER  # re-exported, with the safe open of a shard
 from flowmap.rundir import open_regular as open_regular
@@ -66,7 +68,7 @@ def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None
             feed.take(block if nul < 0 else block[:nul])
             if nul >= 0:
                 break
-    return feed.finish()  # a partial last line (the writer killed mid-write) is dropped
+    return feed.snapshot(copy=False)  # a partial last line (a writer killed mid-line): dropped
 
 
 def new_shard(path: str, header: dict[str, Any], pid: int | None = None) -> Shard:
@@ -96,10 +98,12 @@ class ShardFeed:
     one bad line, however many feeds it spans."""
 
     def __init__(self, shard: Shard, detail_hops: int | None = None,
-                 lines: Callable[[bytes, int], None] | None = None) -> None:
+                 hop_lines: bool = False) -> None:
         self.decoder = Decoder(shard, detail_hops)
-        # what takes complete lines (a growing shard's follower has a faster way for hops)
-        self.lines = lines or self.batch
+        # what takes complete lines: the decoder, or first what the shard remembers of its
+        # hop lines (`flowmap.read.hop_lines`: a steady run's lines, taken without decoding)
+        self.lines: Callable[[bytes, int], None] = (HopLines(self.decoder) if hop_lines
+                                                    else self.batch)
         self.rest = b""  # a line read in part
         self.skipping = False  # inside an over-long line, until its newline
         self.handled = 0  # bytes taken: complete lines, and skipped ones
@@ -138,14 +142,22 @@ class ShardFeed:
         """Decode the complete lines `data[:end]` (`end`: the last one's newline)."""
         self.decoder.batch(data[:end].split(b"\n"))
 
-    def finish(self) -> Shard:
-        """The shard, its folded hops' records made (a finished file: nothing more comes)."""
+    def snapshot(self, copy: bool = True) -> Shard:
+        """The shard as read so far, its folded hops' records made: a copy, that more bytes
+        fed leave as it is, or (a finished file, nothing more comes) the shard itself."""
         d = self.decoder
+        sh = d.shard
+        if copy:
+            sh = dataclasses.replace(
+                sh, hops=list(sh.hops), counters=list(sh.counters), marks=list(sh.marks),
+                drops=list(sh.drops), errors=list(sh.errors), halves=list(sh.halves),
+                seam_steps=list(sh.seam_steps), counter_folds=list(sh.counter_folds),
+                mark_folds=list(sh.mark_folds), drop_folds=list(sh.drop_folds),
+                bad_notes=list(sh.bad_notes))
         if d.folder is not None and d.cut is not None:
-            d.shard.seam_steps += d.folder.seam_steps(d.strings.__getitem__,
-                                                      d.schemas.__getitem__)
-            d.shard.fold_cut = (d.cut.step, d.cut.t_ns)
-        return d.shard
+            sh.seam_steps += d.folder.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)
+            sh.fold_cut = (d.cut.step, d.cut.t_ns)
+        return sh
 
 
 def parse_header(line: bytes, path: str) -> dict[str, Any]:
@@ -162,13 +174,6 @@ def parse_header(line: bytes, path: str) -> dict[str, Any]:
             f"reads up to {tf.SCHEMA_VERSION} — upgrade flowmap"
         )
     return header
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-loads_strict = json.JSONDecoder(parse_constant=_no_constant).decode
 
 
 class Decoder:
