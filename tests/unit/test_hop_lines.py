@@ -70,4 +70,8 @@ def test_hop_lines_taken_at_once_read_as_the_decoder_reads_them(tmp_path, kind, 
         pieces = sorted(rng.sample(range(len(data)), rng.randrange(0, 12)))
         fast, plain = _read(data, True, pieces, keep), _read(data, False, pieces, keep)
         assert _records(fast) == _records(plain), pieces
-    assert plain.bad_lines == 2 and len(plain.hops) + sum(s.hops for s in plain.seam_steps) == 482
+    taken = len(plain.hops) + sum(s.hops for s in plain.seam_steps)
+    if kind == "look-alike":  # item ids that are lists: refused by the format, every one
+        assert (plain.bad_lines, taken) == (484, 0)
+    else:
+        assert (plain.bad_lines, taken) == (2, 482)
