@@ -53,6 +53,9 @@ class HopLines:
         is in C, not a Python loop. Other lines go to the decoder, as many at once as
         come together.
         """
+        if not self.learning and not self.seen:  # lines that did not pay: all to the decoder
+            self.d.batch(data[:end].split(b"\n"))
+            return
         seen = self.seen
         feed = _Feed(self.d)
         data = data[:end + 1]
