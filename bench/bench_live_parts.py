@@ -87,8 +87,6 @@ def parts(path: str, updates: int) -> tuple[dict[str, float], Run]:
 
     def update() -> Run:
         run: Run = timed("records", lambda: watch.reader.records(Run))
-        run.seam_memo, run.step_memo, run.flow_memo = (watch.seam_memo, watch.step_memo,
-                                                       watch.flow_memo)
         timed("seams", lambda: run.seams)
         timed("owners, counters", lambda: (run.owners, run.counters))
         view = timed("view", lambda: run.view)
@@ -101,7 +99,7 @@ def parts(path: str, updates: int) -> tuple[dict[str, float], Run]:
         timed("screen", lambda: console.print(screen(frame)))
         return run
 
-    update()  # fills the memos, as a watch's first update does
+    update()  # as a watch's first update
     spent.clear()
     for _ in range(updates):
         run = update()

@@ -222,7 +222,7 @@ DETAIL_HOPS = 100_000
 MAX_NUMBER = 1e300
 
 # The bytes a hop line starts with, up to its time: how the follower of a growing shard
-# (`flowmap.read.tail`) finds hop lines without decoding them.
+# (`flowmap.read.hop_lines`) finds hop lines without decoding them.
 HOP_LINE_START = b'["' + HOP.encode() + b'",'
 # ... and of the lines that record hops: a hop, and hops folded by --aggregate
 HOP_LINE_STARTS = (HOP_LINE_START, b'["' + AGGREGATE.encode() + b'",')

@@ -32,10 +32,7 @@ from flowmap.errors import FlowmapError
 from flowmap.findings import Finding, findings
 from flowmap.live.rates import Rates
 from flowmap.live.status import RUNNING, Status, status
-from flowmap.model.aggregate import SeamMemo
-from flowmap.model.flow import FlowMemo
 from flowmap.model.run import Run, load
-from flowmap.model.steps import StepMemo
 from flowmap.model.types import SeamKey
 from flowmap.read.blocks import StepBlocks
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
@@ -80,8 +77,6 @@ class Watch:
         # holds and rebuilds stays bounded however long the run
         self.reader = IncrementalReader(path, detail_hops, blocks or StepBlocks())
         self.rates = Rates()
-        # the figures of folded steps that no longer change, kept across rebuilds
-        self.seam_memo, self.step_memo, self.flow_memo = SeamMemo(), StepMemo(), FlowMemo()
         self.frame: Frame | None = None
         self._built_s = 0.0
         self._build_cost_s = 0.0
@@ -181,7 +176,6 @@ class Watch:
     def _rebuild(self, now: float) -> None:
         t = time.thread_time()  # CPU time: a busy machine does not make it look costly
         run = self.reader.records(Run)
-        run.seam_memo, run.step_memo, run.flow_memo = self.seam_memo, self.step_memo, self.flow_memo
         _ = run.seams, run.owners, run.counters
         self._build_cost_s = time.thread_time() - t
         self._built_s, self._pending = now, False

@@ -26,7 +26,6 @@ from flowmap.model.items import item_stats as item_stats  # re-exported with the
 from flowmap.model.items import residency as item_residency
 from flowmap.model.leaves import leaf_stats
 from flowmap.model.processes import hosts_of, place_owners
-from flowmap.model.seam_parts import SeamMemo
 from flowmap.model.sources import HopSource
 from flowmap.model.types import CounterStats, OwnerStats, SeamKey, SeamStats, role_of
 from flowmap.read.events import CounterFold, CounterSample
@@ -34,7 +33,7 @@ from flowmap.read.events import CounterFold, CounterSample
 if TYPE_CHECKING:
     from flowmap.read.records import Records
 
-__all__ = ["HopSource", "SeamMemo", "counter_stats", "item_stats", "owner_stats", "percentile", "role_of",
+__all__ = ["HopSource", "counter_stats", "item_stats", "owner_stats", "percentile", "role_of",
            "seam_stats"]
 
 
@@ -63,16 +62,10 @@ def weighted_percentile(sorted_pairs: Sequence[tuple[int, int]], q: float) -> in
 _ITEMS = attrgetter("items")
 
 
-def seam_stats(run: HopSource, memo: SeamMemo | None = None) -> dict[SeamKey, SeamStats]:
-    """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism).
-
-    `memo` (a live watch's, across its rebuilds): the folded steps that did not change
-    since the last call are not read again, nor the kept hops if none changed; the
-    figures are those computed without it.
-    """
-    kept = memo.kept.of(run.hops) if memo is not None else seam_parts.kept_parts(run.hops)
-    parts = (memo.parts({None: run.seam_steps})[None] if memo is not None
-             else seam_parts.folded_parts(run.seam_steps))
+def seam_stats(run: HopSource) -> dict[SeamKey, SeamStats]:
+    """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism)."""
+    kept = seam_parts.kept_parts(run.hops)
+    parts = seam_parts.folded_parts(run.seam_steps)
     residency = item_residency(run)
     keys = list(kept) + [k for k in parts if k not in kept]
     out = [_one_seam(key, kept.get(key, seam_parts.NO_KEPT),

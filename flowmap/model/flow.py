@@ -23,11 +23,9 @@ received (by when data first reached it where that does not decide).
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from operator import is_not
 
 from flowmap.read.events import Hop
 from flowmap.trace_format import UNTRACED
@@ -86,6 +84,9 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
     for i, h in enumerate(ordered):
         first_seen.setdefault(h.src, h.t_ns)
         first_seen.setdefault(h.dst, h.t_ns)
+        if not h.storages:  # no tensor to follow: one link, from its sender
+            links.append((i, h.src, h.dst, h.nbytes))
+            continue
         forwarded = False
         roots = _roots(h)
         carried = _storages(h)
@@ -103,8 +104,6 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
                 link_args[len(links)] = roots[storage]
             link_of.append(len(links))
             links.append((i, made_by, h.dst, nbytes))
-        if not h.storages:
-            links.append((i, h.src, h.dst, h.nbytes))
         if h.arrived is not None and len(h.arrived[1]) == len(carried):
             # the same tensors under the receiver's ids: sent on from there, they are passed
             pid, there = h.arrived
@@ -114,38 +113,6 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
                     waiting[(pid, storage, h.dst)].append(link)
         hand_offs += forwarded
     return _assemble(ordered, links, passed, first_seen, hand_offs, link_args)
-
-
-class FlowMemo:
-    """A live watch's last flow, and the kept hops it was built from.
-
-    The kept hops of a live read are its detail window, the first hops of each process:
-    once the window is full they stay the same from one rebuild to the next (the same
-    objects, but for the few a read joins anew from a message's two halves: those are
-    equal), so the flow, a pass over every kept hop at every update, is the one built
-    before.
-    """
-
-    def __init__(self) -> None:
-        self._hops: list[Hop] = []
-        self._flow: Flow | None = None
-        self.reused = 0  # calls answered with the last flow
-
-    def flow(self, hops: Sequence[Hop]) -> Flow:
-        """`build_flow(hops)`, or the last one when `hops` are the hops it was built from."""
-        last = self._hops
-        if self._flow is None or not _same(last, hops):
-            self._flow, self._hops = build_flow(hops), list(hops)
-        else:
-            self.reused += 1
-        return self._flow
-
-
-def _same(last: Sequence[Hop], now: Sequence[Hop]) -> bool:
-    """Whether `now` holds the hops of `last`: the same objects (compared in C), or, for
-    the few that are not, equal in every field."""
-    return len(last) == len(now) and all(
-        a == b for a, b in itertools.compress(zip(last, now), map(is_not, last, now)))
 
 
 def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
@@ -163,17 +130,19 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
             continue
         if src == dst or UNTRACED in (src, dst):
             continue  # a send no traced process received (a DataLoader's last indices): no stage
-        t = ordered[i].t_ns
-        if ordered[i].storages:
-            data.add((src, dst))
+        h = ordered[i]
+        t = h.t_ns
+        edge = (src, dst)
+        if h.storages:
+            data.add(edge)
             fed[src], fed[dst] = min(fed.get(src, t), t), min(fed.get(dst, t), t)
-        hops[(src, dst)].add(i)
-        nbytes[(src, dst)] += b
-        names[(src, dst)].add(ordered[i].name)
+        hops[edge].add(i)
+        nbytes[edge] += b
+        names[edge].add(h.name)
         if link_args and n in link_args:
-            args[(src, dst)].add(link_args[n])
-        reached[dst] = min(reached.get(dst, ordered[i].t_ns), ordered[i].t_ns)
-        reached.setdefault(src, first_seen.get(src, ordered[i].t_ns))
+            args[edge].add(link_args[n])
+        reached[dst] = min(reached.get(dst, t), t)
+        reached.setdefault(src, first_seen.get(src, t))
         reached[src] = min(reached[src], first_seen.get(src, reached[src]))
     stages = _order({s: fed.get(s, t) for s, t in reached.items()}, data or set(hops))
     pos = {s: k for k, s in enumerate(stages)}
@@ -209,8 +178,10 @@ def _order(reached: dict[str, int], edges: set[tuple[str, str]]) -> tuple[str, .
 def _roots(h: Hop) -> dict[int, str]:
     """storage -> the root of the first tensor leaf's path on it (`sequences` of
     `sequences`, `weights` of `weights.0.weight`), where leaves and storages line up."""
+    if not h.storages:
+        return {}
     tensors = [leaf.path for leaf in h.leaves if leaf.kind in _TENSORS]
-    if not h.storages or len(tensors) != len(h.storages):
+    if len(tensors) != len(h.storages):
         return {}
     out: dict[int, str] = {}
     for s, path in zip(h.storages, tensors, strict=True):

@@ -14,10 +14,8 @@ from functools import cached_property
 from typing import Any
 
 from flowmap.gc_pause import without_gc
-from flowmap.model.aggregate import SeamMemo, counter_stats, item_stats, owner_stats, seam_stats
-from flowmap.model.flow import FlowMemo
+from flowmap.model.aggregate import counter_stats, item_stats, owner_stats, seam_stats
 from flowmap.model.processes import processes
-from flowmap.model.steps import StepMemo
 from flowmap.model.types import (
     CounterStats,
     Health,
@@ -49,11 +47,6 @@ class Run(Records):
         # The run as traced, when this one is its projection: findings that read how a
         # leaf's shape changed from hop to hop (`prefix_resend`) read the traced shapes.
         self.traced: Run | None = None
-        # A live watch's memo of its seams' unchanged folded steps, across its rebuilds
-        # (`flowmap.model.aggregate.SeamMemo`); None for a run read once.
-        self.seam_memo: SeamMemo | None = None
-        self.step_memo: StepMemo | None = None  # ... and of their per-step sums, for step bins
-        self.flow_memo: FlowMemo | None = None  # ... and of the flow of its kept hops
 
     @cached_property
     def health(self) -> Health:
@@ -72,7 +65,7 @@ class Run(Records):
     @without_gc
     def seams(self) -> dict[SeamKey, SeamStats]:
         """`(src, dst, name) -> SeamStats`, heaviest first (ties by key, for determinism)."""
-        return seam_stats(self, self.seam_memo)
+        return seam_stats(self)
 
     @cached_property
     @without_gc

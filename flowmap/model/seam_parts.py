@@ -1,10 +1,7 @@
-"""A seam's figures in parts that add up: its folded steps' and its kept hops'.
+"""A seam's figures in two parts: its folded steps' and its kept hops'.
 
 `flowmap.model.aggregate.seam_stats` builds each seam's figures from two
-parts: what its folded steps (`SeamStep`) give, in a form two adjacent runs
-of them add up in, and what its kept hops give. A live watch keeps the parts
-that no longer change across its rebuilds (`SeamMemo`), so a rebuild reads
-only the records that changed.
+parts: what its folded steps (`SeamStep`) give and what its kept hops give.
 """
 
 from __future__ import annotations
@@ -13,10 +10,8 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import add, attrgetter
-from typing import TypeVar
+from operator import attrgetter
 
-from flowmap.model.memo import HopsMemo, PrefixMemo
 from flowmap.model.types import SeamKey
 from flowmap.read.events import Hop, Leaf, SeamStep
 
@@ -26,14 +21,12 @@ from flowmap.read.events import Hop, Leaf, SeamStep
     "transport", "items", "step", "hops", "nbytes_sum", "nbytes_min", "nbytes_max", "num_items",
     "t_first_ns", "t_ns", "leaves", "block", "nbytes"))
 _SEAM = attrgetter("src", "dst", "name")
-K = TypeVar("K")
 
 
 @dataclass(slots=True, frozen=True)
 class FoldedPart:
-    """What a seam's figures take from a run of its folded steps, in a form two adjacent
-    runs of them add up in (sums, counts, least and largest, per-step and per-size
-    counts): a live watch keeps the part of the steps that no longer change."""
+    """What a seam's figures take from its folded steps (sums, counts, least and largest,
+    per-step and per-size counts)."""
 
     records: int
     hops: int
@@ -54,28 +47,6 @@ class FoldedPart:
     # whose steps are not in `step_bytes`
     block_bytes_max: int = 0
     block_hops_max: int = 0
-
-    def plus(self, later: FoldedPart) -> FoldedPart:
-        """This part followed by `later` (neither is changed)."""
-        if not (self.records and later.records):  # one is empty: the other is the sum
-            return later if later.records else self
-        step_bytes = _added(self.step_bytes, later.step_bytes)
-        step_hops = _added(self.step_hops, later.step_hops)
-        transports = _added(self.transports, later.transports)
-        sizes = Counter(self.sizes)
-        sizes.update(later.sizes)
-        schemas = dict(self.schemas)
-        for sid, (leaves, k, shares) in later.schemas.items():
-            got = schemas.get(sid)
-            schemas[sid] = (leaves, k, shares) if got is None else (
-                leaves, got[1] + k, list(map(add, got[2], shares)))
-        return FoldedPart(self.records + later.records, self.hops + later.hops,
-                       self.total + later.total, self.items + later.items, step_bytes,
-                       step_hops, transports, self.means + later.means, sizes,
-                       min(self.t_lo, later.t_lo), max(self.t_hi, later.t_hi),
-                       min(self.low, later.low), max(self.high, later.high), schemas,
-                       max(self.block_bytes_max, later.block_bytes_max),
-                       max(self.block_hops_max, later.block_hops_max))
 
 
 def _folded_part(folded: Sequence[SeamStep]) -> FoldedPart:
@@ -149,14 +120,6 @@ def _folded_part(folded: Sequence[SeamStep]) -> FoldedPart:
 NO_FOLDED = FoldedPart(0, 0, 0, 0, {}, {}, {}, (), {}, 0, 0, 0, 0, {})
 
 
-def _added(a: dict[K, int], b: dict[K, int]) -> dict[K, int]:
-    """`a` and `b` summed key by key, in a new dict."""
-    out = dict(a)
-    for key, n in b.items():
-        out[key] = out.get(key, 0) + n
-    return out
-
-
 def folded_parts(folded: Sequence[SeamStep]) -> dict[SeamKey, FoldedPart]:
     """Each seam's part of a run of folded steps of any seams, by seam in first-seen order."""
     by_seam: dict[SeamKey, list[SeamStep]] = defaultdict(list)
@@ -165,37 +128,9 @@ def folded_parts(folded: Sequence[SeamStep]) -> dict[SeamKey, FoldedPart]:
     return {key: _folded_part(steps) for key, steps in by_seam.items()}
 
 
-def plus_parts(earlier: dict[SeamKey, FoldedPart], later: dict[SeamKey, FoldedPart]
-                ) -> dict[SeamKey, FoldedPart]:
-    """Each seam's part of two adjacent runs of folded steps (neither is changed)."""
-    if not later:
-        return earlier
-    if not earlier:
-        return later
-    out = dict(earlier)
-    for key, part in later.items():
-        got = out.get(key)
-        out[key] = part if got is None else got.plus(part)
-    return out
-
-
-class SeamMemo(PrefixMemo[None, dict[SeamKey, FoldedPart]]):
-    """The per-seam figures of the run's folded steps that did not change since the last
-    call of `seam_stats`, all seams at once (`flowmap.model.memo`). The records are in time
-    order and only the latest still take hops, so a live watch's rebuild groups by seam and
-    reads only those after the first that changed, not each of a long run's records. And
-    each seam's part of the kept hops, while they stay the same."""
-
-    def __init__(self) -> None:
-        super().__init__(folded_parts, plus_parts, {})
-        # each seam's part of the kept hops, while they stay the same
-        self.kept: HopsMemo[dict[SeamKey, KeptPart]] = HopsMemo(kept_parts)
-
-
 @dataclass(slots=True, frozen=True)
 class KeptPart:
-    """What a seam's figures take from its kept hops (in time order): a live watch keeps
-    it while the kept hops stay the same, as they do once the detail window is full."""
+    """What a seam's figures take from its kept hops (in time order)."""
 
     hops: int
     hop_bytes: tuple[int, ...]

@@ -13,109 +13,23 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import accumulate, compress, groupby, repeat
-from operator import add, attrgetter, is_not, itemgetter, not_, sub
+from itertools import compress, groupby, repeat
+from operator import attrgetter, is_not, itemgetter, not_
 
 from flowmap.gc_pause import paused_gc
-from flowmap.model.memo import HopsMemo, PrefixMemo
 from flowmap.model.sources import StepSource
 from flowmap.model.types import SeamKey, SeamStats, StepBin, StepBins, Totals
 from flowmap.read.events import Hop, SeamStep
 from flowmap.read.records import Events
 
 
-def step_bins(run: StepSource, seams: list[SeamKey], max_bins: int,
-              memo: StepMemo | None = None) -> StepBins:
-    """Bytes and hops of each of `seams` (every seam of the run) per bin of consecutive steps.
-
-    `memo` (a live watch's, across its rebuilds): folded steps that did not change since
-    the last call are not read again; the bins are those counted without it.
-    """
+def step_bins(run: StepSource, seams: list[SeamKey], max_bins: int) -> StepBins:
+    """Bytes and hops of each of `seams` (every seam of the run) per bin of consecutive steps."""
     with paused_gc():
-        return _bins(run, seams, max_bins, memo)
+        return _bins(run, seams, max_bins)
 
 
-@dataclass(slots=True, frozen=True)
-class _StepSums:
-    """A run of folded steps per seam and step (bytes, hops) and per step (its first and
-    last hop's time): two adjacent runs of them add up."""
-
-    nbytes: dict[SeamKey, dict[int | None, int]]
-    hops: dict[SeamKey, dict[int | None, int]]
-    t_lo: dict[int | None, int]
-    t_hi: dict[int | None, int]
-
-    def plus(self, later: _StepSums) -> _StepSums:
-        """This run followed by `later` (neither is changed)."""
-        if not later.t_lo:
-            return self
-        if not self.t_lo:
-            return later
-        nbytes, hops = dict(self.nbytes), dict(self.hops)
-        for mine, theirs in ((nbytes, later.nbytes), (hops, later.hops)):
-            for key, per_step in theirs.items():
-                got = mine.get(key)
-                if got is None:
-                    mine[key] = per_step
-                    continue
-                got = mine[key] = dict(got)
-                for step, v in per_step.items():
-                    got[step] = got.get(step, 0) + v
-        t_lo, t_hi = dict(self.t_lo), dict(self.t_hi)
-        for step, t in later.t_lo.items():
-            if t < t_lo.get(step, t + 1):
-                t_lo[step] = t
-        for step, t in later.t_hi.items():
-            if t > t_hi.get(step, t - 1):
-                t_hi[step] = t
-        return _StepSums(nbytes, hops, t_lo, t_hi)
-
-
-def _step_sums(folded: Sequence[SeamStep]) -> _StepSums:
-    out = _StepSums({}, {}, {}, {})
-    for st in folded:
-        key, step = (st.src, st.dst, st.name), st.step
-        per_step = out.nbytes.setdefault(key, {})
-        per_step[step] = per_step.get(step, 0) + st.nbytes_sum
-        per_step = out.hops.setdefault(key, {})
-        per_step[step] = per_step.get(step, 0) + st.hops
-        if st.t_first_ns < out.t_lo.get(step, st.t_first_ns + 1):
-            out.t_lo[step] = st.t_first_ns
-        if st.t_ns > out.t_hi.get(step, st.t_ns - 1):
-            out.t_hi[step] = st.t_ns
-    return out
-
-
-def _hop_sums(hops: Sequence[Hop]) -> _StepSums:
-    """`_step_sums` of kept hops (each with its step)."""
-    out = _StepSums({}, {}, {}, {})
-    for h in hops:
-        key, step, t = (h.src, h.dst, h.name), h.step, h.t_ns
-        per_step = out.nbytes.setdefault(key, {})
-        per_step[step] = per_step.get(step, 0) + h.nbytes
-        per_step = out.hops.setdefault(key, {})
-        per_step[step] = per_step.get(step, 0) + 1
-        if t < out.t_lo.get(step, t + 1):
-            out.t_lo[step] = t
-        if t > out.t_hi.get(step, t - 1):
-            out.t_hi[step] = t
-    return out
-
-
-class StepMemo(PrefixMemo[None, _StepSums]):
-    """The per-step sums of a run's folded steps that did not change since the last call of
-    `step_bins` (`flowmap.model.memo`): a live watch's rebuild reads only the rest. And of
-    its kept hops, which stop changing once the detail window is full."""
-
-    def __init__(self) -> None:
-        super().__init__(_step_sums, _StepSums.plus, _StepSums({}, {}, {}, {}))
-        # the sums of the kept hops, while they stay the same
-        self.kept: HopsMemo[_StepSums] = HopsMemo(_hop_sums)
-
-
-def _bins(run: StepSource, seams: list[SeamKey], max_bins: int,
-          memo: StepMemo | None = None) -> StepBins:
+def _bins(run: StepSource, seams: list[SeamKey], max_bins: int) -> StepBins:
     steps = run.steps
     nbins = max(1, min(len(steps), max_bins))
     bin_of = {st: i * nbins // len(steps) for i, st in enumerate(steps)}
@@ -144,11 +58,7 @@ def _bins(run: StepSource, seams: list[SeamKey], max_bins: int,
             if rec.t_ns > t_hi[b]:
                 t_hi[b] = rec.t_ns
     # every other record has its step, so its bin: the order they come in does not matter
-    if memo is not None:
-        sums = memo.parts({None: folded})[None].plus(memo.kept.of(hops))
-        _add_sums(sums, steps, bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
-    else:
-        _bins_by_step(hops, folded, bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
+    _bins_by_step(hops, folded, bin_of, index, byte_rows, hop_rows, t_lo, t_hi)
     return _bins_of(run, steps, bin_of, nbins, index, byte_rows, hop_rows, t_lo, t_hi)
 
 
@@ -223,31 +133,6 @@ def _bins_by_step(hops: Sequence[Hop], folded: Sequence[SeamStep], bin_of: dict[
             t_lo[b] = st.t_first_ns
         if st.t_ns > t_hi[b]:
             t_hi[b] = st.t_ns
-
-
-def _add_sums(sums: _StepSums, steps: Sequence[int], bin_of: dict[int, int],
-              index: dict[SeamKey, int], byte_rows: list[list[int]], hop_rows: list[list[int]],
-              t_lo: list[float], t_hi: list[float]) -> None:
-    """`_bins_by_step` of folded steps, from their per-step sums: a bin is a run of
-    consecutive steps, so its sum is a difference of running sums (counted in C)."""
-    nbins = len(t_lo)
-    of = list(map(bin_of.__getitem__, steps))  # ascending
-    starts = [bisect_left(of, b) for b in range(nbins + 1)]
-    for sums_of, rows in ((sums.nbytes, byte_rows), (sums.hops, hop_rows)):
-        for key, per_step in sums_of.items():
-            running = list(accumulate(map(per_step.get, steps, repeat(0)), initial=0))
-            at = [running[i] for i in starts]
-            n = index[key]
-            rows[n] = list(map(add, rows[n], map(sub, at[1:], at[:-1])))
-    los = list(map(sums.t_lo.get, steps, repeat(math.inf)))
-    his = list(map(sums.t_hi.get, steps, repeat(-math.inf)))
-    for b in range(nbins):
-        lo, hi = min(los[starts[b]:starts[b + 1]], default=math.inf), \
-            max(his[starts[b]:starts[b + 1]], default=-math.inf)
-        if lo < t_lo[b]:
-            t_lo[b] = lo
-        if hi > t_hi[b]:
-            t_hi[b] = hi
 
 
 def _bins_of(run: StepSource, steps: Sequence[int], bin_of: dict[int, int], nbins: int,

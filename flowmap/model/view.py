@@ -29,10 +29,10 @@ from operator import attrgetter
 
 from flowmap.gc_pause import paused_gc
 from flowmap.model.ending import Ending, read_ending
-from flowmap.model.flow import UNNAMED_DRIVER, Flow, FlowMemo, build_flow, star_center
+from flowmap.model.flow import UNNAMED_DRIVER, Flow, build_flow, star_center
 from flowmap.model.pipeline import build_pipeline
 from flowmap.model.sources import ViewSource
-from flowmap.model.steps import StepMemo, step_bins, totals
+from flowmap.model.steps import step_bins, totals
 from flowmap.model.types import (
     CounterStats,
     Detail,
@@ -77,11 +77,6 @@ class RunView:
     # A projected view's hops as traced (same order as `events.hops`), for what reads how a
     # leaf's shape changed from hop to hop (`findings.prefix_resend`); None when not projected.
     traced_hops: Sequence[Hop] | None = field(default=None, repr=False)
-    # A live watch's memo of per-step sums across its rebuilds (`flowmap.model.memo`): the
-    # bins are the same with or without it.
-    step_memo: StepMemo | None = field(default=None, repr=False, compare=False)
-    # ... and of the flow of its kept hops, the same objects once its detail window is full
-    flow_memo: FlowMemo | None = field(default=None, repr=False, compare=False)
     # A live watch's blocks of old steps (`flowmap.read.blocks`): a block's first step ->
     # (its last step, how many steps it stands for); empty: every step is in `steps`.
     step_spans: Mapping[int, tuple[int, int]] = field(default_factory=dict, repr=False)
@@ -131,8 +126,7 @@ class RunView:
     @cached_property
     def flow(self) -> Flow:
         """Producer -> consumer edges from storage identity, the driver's hand-offs collapsed."""
-        hops = self.events.hops
-        return build_flow(hops) if self.flow_memo is None else self.flow_memo.flow(hops)
+        return build_flow(self.events.hops)
 
     @property
     def draws_flow(self) -> bool:
@@ -156,7 +150,7 @@ class RunView:
 
     def step_bins(self, max_bins: int) -> StepBins:
         """Per seam bytes and hops in at most `max_bins` bins of consecutive steps."""
-        return step_bins(self, list(self.seams), max_bins, self.step_memo)
+        return step_bins(self, list(self.seams), max_bins)
 
     def pipeline_at(self, instances: bool) -> Pipeline:
         """One node per owner (`instances=True`) or per role."""
@@ -191,8 +185,6 @@ def _build(run: ViewSource) -> RunView:
         exit_code=run.meta.get("exit_code") if type(run.meta.get("exit_code")) is int else None,
         ending=read_ending(run.meta),
         traced_hops=_traced_hops(run),
-        step_memo=getattr(run, "step_memo", None),  # set on a watched `flowmap.model.run.Run`
-        flow_memo=getattr(run, "flow_memo", None),
         step_spans=getattr(run, "step_spans", None) or {},
         updates=_int(run.meta.get("optimizer_updates")),
         steps_from=run.meta.get("steps_from") if isinstance(run.meta.get("steps_from"), str)

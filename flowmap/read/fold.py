@@ -57,10 +57,11 @@ class Cut:
 
 
 class _Cell(HopTally):
-    """A seam's hops in one step (times in ns), and the schemas they carried."""
+    """A seam's hops in one step (times in ns), the schemas they carried, and its record."""
 
-    __slots__ = ("schemas",)
+    __slots__ = ("schemas", "made")
     schemas: list[Any]  # schema ids (or leaf tuples), each once
+    made: tuple[int, SeamStep] | None  # its record, and its hops when it was made
 
 
 class SeamStepFolder:
@@ -93,7 +94,7 @@ class SeamStepFolder:
         schema = ev[5]
         if c is None:
             c = self.cells[key] = _Cell(ev[6], t_ns, items, ev[9], wire)
-            c.schemas = [schema]
+            c.schemas, c.made = [schema], None
             return
         c.add(ev[6], t_ns, items, ev[9], wire)
         seen = c.schemas
@@ -106,16 +107,21 @@ class SeamStepFolder:
 
     def seam_steps(self, resolve: Callable[[Any], str],
                    schema: Callable[[Any], tuple[Leaf, ...]]) -> list[SeamStep]:
+        """Each cell's record, sorted by time. A cell's record is made again only once it
+        took hops (a cell only grows): a live read's snapshot of a long run remakes the
+        newest steps' records, not every step's (`resolve` and `schema` stay the same)."""
         out = []
         for (src, dst, name, step, transport), c in self.cells.items():
-            out.append(SeamStep(
-                t_ns=c.t_last, t_first_ns=c.t_first, pid=self.pid, src=resolve(src),
-                dst=resolve(dst), name=resolve(name), step=step, transport=resolve(transport),
-                hops=c.hops, nbytes_sum=c.nbytes_sum, nbytes_min=c.nbytes_min,
-                nbytes_max=c.nbytes_max, wire_bytes_sum=c.wire_bytes_sum, num_items=c.num_items,
-                version_min=c.version_min, version_max=c.version_max,
-                leaves=merge_schemas([schema(s) for s in c.schemas]),
-            ))
+            if c.made is None or c.made[0] != c.hops:
+                c.made = (c.hops, SeamStep(
+                    t_ns=c.t_last, t_first_ns=c.t_first, pid=self.pid, src=resolve(src),
+                    dst=resolve(dst), name=resolve(name), step=step, transport=resolve(transport),
+                    hops=c.hops, nbytes_sum=c.nbytes_sum, nbytes_min=c.nbytes_min,
+                    nbytes_max=c.nbytes_max, wire_bytes_sum=c.wire_bytes_sum,
+                    num_items=c.num_items, version_min=c.version_min, version_max=c.version_max,
+                    leaves=merge_schemas([schema(s) for s in c.schemas]),
+                ))
+            out.append(c.made[1])
         out.sort(key=lambda s: s.t_ns)
         return out
 

@@ -99,43 +99,9 @@ def join_halves(halves: Sequence[Half]) -> Joined:
         return Joined([], [], [])
     sends.sort(key=lambda h: h.t_ns)
     receives.sort(key=lambda h: h.t_ns)
-    out: list[Hop] = []
-    # 1. the same channel and key, in send order
-    exact: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
-    for s in sends:
-        exact[(s.channel, s.key)].append(s)
-    claimed: dict[tuple[str, str], SendHalf] = {}
-    left: list[ReceiveHalf] = []
-    for r in receives:
-        queue = exact.get((r.channel, r.key))
-        if queue:
-            s = claimed[(r.channel, r.key)] = queue.popleft()
-            out.append(joined_hop(s, r.owner, r))
-        else:
-            left.append(r)
-    # 2. a side that names no single channel (`zmq`, `mp`): the key within the family
-    unclaimed = sorted((s for q in exact.values() for s in q), key=lambda h: h.t_ns)
-    any_channel: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
-    unnamed: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
-    for s in unclaimed:
-        if digest_keyed(s):
-            any_channel[(family(s), s.key)].append(s)
-            if s.channel == family(s):
-                unnamed[(family(s), s.key)].append(s)
-    taken: set[int] = set()
-    still: list[ReceiveHalf] = []
-    for r in left:
-        table = any_channel if r.channel == family(r) else unnamed
-        queue = table.get((family(r), r.key)) if digest_keyed(r) else None
-        while queue and id(queue[0]) in taken:
-            queue.popleft()
-        if queue:
-            s = queue.popleft()
-            taken.add(id(s))
-            claimed[(r.channel, r.key)] = claimed[(family(r), r.key)] = s
-            out.append(joined_hop(s, r.owner, r))
-        else:
-            still.append(r)
+    p = pair(sends, receives)
+    out = [joined_hop(s, r.owner, r) for s, r in p.pairs]
+    claimed, unclaimed, taken, still = p.claimed, p.unclaimed, p.taken, p.unpaired
     # 3. a message already claimed reached one more receiver (fan-out)
     unsent: list[ReceiveHalf] = []
     for r in still:
@@ -168,6 +134,61 @@ def join_halves(halves: Sequence[Half]) -> Joined:
     # 4. sends nobody traced received
     out.extend(s.hop for s in unclaimed if id(s) not in taken)
     return Joined(out, folded_steps, shared)
+
+
+@dataclass(slots=True)
+class Pairs:
+    """What the first two rules make of sends and receives: the messages received."""
+
+    pairs: list[tuple[SendHalf, ReceiveHalf]]
+    unpaired: list[ReceiveHalf]  # receives of no send, oldest first
+    unclaimed: list[SendHalf]  # sends the first rule left, oldest first (the second took `taken`)
+    taken: set[int]  # ids of the sends the second rule took
+    claimed: dict[tuple[str, str], SendHalf]  # (channel or family, key) -> the send it went to
+
+
+def pair(sends: Sequence[SendHalf], receives: Sequence[ReceiveHalf]) -> Pairs:
+    """Rules 1 and 2 over `sends` and `receives` (each sorted by time): the run's join, and a
+    live watch's as the halves of each message are read (`flowmap.read.settle`)."""
+    pairs: list[tuple[SendHalf, ReceiveHalf]] = []
+    # 1. the same channel and key, in send order
+    exact: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
+    for s in sends:
+        exact[(s.channel, s.key)].append(s)
+    claimed: dict[tuple[str, str], SendHalf] = {}
+    left: list[ReceiveHalf] = []
+    for r in receives:
+        queue = exact.get((r.channel, r.key))
+        if queue:
+            s = claimed[(r.channel, r.key)] = queue.popleft()
+            pairs.append((s, r))
+        else:
+            left.append(r)
+    # 2. a side that names no single channel (`zmq`, `mp`): the key within the family
+    unclaimed = sorted((s for q in exact.values() for s in q), key=lambda h: h.t_ns)
+    any_channel: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
+    unnamed: dict[tuple[str, str], deque[SendHalf]] = defaultdict(deque)
+    if left:
+        for s in unclaimed:
+            if digest_keyed(s):
+                any_channel[(family(s), s.key)].append(s)
+                if s.channel == family(s):
+                    unnamed[(family(s), s.key)].append(s)
+    taken: set[int] = set()
+    still: list[ReceiveHalf] = []
+    for r in left:
+        table = any_channel if r.channel == family(r) else unnamed
+        queue = table.get((family(r), r.key)) if digest_keyed(r) else None
+        while queue and id(queue[0]) in taken:
+            queue.popleft()
+        if queue:
+            s = queue.popleft()
+            taken.add(id(s))
+            claimed[(r.channel, r.key)] = claimed[(family(r), r.key)] = s
+            pairs.append((s, r))
+        else:
+            still.append(r)
+    return Pairs(pairs, still, unclaimed, taken, claimed)
 
 
 @dataclass(slots=True)

@@ -118,7 +118,7 @@ class IncrementalReader:
 
     @property
     def num_shards(self) -> int:
-        return sum(1 for t in self.tails.values() if t.decoder is not None)
+        return sum(1 for t in self.tails.values() if t.shard is not None)
 
     def shards(self) -> list[Shard]:
         """The shards read so far, each as the finished reader would return it (sorted by path)."""
@@ -138,8 +138,7 @@ class IncrementalReader:
         if self.settler is not None:
             before = None if newest is None or self.blocks is None \
                 else self.blocks.before(newest)
-            live = {t.path: t.decoder.shard.halves for t in self.tails.values()
-                    if t.decoder is not None}
+            live = {t.path: t.shard.halves for t in self.tails.values() if t.shard is not None}
             self.settler.settle(list(live.values()), before)
             for sh in shards:  # the snapshot's halves, less those settled
                 sh.halves = list(live[sh.path])

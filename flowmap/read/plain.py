@@ -4,6 +4,7 @@ reader and reporter can print and compare, never as an exception."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -42,3 +43,10 @@ def clean(v: Any, depth: int = 0) -> Any:
 
 def count(v: Any, default: int) -> int:
     return v if type(v) is int and 0 <= v <= tf.MAX_INT else default
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+loads_strict = json.JSONDecoder(parse_constant=_no_constant).decode  # no NaN, no Infinity

@@ -13,7 +13,9 @@ reported and the others are read.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
 from flowmap import trace_format as tf
@@ -28,7 +30,8 @@ from flowmap.read.events import Mark as Mark
 from flowmap.read.events import Shard as Shard
 from flowmap.read.fields import Fields, Interned
 from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, SeamStepFolder
-from flowmap.read.plain import as_int, as_text, clean, count, show_path
+from flowmap.read.hop_lines import HopLines
+from flowmap.read.plain import as_int, as_text, clean, count, loads_strict, show_path
 from flowmap.read.validate import CHECKS
 from flowmap.rundir import MAX_HEADER as MAX_HEADER  # re-exported, with the safe open of a shard
 from flowmap.rundir import open_regular as open_regular
@@ -57,33 +60,104 @@ def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None
     with open_regular(path) as f:
         first = f.readline(MAX_HEADER + 1)
         if not first:
-            return _empty_shard(path)
-        header = parse_header(first, path)
-        shard = Shard(
-            path=path,
-            pid=as_int(header.get("pid")),
-            ppid=as_int(header.get("ppid")),
-            host=as_text(header.get("host"), ""),
-            argv=[as_text(a, "") for a in header.get("argv") or [] if type(a) is str][:1000]
-            if type(header.get("argv")) is list else [],
-            process=as_text(header.get("process"), None),
-            t0_mono_ns=as_int(header.get("t0_mono_ns")),
-            t0_wall_ns=as_int(header.get("t0_wall_ns")),
-            identity={k: header[k] for k in IDENTITY if type(header.get(k)) in (int, str)},
-        )
-        shard.os_pid = shard.pid
-        node = header.get("ray_node_id")
-        if type(node) is str:
-            shard.info["ray_node_id"] = as_text(node, "")[:200]
-        if pid is not None:
-            shard.pid = pid
-        Decoder(shard, detail_hops).feed(f)
+            return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
+                         t0_wall_ns=0, empty=True)
+        feed = ShardFeed(new_shard(path, parse_header(first, path), pid), detail_hops)
+        while block := f.read(BLOCK):
+            nul = block.find(b"\0")  # the zeros after the last event of a mapped shard
+            feed.take(block if nul < 0 else block[:nul])
+            if nul >= 0:
+                break
+    return feed.snapshot(copy=False)  # a partial last line (a writer killed mid-line): dropped
+
+
+def new_shard(path: str, header: dict[str, Any], pid: int | None = None) -> Shard:
+    """The shard a header names, with no records yet."""
+    argv = header.get("argv")
+    shard = Shard(
+        path=path, pid=as_int(header.get("pid")), ppid=as_int(header.get("ppid")),
+        host=as_text(header.get("host"), ""),
+        argv=[as_text(a, "") for a in argv if type(a) is str][:1000] if type(argv) is list else [],
+        process=as_text(header.get("process"), None),
+        t0_mono_ns=as_int(header.get("t0_mono_ns")), t0_wall_ns=as_int(header.get("t0_wall_ns")),
+        identity={k: header[k] for k in IDENTITY if type(header.get(k)) in (int, str)},
+    )
+    shard.os_pid = shard.pid
+    node = header.get("ray_node_id")
+    if type(node) is str:
+        shard.info["ray_node_id"] = as_text(node, "")[:200]
+    if pid is not None:
+        shard.pid = pid
     return shard
 
 
-def _empty_shard(path: str) -> Shard:
-    return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
-                 t0_wall_ns=0, empty=True)
+class ShardFeed:
+    """A shard's lines after its header, fed as they come: all of a finished file, or what a
+    growing one appended since (`flowmap.read.tail`). Complete lines go to the decoder; a
+    line still being written waits for its newline; a line over `MAX_LINE` is skipped as
+    one bad line, however many feeds it spans."""
+
+    def __init__(self, shard: Shard, detail_hops: int | None = None,
+                 hop_lines: bool = False) -> None:
+        self.decoder = Decoder(shard, detail_hops)
+        # what takes complete lines: the decoder, or first what the shard remembers of its
+        # hop lines (`flowmap.read.hop_lines`: a steady run's lines, taken without decoding)
+        self.lines: Callable[[bytes, int], None] = (HopLines(self.decoder) if hop_lines
+                                                    else self.batch)
+        self.rest = b""  # a line read in part
+        self.skipping = False  # inside an over-long line, until its newline
+        self.handled = 0  # bytes taken: complete lines, and skipped ones
+
+    @property
+    def shard(self) -> Shard:
+        return self.decoder.shard
+
+    def take(self, data: bytes) -> None:
+        """The shard's next bytes (none of them NUL)."""
+        if self.rest:
+            data, self.rest = self.rest + data, b""
+        if self.skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self.handled += len(data)
+                return
+            self.skipping = False
+            self.handled += nl + 1
+            data = data[nl + 1:]
+        end = data.rfind(b"\n")
+        if end >= 0:
+            self.lines(data, end)
+            self.handled += end + 1
+        rest = data[end + 1:]
+        if len(rest) > tf.MAX_LINE:  # a partial line already past the bound: skipped
+            self.skipping = True
+            d = self.decoder
+            d.line += 1
+            d.bad(d.line, f"a line over {tf.MAX_LINE} bytes")
+            self.handled += len(rest)
+        else:
+            self.rest = rest
+
+    def batch(self, data: bytes, end: int) -> None:
+        """Decode the complete lines `data[:end]` (`end`: the last one's newline)."""
+        self.decoder.batch(data[:end].split(b"\n"))
+
+    def snapshot(self, copy: bool = True) -> Shard:
+        """The shard as read so far, its folded hops' records made: a copy, that more bytes
+        fed leave as it is, or (a finished file, nothing more comes) the shard itself."""
+        d = self.decoder
+        sh = d.shard
+        if copy:
+            sh = dataclasses.replace(
+                sh, hops=list(sh.hops), counters=list(sh.counters), marks=list(sh.marks),
+                drops=list(sh.drops), errors=list(sh.errors), halves=list(sh.halves),
+                seam_steps=list(sh.seam_steps), counter_folds=list(sh.counter_folds),
+                mark_folds=list(sh.mark_folds), drop_folds=list(sh.drop_folds),
+                bad_notes=list(sh.bad_notes))
+        if d.folder is not None and d.cut is not None:
+            sh.seam_steps += d.folder.seam_steps(d.strings.__getitem__, d.schemas.__getitem__)
+            sh.fold_cut = (d.cut.step, d.cut.t_ns)
+        return sh
 
 
 def parse_header(line: bytes, path: str) -> dict[str, Any]:
@@ -100,13 +174,6 @@ def parse_header(line: bytes, path: str) -> dict[str, Any]:
             f"reads up to {tf.SCHEMA_VERSION} — upgrade flowmap"
         )
     return header
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-loads_strict = json.JSONDecoder(parse_constant=_no_constant).decode
 
 
 class Decoder:
@@ -129,14 +196,6 @@ class Decoder:
         if len(sh.bad_notes) < MAX_NOTED:
             sh.bad_notes.append((line, why))
 
-    def feed(self, f: Any) -> None:
-        for lines in self._blocks(f):
-            self.batch(lines)
-        if self.folder is not None and self.cut is not None:
-            self.shard.seam_steps += self.folder.seam_steps(self.strings.__getitem__,
-                                                            self.schemas.__getitem__)
-            self.shard.fold_cut = (self.cut.step, self.cut.t_ns)
-
     def fold_hop(self, ev: list[Any]) -> bool:
         """Whether the (checked) hop event `ev` is past this shard's detail window; if so, fold it.
 
@@ -157,44 +216,6 @@ class Decoder:
             cut.step = None  # the rest folds; the run folds kept hops past `cut.t_ns`
         folder.add_event(ev, t_ns)
         return True
-
-    def _blocks(self, f: Any) -> Any:
-        """Lists of complete lines, a block at a time; over-long lines are skipped.
-
-        The content ends at the first NUL byte (the zeros after the last event
-        of a mapped shard that was never closed, or a write cut by a kill).
-        """
-        rest = b""
-        skipping = False  # inside an over-long line, until its newline
-        while True:
-            block = f.read(BLOCK)
-            if not block:
-                break
-            nul = block.find(b"\0")
-            if nul >= 0:
-                block = block[:nul]
-            data = rest + block if rest else block
-            end = data.rfind(b"\n")
-            if end < 0:
-                rest = b"" if skipping else data
-                if len(rest) > tf.MAX_LINE:
-                    skipping, rest = True, b""
-                    self.line += 1
-                    self.bad(self.line, f"a line over {tf.MAX_LINE} bytes")
-            else:
-                lines = data[:end].split(b"\n")
-                if skipping:
-                    lines = lines[1:]  # the tail of the long line
-                    skipping = False
-                rest = data[end + 1:]
-                yield lines
-                if len(rest) > tf.MAX_LINE:
-                    skipping, rest = True, b""
-                    self.line += 1
-                    self.bad(self.line, f"a line over {tf.MAX_LINE} bytes")
-            if nul >= 0:
-                break
-        # `rest` is a partial last line: the writer was killed mid-write; dropped.
 
     def batch(self, lines: list[bytes]) -> None:
         base = self.line

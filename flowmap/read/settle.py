@@ -40,14 +40,13 @@ apportioned).
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
 from flowmap.read import events
 from flowmap.read.events import Half, Hop, ReceiveHalf, SendHalf
 from flowmap.read.fold import fold_hops, merge_seam_steps
-from flowmap.read.halves import digest_keyed, family, join_halves, joined_hop
+from flowmap.read.halves import digest_keyed, family, join_halves, joined_hop, pair
 
 MAX_HALVES = 8192  # the bound on halves waiting (half of it for sends, half for receives)
 
@@ -105,45 +104,13 @@ class HalfSettler:
     def _paired(self, full: list[SendHalf | ReceiveHalf]
                 ) -> tuple[dict[int, Half], list[ReceiveHalf]]:
         """The messages received (both halves, by id), as the join's first two rules pair
-        them; and the receives with no send held, oldest first."""
-        sends = sorted((h for h in full if isinstance(h, SendHalf)), key=_T_NS)
-        receives = sorted((h for h in full if isinstance(h, ReceiveHalf)), key=_T_NS)
+        them (`flowmap.read.halves.pair`); and the receives with no send held, oldest first."""
+        p = pair(sorted((h for h in full if isinstance(h, SendHalf)), key=_T_NS),
+                 sorted((h for h in full if isinstance(h, ReceiveHalf)), key=_T_NS))
         take: dict[int, Half] = {}
-        # the first rule: a receive takes the earliest send of its channel and key
-        queues: dict[_Message, deque[SendHalf]] = defaultdict(deque)
-        for s in sends:
-            queues[(s.channel, s.key)].append(s)
-        left: list[ReceiveHalf] = []
-        for r in receives:
-            q = queues.get((r.channel, r.key))
-            if q:
-                s = q.popleft()
-                take[id(s)], take[id(r)] = s, r
-            else:
-                left.append(r)
-        if not left:
-            return take, []
-        # the second rule: a send of the receive's family with its key
-        any_channel: dict[_Message, deque[SendHalf]] = defaultdict(deque)
-        unnamed: dict[_Message, deque[SendHalf]] = defaultdict(deque)
-        for s in sends:
-            if id(s) not in take and digest_keyed(s):
-                any_channel[(family(s), s.key)].append(s)
-                if s.channel == family(s):
-                    unnamed[(family(s), s.key)].append(s)
-        unpaired: list[ReceiveHalf] = []
-        for r in left:
-            q = None
-            if digest_keyed(r):
-                q = (any_channel if r.channel == family(r) else unnamed).get((family(r), r.key))
-                while q and id(q[0]) in take:
-                    q.popleft()
-            if q:
-                s = q.popleft()
-                take[id(s)], take[id(r)] = s, r
-            else:
-                unpaired.append(r)
-        return take, unpaired
+        for s, r in p.pairs:
+            take[id(s)], take[id(r)] = s, r
+        return take, p.unpaired
 
     def _waited(self, full: list[SendHalf | ReceiveHalf], take: dict[int, Half],
                 unpaired: list[ReceiveHalf], before: int | None) -> dict[int, Half]:

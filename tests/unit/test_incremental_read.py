@@ -174,9 +174,9 @@ def test_runs_of_equal_hop_lines_fold_as_one_by_one(tmp_path):
 
 
 def test_lines_remembered_past_the_bound_are_learned_again_while_they_pay(tmp_path, monkeypatch):
-    import flowmap.read.tail as tail
+    import flowmap.read.hop_lines as hop_lines
 
-    monkeypatch.setattr(tail, "SEEN_GENERATION", 16)
+    monkeypatch.setattr(hop_lines, "SEEN_GENERATION", 16)
     # GIVEN two shards past the bound on remembered lines: one of steady steps (each line
     # repeated, a long run's), one whose every hop names its own item
     steady = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
@@ -198,15 +198,15 @@ def test_lines_remembered_past_the_bound_are_learned_again_while_they_pay(tmp_pa
     reader.poll()
     assert _doc(reader.records(Run)) == _doc(flowmap.load(str(tmp_path / "src"), detail_hops=None))
     # AND the steady shard still takes its lines from what it learned; the other stopped
-    by_pid = {t.shard.pid: t for t in reader.tails.values() if t.shard is not None}
+    by_pid = {t.shard.pid: t.feed.lines for t in reader.tails.values() if t.feed is not None}
     assert by_pid[1].learning and 0 < len(by_pid[1].seen) <= 16 and len(by_pid[1].old) <= 16
     assert not by_pid[2].learning
 
 
 def test_lines_of_a_working_set_over_one_generation_stay_remembered(tmp_path, monkeypatch):
-    import flowmap.read.tail as tail
+    import flowmap.read.hop_lines as hop_lines
 
-    monkeypatch.setattr(tail, "SEEN_GENERATION", 8)
+    monkeypatch.setattr(hop_lines, "SEEN_GENERATION", 8)
     # GIVEN a shard whose 9 distinct hop lines (more than fill a generation) come back in
     # turn, again and again, with a time of their own each
     w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
@@ -222,25 +222,25 @@ def test_lines_of_a_working_set_over_one_generation_stay_remembered(tmp_path, mo
     assert _grow(str(tmp_path / "src"), str(tmp_path / "live"), 9, 4, None) >= 5
     reader = IncrementalReader(str(tmp_path / "src"), detail_hops=None)
     learned = []
-    real_learn = tail.ShardTail._learn
+    real_learn = hop_lines.HopLines._learn
 
     def counting(self, raw, comma):
         learned.append(raw[comma:])
         return real_learn(self, raw, comma)
 
-    monkeypatch.setattr(tail.ShardTail, "_learn", counting)
+    monkeypatch.setattr(hop_lines.HopLines, "_learn", counting)
     reader.poll()
     # THEN each line was checked at most once: later ones came from the remembered generations
     assert learned and len(learned) == len(set(learned))
-    (only,) = reader.tails.values()
+    (only,) = (t.feed.lines for t in reader.tails.values())
     assert only.learning and len(only.seen) <= 8 and len(only.old) <= 8
     assert _doc(reader.records(Run)) == _doc(flowmap.load(str(tmp_path / "src"), detail_hops=None))
 
 
 def test_what_a_shard_remembers_stays_bounded_in_a_run_of_ever_new_steps(tmp_path, monkeypatch):
-    import flowmap.read.tail as tail
+    import flowmap.read.hop_lines as hop_lines
 
-    monkeypatch.setattr(tail, "SEEN_GENERATION", 8)
+    monkeypatch.setattr(hop_lines, "SEEN_GENERATION", 8)
     # GIVEN a long run whose lines differ step to step (the step is in the line)
     w = runs.ShardWriter(str(tmp_path / "src" / "h-1-1.flowmap.jsonl"), 1)
     for step in range(200):
@@ -254,7 +254,7 @@ def test_what_a_shard_remembers_stays_bounded_in_a_run_of_ever_new_steps(tmp_pat
     # within a step)
     reader = IncrementalReader(str(tmp_path / "src"), detail_hops=None)
     reader.poll()
-    (only,) = reader.tails.values()
+    (only,) = (t.feed.lines for t in reader.tails.values())
     assert only.learning and len(only.seen) + len(only.old) <= 16
     assert _doc(reader.records(Run)) == _doc(flowmap.load(str(tmp_path / "src"), detail_hops=None))
 

@@ -122,7 +122,13 @@ def test_a_piped_top_ends_with_the_program_without_reading_the_run_again(tmp_pat
     # whole read of the run (13-14 s on a 72 MB run)
     frame = top(_ended_run(tmp_path), Console(file=io.StringIO(), width=120))
     assert frame.status.state == EXITED and reads == []
-    assert frame.run.num_hops == flowmap.load(str(tmp_path / "run")).num_hops
+    # AND its figures are the report's: every seam's hops and bytes, every owner's bytes
+    report = flowmap.load(str(tmp_path / "run"))
+    assert frame.run.num_hops == report.num_hops and report.num_hops > 0
+    assert {k: (s.hops, s.total_bytes) for k, s in frame.run.seams.items()} == {
+        k: (s.hops, s.total_bytes) for k, s in report.seams.items()}
+    assert {n: (o.bytes_in, o.bytes_out) for n, o in frame.run.owners.items()} == {
+        n: (o.bytes_in, o.bytes_out) for n, o in report.owners.items()}
 
 
 def test_a_viewer_that_stays_gets_the_reports_read_from_a_thread(tmp_path, monkeypatch):

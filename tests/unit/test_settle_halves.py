@@ -115,7 +115,7 @@ def _write(path: str) -> tuple[dict[str, list[bytes]], list[dict[str, int]]]:
 
 def _held(reader: IncrementalReader) -> tuple[int, int]:
     """The full halves the reader holds, and the folded ones."""
-    held = [h for t in reader.tails.values() if t.decoder for h in t.decoder.shard.halves]
+    held = [h for t in reader.tails.values() if t.shard for h in t.shard.halves]
     full = sum(isinstance(h, (SendHalf, ReceiveHalf)) for h in held)
     return full, len(held) - full
 
@@ -197,7 +197,7 @@ def test_a_reader_without_blocks_settles_nothing(tmp_path):
     reader.poll()
     reader.records(Run)
     assert reader.settler is None
-    held = [h for t in reader.tails.values() if t.decoder for h in t.decoder.shard.halves]
+    held = [h for t in reader.tails.values() if t.shard for h in t.shard.halves]
     full = flowmap.load(str(dst), detail_hops=DETAIL)
     assert len(held) == sum(len(sh.halves) for sh in full.shards) == 20 * STEPS - 7 - (HORIZON - 1)
 

@@ -2,7 +2,7 @@
 
 GIVEN runs of kept hops and folded steps drawn at random (equal times across and within
 the two lists, records without a step anywhere, none with one at all), WHEN they are
-binned, with and without a live watch's memo, THEN the bins equal those of the plain
+binned, THEN the bins equal those of the plain
 walk: every record in time order (hops first at equal times), a record without a step
 in the bin of the last step seen before it, or in the first bin.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from flowmap.model.steps import StepMemo, step_bins
+from flowmap.model.steps import step_bins
 from flowmap.read.events import Hop, SeamStep
 from flowmap.read.records import Events
 
@@ -76,8 +76,8 @@ def _walked(run: _Run, max_bins: int) -> tuple[object, ...]:
             times)
 
 
-def _binned(run: _Run, max_bins: int, memo: StepMemo | None) -> tuple[object, ...]:
-    b = step_bins(run, list(SEAMS), max_bins, memo)
+def _binned(run: _Run, max_bins: int) -> tuple[object, ...]:
+    b = step_bins(run, list(SEAMS), max_bins)
     times = [(None if x.t0_s is None else round(x.t0_s * 1e9),
               None if x.t1_s is None else round(x.t1_s * 1e9)) for x in b.bins]
     return dict(b.bytes), dict(b.hops), times
@@ -91,9 +91,6 @@ def test_records_without_a_step_fall_where_a_walk_in_time_order_puts_them(loose)
         run = _run(rng, rng.randrange(0, 30), rng.randrange(0, 30), loose)
         for max_bins in (1, 3, 50):
             want = _walked(run, max_bins)
-            assert _binned(run, max_bins, None) == want, (trial, max_bins)
-            memo = StepMemo()
-            assert _binned(run, max_bins, memo) == want, (trial, max_bins)
-            assert _binned(run, max_bins, memo) == want, (trial, max_bins)  # the memo kept
+            assert _binned(run, max_bins) == want, (trial, max_bins)
             compared += 1
     assert compared == 180
