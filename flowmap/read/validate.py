@@ -72,16 +72,16 @@ def ints(v: Any) -> bool:
     return True
 
 
-def _count(x: Any) -> bool:
+def _count(x: object) -> bool:
     return type(x) is int and 0 <= x <= tf.MAX_INT
 
 
-def _rows(v: Any, row: Callable[[Any], bool]) -> bool:
+def _rows(v: object, row: Callable[[object], bool]) -> bool:
     """A list of at most `MAX_LEAVES` rows, each one that `row` accepts."""
     return type(v) is list and len(v) <= tf.MAX_LEAVES and all(map(row, v))
 
 
-def _note(n: Any) -> bool:
+def _note(n: object) -> bool:
     return (type(n) is list and len(n) == 4 and type(n[0]) is str and len(n[0]) <= tf.MAX_TEXT
             and _count(n[1]) and all(x is None or _count(x) for x in n[2:]))
 
@@ -91,7 +91,7 @@ def notes(v: Any) -> bool:
     return _rows(v, _note)
 
 
-def _figure(f: Any) -> bool:
+def _figure(f: object) -> bool:
     return (type(f) is list and len(f) == 6 and type(f[0]) is str and len(f[0]) <= tf.MAX_TEXT
             and number(f[1]) and number(f[2]) and (f[3] is None or number(f[3]))
             and (f[4] is None or _count(f[4])) and _count(f[5]))

@@ -27,7 +27,7 @@ MARKER = "__flowmap_seam__"
 # (owner, result name, result, the caller it was handed to) -> None. An integration that
 # follows results further (`flowmap.integrations.autograd_flow`) registers here, so seam
 # maps sit below the integrations and never import them.
-ResultWatcher = Callable[[str, str, Any, str], None]
+ResultWatcher = Callable[[str, str, object, str], None]
 _result_watchers: list[ResultWatcher] = []
 
 
