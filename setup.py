@@ -6,9 +6,9 @@ distributions' top-level `trainer` or `cli` packages. Static pyproject tables
 cannot express "every subpackage of this folder, renamed", hence this file.
 
 Every folder under a root ships, not only those with an `__init__.py`: data
-folders (`reporters/assets`, `model/presets`) and `capture/_boot`, whose
+folders (`reporters/assets`, `model/presets`) and `launch/boot`, whose
 `sitecustomize.py` starts tracing in child processes, are namespace packages.
-Listing only regular packages left `_boot` out of the wheel, so a regular
+Listing only regular packages left the boot folder out of the wheel, so a regular
 install traced no child.
 """
 

@@ -1,6 +1,6 @@
 """What a traced child's start-up costs: `python -c 'import torch'` with and without the boot.
 
-Every Python child of a traced run imports `flowmap/capture/_boot/sitecustomize.py`
+Every Python child of a traced run imports `flowmap/launch/boot/sitecustomize.py`
 at start-up, which opens the child's shard and arms the import hooks. With the
 trainer's 3-4 traced children that start-up can cost more than all their hops,
 so it is measured on its own: the same command, plain and booted, interleaved

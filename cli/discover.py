@@ -19,12 +19,12 @@ from typing import Annotated, Optional, TypeVar
 
 import typer
 
+from flowmap import environment
 from flowmap.errors import UsageError
 
 DEFAULT_SECONDS = 60.0
 DEFAULT_CALLS = 2_000_000
 DEFAULT_STEPS = 5
-ENV_KEEP = "FLOWMAP_DISCOVER_KEEP"
 
 
 def discover(
@@ -105,7 +105,7 @@ def run_discovery(output: str, script: str | None, module: str | None, args: lis
         naming.recheck(records)
         found = analyse(records, filters.min_bytes)  # type: ignore[attr-defined]
     finally:
-        keep = os.environ.get(ENV_KEEP)  # every process's record, for a closer look
+        keep = environment.get(environment.DISCOVER_KEEP)  # every process's record, for a closer look
         if keep:
             shutil.copytree(directory, keep, dirs_exist_ok=True)
         shutil.rmtree(directory, ignore_errors=True)

@@ -11,7 +11,6 @@ import atexit
 import os
 import runpy
 import sys
-import time
 import traceback
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from flowmap.errors import UsageError
 if TYPE_CHECKING:
     from flowmap.capture.script import OnBind
     from flowmap.discover.auto import AutoSeams
+    from flowmap.seams import Patcher
 
 
 def trace_command(target: str | None, module: str | None, args: list[str], *, output: str | None,
@@ -98,8 +98,8 @@ def run_traced(
     (in steps) of `--aggregate`, carried to children the same way. `auto_seams`: find the
     seams in the first step and record them from then on (`flowmap.discover.auto`).
     """
+    from flowmap import launch
     from flowmap.capture import fold, session
-    from flowmap.integrations import install_hooks
 
     run_dir = os.path.abspath(run_dir)
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
@@ -109,28 +109,18 @@ def run_traced(
     if rundir.holds_shards(run_dir):
         raise UsageError(f"{run_dir} already holds a run; choose another -o or remove it")
     command = ["-m", module, *args] if module else [script or "", *args]
-    rundir.write_meta(run_dir, command=command, started_wall_ns=time.time_ns(),
-                      **session.aggregate_meta(aggregate))
+    launch.open_run(run_dir, command, aggregate)
     os.environ.update(session.child_environment(run_dir))
     if aggregate is None:
         os.environ.pop(fold.ENV, None)
     else:
         os.environ[fold.ENV] = str(aggregate)
-    session.start(run_dir, process)
+    patcher = launch.begin(run_dir, process, aggregate=aggregate, seams=seams,
+                           from_environment=False, follow_autograd=auto_seams)
     auto = _auto_seams(run_dir) if auto_seams else None
-    atexit.register(_finish, run_dir, auto)  # runs before session.stop (atexit is LIFO)
-    on_bind = None
-    if seams or auto is not None:
-        from flowmap.integrations import autograd_flow
-
-        autograd_flow.enable()  # a training step fed through lists still shows its inputs
-    if seams:
-        from flowmap.seams import activate
-
-        patcher = activate(seams, run_dir=run_dir)  # its warnings print before _finish's lines
-        if patcher.has_main_targets():
-            on_bind = patcher.bind_main  # the script's own functions, wrapped as defined
-    install_hooks()
+    atexit.register(_finish, run_dir, auto, patcher)  # runs before session.stop (atexit is LIFO)
+    # the script's own functions a map names, wrapped as they are defined
+    on_bind = patcher.bind_main if patcher is not None and patcher.has_main_targets() else None
     code = run_program(script, module, args, on_bind)
     if auto is not None:
         auto.finish("interrupted (Ctrl-C)" if code == 130 else "the program ended")
@@ -214,14 +204,12 @@ def _trim(shown: traceback.TracebackException, seen: set[int]) -> None:
             _trim(chained, seen)
 
 
-def _finish(run_dir: str, auto: AutoSeams | None = None) -> None:
-    from flowmap.capture import session
+def _finish(run_dir: str, auto: AutoSeams | None = None, patcher: Patcher | None = None) -> None:
+    from flowmap import launch
 
     if auto is not None:
         auto.finish()  # a program that ended past run_traced (os._exit spared, sys.exit not)
-    _write_steps(run_dir)
-    session.stop()
-    rundir.write_meta(run_dir, finished_wall_ns=time.time_ns())
+    launch.end_run(run_dir, patcher)  # a seam map's unpatched targets print before our lines
     shown = _shown(run_dir)
     found = auto is not None and bool(auto.targets or auto.error)
     if found:  # what the automatic mode did, before the run's path and the next command
@@ -246,20 +234,6 @@ def _shown(run_dir: str) -> str:
     except OSError:  # FileNotFoundError from os.getcwd(): the working directory was removed
         return run_dir
     return rel if not rel.startswith("..") else run_dir
-
-
-def _write_steps(run_dir: str) -> None:
-    """The steps flowmap counted from the optimizer, and from which: the report says
-    "12 steps (torch.optim.Adam.step)" for 12 updates (step 0, before the first, is none)."""
-    from flowmap.integrations import optimizer_steps
-
-    try:
-        counted = optimizer_steps.counted()
-    except Exception:
-        return
-    if counted is not None:
-        rundir.write_meta(run_dir, optimizer_updates=counted[0], steps_from=counted[1])
-
 
 
 def _recorded_hops(run_dir: str) -> bool | None:

@@ -27,7 +27,7 @@ from flowmap.capture.api import (
     step,
     tag_items,
 )
-from flowmap.run_tracing import tracing
+from flowmap.launch.block import tracing
 
 
 def _source_tree_roots() -> None:

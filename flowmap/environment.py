@@ -3,9 +3,9 @@
 A run's processes tell each other what to do through the environment:
 `flowmap trace`, `tracing()` and the Ray integration set these for the
 processes they start, and each process reads them here. The one other reader
-is the boot module (`flowmap/capture/_boot/sitecustomize.py`): it runs at the
-start of every Python child and reads `RUN_DIR`, `IMPORT_ROOT`, `SEAMS` and
-`DISCOVER` with `os` alone, so that a child that is not traced never imports
+is the boot module (`flowmap/launch/boot/sitecustomize.py`): it runs at the
+start of every Python child and reads `RUN_DIR`, `IMPORT_ROOT` and `DISCOVER`
+with `os` alone, so that a child that is not traced never imports
 flowmap at all.
 """
 
@@ -20,11 +20,12 @@ TRANSPORTS = "FLOWMAP_TRANSPORTS"  # the transports recorded (dist, mp, zmq; "al
 AGGREGATE = "FLOWMAP_AGGREGATE"  # fold hops past a detail window of this many steps
 FLIGHT_RECORDER = "FLOWMAP_FLIGHT_RECORDER"  # read NCCL's flight recorder (on unless 0/off)
 DISCOVER = "FLOWMAP_DISCOVER"  # the directory of a discovery run
+DISCOVER_KEEP = "FLOWMAP_DISCOVER_KEEP"  # a folder where `flowmap discover` keeps every record
 PURE_PYTHON = "FLOWMAP_PURE_PYTHON"  # set: the C accelerators are never loaded
 RUNS = "FLOWMAP_RUNS"  # where unnamed runs go (a Ray Job's entrypoint: docs/distributed.md)
 VALUES = "FLOWMAP_VALUES"  # "1": `trace --values` samples values (docs/findings.md)
 NAMES = (RUN_DIR, IMPORT_ROOT, SEAMS, TRANSPORTS, AGGREGATE, FLIGHT_RECORDER, DISCOVER,
-         PURE_PYTHON, RUNS, VALUES)
+         DISCOVER_KEEP, PURE_PYTHON, RUNS, VALUES)
 
 
 def get(name: str, default: str | None = None) -> str | None:

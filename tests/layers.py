@@ -26,10 +26,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("check", ("flowmap.check",)),
     ("model", ("flowmap.model",)),
     ("read", ("flowmap.read",)),
-    # In the traced process: what starts tracing (the `tracing()` block, a child's boot), what
-    # it installs (framework and transport integrations, seam maps), and capture itself.
-    ("tracing", ("flowmap.run_tracing", "flowmap.capture._boot")),
-    ("integrations", ("flowmap.integrations", "flowmap.seams")),
+    # In the traced process: what starts tracing (`flowmap.launch`: the one start the CLI,
+    # the `tracing()` block and a child's boot share), the framework and transport
+    # integrations it arms (the Ray one reads the seam maps' Ray targets), the seam maps
+    # (a map's result watchers are registered by the integrations, never imported), capture.
+    ("tracing", ("flowmap.launch",)),
+    ("integrations", ("flowmap.integrations",)),
+    ("seams", ("flowmap.seams",)),
     ("capture", ("flowmap.capture",)),
     ("writer", ("flowmap.writer",)),
     ("base", ("flowmap.rundir", "flowmap.trace_format", "flowmap.environment", "flowmap.errors",
@@ -122,3 +125,81 @@ def arrows_against_layers(graph: nx.DiGraph) -> list[tuple[str, str]]:
 def unplaced(graph: nx.DiGraph) -> list[str]:
     """Library modules that no layer names (a new package must be placed in LAYERS)."""
     return sorted(m for m in graph if m != FACADE and not m.startswith(USERS) and layer_of(m) is None)
+
+
+def extension_modules(root: str) -> set[str]:
+    """The C twins (`_walk.c` beside the Python it stands in for): modules built from C,
+    imported by their private name like any extension module, never names of a Python one."""
+    out: set[str] = set()
+    for folder, package in ROOTS.items():
+        base = os.path.join(root, folder)
+        for dirpath, _, filenames in os.walk(base):
+            rel = os.path.relpath(dirpath, base)
+            prefix = package if rel == "." else package + "." + rel.replace(os.sep, ".")
+            out.update(f"{prefix}.{f[:-2]}" for f in filenames if f.endswith(".c"))
+    return out
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_used(root: str) -> list[tuple[str, str]]:
+    """(module, name) for each private name (`_x`) a module takes from another module of the
+    project: imported (`from a import _x`, `import a._x`), or read off a module it imported
+    (`a._x`). A C twin (`extension_modules`) is a module of its own, not a private name."""
+    mods = modules(root)
+    extensions = extension_modules(root)
+    out: set[tuple[str, str]] = set()
+    for name, path in mods.items():
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+        bound: dict[str, str] = {}  # local name -> the project module it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in mods or alias.name in extensions:
+                        parts = alias.name.split(".")
+                        if alias.name not in extensions and any(map(_private, parts)):
+                            out.add((name, alias.name))
+                        if alias.asname:
+                            bound[alias.asname] = alias.name
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                if base not in mods:
+                    continue
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    if full in mods or full in extensions:
+                        bound[alias.asname or alias.name] = full
+                    if _private(alias.name) and full not in extensions and base != name:
+                        out.add((name, full))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and _private(node.attr) and node.value.id in bound
+                    and bound[node.value.id] != name
+                    and f"{bound[node.value.id]}.{node.attr}" not in extensions):
+                out.add((name, f"{bound[node.value.id]}.{node.attr}"))
+    return sorted(out)
+
+
+# The module that names every FLOWMAP_* variable, and the boot module, which reads three of
+# them with `os` alone before it knows flowmap is wanted (flowmap/environment.py says why).
+ENVIRONMENT = ("flowmap.environment", "flowmap.launch.boot.sitecustomize")
+
+
+def environment_names_outside(root: str) -> list[tuple[str, str]]:
+    """(module, variable) for each `FLOWMAP_*` name spelled out beyond `ENVIRONMENT`: every
+    other module reads a variable through `flowmap.environment`'s constants."""
+    out = []
+    for name, path in modules(root).items():
+        if name in ENVIRONMENT:
+            continue
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        out += [(name, n.value) for n in ast.walk(tree)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                and n.value.startswith("FLOWMAP_") and n.value[8:].replace("_", "").isupper()]
+    return sorted(set(out))

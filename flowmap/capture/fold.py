@@ -24,7 +24,7 @@ Boundaries:
 - the process's step moves on: `flowmap.step(n)` to another step, or a hop
   whose step is newer than any seen; every open aggregate is written;
 - events before any step (an engine, a worker that never sees one, a
-  warm-up): the first `DETAIL_HOPS` x `detail_steps` are written in full,
+  warm-up): the first `STEPLESS_HOPS_PER_STEP` x `detail_steps` are written in full,
   later ones fold by step None and are written every `FLUSH_HOPS` of them,
   or once the oldest has waited `FLUSH_US`, checked when an event comes
   (there is no flusher thread); the first steps, when they come, are still
@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # not at run time: a traced child imports the describers at i
 
 ENV = environment.AGGREGATE  # the detail window, in steps, of every traced process of the run
 DETAIL_STEPS = 3
-DETAIL_HOPS = 1000  # events per detail step of a process that has seen no step
+STEPLESS_HOPS_PER_STEP = 1000  # events per detail step of a process that has seen no step
 FLUSH_HOPS = 10_000
 FLUSH_US = 10_000_000
 
@@ -119,7 +119,7 @@ class ProcessFolder:
         self.writer = tracer.writer
         self.lock = tracer.writer.lock
         self.detail_steps = detail_steps
-        self.detail_hops = DETAIL_HOPS * detail_steps  # the window before any step
+        self.detail_hops = STEPLESS_HOPS_PER_STEP * detail_steps  # the window before any step
         self.top: int | None = None  # the newest step seen
         self.current: int | None = None  # the step of the last boundary
         self.entered = 0  # steps begun (new newest steps)

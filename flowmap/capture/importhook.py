@@ -16,6 +16,7 @@ at every traced child's start-up.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -28,6 +29,21 @@ Callback = Callable[[ModuleType], None]
 _lock = forksafe.lock(reentrant=True)  # a forked child finds it released
 _waiting: dict[str, list[Callback]] = {}
 _finder: _Finder | None = None
+
+
+def once(install: Callback) -> Callback:
+    """An integration's `install(module)`, run at its first call only: the hooks may be
+    armed again (a second `tracing()` block), and a class patched twice records twice."""
+    done = False
+
+    @functools.wraps(install)
+    def first(module: ModuleType) -> None:
+        nonlocal done
+        if not done:
+            done = True
+            install(module)
+
+    return first
 
 
 def on_import(name: str, callback: Callback) -> None:

@@ -6,8 +6,8 @@ Children find the run through environment variables:
 - `FLOWMAP_RUN_DIR` — the run directory;
 - `FLOWMAP_AGGREGATE` — under `--aggregate`, the detail window in steps
   (`flowmap.capture.fold`);
-- `PYTHONPATH` gains `flowmap/capture/_boot`, whose `sitecustomize` starts a
-  tracer in any Python child (multiprocessing spawn and forkserver, plain
+- `PYTHONPATH` gains `flowmap/launch/boot`, whose `sitecustomize` starts
+  tracing in any Python child (multiprocessing spawn and forkserver, plain
   `subprocess` children, `torch.multiprocessing.spawn` ranks, torchrun).
 
 Forked children (multiprocessing's fork start method, `os.fork`) inherit the
@@ -33,7 +33,10 @@ from flowmap.capture.tracer import Tracer
 
 ENV_RUN_DIR = environment.RUN_DIR
 ENV_IMPORT_ROOT = environment.IMPORT_ROOT
-BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_boot")
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # flowmap/
+# The boot module's folder: it belongs to the layer that starts tracing (`flowmap.launch`);
+# capture knows only its path, to put it on a child's PYTHONPATH.
+BOOT_DIR = os.path.join(_PACKAGE_DIR, "launch", "boot")
 
 _hooks_installed = False
 
@@ -94,8 +97,8 @@ def _install_process_hooks() -> None:
         atexit.register(stop)
         os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
                             after_in_child=_after_fork_child)
-        _register_multiprocessing_finalizer()
-    _install_sigterm()
+        finish_with_multiprocessing()
+    finish_on_sigterm()
 
 
 def _forget(tracer: Tracer) -> None:
@@ -206,8 +209,8 @@ class _Anchor:
 _anchor = _Anchor()
 
 
-def _register_multiprocessing_finalizer(fn: Callable[[], None] = stop) -> None:
-    """Close the shard when a multiprocessing worker ends.
+def finish_with_multiprocessing(fn: Callable[[], None] = stop) -> None:
+    """Run `fn` (close the shard; discovery's record too) when a multiprocessing worker ends.
 
     Workers leave through `os._exit`, which skips atexit; multiprocessing runs
     its own finalizers first. A forked worker clears the inherited registry
@@ -219,7 +222,7 @@ def _register_multiprocessing_finalizer(fn: Callable[[], None] = stop) -> None:
     if "multiprocessing.util" not in sys.modules:
         from flowmap.capture import importhook
 
-        importhook.on_import("multiprocessing.util", lambda _: _register_multiprocessing_finalizer(fn))
+        importhook.on_import("multiprocessing.util", lambda _: finish_with_multiprocessing(fn))
         return
     import multiprocessing.util as mp_util
 
@@ -230,8 +233,8 @@ def _register_multiprocessing_finalizer(fn: Callable[[], None] = stop) -> None:
         pass
 
 
-def _install_sigterm(fn: Callable[[], None] = stop) -> None:
-    """Close the shard (`fn`) on SIGTERM, then die of SIGTERM as the program would have."""
+def finish_on_sigterm(fn: Callable[[], None] = stop) -> None:
+    """Run `fn` (close the shard) on SIGTERM, then die of SIGTERM as the program would have."""
     try:
         if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
             return
@@ -258,7 +261,7 @@ def boot_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if env is None else env)
     # Where flowmap itself lives, for a child that cannot import it otherwise
     # (run from a source checkout); the boot module appends it to sys.path.
-    env[ENV_IMPORT_ROOT] = os.path.dirname(os.path.dirname(os.path.dirname(BOOT_DIR)))
+    env[ENV_IMPORT_ROOT] = os.path.dirname(_PACKAGE_DIR)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != BOOT_DIR]
     env["PYTHONPATH"] = os.pathsep.join([BOOT_DIR] + paths)
     return env

@@ -81,7 +81,7 @@ def recheck(records: list[dict[str, Any]]) -> None:
     """In the process that ran the program: mark targets that are Ray remote functions or
     actor methods (a worker, which runs the plain function, cannot tell), so the seam map
     says how they are recorded."""
-    from flowmap.integrations.ray_seams import is_ray
+    from flowmap.seams.ray_targets import is_ray
 
     for rec in records:
         for f in rec["functions"].values():

@@ -66,8 +66,8 @@ def start(directory: str, filters: Filters, budget: Budget) -> Watcher:
     atexit.register(finish)
     os.register_at_fork(after_in_child=_after_fork_child)
     # the exits that skip atexit: multiprocessing workers (os._exit), a Pool's SIGTERM
-    session._register_multiprocessing_finalizer(finish)
-    session._install_sigterm(finish)
+    session.finish_with_multiprocessing(finish)
+    session.finish_on_sigterm(finish)
     watcher.start()
     _start_flusher(directory)
     importhook.on_import("torch.optim.optimizer", _count_updates)

@@ -8,12 +8,14 @@ owner-level seam involved.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap.model.format import fmt_per_step
 from flowmap.model.types import SeamKey, SeamStats, role_of
+from flowmap.trace_format import PICKLE, RPC, SHM, ZMQ
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -35,7 +37,7 @@ KINDS = (HEAVIEST, PASS_THROUGH, DROPPED, PADDING, DUPLICATE, SERIALISATION, VIE
 # Transports that move a tensor's whole storage, not only its elements: torch pickles a
 # view with its storage, and `share_memory_` moves the storage (pytorch/pytorch #182105).
 # Not `cuda_ipc`: a handle maps the sender's memory, nothing of the storage is copied.
-STORAGE_TRANSPORTS = ("pickle", "shm", "rpc", "zmq")
+STORAGE_TRANSPORTS = (PICKLE, SHM, RPC, ZMQ)
 
 RoleKey = tuple[str, str, str]  # (src role, dst role, payload name)
 
@@ -62,6 +64,19 @@ class Finding:
 # Whether the run being examined has steps: without, a "per step" figure is the run's total and
 # every message says so (set by `findings()` around the detectors).
 STEPPED: ContextVar[bool] = ContextVar("flowmap_findings_stepped", default=True)
+
+
+K = TypeVar("K")
+
+
+def one_each(kind: str, view: RunView, at_stake: Mapping[K, float],
+             labels: Mapping[K, Iterable[str]], say: Callable[[K, float], str]) -> list[Finding]:
+    """A finding of `kind` for each key of `at_stake` (its bytes over the whole run): the
+    bytes per step at stake, the seams `labels` gives it, and the sentence `say` words
+    from the key and those bytes per step."""
+    steps = view.detail.num_steps
+    return [Finding(kind, sorted(labels[k]), n / steps, say(k, n / steps))
+            for k, n in at_stake.items()]
 
 
 def per_step(n: float) -> str:

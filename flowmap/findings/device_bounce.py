@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from flowmap.findings.common import DEVICE_BOUNCE, Finding, per_step
+from flowmap.findings.common import DEVICE_BOUNCE, Finding, RoleKey, one_each, per_step
 from flowmap.model.format import fmt_bytes, leaf_label, seam_label
 from flowmap.model.types import role_of
 from flowmap.read.events import Hop, Leaf
@@ -53,19 +53,16 @@ def detect(view: RunView) -> list[Finding]:
             bounced[key] += 2 * leaf.nbytes
             seams[key].update(seam_label(h.seam) for h in (held, down, up))
             example.setdefault(key, (leaf, _device_of(held, leaf)))
-    out = []
-    for key, nbytes in bounced.items():
-        bps = nbytes / view.detail.num_steps
+
+    def say(key: RoleKey, bps: float) -> str:
         leaf, device = example[key]
         shape = "×".join(map(str, leaf.shape)) or "scalar"
-        out.append(Finding(
-            DEVICE_BOUNCE, sorted(seams[key]), bps,
-            f"`{leaf_label(key[2], leaf.path)}` ({shape} {leaf.dtype}, {fmt_bytes(leaf.nbytes)}) leaves "
-            f"{key[0]} as a host copy of a {device} tensor and {key[1]} copies it back to the "
-            f"device, {per_step(bps)} over the bus: hand it over on the device (CUDA IPC, "
-            "a device collective) or keep it there.",
-        ))
-    return out
+        return (f"`{leaf_label(key[2], leaf.path)}` ({shape} {leaf.dtype}, "
+                f"{fmt_bytes(leaf.nbytes)}) leaves {key[0]} as a host copy of a {device} tensor "
+                f"and {key[1]} copies it back to the device, {per_step(bps)} over the bus: hand "
+                "it over on the device (CUDA IPC, a device collective) or keep it there.")
+
+    return one_each(DEVICE_BOUNCE, view, bounced, seams, say)
 
 
 def _bounces(hops: list[Hop]) -> list[tuple[Hop, Hop, Hop, Leaf]]:

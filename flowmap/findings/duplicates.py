@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from flowmap.findings.common import DUPLICATE, Finding, RoleKey, per_step
+from flowmap.findings.common import DUPLICATE, Finding, RoleKey, one_each, per_step
 from flowmap.model.format import seam_label
 from flowmap.model.types import NO_COPY, role_of
 from flowmap.read.events import Hop
@@ -59,25 +59,20 @@ def detect(view: RunView) -> list[Finding]:
             rk = (role_of(h.src), h.dst, h.name)
             scattered[rk] += h.nbytes * (1 - 1 / _group_size(h.dst))
             labels[rk].add(seam_label(h.seam))
-    out = []
-    for rk, nbytes in scattered.items():
-        bps = nbytes / view.detail.num_steps
-        out.append(Finding(
-            DUPLICATE, sorted(labels[rk]), bps,
-            f"{rk[0]}'s `{rk[2]}` puts the same object in several ranks' slots of {rk[1]}: "
-            f"each gets it whole, {per_step(bps)} more than one part each; put each rank's "
-            "own part in its slot.",
-        ))
-    for rk, nbytes in extra.items():
-        bps = nbytes / view.detail.num_steps
-        to = ", ".join(sorted(dests[rk]))
-        out.append(Finding(
-            DUPLICATE, sorted(labels[rk]), bps,
-            f"The same `{rk[2]}` storage leaves {rk[0]} for {len(dests[rk])} destinations "
-            f"({to}), {per_step(bps)} in extra copies: slice it per destination if each reads a "
-            "part, else share it once (shared memory, a broadcast) and pass handles.",
-        ))
-    return out
+
+    def in_slots(rk: RoleKey, bps: float) -> str:
+        return (f"{rk[0]}'s `{rk[2]}` puts the same object in several ranks' slots of {rk[1]}: "
+                f"each gets it whole, {per_step(bps)} more than one part each; put each rank's "
+                "own part in its slot.")
+
+    def copied(rk: RoleKey, bps: float) -> str:
+        return (f"The same `{rk[2]}` storage leaves {rk[0]} for {len(dests[rk])} destinations "
+                f"({', '.join(sorted(dests[rk]))}), {per_step(bps)} in extra copies: slice it "
+                "per destination if each reads a part, else share it once (shared memory, a "
+                "broadcast) and pass handles.")
+
+    return (one_each(DUPLICATE, view, scattered, labels, in_slots)
+            + one_each(DUPLICATE, view, extra, labels, copied))
 
 
 def repeats_a_slot(h: Hop) -> bool:

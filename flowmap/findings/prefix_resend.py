@@ -31,7 +31,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from flowmap.findings import growth
-from flowmap.findings.common import PREFIX_RESEND, Finding, RoleKey, per_step, role_key
+from flowmap.findings.common import PREFIX_RESEND, Finding, RoleKey, one_each, per_step, role_key
 from flowmap.model.format import fmt_dim, role_label, seam_label
 from flowmap.model.types import ARRAY_KINDS
 
@@ -78,18 +78,14 @@ def detect(view: RunView) -> list[Finding]:
         labels[rk].add(seam_label(key))
         if rk not in example or len(sizes) > len(example[rk][1]):
             example[rk] = (path, sizes)
-    out = []
-    for rk, nbytes in resent.items():
-        bps = nbytes / view.detail.num_steps
+    def say(rk: RoleKey, bps: float) -> str:
         path, sizes = example[rk]
         grows = " → ".join(fmt_dim(d) for d in sizes[:4]) + (" → …" if len(sizes) > 4 else "")
-        out.append(Finding(
-            PREFIX_RESEND, sorted(labels[rk]), bps,
-            f"`{role_label(rk)}` resends the earlier turns of `{path or rk[2]}` every turn "
-            f"(it grows {grows} in one conversation), {per_step(bps)} resent: send only the new rows "
-            "and keep the prefix at the receiver.",
-        ))
-    return out
+        return (f"`{role_label(rk)}` resends the earlier turns of `{path or rk[2]}` every turn "
+                f"(it grows {grows} in one conversation), {per_step(bps)} resent: send only the "
+                "new rows and keep the prefix at the receiver.")
+
+    return one_each(PREFIX_RESEND, view, resent, labels, say)
 
 
 def _number_list(leaf: Leaf) -> bool:

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 from flowmap.findings.common import UNRECEIVED, Finding, per_step
 from flowmap.model.format import seam_label
 from flowmap.model.types import role_of
+from flowmap.trace_format import PICKLE, SHM, UNTRACED
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
-UNTRACED = "(untraced)"
-LOCAL = ("pickle", "shm")  # multiprocessing pipes and queues: both ends in the program
+LOCAL = (PICKLE, SHM)  # multiprocessing pipes and queues: both ends in the program
 
 
 def detect(view: RunView) -> list[Finding]:

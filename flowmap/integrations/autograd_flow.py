@@ -46,13 +46,12 @@ _MARK = "__flowmap_autograd__"
 
 def enable() -> None:
     """Follow every later `backward()` in this process."""
+    from flowmap.seams import wrapper
+
     global _enabled
     _enabled = True
+    wrapper.watch_results(note)  # every seam-map target's result, from now on
     importhook.on_import("torch", _patch_backward)
-
-
-def enabled() -> bool:
-    return _enabled
 
 
 def note(owner: str, name: str, value: Any, handed_to: str) -> None:

@@ -31,20 +31,16 @@ import functools
 import re
 from typing import Any
 
-from flowmap.capture import session, state
+from flowmap.capture import importhook, session, state
 
 _DEFAULT = re.compile(r"^[A-Za-z_]\w*-\d+(:\d+)*$")  # multiprocessing's own `Process-3`
 _taken: dict[str, int] = {}  # in the parent: children started per name
 _pools: dict[tuple[str, int], tuple[int, int]] = {}  # (kind, id(pool queue)) -> (pool, workers)
-_installed = False
 
 
+@importhook.once
 def install(module: Any) -> None:
     """Patch `multiprocessing.process.BaseProcess` (start in the parent, bootstrap in the child)."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
     cls = module.BaseProcess
     cls.start = _wrap_start(cls.start)
     cls._bootstrap = _wrap_bootstrap(cls._bootstrap)

@@ -59,7 +59,7 @@ from flowmap import environment
 from flowmap.capture import forksafe, state
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.capture.session import restore_environ
-from flowmap.integrations import ray_node, ray_refs, ray_seams
+from flowmap.integrations import ray_node, ray_refs
 from flowmap.integrations.ray_callee import (
     CALLER_KW,
     FLAG,
@@ -68,9 +68,10 @@ from flowmap.integrations.ray_callee import (
     instrument_class,
     instrument_function,
 )
+from flowmap.seams import ray_targets
 
 OBJECT_STORE = ray_refs.OBJECT_STORE
-_FLOWMAP_VARS = ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "FLOWMAP_SEAMS")
+_FLOWMAP_VARS = (environment.RUN_DIR, environment.IMPORT_ROOT, environment.SEAMS)
 
 _install_lock = forksafe.lock()
 _installed = False
@@ -100,7 +101,7 @@ def runtime_env(run_dir: str | None = None, base: dict[str, Any] | None = None) 
     if not run_dir:
         raise RuntimeError("no flowmap run to trace into: pass run_dir or run under flowmap trace")
     env = session.child_environment(run_dir, {"PYTHONPATH": _pythonpath_without_boot()})
-    vars_ = {k: env[k] for k in ("FLOWMAP_RUN_DIR", "FLOWMAP_IMPORT_ROOT", "PYTHONPATH")}
+    vars_ = {k: env[k] for k in (environment.RUN_DIR, environment.IMPORT_ROOT, "PYTHONPATH")}
     # workers obey the driver's switches, and fold as it does (`trace --aggregate`)
     for name in (environment.SEAMS, environment.TRANSPORTS, environment.AGGREGATE):
         if value := environment.get(name):
@@ -219,7 +220,7 @@ def _wrap_submit(submit: Callable[..., Any], is_ours: Callable[[Any], bool]) -> 
         named = None
         if ours:
             fn = self._function
-            named = ray_seams.of(fn.__module__, fn.__qualname__)
+            named = ray_targets.of(fn.__module__, fn.__qualname__)
             kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(
                 args, kwargs, (named.owner, named.name) if named else None)}
         out = submit(self, args, kwargs, **options)
@@ -241,7 +242,7 @@ def _wrap_create(create: Callable[..., Any]) -> Callable[..., Any]:
             if getattr(cls, FLAG, False):
                 where = _class_key(cls)
                 name = (actor_owner.get() or options.get("name") or _next_actor_name(
-                    ray_seams.actor_owner(*where) or cls.__name__))
+                    ray_targets.actor_owner(*where) or cls.__name__))
                 kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(args, kwargs),
                           OWNER_KW: name}
         except Exception as exc:
@@ -268,7 +269,7 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
                 module, qualname = _actor_classes.get(self._ray_actor_id.hex()) or (
                     self._ray_actor_creation_function_descriptor.module_name,
                     self._ray_actor_creation_function_descriptor.class_name)
-                named = ray_seams.of(module, f"{qualname}.{method_name}")
+                named = ray_targets.of(module, f"{qualname}.{method_name}")
                 kwargs = {**(kwargs or {}), CALLER_KW: _caller_payload(
                     args, kwargs, ("", named.name) if named else None)}
                 done = dispatched.get()
@@ -287,7 +288,7 @@ def _wrap_method_call(call: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_method_call
 
 
-def _reply(named: ray_seams.Claim | None, name: str) -> ray_refs.Reply | None:
+def _reply(named: ray_targets.Claim | None, name: str) -> ray_refs.Reply | None:
     """Who records the result of this submission's ref when it is resolved, and how: the
     caller, under the call's name, or as its seam-map entry says (None: `result: false`)."""
     if named is None:
@@ -301,7 +302,7 @@ def _caller_payload(args: Any, kwargs: Any,
                     named: tuple[str, str] | None = None) -> tuple[Any, ...]:
     """What the callee needs to attribute its arguments: our owner, each ref's producer,
     the call's `Dispatched` fields when an integration recorded it already, and the
-    (owner, call name) a seam map gave the target (`ray_seams`; owner "" for a method,
+    (owner, call name) a seam map gave the target (`ray_targets`; owner "" for a method,
     which runs as its actor).
 
     A ref this process got back from a call and passes on unresolved is a

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner, set_owner
-from flowmap.integrations import ray_node, ray_seams
+from flowmap.integrations import ray_node
+from flowmap.seams import ray_targets
 
 if TYPE_CHECKING:
     from flowmap.seams.plan import Plan
@@ -38,7 +39,7 @@ class Dispatched(NamedTuple):
 def instrument_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """A remote function's body that records its call and result; it runs as its own name."""
     arguments = calls.Arguments(fn)
-    target = (fn.__module__, fn.__qualname__)  # its seam-map entry's key (`ray_seams`)
+    target = (fn.__module__, fn.__qualname__)  # its seam-map entry's key (`ray_targets`)
 
     def enter(a: tuple[Any, ...], kw: dict[str, Any]) -> _Call:
         return _Call(arguments, fn.__name__, fn.__name__, kw.pop(CALLER_KW, None), a, kw, target)
@@ -151,9 +152,9 @@ class _Call:
         caller_owner, ref_producers, done, named = _caller_info(caller)
         self.caller = caller_owner
         claim = None
-        if named is not None:  # a seam map's words for this target (`ray_seams`)
+        if named is not None:  # a seam map's words for this target (`ray_targets`)
             self.owner, self.name = named[0] or self.owner, named[1] or self.name
-            claim = ray_seams.in_worker(*target) if target is not None else None
+            claim = ray_targets.in_worker(*target) if target is not None else None
         t = state.tracer
         if done is not None:
             self.dispatched = done

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from flowmap.capture import calls, state
+from flowmap.capture import calls, importhook, state
 from flowmap.capture.api import current_owner
 from flowmap.integrations import ray as ray_integration
 from flowmap.integrations.ray_callee import Dispatched
@@ -47,15 +47,11 @@ Kwargs = dict[str, Any]  # and its keyword arguments
 
 # Set on a RayClassWithInitArgs made by create_colocated_worker_cls: role -> user class.
 ROLES_ATTR = "_flowmap_verl_roles"
-_installed = False
 
 
+@importhook.once
 def install(base: ModuleType) -> None:
     """Patch `verl.single_controller.ray.base` (idempotent)."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
     group = getattr(base, "RayWorkerGroup", None)
     needed = ["_execute_remote_single_worker", "_create_worker"]
     if group is None or any(not hasattr(group, n) for n in needed) or not hasattr(

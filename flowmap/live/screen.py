@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 
 from rich.cells import cell_len, set_cell_size
 from rich.console import Group, RenderableType
@@ -15,7 +16,7 @@ from rich.text import Text
 
 from flowmap.live.status import CUT_SHORT, EXITED
 from flowmap.live.watch import Frame
-from flowmap.model.types import SeamKey, SeamStats
+from flowmap.model.types import Process, SeamKey, SeamStats
 from flowmap.reporters.columns import shorten_parts
 from flowmap.units import fmt_bytes, fmt_count
 
@@ -60,8 +61,8 @@ def _title(frame: Frame, paused: bool) -> Text:
 def _health(frame: Frame) -> Text:
     run = frame.run
     h = run.health
-    parts = [f"{len(run.shards)} processes traced", f"{run.step_count} steps",
-             f"{fmt_count(run.num_hops)} hops"]
+    parts = [f"{len(run.shards)} processes traced{_on_hosts(h.processes)}",
+             f"{run.step_count} steps", f"{fmt_count(run.num_hops)} hops"]
     for name, label in HEALTH_COUNTERS:
         c = run.counters.get(name)
         if c is not None:
@@ -71,6 +72,14 @@ def _health(frame: Frame) -> Text:
         parts.append(f"bad lines {h.bad_lines}")
     style = "yellow" if h.tracer_errors or h.bad_lines or h.problems else ""
     return Text("health: " + " · ".join(parts), style=style)
+
+
+def _on_hosts(processes: tuple[Process, ...]) -> str:
+    """` on 2 hosts (node-a 3, node-b 2)` where the run spans several hosts, else nothing."""
+    per_host = Counter(p.host for p in processes)
+    if len(per_host) < 2:
+        return ""
+    return f" on {len(per_host)} hosts ({', '.join(f'{h} {n}' for h, n in sorted(per_host.items()))})"
 
 
 def ranked(frame: Frame, sort: str) -> list[SeamStats]:

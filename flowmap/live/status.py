@@ -16,6 +16,7 @@ import os
 import socket
 from dataclasses import dataclass
 
+from flowmap.model.processes import places
 from flowmap.model.run import Run
 from flowmap.read.events import Shard
 
@@ -38,12 +39,16 @@ def status(run: Run) -> Status:
         return Status(RUNNING, "waiting for the program's first event")
     if killed or (open_shards and not any(_alive(s.pid, s.host) for s in open_shards)):
         how = f" (killed by signal {-code})" if killed and isinstance(code, int) else ""
+        where = places(run.shards)
+        dead = [f"{where[s.pid][0]}{where[s.pid][1]}" for s in open_shards][:3]
+        which = f" ({', '.join(dead)})" if _hosts(run) > 1 and dead else ""
         return Status(CUT_SHORT, f"the run was cut short{how}: {len(open_shards)} of "
-                                 f"{len(run.shards)} processes never closed their shard")
+                                 f"{len(run.shards)} processes never closed their shard{which}")
     main = _main(run)
     if main is not None and main.truncated and not _alive(main.pid, main.host):
         alive = sum(1 for s in open_shards if s is not main and _alive(s.pid, s.host))
-        return Status(CUT_SHORT, f"the run was cut short: its main process {main.pid} ended "
+        os_pid, on = places(run.shards)[main.pid]
+        return Status(CUT_SHORT, f"the run was cut short: its main process {os_pid}{on} ended "
                                  f"without closing its shard; {alive} of its "
                                  f"{len(run.shards) - 1} other processes still run", final=False)
     if not open_shards:
@@ -52,6 +57,10 @@ def status(run: Run) -> Status:
         if "finished_wall_ns" in run.meta or not any(_alive(s.pid, s.host) for s in run.shards):
             return Status(EXITED, "the program exited")
     return Status(RUNNING, "running")
+
+
+def _hosts(run: Run) -> int:
+    return len({s.host_label or s.host for s in run.shards})
 
 
 def _main(run: Run) -> Shard | None:

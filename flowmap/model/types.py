@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from flowmap.trace_format import CUDA_IPC, REF
+
 SeamKey = tuple[str, str, str]  # (src, dst, name)
 Dim = int | tuple[int, int]  # a fixed size, or (min, max) where the size varied
 Shape = tuple[Dim, ...]
@@ -20,7 +22,7 @@ ItemId = Any  # an item id as the program gave it (int or str); compared, never 
 Level = Literal["owner", "role"]
 # Transports whose hops copy no bytes: a Python reference in one process, a CUDA IPC handle
 # to the sender's device memory. Their payload is what the receiver can read, not bytes moved.
-NO_COPY = ("ref", "cuda_ipc")
+NO_COPY = (REF, CUDA_IPC)
 
 
 # Bytes per element of the dtypes torch and numpy name: turns a leaf's bytes

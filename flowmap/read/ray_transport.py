@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from flowmap.read.events import Shard
+from flowmap.trace_format import RPC, SHM
 
 INLINE_MAX_BYTES = 100 * 1024  # Ray's max_direct_call_object_size (default)
 CROSS_NODE = "net"  # an object pulled from another node's object store
@@ -48,7 +49,7 @@ def name_ray_transports(shards: Sequence[Shard]) -> None:
         if here is None:
             continue
         for h in s.hops:
-            if h.transport not in ("rpc", "shm") or h.dst == OBJECT_STORE_OWNER:
+            if h.transport not in (RPC, SHM) or h.dst == OBJECT_STORE_OWNER:
                 continue
             if h.transport == "rpc" and h.nbytes <= INLINE_MAX_BYTES:
                 continue

@@ -72,30 +72,34 @@ def ints(v: Any) -> bool:
     return True
 
 
+def _count(x: object) -> bool:
+    return type(x) is int and 0 <= x <= tf.MAX_INT
+
+
+def _rows(v: object, row: Callable[[object], bool]) -> bool:
+    """A list of at most `MAX_LEAVES` rows, each one that `row` accepts."""
+    return type(v) is list and len(v) <= tf.MAX_LEAVES and all(map(row, v))
+
+
+def _note(n: object) -> bool:
+    return (type(n) is list and len(n) == 4 and type(n[0]) is str and len(n[0]) <= tf.MAX_TEXT
+            and _count(n[1]) and all(x is None or _count(x) for x in n[2:]))
+
+
 def notes(v: Any) -> bool:
     """`[[path, nbytes, storage_bytes or null, real or null], ...]` (an `n` event)."""
-    if type(v) is not list or len(v) > tf.MAX_LEAVES:
-        return False
-    for n in v:
-        if not (type(n) is list and len(n) == 4 and type(n[0]) is str and len(n[0]) <= tf.MAX_TEXT
-                and type(n[1]) is int and 0 <= n[1] <= tf.MAX_INT
-                and all(x is None or (type(x) is int and 0 <= x <= tf.MAX_INT) for x in n[2:])):
-            return False
-    return True
+    return _rows(v, _note)
+
+
+def _figure(f: object) -> bool:
+    return (type(f) is list and len(f) == 6 and type(f[0]) is str and len(f[0]) <= tf.MAX_TEXT
+            and number(f[1]) and number(f[2]) and (f[3] is None or number(f[3]))
+            and (f[4] is None or _count(f[4])) and _count(f[5]))
 
 
 def figures(v: Any) -> bool:
     """`[[path, min, max, sum or null, zero_tail or null, elements], ...]` (a `v` event)."""
-    if type(v) is not list or len(v) > tf.MAX_LEAVES:
-        return False
-    for f in v:
-        if not (type(f) is list and len(f) == 6 and type(f[0]) is str
-                and len(f[0]) <= tf.MAX_TEXT and number(f[1]) and number(f[2])
-                and (f[3] is None or number(f[3]))
-                and (f[4] is None or (type(f[4]) is int and 0 <= f[4] <= tf.MAX_INT))
-                and type(f[5]) is int and 0 <= f[5] <= tf.MAX_INT):
-            return False
-    return True
+    return _rows(v, _figure)
 
 
 def _dim(d: Any) -> bool:

@@ -5,14 +5,14 @@
 
 `activate` loads the files, patches every target (now, or when its module is
 imported), and exports `FLOWMAP_SEAMS` so that traced child processes load the
-same maps at start-up (`activate_from_environment`, called by the boot
-module). The process that activated with `report=True` ends the run with one
-warning per target that no process of the run managed to patch.
+same maps at start-up (`activate_from_environment`, called as a child starts
+tracing). The process that activated with `report=True` ends the run with one
+warning per target that no process of the run managed to patch
+(`report_unresolved`, called where the run ends: `flowmap.launch.end_run`).
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 
@@ -43,6 +43,7 @@ __all__ = [
     "load_seam_map",
     "parse_seam_map",
     "preset_path",
+    "report_unresolved",
 ]
 
 
@@ -72,8 +73,6 @@ def activate(paths: list[str], *, report: bool = True, run_dir: str | None = Non
     run_dir = run_dir or environment.get(environment.RUN_DIR)
     patcher = Patcher(seam_map, _outcome_logger(run_dir), warn=report)
     patcher.install()
-    if report:
-        atexit.register(_report, patcher, run_dir)
     return patcher
 
 
@@ -108,8 +107,9 @@ def _outcome_logger(run_dir: str | None):  # type: ignore[no-untyped-def]
     return log
 
 
-def _report(patcher: Patcher, run_dir: str | None) -> None:
-    """One warning per target that no process of the run patched."""
+def report_unresolved(patcher: Patcher, run_dir: str | None) -> None:
+    """One warning per target that no process of the run patched (by the process that
+    activated with `report=True`, as the run ends)."""
     missing = patcher.unresolved()
     if not missing:
         return

@@ -11,8 +11,9 @@ program itself always goes on.
 import hook sees that module, so the script runner (`flowmap.capture.script`)
 calls `bind_main` as each top-level name is bound, and the target is wrapped
 right after its `def`. A Ray task or actor method is not wrapped (that would
-break `.remote`): the Ray integration records its calls as the map says
-(`flowmap.integrations.ray_seams`), and a key it cannot honour is warned of. A plain function imported into other modules
+break `.remote`): it is claimed in `flowmap.seams.ray_targets`, where the Ray
+integration finds the map's words to record its calls with, and a key it cannot
+honour is warned of. A plain function imported into other modules
 (`from .ops import kl`) is rebound there too: the modules imported after the
 patch get the wrapper from the patched module, and those already imported get
 it here, so no call is lost to a copy of the name.
@@ -29,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from flowmap.capture import forksafe, importhook
-from flowmap.integrations import ray_seams
+from flowmap.seams import ray_targets
 from flowmap.seams.spec import SeamMap, SeamSpec
 from flowmap.seams.wrapper import MARKER, wrap
 
@@ -51,7 +52,7 @@ class Patcher:
         self._on_outcome = on_outcome
 
     def install(self) -> None:
-        ray_seams.know(self.seam_map.seams)  # a Ray worker may run a target it never imports
+        ray_targets.know(self.seam_map.seams)  # a Ray worker may run a target it never imports
         for module, specs in self.seam_map.by_module().items():
             if module == MAIN:
                 continue  # patched by `bind_main` as the script defines them
@@ -105,13 +106,13 @@ def _patch(module: ModuleType, spec: SeamSpec, warn: bool = True) -> str | None:
             return f"{walked} has no attribute {part}"
         holder = getattr(holder, part)
         walked += f".{part}"
-        if ray_seams.is_ray(holder):  # an actor class: its methods are recorded by Ray's side
+        if ray_targets.is_ray(holder):  # an actor class: its methods are recorded by Ray's side
             return _claim_ray(spec, warn)
     try:
         raw = inspect.getattr_static(holder, name)
     except AttributeError:
         return f"{walked} has no attribute {name}"
-    if ray_seams.is_ray(raw):
+    if ray_targets.is_ray(raw):
         return _claim_ray(spec, warn)
     if isinstance(raw, (staticmethod, classmethod)):
         fn = raw.__func__
@@ -132,13 +133,13 @@ def _patch(module: ModuleType, spec: SeamSpec, warn: bool = True) -> str | None:
 
 def _claim_ray(spec: SeamSpec, warn: bool) -> str | None:
     """A Ray task or actor method: wrapping it would break `.remote`; the Ray integration
-    records its calls as the map says (`flowmap.integrations.ray_seams`). A key it cannot
+    records its calls as the map says (`flowmap.seams.ray_targets`). A key it cannot
     honour is named, with why, rather than silently dropped."""
-    ray_seams.claim(spec)
-    for key in ray_seams.ignored(spec) if warn else ():
+    ray_targets.claim(spec)
+    for key in ray_targets.ignored(spec) if warn else ():
         sys.stderr.write(f"flowmap: warning: seam-map target {spec.target} is a Ray task or "
                          f"actor method, so its `{key}` does not apply: "
-                         f"{ray_seams.NOT_FOR_RAY[key]}.\n")
+                         f"{ray_targets.NOT_FOR_RAY[key]}.\n")
     return None
 
 

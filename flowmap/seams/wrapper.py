@@ -19,11 +19,22 @@ from typing import Any
 
 from flowmap.capture import calls, state
 from flowmap.capture.api import current_owner
-from flowmap.integrations import autograd_flow
 from flowmap.seams.plan import Plan, call_hop, extra_hops, result_hop, set_step
 from flowmap.seams.spec import SeamSpec
 
 MARKER = "__flowmap_seam__"
+
+# (owner, result name, result, the caller it was handed to) -> None. An integration that
+# follows results further (`flowmap.integrations.autograd_flow`) registers here, so seam
+# maps sit below the integrations and never import them.
+ResultWatcher = Callable[[str, str, object, str], None]
+_result_watchers: list[ResultWatcher] = []
+
+
+def watch_results(watcher: ResultWatcher) -> None:
+    """Call `watcher` with every later result a seam-map target returns (once per watcher)."""
+    if watcher not in _result_watchers:
+        _result_watchers.append(watcher)
 
 
 class _Plan(Plan):
@@ -151,9 +162,9 @@ def _leave(plan: _Plan, entered: Entered, out: Any) -> None:
     root["result"] = out
     if spec.result:
         result_hop(t, plan, owner, caller, out, root, spec.transport)
-        if autograd_flow.enabled():
+        for watcher in _result_watchers:
             try:
-                autograd_flow.note(owner, spec.result_name, out, caller)
+                watcher(owner, spec.result_name, out, caller)
             except Exception as exc:
                 t.error(exc)
     extra_hops(t, root, plan.result_also, spec.transport)

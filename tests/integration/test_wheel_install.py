@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 # What the built-in trace needs beyond the Python modules: the child boot file and
 # the data files the renderers and presets read.
 MUST_SHIP = [
-    "flowmap/capture/_boot/sitecustomize.py",
+    "flowmap/launch/boot/sitecustomize.py",
     "flowmap/py.typed",
     "flowmap/reporters/assets/flowmap.js",
     "flowmap/reporters/assets/graph.js",

@@ -87,3 +87,38 @@ def test_a_result_its_seam_already_handed_to_the_learner_is_not_sent_again(tmp_p
     view = _run(tmp_path, body)
     # THEN no autograd hop repeats the seam's own (it would count one hop twice per call)
     assert not [h for h in view.events.hops if h.dst == "finish_episode"]
+
+
+def test_a_seam_map_targets_result_is_followed_without_the_seams_knowing_autograd(
+        tmp_path, monkeypatch):
+    """The seam wrapper calls the result watchers registered with it; `enable()` registers
+    the autograd walk there (seam maps sit below the integrations and never import them)."""
+    import importlib
+    import sys
+
+    from flowmap.seams import Patcher, parse_seam_map
+
+    (tmp_path / "watched_policy.py").write_text(
+        "def act(layer, x):\n    return layer(x)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    policy = importlib.import_module("watched_policy")
+    layer = torch.nn.Linear(4, 2)
+    saved: list = []
+
+    def finish_episode():
+        torch.stack(saved).sum().backward()
+
+    def body():
+        Patcher(parse_seam_map('seams:\n  - target: "watched_policy:act"\n'
+                               '    owner: Policy\n    args: [x]\n')).install()
+        for _ in range(2):
+            saved.append(policy.act(layer, torch.randn(4)))
+        finish_episode()
+
+    try:
+        view = _run(tmp_path, body)
+    finally:
+        sys.modules.pop("watched_policy", None)
+    hops = [h for h in view.events.hops if h.dst == "finish_episode"]
+    assert [(h.src, h.name) for h in hops] == [("Policy", "act")]
+    assert hops[0].nbytes == 2 * 2 * 4

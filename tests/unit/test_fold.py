@@ -99,7 +99,7 @@ def test_trace_bytes_grow_with_seam_steps_not_hops(tmp_path):
 
 def test_a_process_without_steps_writes_every_flush_hops(tmp_path, monkeypatch):
     monkeypatch.setattr(fold, "FLUSH_HOPS", 50)
-    monkeypatch.setattr(fold, "DETAIL_HOPS", 10)
+    monkeypatch.setattr(fold, "STEPLESS_HOPS_PER_STEP", 10)
     sizes = [8 + i % 11 for i in range(500)]
     for run, aggregate in (("full", None), ("agg", 1)):
         with flowmap.tracing(str(tmp_path / run), children=False, aggregate=aggregate):
@@ -241,7 +241,7 @@ def test_tracing_without_aggregate_writes_every_hop_whatever_the_environment(tmp
 
 
 def test_a_long_stepless_prefix_still_leaves_the_first_steps_in_detail(tmp_path, monkeypatch):
-    monkeypatch.setattr(fold, "DETAIL_HOPS", 10)
+    monkeypatch.setattr(fold, "STEPLESS_HOPS_PER_STEP", 10)
     with flowmap.tracing(str(tmp_path / "run"), children=False, aggregate=1):
         for _ in range(30):  # warm-up before any step: 10 in full, 20 folded
             flowmap.hop("loader", "driver", b"x" * 4, name="warmup")

@@ -9,7 +9,17 @@ from __future__ import annotations
 import os
 
 import networkx as nx
-from layers import LAYERS, arrows_against_layers, circles, import_graph, layer_of, unplaced
+from layers import (
+    LAYERS,
+    arrows_against_layers,
+    circles,
+    environment_names_outside,
+    extension_modules,
+    import_graph,
+    layer_of,
+    private_names_used,
+    unplaced,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -48,3 +58,48 @@ def test_a_module_takes_the_layer_of_its_longest_prefix():
     assert names[layer_of("flowmap.capture.tracer")] == "capture"  # type: ignore[index]
     assert names[layer_of("flowmap.reporters.check_formats.text")] == "reporters"  # type: ignore[index]
     assert layer_of("flowmap.trainer.driver") is None
+
+
+def test_no_module_takes_a_private_name_from_another():
+    assert private_names_used(ROOT) == []
+
+
+def test_the_c_twins_are_extension_modules_the_private_check_lets_pass():
+    """`_walk`, `_columns` and `_ids` are modules built from C, imported by their own name;
+    the check tells them from a private name only by the `.c` source beside them."""
+    assert {"flowmap.capture.describers._walk", "flowmap.capture.describers._columns",
+            "flowmap.writer._ids"} <= extension_modules(ROOT)
+
+
+def test_the_private_check_sees_an_import_and_a_read(tmp_path):
+    """A private name imported from another module, or read off one, is caught; a module's
+    own private names, a private alias of a public name and a C twin are not."""
+    pkg = tmp_path / "flowmap"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_twin.c").write_text("")
+    (pkg / "a.py").write_text("_cell = 1\ndef _helper():\n    return _cell\n")
+    (pkg / "b.py").write_text("from flowmap.a import _helper\nfrom flowmap import a\n"
+                              "from flowmap import _twin\nfrom flowmap.a import _cell as c\n"
+                              "x = a._cell + c\n")
+    (pkg / "c.py").write_text("from flowmap.a import _helper as public_alias\n"
+                              "from flowmap import a as _a\ny = _a\n")
+    assert private_names_used(str(tmp_path)) == [
+        ("flowmap.b", "flowmap.a._cell"), ("flowmap.b", "flowmap.a._helper"),
+        ("flowmap.c", "flowmap.a._helper"),
+    ]
+
+
+def test_flowmap_variables_are_named_in_the_environment_module_only():
+    assert environment_names_outside(ROOT) == []
+
+
+def test_the_environment_check_sees_a_stray_read(tmp_path):
+    """A variable read by its name outside flowmap/environment.py is caught; a docstring that
+    mentions one is prose, not a read."""
+    pkg = tmp_path / "flowmap"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('"""Set FLOWMAP_RUNS to choose."""\n')
+    (pkg / "stray.py").write_text('import os\nx = os.environ.get("FLOWMAP_RUN_DIR")\n')
+    (pkg / "environment.py").write_text('RUN_DIR = "FLOWMAP_RUN_DIR"\n')
+    assert environment_names_outside(str(tmp_path)) == [("flowmap.stray", "FLOWMAP_RUN_DIR")]

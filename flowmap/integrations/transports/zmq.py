@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from flowmap.capture import item_tags, leaf_notes, state, values
+from flowmap.capture import importhook, item_tags, leaf_notes, state, values
 from flowmap.capture.api import current_owner
 from flowmap.integrations.transports import record
 from flowmap.integrations.transports.record import describe
@@ -43,7 +43,6 @@ ROUTER = 6  # zmq.ROUTER
 MAX_SOCKETS = 10_000
 
 _tl = threading.local()
-_installed = False
 _endpoints: dict[int, list[str]] = {}  # socket address (shared with its shadows) -> endpoints
 _partial: dict[int, _Message] = {}  # frames of a message sent or received frame by frame
 
@@ -76,12 +75,9 @@ class _Message:
         self.key.add(m)
 
 
+@importhook.once
 def install(module: Any) -> None:
     """Wrap the send/recv family of `zmq.sugar.socket.Socket` (idempotent)."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
     cls = module.Socket
     cls.send = _wrap_frame(cls.send, sending=True)
     cls.recv = _wrap_frame(cls.recv, sending=False)

@@ -30,29 +30,24 @@ def render_check(report: CheckReport) -> str:
     if report.ended:
         lines += [f"**{esc(report.ended)}**: the run holds what it recorded until then", ""]
     lines += _findings(report)
-    baseline = [r for r in report.ordered() if r.group == "baseline"]
-    budget = [r for r in report.ordered() if r.group == "budget"]
-    if baseline:
-        lines += [
-            f"Seams against `{report.baseline}` (tolerance {fmt_percent(report.tolerance)}):", "",
-            "| | Seam | Baseline | This run | Change | Limit |",
-            "|:-:|:--|--:|--:|--:|--:|",
-        ]
-        lines += [_baseline_row(r) for r in baseline]
-        lines.append("")
-    if budget:
-        lines += [
-            f"Budgets from `{report.budget}`:", "",
-            "| | Subject | Limit | Measured | |",
-            "|:-:|:--|:--|--:|:--|",
-        ]
-        lines += [_budget_row(r) for r in budget]
-        lines.append("")
+    ordered = report.ordered()
+    lines += _table(
+        f"Seams against `{report.baseline}` (tolerance {fmt_percent(report.tolerance)}):",
+        "| | Seam | Baseline | This run | Change | Limit |\n|:-:|:--|--:|--:|--:|--:|",
+        [_baseline_row(r) for r in ordered if r.group == "baseline"])
+    lines += _table(
+        f"Budgets from `{report.budget}`:", "| | Subject | Limit | Measured | |\n|:-:|:--|:--|--:|:--|",
+        [_budget_row(r) for r in ordered if r.group == "budget"])
     lines += _details(report)
     return "\n".join(lines).rstrip() + "\n"
 
 
 MAX_FINDINGS = 10
+
+
+def _table(title: str, head: str, rows: list[str]) -> list[str]:
+    """A titled table and the blank line after it; nothing without rows."""
+    return [title, "", *head.split("\n"), *rows, ""] if rows else []
 
 
 def _findings(report: CheckReport) -> list[str]:

@@ -1,9 +1,8 @@
 """`flowmap.tracing()`: trace a block of a Python program, as `flowmap trace` traces a script.
 
-It sits above capture and the integrations and joins them: it writes the
-run's `run.json` (`flowmap.rundir`), starts this process's tracer
-(`flowmap.capture.session`), arms the transport and Ray hooks
-(`flowmap.integrations`), and carries tracing into child processes.
+It starts tracing the way the CLI does (`flowmap.launch.begin`: the tracer, seam
+maps, the integrations' hooks), opens and ends the run as the CLI does, and carries
+tracing into the child processes started inside the block.
 """
 
 from __future__ import annotations
@@ -11,21 +10,23 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import time
 from collections.abc import Iterator
 
-from flowmap import rundir
+from flowmap import environment
 from flowmap.capture import state
-from flowmap.capture.session import aggregate_meta, propagate, start, stop
+from flowmap.capture.session import propagate, restore_environ
+from flowmap.launch import begin, end_run, open_run
 
 
 @contextlib.contextmanager
 def tracing(path: str, *, process: str | None = None, children: bool = True,
-            aggregate: int | None = None) -> Iterator[str]:
+            aggregate: int | None = None, seams: list[str] | None = None) -> Iterator[str]:
     """Trace the block into the run directory `path` (children too, unless `children=False`).
 
     `aggregate=N` folds hops past each process's first N steps into per-seam,
     per-step aggregates, as `flowmap trace --aggregate --detail-steps N` does.
+    `seams` names seam-map files to patch, as `flowmap trace --seams` does; a
+    target no process patched is named as the block ends.
 
     Yields the run path; `flowmap.load(path)` reads it afterwards. Inside a
     process that already traces (a program run by `flowmap trace`, or an
@@ -45,15 +46,13 @@ def tracing(path: str, *, process: str | None = None, children: bool = True,
         return
     if aggregate is not None and (type(aggregate) is not int or aggregate < 0):
         raise ValueError(f"aggregate must be a count of steps (0 or more), not {aggregate!r}")
-    rundir.write_meta(path, command=list(sys.argv), **aggregate_meta(aggregate))
-    if start(path, process, aggregate, environment=False) is not None:
-        from flowmap.integrations import install_hooks  # at the first block, not at import
-
-        install_hooks()  # transports and Ray, as under `flowmap trace`
-    ctx = propagate(path, aggregate) if children else contextlib.nullcontext()
+    saved = {environment.SEAMS: environment.get(environment.SEAMS)}  # `seams` exports its maps
+    open_run(path, list(sys.argv), aggregate)
+    patcher = None
     try:
-        with ctx:
+        patcher = begin(path, process, aggregate=aggregate, seams=seams, from_environment=False)
+        with propagate(path, aggregate) if children else contextlib.nullcontext():
             yield path
     finally:
-        stop()
-        rundir.write_meta(path, finished_wall_ns=time.time_ns())
+        end_run(path, patcher)
+        restore_environ(saved)

@@ -34,14 +34,9 @@ def _start() -> None:
     run_dir = os.environ.get("FLOWMAP_RUN_DIR")
     if not run_dir or _helper():
         return
-    session = _import_flowmap("flowmap.capture.session")
-    if session is None:
-        return
-    if _named_later():
-        session.start_named_later(run_dir)
-    elif session.start(run_dir, _process_name()) is None:
-        return
-    _instrument()
+    launch = _import_flowmap("flowmap.launch")
+    if launch is not None:  # as `flowmap trace` starts: the tracer, seam maps, hooks
+        launch.begin(run_dir, _process_name(), named_later=_named_later())
 
 
 def _helper() -> bool:
@@ -82,17 +77,6 @@ def _process_name() -> str | None:
     if os.environ.get("TORCHELASTIC_RUN_ID") is not None and os.environ.get("RANK"):
         return f"rank{os.environ['RANK']}"
     return None
-
-
-def _instrument() -> None:
-    """Load the parent's seam maps (FLOWMAP_SEAMS) and arm the framework hooks (Ray)."""
-    if os.environ.get("FLOWMAP_SEAMS"):
-        from flowmap.seams import activate_from_environment
-
-        activate_from_environment()
-    from flowmap.integrations import install_hooks
-
-    install_hooks()
 
 
 def _discover() -> None:

@@ -21,6 +21,9 @@ submitter says so) finds the entry among all those of the maps it loaded
 (`know`): Ray may ship a task to it by value, and it then never imports the
 module the map names.
 
+This table belongs to the seam maps (the patcher fills it, without importing
+Ray); the Ray integration, a layer above, reads it.
+
 `split_by` and `transport` do not apply (`NOT_FOR_RAY` says why); the
 process that reports the run warns once per such entry.
 """
