@@ -158,7 +158,13 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     reached: dict[str, int] = {}
     fed: dict[str, int] = {}  # when tensors first reached or left each stage
     data: set[tuple[str, str]] = set()  # edges that carried tensors, not only control values
+    moved: dict[str, int] = {}  # when tensors first reached or left each stage, handed on or not
     for n, (i, src, dst, b) in enumerate(links):
+        if ordered[i].storages:
+            t = ordered[i].t_ns
+            for end in (src, dst):
+                if end != UNNAMED_DRIVER:
+                    moved[end] = min(moved.get(end, t), t)
         if n in passed:
             continue
         if src == dst or UNTRACED in (src, dst):
@@ -175,6 +181,10 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
         reached[dst] = min(reached.get(dst, ordered[i].t_ns), ordered[i].t_ns)
         reached.setdefault(src, first_seen.get(src, ordered[i].t_ns))
         reached[src] = min(reached[src], first_seen.get(src, reached[src]))
+    # a stage that handed its input on (`select_action` gives the state to `Policy`, and
+    # gets the action back) is placed by when that input reached it: before the stage it
+    # called; a producer whose data the driver handed on, by when its data left it
+    fed.update({s: min(t, fed[s]) for s, t in moved.items() if s in fed})
     stages = _order({s: fed.get(s, t) for s, t in reached.items()}, data or set(hops))
     pos = {s: k for k, s in enumerate(stages)}
     edges = tuple(sorted(

@@ -29,6 +29,7 @@ if find_chromium() is None:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+PUBLIC = os.path.join(ROOT, "tests", "integration", "public_scripts")  # each with SOURCE.md
 SCRIPTS = {
     "grpo": (os.path.join(HERE, "scripts", "grpo_single_file.py"), ["6"]),
     "actor_critic": (os.path.join(HERE, "scripts", "actor_critic.py"), ["5"]),
@@ -42,7 +43,13 @@ SCRIPTS = {
     "a2c_replay_auto": (os.path.join(HERE, "scripts", "a2c_replay.py"), ["--episodes", "6"]),
     # a top-level loop fed by a DataLoader's two worker processes
     "grpo_loader_auto": (os.path.join(HERE, "scripts", "grpo_dataloader.py"), ["--steps", "5"]),
+    # public scripts nobody here wrote, adapted only to run offline (their SOURCE.md says how):
+    # open-thought/tiny-grpo joined into one file (a tiny random Llama, two updates per batch),
+    # and pytorch/examples' reinforce.py
+    "tiny_grpo_auto": (os.path.join(PUBLIC, "tiny_grpo_openthought", "train.py"), ["--steps", "3"]),
+    "reinforce_auto": (os.path.join(PUBLIC, "pytorch_reinforce", "reinforce.py"), ["--episodes", "6"]),
 }
+NEEDS_TRANSFORMERS = {"tiny_grpo_auto"}
 #: The stages each auto-traced script must show, top-down in the script's order.
 AUTO_ORDER = {
     "grpo_auto": ["rollout", "compute_rewards", "group_advantages", "sequences_log_probs/model",
@@ -51,8 +58,15 @@ AUTO_ORDER = {
     "grpo_class_auto": ["GRPOTrainer.sample_prompts", "GRPOTrainer.generate", "GRPOTrainer.score",
                         "GRPOTrainer.advantages", "GRPOTrainer.policy_loss", "GRPOTrainer.train_step"],
     "a2c_replay_auto": ["ActorCritic", "act", "update"],
-    "grpo_loader_auto": ["TinyLM.generate", "TinyLM.compute_log_probs", "TinyLM.compute_log_probs+grad",
-                         "PolicyLoss", "AdamW.step"],
+    "grpo_loader_auto": ["Prompts/0", "TinyLM.generate", "TinyLM.compute_log_probs",
+                         "TinyLM.compute_log_probs+grad", "PolicyLoss", "AdamW.step"],
+    # rollout, advantages, log-probs (policy, reference), the buffer and its padding, the
+    # training log-probs, the loss and the update
+    "tiny_grpo_auto": ["rollout", "group_advantages", "sequences_log_probs/model",
+                       "sequences_log_probs/reference_model", "approx_kl_divergence", "ReplayBuffer.append",
+                       "zero_pad_sequences", "sequences_log_probs/model+grad", "GRPOLoss", "Adam.step"],
+    # an episode as main() runs it: reset, act (the policy inside), step the env, then learn
+    "reinforce_auto": ["CartPole.reset", "select_action", "Policy", "CartPole.step", "finish_episode"],
 }
 #: Stages the flow line has in the script's order that the picture may draw side by side.
 AUTO_FLOW_ONLY = {
@@ -62,11 +76,15 @@ AUTO_FLOW_ONLY = {
 #: (policy, learning stage): the arrows drawn on the first view lead from one to the other.
 AUTO_FED = {"grpo_auto": ("TinyLM+grad", "Adam.step"), "actor_critic_auto": ("Policy", "finish_episode"),
             "grpo_class_auto": ("TinyPolicy+grad", "GRPOTrainer.train_step"), "a2c_replay_auto": ("ActorCritic", "update"),
-            "grpo_loader_auto": ("TinyLM.compute_log_probs+grad", "AdamW.step")}
+            "grpo_loader_auto": ("TinyLM.compute_log_probs+grad", "AdamW.step"),
+            "tiny_grpo_auto": ("sequences_log_probs/model+grad", "Adam.step"),
+            "reinforce_auto": ("Policy", "finish_episode")}
 #: What counted the steps, and how many (the scripts' arguments above).
 AUTO_STEPS = {"grpo_auto": (6, "torch.optim.Adam.step"), "actor_critic_auto": (6, "torch.optim.Adam.step"),
               "grpo_class_auto": (6, "torch.optim.AdamW.step"), "a2c_replay_auto": (6, "torch.optim.RMSprop.step"),
-              "grpo_loader_auto": (5, "torch.optim.AdamW.step")}
+              "grpo_loader_auto": (5, "torch.optim.AdamW.step"),
+              # 3 prompt batches of 8 rollouts, trained 4 at a time: two updates each
+              "tiny_grpo_auto": (6, "torch.optim.Adam.step"), "reinforce_auto": (6, "torch.optim.Adam.step")}
 WIDTH, HEIGHT = 1280, 800
 
 # Everything the checks need, read off the page as drawn: rectangles in CSS px.
@@ -115,18 +133,29 @@ def _inside(inner: list[float], outer: list[float], slack: float = 1.0) -> bool:
             and inner[2] <= outer[2] + slack and inner[3] <= outer[3] + slack)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pipeline_view")
-    out = {}
-    for name, (script, args) in SCRIPTS.items():
-        run_dir = str(root / name)
+class TracedRuns(dict):
+    """Each script traced the first time a test asks for it, so `-k name` traces one."""
+
+    def __init__(self, root) -> None:
+        super().__init__()
+        self.root = root
+
+    def __missing__(self, name: str):
+        script, args = SCRIPTS[name]
+        if name in NEEDS_TRANSFORMERS:
+            pytest.importorskip("transformers")
+        run_dir = str(self.root / name)
         r = subprocess.run([sys.executable, "-m", "flowmap", "trace", "-o", run_dir, script, *args],
-                           capture_output=True, text=True, timeout=300, cwd=root)
+                           capture_output=True, text=True, timeout=300, cwd=self.root)
         assert r.returncode == 0, r.stderr
         run = flowmap.load(run_dir)
-        out[name] = (run, write_html(run.view, root / f"{name}.html"))
-    return out
+        self[name] = (run, write_html(run.view, self.root / f"{name}.html"))
+        return self[name]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return TracedRuns(tmp_path_factory.mktemp("pipeline_view"))
 
 
 def first_view(browser, runs, name, tmp_path):
@@ -276,4 +305,5 @@ def test_auto_traced_scripts_read_in_order_and_feed_the_learner(browser, runs, n
     assert learner in reached, arrows
     assert [o["text"] for o in m["owners"] if o["driver"]] == ["main (driver)"]
     assert "(untraced)" not in order
+    assert not [s for s in order if s.startswith("_worker_loop")]  # a stage the script wrote, not torch's
     assert min([o["px"] for o in m["owners"]] + [lb["px"] for lb in m["labels"] if lb["shown"]]) >= 11
