@@ -100,6 +100,7 @@ def test_ctrl_c_while_the_first_step_is_watched(tmp_path, run_cli):
     time.sleep(0.5)
     out, err = _ctrl_c(proc)
     assert proc.returncode == 130, err[-3000:]
+    assert "flowmap: interrupted (Ctrl-C)" in err
     said = [ln for ln in err.splitlines() if "no seam map given" in ln]
     assert len(said) == 1 and "until it was interrupted, before its first optimizer update" in said[0], err
     assert "rollout" in said[0] and "loss_fn" in said[0]
@@ -128,6 +129,7 @@ def test_ctrl_c_to_the_group_mid_run_keeps_the_story(tmp_path, run_cli):
         out, err = _ctrl_c(proc)
     assert proc.returncode == 130, err[-3000:]
     assert "KeyboardInterrupt" in err and "Traceback" in err
+    assert "flowmap: interrupted (Ctrl-C); the run keeps everything recorded until then" in err
     view = load(str(tmp_path / "run")).view
     assert "interrupted" in view.ending.sentence
     assert view.step_count >= 4 and view.steps_from == "torch.optim.AdamW.step"
