@@ -48,6 +48,8 @@ SCRIPTS = {
     # and pytorch/examples' reinforce.py
     "tiny_grpo_auto": (os.path.join(PUBLIC, "tiny_grpo_openthought", "train.py"), ["--steps", "3"]),
     "reinforce_auto": (os.path.join(PUBLIC, "pytorch_reinforce", "reinforce.py"), ["--episodes", "6"]),
+    "actor_critic_upstream_auto": (os.path.join(PUBLIC, "pytorch_actor_critic", "actor_critic.py"),
+                                   ["--episodes", "6"]),
 }
 NEEDS_TRANSFORMERS = {"tiny_grpo_auto"}
 #: Known short of the rest: 24 flow edges between 15 owners, and at 11 px every label would
@@ -72,6 +74,8 @@ AUTO_ORDER = {
                        "zero_pad_sequences", "sequences_log_probs/model+grad", "GRPOLoss", "Adam.step"],
     # an episode as main() runs it: reset, act (the policy inside), step the env, then learn
     "reinforce_auto": ["CartPole.reset", "select_action", "Policy", "CartPole.step", "finish_episode"],
+    "actor_critic_upstream_auto": ["CartPole.reset", "select_action", "Policy", "CartPole.step",
+                                   "finish_episode"],
 }
 #: Stages the flow line has in the script's order that the picture may draw side by side.
 AUTO_FLOW_ONLY = {
@@ -83,13 +87,14 @@ AUTO_FED = {"grpo_auto": ("TinyLM+grad", "Adam.step"), "actor_critic_auto": ("Po
             "grpo_class_auto": ("TinyPolicy+grad", "GRPOTrainer.train_step"), "a2c_replay_auto": ("ActorCritic", "update"),
             "grpo_loader_auto": ("TinyLM.compute_log_probs+grad", "AdamW.step"),
             "tiny_grpo_auto": ("sequences_log_probs/model+grad", "Adam.step"),
-            "reinforce_auto": ("Policy", "finish_episode")}
+            "reinforce_auto": ("Policy", "finish_episode"), "actor_critic_upstream_auto": ("Policy", "finish_episode")}
 #: What counted the steps, and how many (the scripts' arguments above).
 AUTO_STEPS = {"grpo_auto": (6, "torch.optim.Adam.step"), "actor_critic_auto": (6, "torch.optim.Adam.step"),
               "grpo_class_auto": (6, "torch.optim.AdamW.step"), "a2c_replay_auto": (6, "torch.optim.RMSprop.step"),
               "grpo_loader_auto": (5, "torch.optim.AdamW.step"),
               # 3 prompt batches of 8 rollouts, trained 4 at a time: two updates each
-              "tiny_grpo_auto": (6, "torch.optim.Adam.step"), "reinforce_auto": (6, "torch.optim.Adam.step")}
+              "tiny_grpo_auto": (6, "torch.optim.Adam.step"), "reinforce_auto": (6, "torch.optim.Adam.step"),
+              "actor_critic_upstream_auto": (6, "torch.optim.Adam.step")}
 WIDTH, HEIGHT = 1280, 800
 
 # Everything the checks need, read off the page as drawn: rectangles in CSS px.
