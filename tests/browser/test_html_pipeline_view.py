@@ -13,6 +13,7 @@ flow's order, and the weight sync drawn back up, dashed, closing the loop.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -50,8 +51,14 @@ SCRIPTS = {
     "reinforce_auto": (os.path.join(PUBLIC, "pytorch_reinforce", "reinforce.py"), ["--episodes", "6"]),
     "actor_critic_upstream_auto": (os.path.join(PUBLIC, "pytorch_actor_critic", "actor_critic.py"),
                                    ["--episodes", "6"]),
+    # the same, run with no end and stopped by Ctrl-C to its process group after 8 episodes
+    "actor_critic_ctrl_c_auto": (os.path.join(PUBLIC, "pytorch_actor_critic", "actor_critic.py"),
+                                 ["--episodes", "0", "--log-interval", "1"]),
 }
 NEEDS_TRANSFORMERS = {"tiny_grpo_auto"}
+#: Scripts stopped as a user stops them: SIGINT to the process group once they printed this
+#: many "Episode" lines (one per update).
+CTRL_C_AFTER = {"actor_critic_ctrl_c_auto": 8}
 #: Known short of the rest: 24 flow edges between 15 owners, and at 11 px every label would
 #: overlap another or a box, so the first view hides them all (the legend counts them, and
 #: 1:1 or a hover shows each). Everything else is held as for the rest.
@@ -76,6 +83,8 @@ AUTO_ORDER = {
     "reinforce_auto": ["CartPole.reset", "select_action", "Policy", "CartPole.step", "finish_episode"],
     "actor_critic_upstream_auto": ["CartPole.reset", "select_action", "Policy", "CartPole.step",
                                    "finish_episode"],
+    "actor_critic_ctrl_c_auto": ["CartPole.reset", "select_action", "Policy", "CartPole.step",
+                                 "finish_episode"],
 }
 #: Stages the flow line has in the script's order that the picture may draw side by side.
 AUTO_FLOW_ONLY = {
@@ -87,7 +96,8 @@ AUTO_FED = {"grpo_auto": ("TinyLM+grad", "Adam.step"), "actor_critic_auto": ("Po
             "grpo_class_auto": ("TinyPolicy+grad", "GRPOTrainer.train_step"), "a2c_replay_auto": ("ActorCritic", "update"),
             "grpo_loader_auto": ("TinyLM.compute_log_probs+grad", "AdamW.step"),
             "tiny_grpo_auto": ("sequences_log_probs/model+grad", "Adam.step"),
-            "reinforce_auto": ("Policy", "finish_episode"), "actor_critic_upstream_auto": ("Policy", "finish_episode")}
+            "reinforce_auto": ("Policy", "finish_episode"), "actor_critic_upstream_auto": ("Policy", "finish_episode"),
+            "actor_critic_ctrl_c_auto": ("Policy", "finish_episode")}
 #: What counted the steps, and how many (the scripts' arguments above).
 AUTO_STEPS = {"grpo_auto": (6, "torch.optim.Adam.step"), "actor_critic_auto": (6, "torch.optim.Adam.step"),
               "grpo_class_auto": (6, "torch.optim.AdamW.step"), "a2c_replay_auto": (6, "torch.optim.RMSprop.step"),
@@ -149,18 +159,46 @@ class TracedRuns(dict):
     def __init__(self, root) -> None:
         super().__init__()
         self.root = root
+        self.printed: dict[str, int] = {}  # a stopped script's episodes, as it printed them
 
     def __missing__(self, name: str):
         script, args = SCRIPTS[name]
         if name in NEEDS_TRANSFORMERS:
             pytest.importorskip("transformers")
         run_dir = str(self.root / name)
-        r = subprocess.run([sys.executable, "-m", "flowmap", "trace", "-o", run_dir, script, *args],
-                           capture_output=True, text=True, timeout=300, cwd=self.root)
-        assert r.returncode == 0, r.stderr
+        command = [sys.executable, "-m", "flowmap", "trace", "-o", run_dir, script, *args]
+        if name in CTRL_C_AFTER:
+            self.printed[name] = _trace_and_ctrl_c(command, self.root, CTRL_C_AFTER[name])
+        else:
+            r = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=self.root)
+            assert r.returncode == 0, r.stderr
         run = flowmap.load(run_dir)
         self[name] = (run, write_html(run.view, self.root / f"{name}.html"))
         return self[name]
+
+
+def _trace_and_ctrl_c(command: list[str], cwd, episodes: int) -> int:
+    """Run `command` in a process group of its own; SIGINT to the group after `episodes`.
+    The episodes it printed in all (each after its update)."""
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, process_group=0,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        seen = 0
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen += line.startswith("Episode")
+            if seen >= episodes:
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        seen += sum(line.startswith("Episode") for line in out.splitlines())
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert seen >= episodes and proc.returncode == 130, err[-3000:]
+    assert "flowmap: interrupted (Ctrl-C)" in err
+    return seen
 
 
 @pytest.fixture(scope="module")
@@ -302,7 +340,12 @@ def test_auto_traced_scripts_read_in_order_and_feed_the_learner(browser, runs, n
         src, dst = (next(o["name"] for o in m["owners"] if o["id"] == f[k]) for k in ("src", "dst"))
         if rank.get(src, 0) < rank.get(dst, 0):
             assert top[dst] > top[src], (src, dst)
-    assert (run.view.step_count, run.view.steps_from) == AUTO_STEPS[name]
+    if name in CTRL_C_AFTER:  # stopped: every update made, the last perhaps not yet printed
+        printed = runs.printed[name]
+        assert printed <= run.view.step_count <= printed + 1, (printed, run.view.step_count)
+        assert run.view.steps_from == "torch.optim.Adam.step" and "interrupted" in run.view.ending.sentence
+    else:
+        assert (run.view.step_count, run.view.steps_from) == AUTO_STEPS[name]
     by_id = {o["id"]: o["name"] for o in m["owners"]}
     arrows = {tuple(by_id[e] for e in (f["src"], f["dst"])) for f in m["data"]["flow"]["edges"]}
     policy, learner = AUTO_FED[name]
