@@ -8,6 +8,12 @@ panel, no two boxes or labels overlapping, no text under 11 CSS px, every drawn
 edge's figure equal to its table row (and every hidden label counted in the
 legend), the driver one node with no line drawn to it, stages top-down in the
 flow's order, and the weight sync drawn back up, dashed, closing the loop.
+
+Public scripts nobody here wrote (tests/integration/public_scripts/, each with its SOURCE.md:
+open-thought/tiny-grpo joined into one file, pytorch/examples' reinforce.py and
+actor_critic.py) are traced with `flowmap trace` alone, two of them stopped by Ctrl-C to their
+process group mid-run: stages in the script's order (rollout, advantages, log-probs, loss),
+the learning stage reached from the policy, the steps the optimizer's updates.
 """
 
 from __future__ import annotations
@@ -54,15 +60,18 @@ SCRIPTS = {
     # the same, run with no end and stopped by Ctrl-C to its process group after 8 episodes
     "actor_critic_ctrl_c_auto": (os.path.join(PUBLIC, "pytorch_actor_critic", "actor_critic.py"),
                                  ["--episodes", "0", "--log-interval", "1"]),
+    "tiny_grpo_ctrl_c_auto": (os.path.join(PUBLIC, "tiny_grpo_openthought", "train.py"), ["--steps", "0"]),
 }
-NEEDS_TRANSFORMERS = {"tiny_grpo_auto"}
+NEEDS_TRANSFORMERS = {"tiny_grpo_auto", "tiny_grpo_ctrl_c_auto"}
 #: Scripts stopped as a user stops them: SIGINT to the process group once they printed this
-#: many "Episode" lines (one per update).
-CTRL_C_AFTER = {"actor_critic_ctrl_c_auto": 8}
+#: many lines with the marker, one per update: (marker, lines, offset), the updates made
+#: then being the lines printed in all plus offset, or one more (the last not yet printed).
+CTRL_C_AFTER = {"actor_critic_ctrl_c_auto": ("Episode", 8, 0),  # printed after its update
+                "tiny_grpo_ctrl_c_auto": (": kl=", 4, -1)}  # printed just before its update
 #: Known short of the rest: 24 flow edges between 15 owners, and at 11 px every label would
 #: overlap another or a box, so the first view hides them all (the legend counts them, and
 #: 1:1 or a hover shows each). Everything else is held as for the rest.
-ALL_LABELS_MAY_HIDE = {"tiny_grpo_auto"}
+ALL_LABELS_MAY_HIDE = {"tiny_grpo_auto", "tiny_grpo_ctrl_c_auto"}
 #: The stages each auto-traced script must show, top-down in the script's order.
 AUTO_ORDER = {
     "grpo_auto": ["rollout", "compute_rewards", "group_advantages", "sequences_log_probs/model",
@@ -85,6 +94,10 @@ AUTO_ORDER = {
                                    "finish_episode"],
     "actor_critic_ctrl_c_auto": ["CartPole.reset", "select_action", "Policy", "CartPole.step",
                                  "finish_episode"],
+    "tiny_grpo_ctrl_c_auto": ["rollout", "group_advantages", "sequences_log_probs/model",
+                              "sequences_log_probs/reference_model", "approx_kl_divergence",
+                              "ReplayBuffer.append", "zero_pad_sequences", "sequences_log_probs/model+grad",
+                              "GRPOLoss", "Adam.step"],
 }
 #: Stages the flow line has in the script's order that the picture may draw side by side.
 AUTO_FLOW_ONLY = {
@@ -97,7 +110,8 @@ AUTO_FED = {"grpo_auto": ("TinyLM+grad", "Adam.step"), "actor_critic_auto": ("Po
             "grpo_loader_auto": ("TinyLM.compute_log_probs+grad", "AdamW.step"),
             "tiny_grpo_auto": ("sequences_log_probs/model+grad", "Adam.step"),
             "reinforce_auto": ("Policy", "finish_episode"), "actor_critic_upstream_auto": ("Policy", "finish_episode"),
-            "actor_critic_ctrl_c_auto": ("Policy", "finish_episode")}
+            "actor_critic_ctrl_c_auto": ("Policy", "finish_episode"),
+            "tiny_grpo_ctrl_c_auto": ("sequences_log_probs/model+grad", "Adam.step")}
 #: What counted the steps, and how many (the scripts' arguments above).
 AUTO_STEPS = {"grpo_auto": (6, "torch.optim.Adam.step"), "actor_critic_auto": (6, "torch.optim.Adam.step"),
               "grpo_class_auto": (6, "torch.optim.AdamW.step"), "a2c_replay_auto": (6, "torch.optim.RMSprop.step"),
@@ -168,7 +182,7 @@ class TracedRuns(dict):
         run_dir = str(self.root / name)
         command = [sys.executable, "-m", "flowmap", "trace", "-o", run_dir, script, *args]
         if name in CTRL_C_AFTER:
-            self.printed[name] = _trace_and_ctrl_c(command, self.root, CTRL_C_AFTER[name])
+            self.printed[name] = _trace_and_ctrl_c(command, self.root, *CTRL_C_AFTER[name][:2])
         else:
             r = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=self.root)
             assert r.returncode == 0, r.stderr
@@ -177,9 +191,9 @@ class TracedRuns(dict):
         return self[name]
 
 
-def _trace_and_ctrl_c(command: list[str], cwd, episodes: int) -> int:
-    """Run `command` in a process group of its own; SIGINT to the group after `episodes`.
-    The episodes it printed in all (each after its update)."""
+def _trace_and_ctrl_c(command: list[str], cwd, marker: str, lines: int) -> int:
+    """Run `command` in a process group of its own; SIGINT to the group once it printed
+    `lines` lines holding `marker`. How many it printed in all."""
     proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, process_group=0,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -187,16 +201,16 @@ def _trace_and_ctrl_c(command: list[str], cwd, episodes: int) -> int:
         seen = 0
         assert proc.stdout is not None
         for line in proc.stdout:
-            seen += line.startswith("Episode")
-            if seen >= episodes:
+            seen += marker in line
+            if seen >= lines:
                 break
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=120)
-        seen += sum(line.startswith("Episode") for line in out.splitlines())
+        seen += sum(marker in line for line in out.splitlines())
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert seen >= episodes and proc.returncode == 130, err[-3000:]
+    assert seen >= lines and proc.returncode == 130, err[-3000:]
     assert "flowmap: interrupted (Ctrl-C)" in err
     return seen
 
@@ -341,8 +355,8 @@ def test_auto_traced_scripts_read_in_order_and_feed_the_learner(browser, runs, n
         if rank.get(src, 0) < rank.get(dst, 0):
             assert top[dst] > top[src], (src, dst)
     if name in CTRL_C_AFTER:  # stopped: every update made, the last perhaps not yet printed
-        printed = runs.printed[name]
-        assert printed <= run.view.step_count <= printed + 1, (printed, run.view.step_count)
+        made = runs.printed[name] + CTRL_C_AFTER[name][2]
+        assert made <= run.view.step_count <= made + 1, (made, run.view.step_count)
         assert run.view.steps_from == "torch.optim.Adam.step" and "interrupted" in run.view.ending.sentence
     else:
         assert (run.view.step_count, run.view.steps_from) == AUTO_STEPS[name]
