@@ -18,7 +18,9 @@ carries over to new data: flowmap/writer/encoder.py): a transport hop whose rece
 named the storages it unpickled (`Hop.arrived`) carries its producer over, so
 data relayed through another process still comes from where it was made. Stages are
 ordered along the data's path: each after the stages whose tensors it
-received (by when data first reached it where that does not decide).
+received (by when data first reached it where that does not decide, counting data it
+only handed on: `select_action`, which gives the state to `Policy`, comes before it, as
+the script calls them).
 """
 
 from __future__ import annotations
