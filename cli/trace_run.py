@@ -122,6 +122,7 @@ def run_traced(
     # the script's own functions a map names, wrapped as they are defined
     on_bind = patcher.bind_main if patcher is not None and patcher.has_main_targets() else None
     code = run_program(script, module, args, on_bind)
+    _ended.append(code)
     if auto is not None:
         auto.finish("interrupted (Ctrl-C)" if code == 130 else "the program ended")
     rundir.write_meta(run_dir, exit_code=code)
@@ -204,6 +205,10 @@ def _trim(shown: traceback.TracebackException, seen: set[int]) -> None:
             _trim(chained, seen)
 
 
+#: The program's exit status once `run_program` returned (empty: it ended past it).
+_ended: list[int] = []
+
+
 def _finish(run_dir: str, auto: AutoSeams | None = None, patcher: Patcher | None = None) -> None:
     from flowmap import launch
 
@@ -214,6 +219,9 @@ def _finish(run_dir: str, auto: AutoSeams | None = None, patcher: Patcher | None
     found = auto is not None and bool(auto.targets or auto.error)
     if found:  # what the automatic mode did, before the run's path and the next command
         sys.stderr.write(auto.summary() + "\n")  # type: ignore[union-attr]
+    if _ended[-1:] == [130]:  # Ctrl-C: said last, beside the run that keeps what was recorded
+        sys.stderr.write("flowmap: interrupted (Ctrl-C); the run keeps everything recorded "
+                         "until then\n")
     sys.stderr.write(f"flowmap: run written to {shown}\n"
                      f"flowmap: next: flowmap report {shown}\n")
     if not found and _recorded_hops(run_dir) is False:

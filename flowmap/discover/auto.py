@@ -29,6 +29,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from flowmap import rundir
 from flowmap.capture import api, importhook, state
 from flowmap.discover import naming, process, seammap
 from flowmap.discover.candidates import Candidate, analyse
@@ -41,7 +42,6 @@ from flowmap.units import plural
 MAP_NAME = "auto-seams.yaml"
 WATCH_SECONDS = 30.0  # a first step slower than this: the seams seen so far are recorded
 HOLD_UPDATES = 3  # updates without the loop's first function: record from then on anyway
-_OPTIM = f"{os.sep}torch{os.sep}optim{os.sep}"
 
 
 class AutoSeams:
@@ -180,24 +180,35 @@ class AutoSeams:
                                if s.module == MAIN}):
                 patcher.bind_main(module, top)
         self.targets = [(s.target, s.owner) for s in seam_map.seams if s.target in patcher.patched]
+        owners = {s.target: s.owner for s in seam_map.seams}
+        seen = [owners[t] for t in self._in_call_order(found.seams) if t in owners]
+        rundir.write_meta(self.run_dir, watched_stages=list(dict.fromkeys(seen)))
         self.failed = len(patcher.failed)
         if self.opener not in patcher.patched:  # its call would never open the recording
             self.opener = None
             wrapper.hold_until(None)
 
     def _opener(self, seams: list[Candidate]) -> str | None:
-        """The target the training loop starts with: of the functions first called after the
-        first optimizer was made (before it: setup), the one called first; else the first."""
+        """The target the training loop starts with: of the functions called after the first
+        optimizer was made (before it: setup), the one called first; else the first called.
+        A function the script also called before (`env.reset(seed=...)` at its top level) is
+        still the loop's first when the loop begins with it."""
+        after = dict(self.watcher.calls_after_optimizer or {})
+        loop = sorted((after[c.fn.key], str(c.fn.target)) for c in seams if c.fn.key in after)
+        ranked = self._first_calls(seams)
+        return loop[0][1] if loop else ranked[0][1] if ranked else None
+
+    def _in_call_order(self, seams: list[Candidate]) -> list[str]:
+        """The targets in the order the watch first saw them called: what the report tells of
+        a run stopped before anything was recorded (Ctrl-C in the first step)."""
+        return [t for _, t in self._first_calls(seams)]
+
+    def _first_calls(self, seams: list[Candidate]) -> list[tuple[int, str]]:
         first: dict[str, int] = {}
-        made = -1
-        for i, (code, info) in enumerate(list(self.watcher.cache.items())):
-            if made < 0 and code.co_name == "__init__" and _OPTIM in code.co_filename:
-                made = i
+        for i, info in enumerate(list(self.watcher.cache.values())):
             if info is not None:
                 first.setdefault(info.key, i)
-        ranked = sorted((first[c.fn.key], str(c.fn.target)) for c in seams if c.fn.key in first)
-        loop = [t for i, t in ranked if i > made]
-        return loop[0] if loop else ranked[0][1] if ranked else None
+        return sorted((first[c.fn.key], str(c.fn.target)) for c in seams if c.fn.key in first)
 
     def summary(self) -> str:
         """The one line the run ends with: what the automatic mode did."""
@@ -224,10 +235,9 @@ class AutoSeams:
 
 
 #: Owners of hops a program makes without telling its story: a torch DataLoader's worker
-#: processes (named after their `_worker_loop`) and a send's receiver not yet traced. A
-#: single-file trainer with `num_workers=2` sends them in its first step; they must not stand
-#: the watch down, or the script records its loader's index queue and nothing else.
-_INCIDENTAL = ("_worker_loop", UNTRACED)
+#: processes (`processes.loader_workers`) and a send's receiver not yet traced. A single-file
+#: trainer with `num_workers=2` sends them in its first step; they must not stand the watch
+#: down, or the script records its loader's index queue and nothing else.
 
 
 def _records_its_own_hops() -> bool:
@@ -239,7 +249,9 @@ def _records_its_own_hops() -> bool:
 
 
 def _incidental(owner: str) -> bool:
-    return owner.split("/", 1)[0] in _INCIDENTAL
+    from flowmap.integrations import processes
+
+    return owner.split("/", 1)[0] == UNTRACED or owner in processes.loader_workers
 
 
 _auto: AutoSeams | None = None

@@ -30,6 +30,7 @@ from flowmap.discover.record import CodeStats, find_tensors, storage_ids
 from flowmap.seams import paths
 
 _EMPTY: frozenset[int] = frozenset()
+_OPTIM = f"{os.sep}torch{os.sep}optim{os.sep}"
 _MISSING = object()
 
 
@@ -73,6 +74,9 @@ class Watcher:
         self.stop_reason = ""
         self._tool: int | None = None
         self._deadline = float("inf")
+        #: Candidates by their first call after the first torch optimizer was made (None: not
+        #: yet made): the training loop's order, setup's calls before it left out.
+        self.calls_after_optimizer: dict[str, int] | None = None
 
     # -- life cycle -----------------------------------------------------------
     def start(self) -> None:
@@ -141,6 +145,9 @@ class Watcher:
             info = CodeInfo(str(module), qualname, code.co_filename, code.co_firstlineno, (), False)
         if info is not None:
             info.step = step
+        elif (self.calls_after_optimizer is None and code.co_name == "__init__"
+              and _OPTIM in code.co_filename):
+            self.calls_after_optimizer = {}
         self.cache[code] = info
         return info
 
@@ -163,6 +170,9 @@ class Watcher:
             return
         self.calls += 1
         stats.calls += 1
+        after = self.calls_after_optimizer
+        if after is not None and info.key not in after:
+            after[info.key] = len(after)
         if (self.budget.calls is not None and self.calls >= self.budget.calls):
             self.stop(f"--calls {self.budget.calls} reached")
             return

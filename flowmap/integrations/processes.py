@@ -9,6 +9,7 @@ all be `main`, one node, and a scorer's 32-byte replies would share a seam with
 - the name it was given (`Process(name="scorer")`);
 - else its target's name (`rollout_worker`), or its class's for a `Process`
   subclass with its own `run` (`Learner`);
+- a torch DataLoader's worker: its Dataset's class and its number (`Prompts/0`);
 - a pool worker: its pool and its number in it (`pool/0`, `pool/1`; a second
   pool of the same parent `pool1/0`), a `ProcessPoolExecutor` worker
   `process_pool/0`; a `torch.multiprocessing.spawn` rank its function and
@@ -36,6 +37,9 @@ from flowmap.capture import importhook, session, state
 _DEFAULT = re.compile(r"^[A-Za-z_]\w*-\d+(:\d+)*$")  # multiprocessing's own `Process-3`
 _taken: dict[str, int] = {}  # in the parent: children started per name
 _pools: dict[tuple[str, int], tuple[int, int]] = {}  # (kind, id(pool queue)) -> (pool, workers)
+#: The names given to DataLoader workers started here: hops they make are the loader's
+#: plumbing, not the program's own instrumentation (`flowmap.discover.auto`).
+loader_workers: set[str] = set()
 
 
 @importhook.once
@@ -93,6 +97,8 @@ def _base_name(process: Any) -> str:
         return _pool_member("pool", args)
     if module == "concurrent.futures.process" and fn_name == "_process_worker":
         return _pool_member("process_pool", args)
+    if module == "torch.utils.data._utils.worker" and fn_name == "_worker_loop" and len(args) > 10:
+        return _loader_worker(args[1], args[10])
     if module == "torch.multiprocessing.spawn" and fn_name == "_wrap" and len(args) >= 2:
         fn = getattr(args[0], "__name__", None)
         if isinstance(fn, str) and isinstance(args[1], int):
@@ -109,6 +115,25 @@ def _base_name(process: Any) -> str:
     if cls.run is not _base_run(cls):
         return str(cls.__name__)  # a Process subclass with its own run
     return name or "process"
+
+
+def _loader_worker(dataset: Any, worker_id: Any) -> str:
+    """`Prompts/0`: a DataLoader's worker by the Dataset the program wrote (torch's wrappers,
+    `Subset` and the like, unwrapped), and its number; a plain list's loader `DataLoader/0`.
+    Named after torch's `_worker_loop` it would stand first in the flow, a stage the script
+    never wrote."""
+    for _ in range(4):
+        inner = getattr(dataset, "dataset", None)
+        if not type(dataset).__module__.startswith("torch.") or inner is None:
+            break
+        dataset = inner
+    cls = type(dataset)
+    user = not cls.__module__.startswith(("torch.", "builtins", "collections"))
+    name = cls.__name__ if user and cls.__name__.isidentifier() else "DataLoader"
+    number = worker_id if isinstance(worker_id, int) else 0
+    loader_workers.add(f"{name}/{number}")
+    return f"{name}/{number}"
+
 
 
 def _base_run(cls: Any) -> Any:

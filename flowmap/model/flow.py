@@ -18,7 +18,9 @@ carries over to new data: flowmap/writer/encoder.py): a transport hop whose rece
 named the storages it unpickled (`Hop.arrived`) carries its producer over, so
 data relayed through another process still comes from where it was made. Stages are
 ordered along the data's path: each after the stages whose tensors it
-received (by when data first reached it where that does not decide).
+received (by when data first reached it where that does not decide, counting data it
+only handed on: `select_action`, which gives the state to `Policy`, comes before it, as
+the script calls them).
 """
 
 from __future__ import annotations
@@ -125,7 +127,13 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     reached: dict[str, int] = {}
     fed: dict[str, int] = {}  # when tensors first reached or left each stage
     data: set[tuple[str, str]] = set()  # edges that carried tensors, not only control values
+    moved: dict[str, int] = {}  # when tensors first reached or left each stage, handed on or not
     for n, (i, src, dst, b) in enumerate(links):
+        if ordered[i].storages:
+            t = ordered[i].t_ns
+            for end in (src, dst):
+                if end != UNNAMED_DRIVER:
+                    moved[end] = min(moved.get(end, t), t)
         if n in passed:
             continue
         if src == dst or UNTRACED in (src, dst):
@@ -144,6 +152,10 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
         reached[dst] = min(reached.get(dst, t), t)
         reached.setdefault(src, first_seen.get(src, t))
         reached[src] = min(reached[src], first_seen.get(src, reached[src]))
+    # a stage that handed its input on (`select_action` gives the state to `Policy`, and
+    # gets the action back) is placed by when that input reached it: before the stage it
+    # called; a producer whose data the driver handed on, by when its data left it
+    fed.update({s: min(t, fed[s]) for s, t in moved.items() if s in fed})
     stages = _order({s: fed.get(s, t) for s, t in reached.items()}, data or set(hops))
     pos = {s: k for k, s in enumerate(stages)}
     edges = tuple(sorted(

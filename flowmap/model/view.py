@@ -84,6 +84,9 @@ class RunView:
     # made them (`torch.optim.Adam.step`); None: the program set its own steps, or none.
     updates: int | None = None
     steps_from: str | None = None
+    # `flowmap trace` with no map: the stages its watch of the first step found, in the order
+    # first called (run.json); what a run stopped before it recorded anything can still tell.
+    watched_stages: tuple[str, ...] = ()
 
     @property
     def duration_s(self) -> float:
@@ -189,11 +192,16 @@ def _build(run: ViewSource) -> RunView:
         updates=_int(run.meta.get("optimizer_updates")),
         steps_from=run.meta.get("steps_from") if isinstance(run.meta.get("steps_from"), str)
         else None,
+        watched_stages=_strings(run.meta.get("watched_stages")),
     )
 
 
 def _int(value: object) -> int | None:
     return value if type(value) is int and value >= 0 else None
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
 
 
 _HOPS = attrgetter("hops")

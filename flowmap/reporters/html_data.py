@@ -103,6 +103,8 @@ def _run_info(view: RunView, placed: Layout, scale: float = 1.0) -> dict[str, An
         "exit_code": view.ending.exit_code,
         "ended": view.ending.sentence,
         "failed": view.ending.failed,
+        **({"watched": " → ".join(view.watched_stages)}
+           if view.watched_stages and not view.num_hops else {}),
         "truncated": view.truncated,
         "projection": view.projection.note if view.projection else None,
         **({"detail": view.detail.note} if view.detail.folded else {}),

@@ -113,6 +113,9 @@ def _summary(view: RunView, width: int) -> list[tuple[str, str]]:
     lines += [(ln, "") for ln in wrap(" · ".join(facts), width)]
     if view.draws_flow:  # a script's stages in the order data moved, as the pictures draw them
         lines += [(ln, "bold") for ln in wrap(f"flow: {view.flow.order_text()}", width)]
+    elif not view.num_hops and view.watched_stages:  # stopped while its first step was watched
+        lines += [(ln, "bold") for ln in wrap(f"seen in the first step (watched, not recorded): "
+                                              f"{' → '.join(view.watched_stages)}", width)]
     if view.projection:
         lines += [(ln, "bold magenta") for ln in wrap(f"PROJECTION {view.projection.note}", width)]
     hosts = _hosts(view)

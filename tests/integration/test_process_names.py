@@ -176,3 +176,36 @@ def test_plain_forks_are_named_by_parent_and_fork_order(tmp_path, run_cli):
     names = {s.pid: s.process for s in run.shards}
     assert {names[pid] for pid, src in senders.items() if src != "main"} == {
         "main/fork0", "main/fork0/fork0", "main/fork1"}
+
+
+LOADERS = textwrap.dedent('''
+    import torch
+    from torch.utils.data import DataLoader, Dataset, Subset
+
+
+    class Squares(Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            return torch.full((3,), float(i * i))
+
+
+    for batch in DataLoader(Subset(Squares(), range(6)), batch_size=2, num_workers=2):
+        pass
+    for batch in DataLoader([torch.ones(3) * i for i in range(4)], batch_size=2, num_workers=2):
+        pass
+''')
+
+
+def test_data_loader_workers_by_the_scripts_dataset(tmp_path, run_cli):
+    pytest.importorskip("torch")
+    (tmp_path / "loaders.py").write_text(LOADERS)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), "--no-auto-seams", "loaders.py"],
+                cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    senders = {h.src for h in run.hops if h.dst == "main"}
+    # a worker is named after the Dataset the script wrote (torch's Subset unwrapped) and its
+    # number; a plain list's loader by the DataLoader; never torch's `_worker_loop`
+    assert senders == {"Squares/0", "Squares/1", "DataLoader/0", "DataLoader/1"}, senders

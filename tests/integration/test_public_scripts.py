@@ -99,8 +99,10 @@ def test_minimal_grpo_bharath2(tmp_path, run_cli):
     # the DataLoader's workers hand over the prompts (the dataset stage), then generate -> the
     # driver's inline rewards and advantages -> old and reference log-probs -> training
     # log-probs -> the loss
-    assert [s for s in order if not s.startswith("_worker_loop")][0] == "rollout", order
-    assert all(order.index(s) < order.index("rollout") for s in order if s.startswith("_worker_loop"))
+    # the workers are named after the script's Dataset, never torch's `_worker_loop`
+    assert not any(s.startswith("_worker_loop") for s in order), order
+    assert [s for s in order if not s.startswith("GSM8KDataset/")][0] == "rollout", order
+    assert all(order.index(s) < order.index("rollout") for s in order if s.startswith("GSM8KDataset/"))
     assert _before(order, "rollout", "policy/llm", "policy/llm_ref", "policy/llm+grad", "loss")
     assert {("rollout", "policy/llm"), ("rollout", "policy/llm_ref"),
             ("policy/llm", "loss"), ("policy/llm_ref", "loss"), ("policy/llm+grad", "loss"),

@@ -139,3 +139,29 @@ def test_a_send_no_traced_process_received_is_no_stage():
     assert "(untraced)" not in flow.stages and flow.stages.index("generate") < flow.stages.index("loss")
     assert ("generate", "loss") in {(e.src, e.dst) for e in flow.edges}
     assert not [e for e in flow.edges if "(untraced)" in (e.src, e.dst)]
+
+
+def test_a_stage_that_hands_its_input_on_comes_before_the_stage_it_called():
+    # GIVEN an episode as pytorch's reinforce.py runs it: env.reset's state goes to
+    # select_action, which hands it on to Policy and gets the probabilities back; env.step's
+    # state goes round again; finish_episode learns from Policy's log-probs
+    s = Script()
+    for k in range(2):
+        base = 100 * k
+        s.call("reset", [], [base + 1])
+        state = base + 1
+        for t in range(3):
+            s.hop("main", "select_action", "state", [state])
+            s.hop("select_action", "Policy", "x", [state])
+            s.hop("Policy", "select_action", "forward", [base + 10 + t])
+            s.hop("env.step", "main", "step", [base + 20 + t])
+            state = base + 20 + t
+        s.hop("Policy", "finish_episode", "forward", [base + 10, base + 11, base + 12])
+    flow = build_flow(s.hops)
+    # THEN the stages read as the script calls them: the caller before the model it calls
+    assert [st for st in flow.stages if st != "main"] == [
+        "reset", "select_action", "Policy", "env.step", "finish_episode"]
+    pairs = {(e.src, e.dst) for e in flow.edges}
+    assert {("reset", "Policy"), ("env.step", "Policy"), ("Policy", "select_action"),
+            ("Policy", "finish_episode")} <= pairs
+    assert ("reset", "select_action") not in pairs  # only handed on: no edge of its own

@@ -201,7 +201,8 @@
       el("div", { "class": "brand" }, "flowmap"),
       el("div", { "class": "run", title: r.path }, r.path),
       el("div", { "class": "stats", title: stats.join(" · ") }, stats.join(" · ")),
-      D.flow ? el("div", { "class": "flow", id: "flow-order", title: "stages in the order data moved through them (storage identity):\n" + D.flow.order }, "flow: " + D.flow.order) : null,
+      D.flow ? el("div", { "class": "flow", id: "flow-order", title: "stages in the order data moved through them (storage identity):\n" + D.flow.order }, "flow: " + D.flow.order)
+        : r.watched ? el("div", { "class": "flow", id: "flow-order", title: "the functions that handed tensors over in the first step, watched but not recorded (the program stopped first)" }, "seen in the first step (watched, not recorded): " + r.watched) : null,
       warn,
       el("div", { "class": "controls" }, [steps, ui.search, ui.count])
     ]);
