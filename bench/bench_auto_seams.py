@@ -1,10 +1,11 @@
 """Overhead of `flowmap trace SCRIPT` with no seam map (seams found in the first step), paired.
 
 For each example script (a single-file GRPO trainer, an actor-critic), the script runs plain
-(`python SCRIPT`) and traced (`python -m flowmap trace -o RUN SCRIPT`), interleaved ABAB...,
-each in a fresh interpreter, so machine noise hits both alike. Printed per script: the
-median wall time and CPU time (user + sys of the process tree) of each, and the ratios of
-the medians. The target is traced / plain <= 1.15 in wall time.
+(`python SCRIPT`) and traced (`python -m flowmap trace -o RUN SCRIPT`) in pairs, each in a
+fresh interpreter, the plain run first in odd rounds and second in even ones (an order
+effect cancels), so machine noise hits both alike. Printed per script: the median wall time
+and CPU time (user + sys of the process tree) of each, and the median over rounds of the
+traced run over its partner. The target is traced / plain <= 1.15 in wall time.
 
 Run: python bench/bench_auto_seams.py [--rounds 5] [--args "--steps 40"]
 """
@@ -47,14 +48,21 @@ def main() -> None:
         plain, traced = [], []
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(a.rounds):
+                traced_cmd = [sys.executable, "-m", "flowmap", "trace", "-o",
+                              os.path.join(tmp, f"run{i}"), script, *args]
+                if i % 2:
+                    traced.append(timed(traced_cmd, tmp))
                 plain.append(timed([sys.executable, script, *args], tmp))
-                traced.append(timed([sys.executable, "-m", "flowmap", "trace", "-o",
-                                     os.path.join(tmp, f"run{i}"), script, *args], tmp))
+                if not i % 2:
+                    traced.append(timed(traced_cmd, tmp))
         pw, pc = statistics.median(w for w, _ in plain), statistics.median(c for _, c in plain)
         tw, tc = statistics.median(w for w, _ in traced), statistics.median(c for _, c in traced)
+        rw = statistics.median(t[0] / p[0] for p, t in zip(plain, traced, strict=True))
+        rc = statistics.median(t[1] / p[1] for p, t in zip(plain, traced, strict=True))
         print(f"{name} {' '.join(args)}: plain {pw:.2f} s wall / {pc:.2f} s CPU; traced "
-              f"{tw:.2f} s / {tc:.2f} s; ratio wall {tw / pw:.3f}x, CPU {tc / pc:.3f}x "
-              f"(medians of {a.rounds} paired rounds)")
+              f"{tw:.2f} s / {tc:.2f} s; traced / plain, median over {a.rounds} paired rounds: "
+              f"wall {rw:.3f}x, CPU {rc:.3f}x (rounds {min(t[0] / p[0] for p, t in zip(plain, traced)):.2f}-"
+              f"{max(t[0] / p[0] for p, t in zip(plain, traced)):.2f}x wall)")
 
 
 if __name__ == "__main__":
