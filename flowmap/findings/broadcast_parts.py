@@ -80,9 +80,9 @@ def detect(view: RunView) -> list[Finding]:
         who[key].update(role_of(h.src) for h in sent)
         counted[key] += 1
     out = []
-    for key, nbytes in total.items():
+    for key, at_stake in total.items():
         group, op = key
-        bps = nbytes / view.detail.num_steps
+        bps = at_stake / view.detail.num_steps
         root = ", ".join(sorted(who[key])) or "the root"
         out.append(Finding(
             DUPLICATE, sorted(labels[key]), bps,
