@@ -3,15 +3,17 @@
 A broadcast (`broadcast`, `broadcast_object_list`, DDP's coalesced form) gives
 every rank the root's data whole; that is right for weights every rank uses
 whole, and waste for a batch each rank slices. The op alone cannot tell them
-apart, so the evidence is what a rank does next, in the same step and the same
-process, through any later hop (a queue, a socket, another collective):
+apart, so the evidence is what a rank does next, in the same step (without
+steps, the next second) and the same process, through any later hop (a queue,
+a socket, another collective):
 
 - a leaf that starts at a received storage (the same storage id) with at most
   half its bytes: a slice of it sent on (`batch[:n]`);
 - a leaf whose storage, noted on a byte-moving hop, is the received tensor's
   size while the leaf is at most half of it: a view of it (`batch[r::world]`);
-- a leaf whose leading dimension is the received leaf's over the group's size
-  (`[B, T]` in, `[B / world, ...]` out): the rank worked on its rows only.
+- a leaf whose leading dimension is the received leaf's over the group's size,
+  with the same row shape or one figure a row (`[B, T]` in, `[B / world, T]` or
+  `[B / world]` out): the rank worked on its rows only.
 
 Values are never read. A rank whose later hops show none of these (weights
 used whole, results of another size) gets no finding. *At stake*: what the
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
 PART_SHARE = 0.5  # a leaf at most this share of what arrived is a part of it
+UNSTEPPED_NS = 1_000_000_000  # without steps, what a rank sends within 1 s is what it did next
 Group = tuple[str, str]  # (the group's label, the op)
 Round = tuple[str, str, int | None, tuple[Any, ...]]  # a group's op in a step, by what it carried
 # (pid, step) -> (sender, name) -> (leaf bytes, storage bytes) of the views its hops sent
@@ -116,6 +119,8 @@ def _keeps_a_part(got: Hop, mine: list[Hop], start: int, world: int, notes: Note
     noted = notes.get((got.pid, got.step), {})
     for i in range(start, len(mine)):
         h = mine[i]
+        if got.step is None and h.t_ns - got.t_ns > UNSTEPPED_NS:
+            break
         if h.step != got.step:
             if h.step is not None and got.step is not None and h.step > got.step:
                 break
@@ -144,21 +149,19 @@ def _shows_a_part(h: Hop, whole: list[Leaf], sizes: dict[int, int], world: int,
 
 
 def _rows_of(part: Leaf, whole: Leaf, world: int) -> bool:
-    """`part` holds `whole`'s rows over the group's size (`[B/world, ...]`, or a list of
-    `B/world` samples where `B` arrived)."""
-    n, total = _rows(part), _rows(whole)
-    if n is None or total is None or total < 2 * world:
+    """`part` holds `whole`'s rows over the group's size: `[B/world, ...]` with the same
+    row shape, or one figure a row (`[B/world]`: rewards, lengths); a list of `B/world`
+    samples shaped as the `B` that arrived."""
+    if whole.count > 1 or part.count > 1:
+        return whole.count >= 2 * world and part.count * world == whole.count \
+            and part.shape == whole.shape
+    if not part.shape or not whole.shape:
         return False
-    return total % world == 0 and n * world == total
-
-
-def _rows(leaf: Leaf) -> int | None:
-    """A leaf's rows: the items of a folded list, else its leading dimension."""
-    if leaf.count > 1:
-        return leaf.count
-    if leaf.shape and type(leaf.shape[0]) is int:
-        return int(leaf.shape[0])
-    return None
+    n, total = part.shape[0], whole.shape[0]
+    if type(n) is not int or type(total) is not int or total < 2 * world \
+            or n * world != total:
+        return False
+    return len(part.shape) == 1 or tuple(part.shape[1:]) == tuple(whole.shape[1:])
 
 
 def _storage_notes(view: RunView) -> Notes:

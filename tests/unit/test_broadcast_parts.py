@@ -44,6 +44,8 @@ def _run(path: str, after: tuple[tuple, int] | None) -> flowmap.Run:
 
 @pytest.mark.parametrize(("after", "found"), [
     ((tensor("", (B // 2, T), "float32"), 7), True),  # results for its rows: [B/2, T]
+    ((tensor("", (B // 2,), "float32"), 7), True),  # one figure a row: [B/2]
+    ((tensor("", (B // 2, 7), "float32"), 7), False),  # B/2 rows of something else
     ((tensor("", (B * T // 4,), "int64"), 0), True),  # a slice of the received storage
     ((tensor("", (16, 128), "int64"), 7), False),  # its own data, of another size
     ((tensor("", (B, T), "int64"), 0), False),  # the whole of it sent on
