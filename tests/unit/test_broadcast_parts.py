@@ -62,3 +62,24 @@ def test_a_broadcast_is_a_duplicate_only_where_a_part_goes_on(tmp_path, after, f
     assert f.kind == "duplicate" and f.bytes_per_step == B * T * 8 / 2
     assert f.seams == [f"{GROUP} -> trainer/rank1 : broadcast",
                        f"trainer/rank0 -> {GROUP} : broadcast"]
+
+
+def test_a_view_of_the_received_storage_sent_on_is_a_part(tmp_path):
+    """GIVEN rank 1 pickling a view of what it received (its note says the storage behind
+    it is the received tensor's size) THEN the ranks kept a part; a note of a storage of
+    another size says nothing."""
+    for storage, found in ((B * T * 8, True), (B * T * 8 * 3, False)):
+        path = str(tmp_path / f"run{storage}")
+        w = ShardWriter(os.path.join(path, "h-2-0001.flowmap.jsonl"), 2)
+        for step in range(STEPS):
+            t = 1000 * step
+            w.hop(t, GROUP, "trainer/rank1", "broadcast", [tensor("", (B, T), "int64")],
+                  storages=(100 + step,), step=step, transport="collective")
+            part = tensor("", (B * T // 2,), "int64")
+            w.hop(t + 10, "trainer/rank1", "learner", "Tensor", [part], storages=(7,),
+                  step=step, transport="pickle")
+            w.writer.leaf_notes(t + 10, "trainer/rank1", "learner", "Tensor", "pickle", step,
+                                [["", part[5], storage, None]])
+        w.close(10_000)
+        got = broadcast_parts.detect(flowmap.load(path).view)
+        assert [f.bytes_per_step for f in got] == ([B * T * 8 / 2] if found else [])
