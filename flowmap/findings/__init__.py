@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flowmap.findings import (
+    broadcast_parts,
     chatty,
     device_bounce,
     driver_funnel,
@@ -59,8 +60,9 @@ __all__ = ["CHATTY", "DEVICE_BOUNCE", "DROPPED", "DUPLICATE", "HEAVIEST", "KINDS
 MAX_PER_KIND = 5
 DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
     heaviest.detect, pass_through.detect, dropped.detect, padding.detect, duplicates.detect,
-    serialisation.detect, views.detect, chatty.detect, prefix_resend.detect, wide_ids.detect,
-    device_bounce.detect, driver_funnel.detect, unreceived.detect,
+    broadcast_parts.detect, serialisation.detect, views.detect, chatty.detect,
+    prefix_resend.detect, wide_ids.detect, device_bounce.detect, driver_funnel.detect,
+    unreceived.detect,
 )
 
 

@@ -19,6 +19,7 @@ from flowmap.findings.common import DUPLICATE, Finding, RoleKey, one_each, per_s
 from flowmap.model.format import seam_label
 from flowmap.model.types import NO_COPY, role_of
 from flowmap.read.events import Hop
+from flowmap.trace_format import SHM
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -50,14 +51,15 @@ def detect(view: RunView) -> list[Finding]:
         if len(targets) < 2:
             continue
         rk = (role_of(group[0].src), "*", group[0].name)
-        extra[rk] += sum(h.nbytes for h in group) - max(h.nbytes for h in group)
+        sizes = [carried(h) for h in group]
+        extra[rk] += sum(sizes) - max(sizes)
         labels[rk].update(seam_label(h.seam) for h in group)
         dests[rk].update(h.dst for h in group)
     scattered: dict[RoleKey, float] = defaultdict(float)
     for h in view.events.hops:
         if repeats_a_slot(h):
             rk = (role_of(h.src), h.dst, h.name)
-            scattered[rk] += h.nbytes * (1 - 1 / _group_size(h.dst))
+            scattered[rk] += h.nbytes * (1 - 1 / group_size(h.dst))
             labels[rk].add(seam_label(h.seam))
 
     def in_slots(rk: RoleKey, bps: float) -> str:
@@ -75,6 +77,15 @@ def detect(view: RunView) -> list[Finding]:
             + one_each(DUPLICATE, view, extra, labels, copied))
 
 
+def carried(h: Hop) -> int:
+    """What each destination got: through shared memory a hop is priced at what its process
+    had not moved yet that step (`flowmap.read.shared_once`), but every receiver maps the
+    whole payload, so the payload's own bytes."""
+    if h.transport == SHM:
+        return sum(leaf.nbytes for leaf in h.leaves)
+    return h.nbytes
+
+
 def repeats_a_slot(h: Hop) -> bool:
     """A root's scatter whose list holds one object in several ranks' slots."""
     return (h.transport == "collective" and "scatter" in h.name and "reduce" not in h.name
@@ -87,7 +98,7 @@ def _is_slot(path: str) -> bool:
     return path.startswith("[") and path.endswith("]") and path.count("[") == 1
 
 
-def _group_size(label: str) -> int:
+def group_size(label: str) -> int:
     """`group[0,1]` -> 2, `group[0-3,8]` -> 5: the ranks a collective's group names."""
     n = 0
     for part in label[label.find("[") + 1 : label.rfind("]")].split(","):

@@ -25,13 +25,14 @@ from flowmap.read.events import CounterSample as CounterSample  # re-exported: r
 from flowmap.read.events import Drop as Drop
 from flowmap.read.events import Hop as Hop
 from flowmap.read.events import Leaf as Leaf
-from flowmap.read.events import LeafNote, ValueFigure
+from flowmap.read.events import LeafNote, SendHalf, ValueFigure
 from flowmap.read.events import Mark as Mark
 from flowmap.read.events import Shard as Shard
 from flowmap.read.fields import Fields, Interned
 from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, SeamStepFolder
 from flowmap.read.hop_lines import HopLines
 from flowmap.read.plain import as_int, as_text, clean, count, loads_strict, show_path
+from flowmap.read.shared_once import SharedOnce
 from flowmap.read.validate import CHECKS
 from flowmap.rundir import MAX_HEADER as MAX_HEADER  # re-exported, with the safe open of a shard
 from flowmap.rundir import open_regular as open_regular
@@ -189,6 +190,7 @@ class Decoder:
         self.t0 = shard.t0_mono_ns
         self.at = Interned(shard.pid, self.t0, self.strings, self.schemas)  # the same tables
         self.line = 1  # number of the last line handled (the header is line 1)
+        self.shared = SharedOnce()  # shared-memory storages this process already moved
 
     def bad(self, line: int, why: str) -> None:
         sh = self.shard
@@ -311,8 +313,11 @@ class Decoder:
 
     def _half(self, ev: list[Any]) -> None:
         sh = self.shard
-        sh.halves.append(halves.decode(ev, self.t0 + ev[1] * 1000, sh.pid, self.strings.__getitem__,
-                                       self.schemas))
+        half = halves.decode(ev, self.t0 + ev[1] * 1000, sh.pid, self.strings.__getitem__,
+                             self.schemas)
+        if isinstance(half, SendHalf):
+            self.shared.price(half.hop)
+        sh.halves.append(half)
         sh.num_events += 1
 
     def _mark(self, ev: list[Any]) -> None:
