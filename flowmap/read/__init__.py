@@ -8,6 +8,6 @@ halves; `shards` finds and reads every shard of a run; `records` puts them
 all on one clock (`Records`, what the model aggregates); `merge` copies runs
 from several hosts into one; `run_meta` reads `run.json`; `incremental` follows a run still being written, feeding
 what each shard appended since its last poll (`tail`: one shard) to the same feed
-(`reader.ShardFeed`) and pairing halves by the same rules (`halves.pair`). Nothing here
+(`reader.ShardFeed`, whose hop lines `hop_lines` takes without decoding) and pairing halves by the same rules (`halves.pair`). Nothing here
 aggregates, and nothing imports torch or the layers above.
 """

@@ -98,10 +98,11 @@ class ShardFeed:
     one bad line, however many feeds it spans."""
 
     def __init__(self, shard: Shard, detail_hops: int | None = None,
-                 hop_lines: bool = False) -> None:
+                 hop_lines: bool = True) -> None:
         self.decoder = Decoder(shard, detail_hops)
-        # what takes complete lines: the decoder, or first what the shard remembers of its
-        # hop lines (`flowmap.read.hop_lines`: a steady run's lines, taken without decoding)
+        # what takes complete lines: first what the shard remembers of its hop lines
+        # (`flowmap.read.hop_lines`: a steady run's lines, taken without decoding), a finished
+        # file's and a growing one's alike; or (`hop_lines=False`) the decoder alone
         self.lines: Callable[[bytes, int], None] = (HopLines(self.decoder) if hop_lines
                                                     else self.batch)
         self.rest = b""  # a line read in part

@@ -79,7 +79,7 @@ class ShardTail:
             except NotATrace as exc:
                 self.problem = f"{exc}; skipped"
                 return 0
-            self.feed = ShardFeed(new_shard(self.path, header), self.budget, hop_lines=True)
+            self.feed = ShardFeed(new_shard(self.path, header), self.budget)
             data, got, self.head = data[nl + 1:], nl + 1, b""
         before = self.feed.handled
         self.feed.take(data)
