@@ -51,26 +51,6 @@ def read_header(path: str) -> dict[str, Any] | None:
         return None
 
 
-def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None) -> Shard:
-    """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard.
-
-    Past `detail_hops` hops (None: never) the rest are folded into `seam_steps`.
-    `pid`: the process's number in its run (`flowmap.read.identity`), when not its pid.
-    """
-    with open_regular(path) as f:
-        first = f.readline(MAX_HEADER + 1)
-        if not first:
-            return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
-                         t0_wall_ns=0, empty=True)
-        feed = ShardFeed(new_shard(path, parse_header(first, path), pid), detail_hops)
-        while block := f.read(BLOCK):
-            nul = block.find(b"\0")  # the zeros after the last event of a mapped shard
-            feed.take(block if nul < 0 else block[:nul])
-            if nul >= 0:
-                break
-    return feed.snapshot(copy=False)  # a partial last line (a writer killed mid-line): dropped
-
-
 def new_shard(path: str, header: dict[str, Any], pid: int | None = None) -> Shard:
     """The shard a header names, with no records yet."""
     argv = header.get("argv")

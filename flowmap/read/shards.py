@@ -17,7 +17,8 @@ from flowmap.read.events import Shard
 from flowmap.read.fold import DETAIL_HOPS, shard_budget
 from flowmap.read.plain import show_path
 from flowmap.read.ray_transport import name_ray_transports
-from flowmap.read.reader import read_header, read_shard
+from flowmap.read.reader import read_header
+from flowmap.read.tail import read_shard
 from flowmap.rundir import shard_names
 
 
