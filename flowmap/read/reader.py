@@ -37,7 +37,6 @@ from flowmap.rundir import MAX_HEADER as MAX_HEADER  # re-exported, with the saf
 from flowmap.rundir import open_regular as open_regular
 
 IDENTITY = ("boot_id", "pid_ns", "start_ticks", "run_process")  # header fields naming a process
-BLOCK = 4 << 20  # bytes read at a time
 MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
 
 

@@ -21,7 +21,6 @@ from flowmap.read.bounds import bound_records
 from flowmap.read.events import Shard
 from flowmap.read.plain import show_path
 from flowmap.read.reader import (
-    BLOCK,
     MAX_HEADER,
     ShardFeed,
     new_shard,
@@ -41,12 +40,11 @@ def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None
     """
     tail = ShardTail(path, detail_hops, pid)
     with open_regular(path) as f:
-        block = first = f.read(BLOCK)
-        while block:
-            nul = block.find(b"\0")  # the zeros after the last event of a mapped shard
-            tail.take(block if nul < 0 else block[:nul])
-            block = f.read(BLOCK) if nul < 0 else b""
-    if not first:
+        more, empty = True, not os.fstat(f.fileno()).st_size
+        while more:  # up to the zeros after the last event of a mapped shard
+            data, more = _read_to_nul(f)
+            tail.take(data)
+    if empty:
         return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
                      t0_wall_ns=0, empty=True)
     feed = tail.feed or tail.start(tail.head)  # a header without its newline: the whole file
