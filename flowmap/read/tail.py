@@ -38,26 +38,18 @@ def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None
     Past `detail_hops` hops (None: never) the rest are folded into `seam_steps`.
     `pid`: the process's number in its run (`flowmap.read.identity`), when not its pid.
     """
-    tail = ShardTail(path, detail_hops, pid)
-    with open_regular(path) as f:
-        more, empty = True, not os.fstat(f.fileno()).st_size
-        while more:  # up to the zeros after the last event of a mapped shard
-            data, more = _read_to_nul(f)
-            tail.take(data)
-    if empty:
-        return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
-                     t0_wall_ns=0, empty=True)
-    feed = tail.feed or tail.start(tail.head)  # a header without its newline: the whole file
-    return feed.snapshot(copy=False)  # a partial last line (a writer killed mid-line): dropped
+    return ShardTail(path, detail_hops, pid).finish()
 
 
 class ShardTail:
     """One shard being read (a finished file) or followed: its offset, and its feed."""
 
-    def __init__(self, path: str, budget: int | None, pid: int | None = None) -> None:
+    def __init__(self, path: str, budget: int | None, pid: int | None = None,
+                 host_label: str | None = None) -> None:
         self.path = path
         self.budget = budget
-        self.pid = pid
+        self.pid, self.host_label = pid, host_label  # as the run numbers and names them
+        self.done: Shard | None = None  # a finished file, read to its end
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
         self.capped = False  # the last poll stopped at MAX_READ: more is waiting
         self._reset()
@@ -114,12 +106,31 @@ class ShardTail:
 
     def start(self, header: bytes) -> ShardFeed:
         """The feed of the shard whose header line is `header`."""
-        self.feed = ShardFeed(new_shard(self.path, parse_header(header, self.path), self.pid),
-                              self.budget)
+        sh = new_shard(self.path, parse_header(header, self.path), self.pid)
+        if self.host_label is not None:  # "": the run names its host by its hostname
+            sh.host_label = self.host_label or sh.host
+        self.feed = ShardFeed(sh, self.budget)
         return self.feed
+
+    def finish(self) -> Shard:
+        """Read a finished file to its end (`read_shard`); raises NotATrace."""
+        with open_regular(self.path) as f:
+            more, empty = True, not os.fstat(f.fileno()).st_size
+            while more:  # up to the zeros after the last event of a mapped shard
+                data, more = _read_to_nul(f)
+                self.take(data)
+        if empty:
+            self.done = Shard(path=self.path, pid=0, ppid=0, host="", argv=[], process=None,
+                              t0_mono_ns=0, t0_wall_ns=0, empty=True)
+        else:  # a header without its newline: the whole file
+            feed = self.feed or self.start(self.head)
+            self.done = feed.snapshot(copy=False)  # a partial last line: dropped
+        return self.done
 
     def snapshot(self) -> Shard | None:
         """The shard as `read_shard` would return it for the bytes handled so far."""
+        if self.done is not None:
+            return self.done
         return self.feed.snapshot() if self.feed is not None else None
 
     def retire(self, before: int) -> None:
