@@ -1,13 +1,15 @@
-"""Read a run while it is written: each poll takes only what every shard appended since.
+"""Read a run, finished or still being written: each poll takes only what every shard appended.
 
-`flowmap top`, the live page and `/metrics` are three consumers of this one
-reader (py-spy's sampler and its viewers). Each shard is followed by a
-`flowmap.read.tail.ShardTail`, which hands only the complete lines appended
-since the last poll to the very decoder the finished reader uses, so a growing
-run reads exactly as the finished reader reads the same bytes. New shards (a rank or Ray worker that starts later) are picked
-up at the next poll.
+`flowmap.load` (`Records.read`: one poll of a finished run, every shard read
+to its end), `flowmap top`, the live page and `/metrics` are consumers of
+this one reader. Each shard is a `flowmap.read.tail.ShardTail`, which hands
+only the complete lines appended since the last poll to its decoder, so a
+growing run reads exactly as the finished run reads the same bytes: the same
+shards, numbered and named as the run's processes and hosts, the same
+problems. New shards (a rank or Ray worker that starts later) are picked up
+at the next poll.
 
-State stays bounded, whatever the run's length: past a detail window the
+A watch's state stays bounded, whatever the run's length: past a detail window the
 decoder folds hops into per-seam, per-step records (as `flowmap.load` does
 for a long trace); steps older than a horizon are held in blocks of steps
 (`flowmap.read.blocks`, when a watch asks for them), a transport message's
