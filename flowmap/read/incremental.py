@@ -72,7 +72,7 @@ class RunGone(FlowmapError):
 
 
 class IncrementalReader:
-    """Follows a run directory (or one shard file) as it grows.
+    """Reads a run directory (or one shard file), finished or as it grows.
 
     `poll()` reads what was appended since the last poll; `records(Run)` is the run
     as `flowmap.load(path, detail_hops)` would read the bytes handled so far.
@@ -116,8 +116,9 @@ class IncrementalReader:
             headers = [read_header(p) or {} for p in paths]
             pids, labels = run_pids(headers), host_labels([h for h in headers if h])
             budget = shard_budget(self.detail_hops, len(paths))
+            fresh = set(new)
             for p, h, pid in zip(paths, headers, pids):
-                if p in new:
+                if p in fresh:
                     self.tails[p] = ShardTail(p, budget, pid if h else None,
                                               labels.get(host_key(h), ""))
         if self.finished:
