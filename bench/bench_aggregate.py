@@ -22,7 +22,8 @@ import torch
 from bench_capture import payload, per_call_ns
 
 import flowmap
-from flowmap.read.shards import read_run_shards, shard_paths
+from flowmap.read.incremental import read_run_shards
+from flowmap.read.shards import shard_paths
 
 
 def cpu_per_hop(run_dir: str, aggregate: int | None, rounds: int = 20) -> float:

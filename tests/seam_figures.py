@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowmap.read.shards import read_run_shards
+from flowmap.read.incremental import read_run_shards
 
 
 @dataclass

@@ -113,7 +113,7 @@ class StepBlocks:
             blk = self.blocks.get(b)
             if blk is None:
                 blk = self.blocks[b] = _Block()
-            blk.steps = _union(blk.steps, _ranges({st.step for st in records}))  # type: ignore[misc]
+            blk.steps = _union(blk.steps, [(st.step, st.step) for st in records])  # type: ignore[misc]
             for st in records:
                 key = (st.src, st.dst, st.name, st.pid, st.transport)
                 got_st = blk.merged.get(key)
@@ -154,17 +154,6 @@ def _with_block(st: SeamStep, first: int, block: StepBlock) -> SeamStep:
     return SeamStep(st.t_ns, st.t_first_ns, st.pid, st.src, st.dst, st.name, first, st.transport,
                     st.hops, st.nbytes_sum, st.nbytes_min, st.nbytes_max, st.wire_bytes_sum,
                     st.num_items, st.version_min, st.version_max, st.leaves, block)
-
-
-def _ranges(steps: Iterable[int]) -> list[tuple[int, int]]:
-    """Steps as ascending ranges of consecutive steps."""
-    out: list[tuple[int, int]] = []
-    for s in sorted(steps):
-        if out and s == out[-1][1] + 1:
-            out[-1] = (out[-1][0], s)
-        else:
-            out.append((s, s))
-    return out
 
 
 def _union(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -105,9 +105,7 @@ def join_halves(halves: Sequence[Half]) -> Joined:
     # 3. a message already claimed reached one more receiver (fan-out)
     unsent: list[ReceiveHalf] = []
     for r in still:
-        sender = claimed.get((r.channel, r.key))
-        if sender is None and digest_keyed(r):  # a socket on several endpoints fanned out
-            sender = claimed.get((family(r), r.key))
+        sender = claimed_sender(claimed, r)
         if sender is not None:
             out.append(joined_hop(sender, r.owner, r))
         else:
@@ -342,6 +340,13 @@ def family(h: Any) -> str:
 
 def digest_keyed(h: Any) -> bool:
     return family(h) not in SEQUENCED
+
+
+def claimed_sender(claimed: dict[tuple[str, str], SendHalf], r: ReceiveHalf) -> SendHalf | None:
+    """The send of `r`'s message in `claimed`: on its channel, or (a socket on several
+    endpoints fanned out) by its key within its family."""
+    s = claimed.get((r.channel, r.key))
+    return s if s is not None or not digest_keyed(r) else claimed.get((family(r), r.key))
 
 
 def joined_hop(s: SendHalf, dst: str, r: ReceiveHalf | None = None) -> Hop:

@@ -1,8 +1,9 @@
 """Hop lines equal but for their time, taken without decoding: what a shard is mostly made of.
 
 A steady run writes the same hop line again and again but for its time. A
-shard's feed (`flowmap.read.reader.ShardFeed`) may hand its complete lines
-to a `HopLines` instead of straight to its decoder: one regular expression
+shard's feed (`flowmap.read.reader.ShardFeed`: `read_shard`'s and a live
+tail's) hands its complete lines to a `HopLines` before its decoder (a
+steady shard reads about three times as fast): one regular expression
 (`flowmap.trace_format.HOP_RUN`, the grammar's) takes a run of hop lines
 equal but for their time at once; a run whose bytes after the time were
 seen before skips JSON decoding and checking (the checked event is reused),
@@ -53,14 +54,15 @@ class HopLines:
         is in C, not a Python loop. Other lines go to the decoder, as many at once as
         come together.
         """
-        if not self.learning and not self.seen:  # lines that did not pay: all to the decoder
-            self.d.batch(data[:end].split(b"\n"))
-            return
         seen = self.seen
         feed = _Feed(self.d)
         data = data[:end + 1]
         pos, n = 0, len(data)
         while pos < n:
+            if not self.learning and not self.seen:  # learning stopped: the rest to the decoder
+                feed.flush()
+                self.d.batch(data[pos:n - 1].split(b"\n"))
+                return
             m = tf.HOP_RUN.match(data, pos)
             if m is None:  # lines not of a hop's plain form, up to the next hop line
                 nxt = data.find(b'\n' + tf.HOP_LINE_START, pos)

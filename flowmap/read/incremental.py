@@ -1,13 +1,15 @@
-"""Read a run while it is written: each poll takes only what every shard appended since.
+"""Read a run, finished or still being written: each poll takes only what every shard appended.
 
-`flowmap top`, the live page and `/metrics` are three consumers of this one
-reader (py-spy's sampler and its viewers). Each shard is followed by a
-`flowmap.read.tail.ShardTail`, which hands only the complete lines appended
-since the last poll to the very decoder the finished reader uses, so a growing
-run reads exactly as the finished reader reads the same bytes. New shards (a rank or Ray worker that starts later) are picked
-up at the next poll.
+`flowmap.load` (`Records.read`: one poll of a finished run, every shard read
+to its end), `flowmap top`, the live page and `/metrics` are consumers of
+this one reader. Each shard is a `flowmap.read.tail.ShardTail`, which hands
+only the complete lines appended since the last poll to its decoder, so a
+growing run reads exactly as the finished run reads the same bytes: the same
+shards, numbered and named as the run's processes and hosts, the same
+problems. New shards (a rank or Ray worker that starts later) are picked up
+at the next poll.
 
-State stays bounded, whatever the run's length: past a detail window the
+A watch's state stays bounded, whatever the run's length: past a detail window the
 decoder folds hops into per-seam, per-step records (as `flowmap.load` does
 for a long trace); steps older than a horizon are held in blocks of steps
 (`flowmap.read.blocks`, when a watch asks for them), a transport message's
@@ -21,17 +23,19 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
 from flowmap.read.blocks import StepBlocks
 from flowmap.read.bounds import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
 from flowmap.read.events import SendFold, SendHalf, Shard
-from flowmap.read.fold import shard_budget
+from flowmap.read.fold import DETAIL_HOPS, shard_budget
+from flowmap.read.identity import host_key, host_labels, run_pids
 from flowmap.read.plain import show_path
 from flowmap.read.ray_transport import name_ray_transports
-from flowmap.read.records import R
+from flowmap.read.reader import read_header
 from flowmap.read.run_meta import read_run_meta
 from flowmap.read.settle import HalfSettler
 from flowmap.read.shards import scan_run
@@ -46,20 +50,41 @@ from flowmap.read.tail import ShardTail
 LIVE_DETAIL_HOPS = 500
 
 
+class _Records(Protocol):
+    shared_channels: list[str]  # what `flowmap.read.records.Records` is built with, and has
+
+
+R = TypeVar("R", bound=_Records)
+
+
+def read_run_shards(path: str, detail_hops: int | None = DETAIL_HOPS
+                    ) -> tuple[list[Shard], list[str]]:
+    """Every readable shard of a finished run and a sentence per problem (empty, bad lines,
+    skipped); each shard keeps its share of `detail_hops` (None: every hop). A run whose
+    every shard is unreadable raises NotATrace with the first reason."""
+    reader = IncrementalReader(path, detail_hops, finished=True)
+    reader.poll()
+    return reader.read()
+
+
 class RunGone(FlowmapError):
     """The run directory (or shard) being watched was removed."""
 
 
 class IncrementalReader:
-    """Follows a run directory (or one shard file) as it grows.
+    """Reads a run directory (or one shard file), finished or as it grows.
 
     `poll()` reads what was appended since the last poll; `records(Run)` is the run
     as `flowmap.load(path, detail_hops)` would read the bytes handled so far.
     """
 
     def __init__(self, path: str | os.PathLike[str], detail_hops: int | None = LIVE_DETAIL_HOPS,
-                 blocks: StepBlocks | None = None, settler: HalfSettler | None = None) -> None:
+                 blocks: StepBlocks | None = None, settler: HalfSettler | None = None,
+                 finished: bool = False) -> None:
         self.path = os.fspath(path)
+        # A finished run (`flowmap.load`): one poll reads every shard to its end, an empty
+        # file is an empty shard, and a lone file that is not a shard raises NotATrace.
+        self.finished = finished
         self.detail_hops = detail_hops
         # Where old steps go, past a horizon (a live watch's), and where transport halves are
         # joined once, as they are read; None: every step and half kept, and the records are
@@ -82,14 +107,29 @@ class IncrementalReader:
         except NotATrace as exc:
             if self.tails and not os.path.exists(self.path):
                 raise RunGone(f"the run {show_path(self.path)} was removed while watched") from None
-            if "holds no flowmap shards" in str(exc):
+            if "holds no flowmap shards" in str(exc) and not self.finished:
                 return 0  # a run directory whose first process has not written yet
             raise
         self._same_directory(paths)
-        for p in paths:
-            if p not in self.tails:
-                budget = shard_budget(self.detail_hops, max(len(paths), len(self.tails) + 1))
-                self.tails[p] = ShardTail(p, budget)
+        new = [p for p in paths if p not in self.tails]
+        if new:  # numbered and named as the run's processes and hosts (`flowmap.read.identity`)
+            headers = [read_header(p) or {} for p in paths]
+            pids, labels = run_pids(headers), host_labels([h for h in headers if h])
+            budget = shard_budget(self.detail_hops, len(paths))
+            fresh = set(new)
+            for p, h, pid in zip(paths, headers, pids):
+                if p in fresh:
+                    self.tails[p] = ShardTail(p, budget, pid if h else None,
+                                              labels.get(host_key(h), ""))
+        if self.finished:
+            for p in new:
+                try:
+                    self.tails[p].finish()
+                except NotATrace as exc:
+                    if len(paths) == 1 and not self.skipped and p == self.path:
+                        raise
+                    self.tails[p].problem = f"{exc}; skipped"
+            return 0
         got = sum(t.poll() for t in self.tails.values())
         self.bytes_read += got
         return got
@@ -129,7 +169,29 @@ class IncrementalReader:
                 out.append(sh)
         return out
 
-    def records(self, cls: type[R]) -> R:
+    def read(self) -> tuple[list[Shard], list[str]]:
+        """The shards read so far, and what went wrong reading the run."""
+        shards = self.shards()
+        name_ray_transports(shards)
+        return shards, self.problems(shards)
+
+    def problems(self, shards: list[Shard]) -> list[str]:
+        """A sentence per problem: each entry skipped, each shard's (raises NotATrace when a
+        finished run has no readable shard)."""
+        problems = list(self.skipped)
+        for p in sorted(self.tails):
+            t = self.tails[p]
+            sh = t.done or t.shard
+            if t.problem is not None:
+                problems.append(t.problem)
+            elif sh is not None:
+                problems.extend(sh.problems())
+        if self.finished and not shards:
+            raise NotATrace(problems[0] if problems
+                            else f"{show_path(self.path)} holds no readable shards")
+        return problems
+
+    def records(self, cls: Callable[[str, list[Shard], dict[str, Any], list[str]], R]) -> R:
         """The run as read so far, as `cls.read(path, detail_hops)` would read the bytes
         handled (`flowmap.model.run.Run` for the figures), old steps in blocks where the
         reader has them; a new one each call: the model is built whole."""
@@ -146,14 +208,8 @@ class IncrementalReader:
             newest = _newest_step(shards)
         if self.blocks is not None:
             self._hand_over(shards, self.blocks, newest)
-        problems = list(self.skipped)
-        for p in sorted(self.tails):
-            t = self.tails[p]
-            if t.problem is not None:
-                problems.append(t.problem)
-            elif t.shard is not None:
-                problems.extend(t.shard.problems())
         meta: dict[str, Any] = {}
+        problems = self.problems(shards)
         if os.path.isdir(self.path):
             meta = read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
         name_ray_transports(shards)  # idempotent: a kept hop is renamed once

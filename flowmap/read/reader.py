@@ -38,7 +38,6 @@ from flowmap.rundir import MAX_HEADER as MAX_HEADER  # re-exported, with the saf
 from flowmap.rundir import open_regular as open_regular
 
 IDENTITY = ("boot_id", "pid_ns", "start_ticks", "run_process")  # header fields naming a process
-BLOCK = 4 << 20  # bytes read at a time
 MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
 
 
@@ -50,26 +49,6 @@ def read_header(path: str) -> dict[str, Any] | None:
         return parse_header(first, path) if first else None
     except (OSError, NotATrace):
         return None
-
-
-def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None) -> Shard:
-    """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard.
-
-    Past `detail_hops` hops (None: never) the rest are folded into `seam_steps`.
-    `pid`: the process's number in its run (`flowmap.read.identity`), when not its pid.
-    """
-    with open_regular(path) as f:
-        first = f.readline(MAX_HEADER + 1)
-        if not first:
-            return Shard(path=path, pid=0, ppid=0, host="", argv=[], process=None, t0_mono_ns=0,
-                         t0_wall_ns=0, empty=True)
-        feed = ShardFeed(new_shard(path, parse_header(first, path), pid), detail_hops)
-        while block := f.read(BLOCK):
-            nul = block.find(b"\0")  # the zeros after the last event of a mapped shard
-            feed.take(block if nul < 0 else block[:nul])
-            if nul >= 0:
-                break
-    return feed.snapshot(copy=False)  # a partial last line (a writer killed mid-line): dropped
 
 
 def new_shard(path: str, header: dict[str, Any], pid: int | None = None) -> Shard:
@@ -99,10 +78,11 @@ class ShardFeed:
     one bad line, however many feeds it spans."""
 
     def __init__(self, shard: Shard, detail_hops: int | None = None,
-                 hop_lines: bool = False) -> None:
+                 hop_lines: bool = True) -> None:
         self.decoder = Decoder(shard, detail_hops)
-        # what takes complete lines: the decoder, or first what the shard remembers of its
-        # hop lines (`flowmap.read.hop_lines`: a steady run's lines, taken without decoding)
+        # what takes complete lines: first what the shard remembers of its hop lines
+        # (`flowmap.read.hop_lines`: a steady run's lines, taken without decoding), a finished
+        # file's and a growing one's alike; or (`hop_lines=False`) the decoder alone
         self.lines: Callable[[bytes, int], None] = (HopLines(self.decoder) if hop_lines
                                                     else self.batch)
         self.rest = b""  # a line read in part

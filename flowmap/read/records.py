@@ -18,7 +18,6 @@ from itertools import chain, compress, repeat
 from operator import attrgetter, is_, not_
 from typing import Any, TypeVar
 
-from flowmap import trace_format as tf
 from flowmap.gc_pause import paused_gc
 from flowmap.read.events import (
     CounterFold,
@@ -33,8 +32,7 @@ from flowmap.read.events import (
 )
 from flowmap.read.fold import DETAIL_HOPS, Cut, fold_hops
 from flowmap.read.halves import join_run as join_halves
-from flowmap.read.run_meta import read_run_meta
-from flowmap.read.shards import read_run_shards
+from flowmap.read.incremental import IncrementalReader
 
 R = TypeVar("R", bound="Records")
 
@@ -101,14 +99,10 @@ class Records:
         Past `detail_hops` hops (shared among the shards; None: no limit) the
         reader folds hops into per-seam, per-step records (`seam_steps`).
         """
-        path = os.fspath(path)
+        reader = IncrementalReader(path, detail_hops, finished=True)  # a live watch's reader
         with paused_gc():
-            shards, problems = read_run_shards(path, detail_hops)
-        meta: dict[str, Any] = {}
-        if os.path.isdir(path):
-            meta = read_run_meta(os.path.join(path, tf.RUN_META), problems)
-        with paused_gc():
-            return cls(path, shards, meta, problems)
+            reader.poll()
+            return reader.records(cls)
 
     @property
     def truncated(self) -> bool:

@@ -46,7 +46,7 @@ from operator import attrgetter
 from flowmap.read import events
 from flowmap.read.events import Half, Hop, ReceiveHalf, SendHalf
 from flowmap.read.fold import fold_hops, merge_seam_steps
-from flowmap.read.halves import digest_keyed, family, join_halves, joined_hop, pair
+from flowmap.read.halves import claimed_sender, digest_keyed, family, join_halves, joined_hop, pair
 
 MAX_HALVES = 8192  # the bound on halves waiting (half of it for sends, half for receives)
 
@@ -153,19 +153,11 @@ class HalfSettler:
         for r in receives:
             if (r.channel, r.key) in sent or (family(r), r.key) in sent:
                 continue
-            s = self._settled_sender(r)
+            s = claimed_sender(self.claimed, r) or claimed_sender(self.claimed_before, r)
             if s is not None:
                 hops.append(joined_hop(s, r.owner, r))
                 copied.append(r)
         return copied, hops
-
-    def _settled_sender(self, r: ReceiveHalf) -> SendHalf | None:
-        for memo in (self.claimed, self.claimed_before):
-            s = memo.get((r.channel, r.key)) or (memo.get((family(r), r.key))
-                                                 if digest_keyed(r) else None)
-            if s is not None:
-                return s
-        return None
 
     def _hold(self, hops: list[Hop], folded: Iterable[events.SeamStep]) -> None:
         """Keep the first settled hops one by one, and fold the rest per seam and step."""

@@ -1,8 +1,7 @@
-"""Find the shards of a run directory and read them all, each within its share of detail.
+"""Find the shards of a run directory (`flowmap.read.incremental` reads them).
 
 Kept apart from `reader` (one shard's bytes to records): what counts as a
-shard file of a run (regular files only, no symlink out of the run, no loop)
-and how the run's detail budget is shared among its shards.
+shard file of a run (regular files only, no symlink out of the run, no loop).
 """
 
 from __future__ import annotations
@@ -12,12 +11,7 @@ import stat
 
 from flowmap import trace_format as tf
 from flowmap.errors import NotATrace
-from flowmap.read import identity
-from flowmap.read.events import Shard
-from flowmap.read.fold import DETAIL_HOPS, shard_budget
 from flowmap.read.plain import show_path
-from flowmap.read.ray_transport import name_ray_transports
-from flowmap.read.reader import read_header, read_shard
 from flowmap.rundir import shard_names
 
 
@@ -70,37 +64,6 @@ def _not_a_shard_file(p: str, root: str) -> str | None:
 def shard_paths(run_path: str) -> list[str]:
     """The shard files of a run directory (or the one file given), sorted for determinism."""
     return scan_run(run_path)[0]
-
-
-def read_run_shards(
-    run_path: str, detail_hops: int | None = DETAIL_HOPS
-) -> tuple[list[Shard], list[str]]:
-    """Every readable shard of a run and a sentence per problem (empty, bad lines, skipped).
-
-    Each shard keeps its share of `detail_hops` as hops and folds the rest
-    (None: every hop kept). A run whose every shard is unreadable raises
-    NotATrace with the first reason.
-    """
-    paths, problems = scan_run(run_path)
-    budget = shard_budget(detail_hops, len(paths))
-    shards = []
-    headers = [read_header(p) or {} for p in paths]
-    pids, labels = identity.run_pids(headers), identity.host_labels([h for h in headers if h])
-    for p, header, pid in zip(paths, headers, pids):
-        try:
-            shard = read_shard(p, budget, pid if header else None)
-            shard.host_label = labels.get(identity.host_key(header), shard.host)
-        except NotATrace as exc:
-            if len(paths) == 1 and not problems and p == run_path:
-                raise
-            problems.append(str(exc) + "; skipped")
-            continue
-        problems.extend(shard.problems())
-        shards.append(shard)
-    if not shards:
-        raise NotATrace(problems[0] if problems else f"{show_path(run_path)} holds no readable shards")
-    name_ray_transports(shards)
-    return shards, problems
 
 
 def has_hop_line(path: str, chunk: int = 1 << 20) -> bool:

@@ -1,13 +1,14 @@
-"""Follow one shard as it grows: its offset, and the finished reader's own feed of its lines.
+"""Read one shard, finished or growing: its offset, and the one feed of its lines.
 
-A poll reads from the offset to the first NUL (a mapped shard's reserved,
-unwritten tail) and hands the bytes to the `flowmap.read.reader.ShardFeed`
-that `read_shard` feeds a finished file through, so a growing shard reads
-as the finished one: the same header, decoder, checks and handling of
-partial and over-long lines, hop lines equal but for their time taken
-without decoding (`flowmap.read.hop_lines`). Counter
-samples, marks and drops past `MAX_RECORDS` are folded, oldest first, into
-per-name records whose count, sum, least, largest and last value are exact.
+`read_shard` reads a finished file through the `ShardTail` that a live watch
+polls as the file grows: the bytes up to the first NUL (a mapped shard's
+reserved, unwritten tail) go to one `flowmap.read.reader.ShardFeed`, so a
+growing shard reads as the finished one: the same header, decoder, checks
+and handling of partial and over-long lines, hop lines equal but for their
+time taken without decoding (`flowmap.read.hop_lines`). A watch's poll
+also bounds what it holds: counter samples, marks and drops past
+`MAX_RECORDS` are folded, oldest first, into per-name records whose count,
+sum, least, largest and last value are exact.
 """
 
 from __future__ import annotations
@@ -31,12 +32,24 @@ MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for
 FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
 
 
-class ShardTail:
-    """One shard being followed: its offset, and its feed."""
+def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None) -> Shard:
+    """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard.
 
-    def __init__(self, path: str, budget: int | None) -> None:
+    Past `detail_hops` hops (None: never) the rest are folded into `seam_steps`.
+    `pid`: the process's number in its run (`flowmap.read.identity`), when not its pid.
+    """
+    return ShardTail(path, detail_hops, pid).finish()
+
+
+class ShardTail:
+    """One shard being read (a finished file) or followed: its offset, and its feed."""
+
+    def __init__(self, path: str, budget: int | None, pid: int | None = None,
+                 host_label: str | None = None) -> None:
         self.path = path
         self.budget = budget
+        self.pid, self.host_label = pid, host_label  # as the run numbers and names them
+        self.done: Shard | None = None  # a finished file, read to its end
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
         self.capped = False  # the last poll stopped at MAX_READ: more is waiting
         self._reset()
@@ -63,31 +76,61 @@ class ShardTail:
                 data, self.capped = _read_to_nul(f)
         except NotATrace:
             return 0  # vanished between listing and opening; the next listing says so
+        try:
+            got = self.take(data)
+        except NotATrace as exc:
+            self.problem = f"{exc}; skipped"
+            return 0
+        if self.feed is not None:
+            bound_records(self.feed.shard)
+        return got
+
+    def take(self, data: bytes) -> int:
+        """The shard's next bytes (none of them NUL); returns the bytes handled. Raises
+        NotATrace for a header that is not a shard's."""
         self.pos += len(data)
-        got = 0
-        if self.feed is None:
+        got, feed = 0, self.feed
+        if feed is None:
             data = self.head + data
             nl = data.find(b"\n", 0, MAX_HEADER + 1)
             if nl < 0:
                 if len(data) > MAX_HEADER:
-                    self.problem = f"{show_path(self.path)} is not a flowmap trace; skipped"
-                else:
-                    self.head = data  # the header's next bytes come in a later poll
+                    raise NotATrace(f"{show_path(self.path)} is not a flowmap trace")
+                self.head = data  # the header's next bytes come in a later poll
                 return 0
-            try:
-                header = parse_header(data[:nl + 1], self.path)
-            except NotATrace as exc:
-                self.problem = f"{exc}; skipped"
-                return 0
-            self.feed = ShardFeed(new_shard(self.path, header), self.budget, hop_lines=True)
+            feed = self.start(data[:nl + 1])
             data, got, self.head = data[nl + 1:], nl + 1, b""
-        before = self.feed.handled
-        self.feed.take(data)
-        bound_records(self.feed.shard)
-        return got + self.feed.handled - before
+        before = feed.handled
+        feed.take(data)
+        return got + feed.handled - before
+
+    def start(self, header: bytes) -> ShardFeed:
+        """The feed of the shard whose header line is `header`."""
+        sh = new_shard(self.path, parse_header(header, self.path), self.pid)
+        if self.host_label is not None:  # "": the run names its host by its hostname
+            sh.host_label = self.host_label or sh.host
+        self.feed = ShardFeed(sh, self.budget)
+        return self.feed
+
+    def finish(self) -> Shard:
+        """Read a finished file to its end (`read_shard`); raises NotATrace."""
+        with open_regular(self.path) as f:
+            more, empty = True, not os.fstat(f.fileno()).st_size
+            while more:  # up to the zeros after the last event of a mapped shard
+                data, more = _read_to_nul(f)
+                self.take(data)
+        if empty:
+            self.done = Shard(path=self.path, pid=0, ppid=0, host="", argv=[], process=None,
+                              t0_mono_ns=0, t0_wall_ns=0, empty=True)
+        else:  # a header without its newline: the whole file
+            feed = self.feed or self.start(self.head)
+            self.done = feed.snapshot(copy=False)  # a partial last line: dropped
+        return self.done
 
     def snapshot(self) -> Shard | None:
         """The shard as `read_shard` would return it for the bytes handled so far."""
+        if self.done is not None:
+            return self.done
         return self.feed.snapshot() if self.feed is not None else None
 
     def retire(self, before: int) -> None:

@@ -18,7 +18,7 @@ import pytest
 from seam_figures import detail_hops, seam_figures, seam_steps
 
 from flowmap import trace_format as tf
-from flowmap.read.shards import read_run_shards
+from flowmap.read.incremental import read_run_shards
 
 DRIVER = textwrap.dedent("""
     import os, subprocess, sys

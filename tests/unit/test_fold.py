@@ -17,7 +17,7 @@ from seam_figures import detail_hops, seam_figures, seam_steps
 import flowmap
 from flowmap import trace_format as tf
 from flowmap.capture import fold
-from flowmap.read.shards import read_run_shards
+from flowmap.read.incremental import read_run_shards
 
 FUZZ = settings(max_examples=15, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -301,3 +301,28 @@ def test_a_garbage_line_longer_than_one_read_never_stalls_the_reader(tmp_path, m
     live, whole = reader.records(Run), flowmap.load(str(tmp_path / "run"))
     assert (live.num_hops, live.health.bad_lines, live.truncated) == (2, 1, False)
     assert (whole.num_hops, whole.health.bad_lines) == (2, 1)
+
+
+def test_a_watch_numbers_and_names_processes_as_the_finished_reader_does(tmp_path):
+    # GIVEN two containers' processes, both pid 1 on hosts of one hostname, in one run
+    run = tmp_path / "run"
+    run.mkdir()
+    for i, ns in enumerate((10, 11)):
+        path = str(run / f"h-1-{i}{tf.SHARD_SUFFIX}")
+        w = runs.ShardWriter(path, 1)
+        w.hop(5, f"worker/{i}", "learner", "batch", [runs.tensor("x", (4,))], step=0)
+        w.close(9)
+        lines = open(path).read().splitlines(keepends=True)
+        header = json.loads(lines[0])
+        header.update(boot_id="b", pid_ns=ns, start_ticks=5, t0_wall_ns=header["t0_wall_ns"] + i)
+        with open(path, "w") as f:
+            f.writelines([json.dumps(header) + "\n", *lines[1:]])
+    # WHEN a watch polls it and `flowmap.load` reads it
+    reader = IncrementalReader(str(run))
+    reader.poll()
+    live, done = reader.records(Run), flowmap.load(str(run))
+    # THEN both number the processes apart and name the hosts apart, alike
+    names = [(s.pid, s.os_pid, s.host_label) for s in live.shards]
+    assert names == [(s.pid, s.os_pid, s.host_label) for s in done.shards]
+    assert len({p for p, _, _ in names}) == 2 and {h for _, _, h in names} == {
+        "testhost#1", "testhost#2"}

@@ -20,8 +20,9 @@ from flowmap.check.snapshot import from_run
 from flowmap.check.tolerance import DEFAULT_TOLERANCE
 from flowmap.model.run import Run, load
 from flowmap.read.fold import FINISH_STEP_FACTOR, fold_hops
-from flowmap.read.reader import read_shard
-from flowmap.read.shards import read_run_shards, shard_paths
+from flowmap.read.incremental import read_run_shards
+from flowmap.read.shards import shard_paths
+from flowmap.read.tail import read_shard
 from flowmap.reporters.html import write_html
 from flowmap.reporters.json_document import report_document
 from flowmap.reporters.perfetto import perfetto_trace
