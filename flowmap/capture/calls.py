@@ -31,7 +31,7 @@ RESULT = "result"  # the root of a reply's leaf paths
 class Arguments:
     """The parameter names of one function, to bind each call's arguments to."""
 
-    __slots__ = ("sig",)
+    __slots__ = ("sig", "names")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         import inspect  # here, not at the top: `flowmap` is imported at every traced child's start-up
@@ -40,12 +40,22 @@ class Arguments:
             self.sig: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):  # builtins and C functions may have none
             self.sig = None
+        # Parameters that are all plain (positional or keyword): a positional call binds by
+        # zip, without `Signature.bind_partial`'s walk (most of a small seam's cost)
+        plain = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params = self.sig.parameters.values() if self.sig is not None else ()
+        self.names: tuple[str, ...] | None = (
+            tuple(p.name for p in params) if self.sig is not None and
+            all(p.kind is plain for p in params) else None)
 
     def bind(self, a: tuple[Any, ...], kw: Mapping[str, Any]) -> dict[str, Any]:
         """`{name: value}` of a call; `arg0, arg1, ...` when there is no signature.
 
         Raises TypeError when the signature rejects the arguments (the call itself will say so).
         """
+        names = self.names
+        if names is not None and not kw and len(a) <= len(names):
+            return dict(zip(names, a))
         if self.sig is None:
             bound: dict[str, Any] = {f"arg{i}": v for i, v in enumerate(a)}
             bound.update(kw)

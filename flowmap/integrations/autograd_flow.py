@@ -118,11 +118,13 @@ def follow(loss: Any) -> None:
     root = getattr(loss, "grad_fn", None)
     if t is None or root is None:
         return
-    with _lock:
-        noted = list(_noted)
     held: list[Any] = [root]  # every node seen stays alive for the walk: ids stay unique
     index: dict[int, list[tuple[str, str, str, Any]]] = {}
-    for ref, owner, name, handed_to in noted:
+    with _lock:  # dead tensors leave the list here: every backward would scan them again
+        alive = [entry for entry in _noted if entry[0]() is not None]
+        _noted.clear()
+        _noted.extend(alive)
+    for ref, owner, name, handed_to in alive:
         x = ref()
         g = None if x is None else x.grad_fn
         if g is not None:

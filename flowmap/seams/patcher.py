@@ -126,8 +126,8 @@ def _patch(module: ModuleType, spec: SeamSpec, warn: bool = True) -> str | None:
         return None  # already patched (a forked child, or the map loaded twice)
     wrapper = wrap(raw, spec)
     setattr(holder, name, wrapper)
-    if holder is module and isinstance(raw, types.FunctionType):
-        _rebind_copies(module, raw, wrapper)
+    if holder is module and isinstance(raw, types.FunctionType) and module.__name__ != MAIN:
+        _rebind_copies(module, raw, wrapper)  # a script's own function lives in `__main__` only
     return None
 
 

@@ -122,3 +122,19 @@ def test_a_seam_map_targets_result_is_followed_without_the_seams_knowing_autogra
     hops = [h for h in view.events.hops if h.dst == "finish_episode"]
     assert [(h.src, h.name) for h in hops] == [("Policy", "act")]
     assert hops[0].nbytes == 2 * 2 * 4
+
+
+def test_dead_results_leave_the_noted_list_at_the_next_backward(tmp_path):
+    # GIVEN many results noted and dropped (a long rollout), then one backward
+    layer = torch.nn.Linear(4, 2)
+
+    def body():
+        for _ in range(500):
+            autograd_flow.note("Policy", "forward", layer(torch.randn(4)), "main")
+        kept = layer(torch.randn(4))
+        autograd_flow.note("Policy", "forward", kept, "main")
+        kept.sum().backward()
+        # THEN only the result still alive is kept: a later backward does not scan the dead
+        assert len(autograd_flow._noted) == 1
+
+    _run(tmp_path, body)
