@@ -12,9 +12,7 @@ Two processes, a gloo group over loopback, annotated with `flowmap.owner` and
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import socket
-
+import gloo_ranks  # the corpus's rank launcher, beside this script
 import torch
 import torch.distributed as dist
 
@@ -46,16 +44,7 @@ def run(rank: int, port: int) -> None:
 
 
 def main() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    procs = [ctx.Process(target=run, args=(rank, port)) for rank in range(WORLD)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join()
-        assert p.exitcode == 0
+    gloo_ranks.spawn(run, WORLD)
 
 
 if __name__ == "__main__":
