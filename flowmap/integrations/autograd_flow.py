@@ -42,6 +42,7 @@ _noted: collections.deque[tuple[weakref.ref[Any], str, str, str]] = collections.
 _enabled = False
 _FLOWMAP_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _MARK = "__flowmap_autograd__"
+_UNNAMED = "main"  # the default owner of a process nobody named: its driver
 
 
 def enable() -> None:
@@ -162,13 +163,15 @@ def follow(loss: Any) -> None:
 
 
 def _learner() -> str:
-    """The owner that learns: the script's function calling `backward()`, unless it is the
-    driver; then the optimizer's step; else `backward`."""
+    """The owner that learns: the owner running `backward()` (a seam's body, an `owner()`
+    block, a process with a role such as a rank); in a process nobody named, the script's
+    function calling it, unless that is the driver; then the optimizer's step; else
+    `backward`."""
     from flowmap.capture.api import current_owner
 
     owner = current_owner()
-    if owner != state.default_owner:
-        return owner  # a seam's body (or an `owner()` block) called backward
+    if owner != _UNNAMED:
+        return owner  # a seam's body, an `owner()` block, or a process with a role (a rank)
     frame: FrameType | None = sys._getframe(2)
     while frame is not None and (frame.f_code.co_filename.startswith(_FLOWMAP_DIR) or
                                  _is_library(frame)):
