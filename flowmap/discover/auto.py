@@ -212,6 +212,9 @@ class AutoSeams:
 
     def summary(self) -> str:
         """The one line the run ends with: what the automatic mode did."""
+        if self.instrumented:
+            return ("flowmap: no seam map given, and the program uses flowmap's API (an owner, "
+                    "a step...), so no seams were looked for.")
         if self.error:
             return (f"flowmap: finding seams failed ({self.error}); nothing was recorded "
                     "automatically. Try flowmap discover SCRIPT.")
