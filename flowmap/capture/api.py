@@ -11,9 +11,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from flowmap.capture import calls, state, values
+
+if TYPE_CHECKING:
+    from flowmap.capture.tracer import Tracer
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -54,6 +57,14 @@ def hop(
         t.error(exc)
 
 
+def _declared_tracer() -> Tracer | None:
+    """The tracer, once the watch of `flowmap trace` with no map was told the program is
+    instrumented (it tells its own story: no seams are looked for)."""
+    if state.on_declared is not None:
+        state.declared()
+    return state.tracer
+
+
 def note(src: Any, dst: Any, name: Any, payload: Any, step: int | None, transport: Any) -> None:
     """Record the leaf notes of a hop that moved `payload` (storage behind views, mask counts)."""
     from flowmap.capture import leaf_notes  # here: most hops are `ref`, most programs never pay
@@ -70,9 +81,7 @@ def note(src: Any, dst: Any, name: Any, payload: Any, step: int | None, transpor
 
 def counter(name: str, value: float) -> None:
     """Record one sample of the time series `name` (in-flight, watermark, loss...)."""
-    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
-        state.declared()
-    t = state.tracer
+    t = _declared_tracer()
     if t is None:
         return
     try:
@@ -83,9 +92,7 @@ def counter(name: str, value: float) -> None:
 
 def mark(name: str) -> None:
     """Record a phase marker (`weight_sync.begin`, `train.step`...)."""
-    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
-        state.declared()
-    t = state.tracer
+    t = _declared_tracer()
     if t is None:
         return
     try:
@@ -96,9 +103,7 @@ def mark(name: str) -> None:
 
 def drop(items: Iterable[Any], reason: str) -> None:
     """Record that `items` were discarded by the current owner (e.g. `reason="stale"`)."""
-    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
-        state.declared()
-    t = state.tracer
+    t = _declared_tracer()
     if t is None:
         return
     try:
@@ -115,9 +120,7 @@ def tag_items(obj: T, items: Iterable[Any]) -> T:
     program's item ids: `q.put(flowmap.tag_items(traj, [traj.uid]))`. The send
     carries them, so a later `flowmap.drop` of those items counts their bytes.
     """
-    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
-        state.declared()
-    t = state.tracer
+    t = _declared_tracer()
     if t is None:
         return obj
     try:
@@ -134,9 +137,7 @@ def tag_items(obj: T, items: Iterable[Any]) -> T:
 
 def step(n: int) -> None:
     """Set the training step that later hops of this process belong to."""
-    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
-        state.declared()
-    t = state.tracer
+    t = _declared_tracer()
     if t is None:
         return
     try:
