@@ -125,6 +125,7 @@ def test_ctrl_c_to_the_group_mid_run_keeps_the_story(tmp_path, run_cli):
         while time.monotonic() < deadline and _updates(tmp_path / "run") < 4 and proc.poll() is None:
             time.sleep(0.5)
         assert _updates(tmp_path / "run") >= 4, "no update was recorded in 300 s"
+        assert proc.poll() is None, "the program ended before Ctrl-C reached it"
     finally:
         out, err = _ctrl_c(proc)
     assert proc.returncode == 130, err[-3000:]

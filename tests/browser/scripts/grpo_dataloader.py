@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 
 import torch
 import torch.nn.functional as F
@@ -64,18 +65,19 @@ llm_ref = copy.deepcopy(llm)
 loss_fn = PolicyLoss()
 optimizer = torch.optim.AdamW(llm.parameters(), lr=1e-3)
 step = 0
-for prompts in DataLoader(Prompts(), batch_size=2, num_workers=2):
-    seq = llm.generate(prompts)
-    rewards = (seq[:, PROMPT_LEN:] % 2 == 0).float().mean(1)
-    adv = ((rewards - rewards.mean()) / (rewards.std() + 1e-6)).unsqueeze(1)
-    with torch.no_grad():
-        old = llm.compute_log_probs(seq)
-        ref = llm_ref.compute_log_probs(seq)
-    loss = loss_fn(llm.compute_log_probs(seq), old, ref, adv)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    step += 1
-    print(f"step {step}: loss={loss.item():.4f}")
-    if args.steps and step >= args.steps:
-        break
+for _epoch in itertools.count() if args.steps == 0 else range(1):  # 0: forever, as a job runs
+    for prompts in DataLoader(Prompts(), batch_size=2, num_workers=2):
+        seq = llm.generate(prompts)
+        rewards = (seq[:, PROMPT_LEN:] % 2 == 0).float().mean(1)
+        adv = ((rewards - rewards.mean()) / (rewards.std() + 1e-6)).unsqueeze(1)
+        with torch.no_grad():
+            old = llm.compute_log_probs(seq)
+            ref = llm_ref.compute_log_probs(seq)
+        loss = loss_fn(llm.compute_log_probs(seq), old, ref, adv)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        step += 1
+        print(f"step {step}: loss={loss.item():.4f}")
+        if args.steps and step >= args.steps:
+            break
