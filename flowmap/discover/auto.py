@@ -41,7 +41,12 @@ from flowmap.units import plural
 
 MAP_NAME = "auto-seams.yaml"
 WATCH_SECONDS = 30.0  # a first step slower than this: the seams seen so far are recorded
-HOLD_UPDATES = 3  # updates without the loop's first function: record from then on anyway
+# Updates without the loop's first function after which the recording opens anyway: few
+# when the watch saw it called once (a setup call, `env.reset(seed=...)`, may never come
+# back), many when it saw it called again and again (`rollout()` per sample: the loop's
+# own, and an iteration may hold many updates, five per rollout batch in nano-rl).
+HOLD_UPDATES = 3
+HOLD_LOOP_UPDATES = 64
 
 
 class AutoSeams:
@@ -66,6 +71,8 @@ class AutoSeams:
         self.pid = os.getpid()
         self.opener: str | None = None  # the target whose next call starts the recording
         self.held_updates = 0
+        self.hold_updates = HOLD_UPDATES  # held updates before recording opens anyway
+        self.gave_up = 0  # the update the recording opened at, the opener not called again
 
     def start(self) -> None:
         """Count updates and watch, from now on."""
@@ -133,7 +140,8 @@ class AutoSeams:
             return
         if self.opener and wrapper.held():  # the opener never came back: a setup function
             self.held_updates += 1
-            if self.held_updates >= HOLD_UPDATES:
+            if self.held_updates >= self.hold_updates:
+                self.gave_up = self.held_updates + 1
                 wrapper.hold_until(None)
 
     def _found(self) -> None:
@@ -171,6 +179,9 @@ class AutoSeams:
             f.write(text)
         seam_map = parse_seam_map(text, path)
         self.opener = self._opener(found.seams)
+        calls = {str(c.fn.target): c.calls for c in found.seams}
+        if calls.get(self.opener or "", 0) > 1:
+            self.hold_updates = HOLD_LOOP_UPDATES
         wrapper.hold_until(self.opener)  # from the start of the next iteration
         patcher = Patcher(seam_map, warn=False)
         patcher.install()  # targets in imported modules: patched now
@@ -230,6 +241,8 @@ class AutoSeams:
         opener = (self.opener or "").split(":", 1)[-1]
         recorded = ("had nothing left to record (flowmap discover SCRIPT watches longer)"
                     if not self.why.startswith("--") else
+                    f"recorded every call from update {self.gave_up} on ({opener}() was not "
+                    "called again)" if opener and self.gave_up else
                     f"recorded every call from the next {opener}() on" if opener else
                     "recorded every later call")
         return (f"flowmap: no seam map given: watched the program {when}, found "

@@ -178,13 +178,37 @@ def _order(reached: dict[str, int], edges: set[tuple[str, str]]) -> tuple[str, .
     for src, dst in edges:
         if reached.get(dst, 0) >= reached.get(src, 0):
             feeds[dst].add(src)
+    cycle = _cycles(feeds)
     left, out = set(reached), []
     while left:
-        ready = [s for s in left if not feeds[s] & left] or list(left)
+        # a stage is ready once every stage feeding its cycle is placed (a stage that calls
+        # a helper and gets its result back, both reached at once: one cycle, placed
+        # together), so a stage reached later never jumps ahead of a cycle reached first
+        ready = [s for s in left
+                 if all(feeds[m] & left <= cycle[s] for m in cycle[s] & left)] or list(left)
         first = min(ready, key=lambda s: (reached[s], s))
         out.append(first)
         left.remove(first)
     return tuple(out)
+
+
+def _cycles(feeds: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Each stage's strongly connected set under `feeds` (itself alone, where it is in no
+    cycle); a run has tens of stages, so a search from each is cheap enough."""
+    stages = set(feeds) | {s for fs in feeds.values() for s in fs}
+    upstream: dict[str, set[str]] = {}
+    for s in stages:
+        seen, todo = {s}, [s]
+        while todo:
+            for f in feeds.get(todo.pop(), ()):
+                if f not in seen:
+                    seen.add(f)
+                    todo.append(f)
+        upstream[s] = seen
+    out: dict[str, set[str]] = defaultdict(set)
+    for s in stages:
+        out[s] = {t for t in upstream[s] if s in upstream[t]}
+    return out
 
 
 def _roots(h: Hop) -> dict[int, str]:

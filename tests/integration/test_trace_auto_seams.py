@@ -236,3 +236,67 @@ def test_an_instrumented_program_gets_no_seams_of_the_watchs_own(tmp_path, run_c
     view = load(str(tmp_path / "run")).view
     assert {(src, dst) for src, dst, _ in view.seams} == {("rollout", "learner")}
     assert view.num_hops == 3
+
+
+REPLAY_SCRIPT = '''
+import random
+import torch
+
+
+class ReplayBuffer:
+    def __init__(self):
+        self.items = []
+
+    def push(self, experiences):
+        self.items.extend(experiences)
+
+    def sample(self, count):
+        return random.sample(self.items, count)
+
+
+def rollout(model):
+    return model(torch.randn(1, 8)).detach()
+
+
+def objective(model, group):
+    return torch.stack([model(x).sum() for x in group]).mean()
+
+
+def main():
+    random.seed(0)
+    model = torch.nn.Linear(8, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    buffer = ReplayBuffer()
+    for step in range(3):
+        buffer.push([rollout(model) for _ in range(6)])
+        for update in range(5):  # five updates a rollout batch: more than a setup call waits
+            loss = objective(model, buffer.sample(3))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.slow
+def test_recording_opens_at_the_loops_first_function_past_many_updates(tmp_path, run_cli):
+    # GIVEN nano-rl's shape: rollouts fill a replay buffer, then five updates sample it
+    script = tmp_path / "replay_train.py"
+    script.write_text(REPLAY_SCRIPT)
+    # WHEN it runs under `flowmap trace` with no map
+    traced = run_cli(["trace", "-o", "run", str(script)], cwd=tmp_path, timeout=600)
+    assert traced.returncode == 0, traced.stderr[-3000:]
+    said = [ln for ln in traced.stderr.splitlines() if "no seam map given" in ln]
+    # THEN the recording waits for the next rollout (called six times in the watched step:
+    # the loop's own), not for three updates, and the stages read in the script's order
+    assert len(said) == 1 and "from the next rollout() on" in said[0], traced.stderr
+    view = load(str(tmp_path / "run")).view
+    assert view.seams and min(view.seams[s].hops for s in view.seams
+                              if s[0] == "rollout") == 12  # steps 2 and 3, whole
+    stages = [s for s in view.flow.stages if s != "main"]
+    assert _before(tuple(stages), "rollout", "ReplayBuffer.push", "ReplayBuffer.sample",
+                   "objective"), stages
+    assert stages.index("rollout") == 0, stages

@@ -165,3 +165,25 @@ def test_a_stage_that_hands_its_input_on_comes_before_the_stage_it_called():
     assert {("reset", "Policy"), ("env.step", "Policy"), ("Policy", "select_action"),
             ("Policy", "finish_episode")} <= pairs
     assert ("reset", "select_action") not in pairs  # only handed on: no edge of its own
+
+
+def test_a_stage_and_the_helper_it_calls_come_before_a_stage_fed_only_by_older_data():
+    # GIVEN nano-rl's GRPO loop, recorded from a rollout on: rollout hands its logits to a
+    # helper and gets their sum back (a cycle, both reached at once), the replay buffer's
+    # sample then returns experiences made before the recording began (no producer seen)
+    s = Script()
+    for k in range(2):
+        base = 100 * k
+        s.hop("rollout", "sum_log_probs", "logits", [base + 1])
+        s.hop("sum_log_probs", "rollout", "result", [base + 2])
+        s.hop("rollout", "main", "rollout", [base + 1])
+        s.hop("main", "ReplayBuffer.push", "experiences", [base + 1])
+        s.hop("ReplayBuffer.sample", "main", "sample", [base + 50])
+        s.hop("main", "objective", "group", [base + 50])
+        s.hop("objective", "train", "loss", [base + 60])
+    flow = build_flow(s.hops)
+    # THEN the cycle reached first is placed first: the sample, fed by nothing recorded,
+    # does not jump ahead of it
+    assert [st for st in flow.stages if st != "main"] == [
+        "rollout", "sum_log_probs", "ReplayBuffer.push", "ReplayBuffer.sample", "objective",
+        "train"]
