@@ -85,34 +85,44 @@ class StepBlocks:
             return False
         for sh in shards:
             sh.seam_steps = [st for st in sh.seam_steps if st.step is None or st.step >= before]
-        steps = {st.step for st in old}
-        sums: dict[tuple[_Seam, int], list[int]] = defaultdict(lambda: [0, 0])  # -> bytes, hops
-        for seam, step, nbytes, hops in chain(
-                ((st.seam, st.step, st.nbytes_sum, st.hops) for st in old),
-                ((h.seam, h.step, h.nbytes, 1) for sh in shards for h in sh.hops if h.step in steps)):
-            for got in (sums[(seam, step)], sums[(None, step)]):  # type: ignore[index]  # stepped
-                got[0] += nbytes
-                got[1] += hops
         new: dict[int, _Block] = defaultdict(_Block)
         for st in old:
             blk = new[st.step // self.width]  # type: ignore[operator]  # stepped
             blk.steps.append((st.step, st.step))  # type: ignore[arg-type]
             blk.put(st)
-        for (of, step), (nbytes, hops) in sums.items():
-            new[step // self.width].note(of, nbytes, hops)
+        for (seam, step), (nbytes, hops) in _step_sums(old, shards).items():
+            new[step // self.width].note(seam, nbytes, hops)
         for b, blk in new.items():
             self.blocks.setdefault(b, _Block()).absorb(blk)
-        while len(self.blocks) > self.max_blocks:  # twice the width: neighbours become one
-            self.width *= 2
-            blocks: dict[int, _Block] = {}
-            for b in sorted(self.blocks):
-                blocks.setdefault(b // 2, _Block()).absorb(self.blocks[b])
-            self.blocks = blocks
+        while len(self.blocks) > self.max_blocks:
+            self._coarsen()
         return True
+
+    def _coarsen(self) -> None:
+        """Twice the width: each pair of neighbours becomes one block."""
+        self.width *= 2
+        blocks: dict[int, _Block] = {}
+        for b in sorted(self.blocks):
+            blocks.setdefault(b // 2, _Block()).absorb(self.blocks[b])
+        self.blocks = blocks
 
     def records(self) -> list[SeamStep]:
         """Every block's records, each with its `StepBlock` (`step`: the block's first)."""
         return [st for b in sorted(self.blocks) for st in self.blocks[b].records()]
+
+
+def _step_sums(old: list[SeamStep], shards: list[Shard]) -> dict[tuple[_Seam, int], list[int]]:
+    """Each step's bytes and hops of `old`, per seam and for the run (None), from the steps'
+    own records and the shards' kept hops of those steps."""
+    steps = {st.step for st in old}
+    sums: dict[tuple[_Seam, int], list[int]] = defaultdict(lambda: [0, 0])
+    for seam, step, nbytes, hops in chain(
+            ((st.seam, st.step, st.nbytes_sum, st.hops) for st in old),
+            ((h.seam, h.step, h.nbytes, 1) for sh in shards for h in sh.hops if h.step in steps)):
+        for got in (sums[(seam, step)], sums[(None, step)]):  # type: ignore[index]  # stepped
+            got[0] += nbytes
+            got[1] += hops
+    return sums
 
 
 def _union(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:

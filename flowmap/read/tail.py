@@ -14,13 +14,7 @@ from flowmap.errors import NotATrace
 from flowmap.read.bounds import bound_records
 from flowmap.read.events import Shard
 from flowmap.read.plain import show_path
-from flowmap.read.reader import (
-    MAX_HEADER,
-    ShardFeed,
-    new_shard,
-    open_regular,
-    parse_header,
-)
+from flowmap.read.reader import MAX_HEADER, ShardFeed, new_shard, open_regular, parse_header
 
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
