@@ -202,7 +202,8 @@ class IncrementalReader:
 
 def _newest_step(shards: list[Shard]) -> int | None:
     """The run's newest step so far: of its folded and kept hops, and of its sends."""
-    return max((s for sh in shards for s in chain(
-        (st.step for st in sh.seam_steps), (h.step for h in sh.hops),
-        (h.hop.step if isinstance(h, SendHalf) else h.seam_step.step if isinstance(h, SendFold)
-         else None for h in sh.halves)) if s is not None), default=None)
+    sends = (h.hop.step if isinstance(h, SendHalf) else h.seam_step.step
+             for sh in shards for h in sh.halves if isinstance(h, (SendHalf, SendFold)))
+    steps = chain((st.step for sh in shards for st in sh.seam_steps),
+                  (h.step for sh in shards for h in sh.hops), sends)
+    return max((step for step in steps if step is not None), default=None)
