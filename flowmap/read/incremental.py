@@ -1,22 +1,11 @@
 """Read a run, finished or still being written: each poll takes only what every shard appended.
 
-`flowmap.load` (`Records.read`: one poll of a finished run, every shard read
-to its end), `flowmap top`, the live page and `/metrics` are consumers of
-this one reader. Each shard is a `flowmap.read.tail.ShardTail`, which hands
-only the complete lines appended since the last poll to its decoder, so a
-growing run reads exactly as the finished run reads the same bytes: the same
-shards, numbered and named as the run's processes and hosts, the same
-problems. New shards (a rank or Ray worker that starts later) are picked up
-at the next poll.
-
-A watch's state stays bounded, whatever the run's length: past a detail window the
-decoder folds hops into per-seam, per-step records (as `flowmap.load` does
-for a long trace); steps older than a horizon are held in blocks of steps
-(`flowmap.read.blocks`, when a watch asks for them), a transport message's
-halves are joined once, once both are read, and held as what they made
-(`flowmap.read.settle`), and a shard's counter
-samples, marks and drops past `MAX_RECORDS` are folded, oldest first, into
-per-name records whose count, sum, least, largest and last value are exact.
+`flowmap.load` (one poll of a finished run, every shard read to its end), `flowmap top`,
+the live page and `/metrics` read through this one reader, so a growing run reads as the
+finished run reads the same bytes. A watch's state stays bounded (docs/live.md, "The
+incremental reader"): hops fold past a detail window, counter samples past `MAX_RECORDS`
+(`flowmap.read.bounds`), transport halves once joined (`flowmap.read.settle`), and steps
+past a horizon into blocks (`flowmap.read.blocks`).
 """
 
 from __future__ import annotations
@@ -24,12 +13,12 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from itertools import chain
 from typing import Any, Protocol, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
 from flowmap.read.blocks import StepBlocks
-from flowmap.read.bounds import MAX_RECORDS as MAX_RECORDS  # re-exported: the bound on records
 from flowmap.read.events import SendFold, SendHalf, Shard
 from flowmap.read.fold import DETAIL_HOPS, shard_budget
 from flowmap.read.identity import host_key, host_labels, run_pids
@@ -37,16 +26,12 @@ from flowmap.read.plain import show_path
 from flowmap.read.ray_transport import name_ray_transports
 from flowmap.read.reader import read_header
 from flowmap.read.run_meta import read_run_meta
-from flowmap.read.settle import HalfSettler
+from flowmap.read.settle import HalfSettler, give_records
 from flowmap.read.shards import scan_run
 from flowmap.read.tail import ShardTail
 
-# Hops each process of a live run keeps one by one (`flowmap.read.fold.shard_budget`: and
-# the rest of the step they end in, to twice that), for the findings that need per-hop
-# identity; past it every hop is folded per seam and step. Every kept hop is read again
-# at each update (the model is built whole), so this bounds an update's cost as much as
-# seams x steps do: at 2,000, four processes kept 12,000 hops and their rebuilds cost
-# three times as much.
+# Hops each process of a live run keeps one by one (`flowmap.read.fold.shard_budget`); every
+# kept hop is read again at each update, so this bounds an update's cost (docs/live.md).
 LIVE_DETAIL_HOPS = 500
 
 
@@ -64,7 +49,9 @@ def read_run_shards(path: str, detail_hops: int | None = DETAIL_HOPS
     every shard is unreadable raises NotATrace with the first reason."""
     reader = IncrementalReader(path, detail_hops, finished=True)
     reader.poll()
-    return reader.read()
+    shards = reader.shards()
+    name_ray_transports(shards)
+    return shards, reader.problems(shards)
 
 
 class RunGone(FlowmapError):
@@ -86,11 +73,11 @@ class IncrementalReader:
         # file is an empty shard, and a lone file that is not a shard raises NotATrace.
         self.finished = finished
         self.detail_hops = detail_hops
-        # Where old steps go, past a horizon (a live watch's), and where transport halves are
-        # joined once, as they are read; None: every step and half kept, and the records are
-        # exactly those `flowmap.load` reads from the same bytes.
+        # A live watch's bounds: old steps held in blocks past a horizon, transport halves
+        # joined once (`settler`, with blocks only); None: every step and half kept, and the
+        # records are exactly those `flowmap.load` reads from the same bytes.
         self.blocks = blocks
-        self.settler = settler if settler is not None or blocks is None else HalfSettler(
+        self.settler = None if blocks is None else settler or HalfSettler(
             keep_hops=LIVE_DETAIL_HOPS if detail_hops is None else detail_hops)
         self.tails: dict[str, ShardTail] = {}
         self.skipped: list[str] = []  # entries of the directory that are not shard files
@@ -106,7 +93,7 @@ class IncrementalReader:
             paths, self.skipped = scan_run(self.path)
         except NotATrace as exc:
             if self.tails and not os.path.exists(self.path):
-                raise RunGone(f"the run {show_path(self.path)} was removed while watched") from None
+                raise self._gone() from None
             if "holds no flowmap shards" in str(exc) and not self.finished:
                 return 0  # a run directory whose first process has not written yet
             raise
@@ -116,9 +103,8 @@ class IncrementalReader:
             headers = [read_header(p) or {} for p in paths]
             pids, labels = run_pids(headers), host_labels([h for h in headers if h])
             budget = shard_budget(self.detail_hops, len(paths))
-            fresh = set(new)
             for p, h, pid in zip(paths, headers, pids):
-                if p in fresh:
+                if p not in self.tails:
                     self.tails[p] = ShardTail(p, budget, pid if h else None,
                                               labels.get(host_key(h), ""))
         if self.finished:
@@ -138,18 +124,18 @@ class IncrementalReader:
         """Raise RunGone if the run directory was removed and made anew since the last poll
         (a tracer started over in it: a shard read before is gone, or the directory is
         another one): what the tails hold belongs to the removed one."""
-        if not self.tails.keys() <= set(paths):
-            raise RunGone(f"the run {show_path(self.path)} was removed while watched")
         try:
             st = os.stat(self.path)
+            identity = (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
         except OSError:
-            return
-        if not stat.S_ISDIR(st.st_mode):
-            return
-        identity = (st.st_dev, st.st_ino)
-        if self.identity is not None and identity != self.identity:
-            raise RunGone(f"the run {show_path(self.path)} was removed while watched")
-        self.identity = identity
+            identity = None
+        if not self.tails.keys() <= set(paths) or (
+                identity and self.identity and identity != self.identity):
+            raise self._gone()
+        self.identity = identity or self.identity
+
+    def _gone(self) -> RunGone:
+        return RunGone(f"the run {show_path(self.path)} was removed while watched")
 
     @property
     def more(self) -> bool:
@@ -162,18 +148,7 @@ class IncrementalReader:
 
     def shards(self) -> list[Shard]:
         """The shards read so far, each as the finished reader would return it (sorted by path)."""
-        out = []
-        for p in sorted(self.tails):
-            sh = self.tails[p].snapshot()
-            if sh is not None:
-                out.append(sh)
-        return out
-
-    def read(self) -> tuple[list[Shard], list[str]]:
-        """The shards read so far, and what went wrong reading the run."""
-        shards = self.shards()
-        name_ray_transports(shards)
-        return shards, self.problems(shards)
+        return [sh for p in sorted(self.tails) if (sh := self.tails[p].snapshot()) is not None]
 
     def problems(self, shards: list[Shard]) -> list[str]:
         """A sentence per problem: each entry skipped, each shard's (raises NotATrace when a
@@ -196,59 +171,39 @@ class IncrementalReader:
         handled (`flowmap.model.run.Run` for the figures), old steps in blocks where the
         reader has them; a new one each call: the model is built whole."""
         shards = self.shards()
-        newest = _newest_step(shards) if self.blocks is not None else None
-        if self.settler is not None:
-            before = None if newest is None or self.blocks is None \
-                else self.blocks.before(newest)
-            live = {t.path: t.shard.halves for t in self.tails.values() if t.shard is not None}
-            self.settler.settle(list(live.values()), before)
-            for sh in shards:  # the snapshot's halves, less those settled
-                sh.halves = list(live[sh.path])
-            self.settler.give(shards)
-            newest = _newest_step(shards)
-        if self.blocks is not None:
-            self._hand_over(shards, self.blocks, newest)
-        meta: dict[str, Any] = {}
+        if self.blocks is not None and self.settler is not None:
+            self._bound(shards, self.blocks, self.settler)
         problems = self.problems(shards)
-        if os.path.isdir(self.path):
-            meta = read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
+        meta = (read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
+                if os.path.isdir(self.path) else {})
         name_ray_transports(shards)  # idempotent: a kept hop is renamed once
         rec = cls(self.path, shards, meta, problems)
         if self.settler is not None and self.settler.shared:
             rec.shared_channels = sorted({*rec.shared_channels, *self.settler.shared})
         return rec
 
-    def _hand_over(self, shards: list[Shard], blocks: StepBlocks, newest: int | None) -> None:
-        """Move the folded steps past the horizon of the run's newest step into `blocks`
-        (the tails forget them), and give each shard its blocks' records in their place."""
-        stepped = [st.step for sh in shards for st in sh.seam_steps if st.step is not None]
-        if stepped and newest is not None:
-            before = blocks.before(newest)
-            if min(stepped) < before:
-                old = [st for sh in shards for st in sh.seam_steps
-                       if st.step is not None and st.step < before]
-                blocks.add(old, (h for sh in shards for h in sh.hops))
-                for t in self.tails.values():
-                    t.retire(before)
-                for sh in shards:
-                    sh.seam_steps = [st for st in sh.seam_steps
-                                     if st.step is None or st.step >= before]
-                if self.settler is not None:
-                    self.settler.retire(before)
-        if not blocks.blocks or not shards:
-            return
-        by_pid = {sh.pid: sh for sh in shards}
-        for st in blocks.records():
-            by_pid.get(st.pid, shards[0]).seam_steps.append(st)
+    def _bound(self, shards: list[Shard], blocks: StepBlocks, settler: HalfSettler) -> None:
+        """Settle the halves whose join is settled, then move the folded steps past the horizon
+        of the run's newest step into `blocks` (the tails and `settler` forget them), and give
+        the snapshot's `shards` what both hold in their place."""
+        newest = _newest_step(shards)
+        live = {t.path: t.shard.halves for t in self.tails.values() if t.shard is not None}
+        settler.settle(list(live.values()), None if newest is None else blocks.before(newest))
+        for sh in shards:  # the snapshot's halves, less those settled
+            sh.halves = list(live[sh.path])
+        settler.give(shards)
+        newest = _newest_step(shards)
+        if newest is not None and blocks.take(shards, before := blocks.before(newest)):
+            for t in self.tails.values():
+                t.retire(before)
+            settler.retire(before)
+        give_records(shards, (), blocks.records())
 
 
 def _newest_step(shards: list[Shard]) -> int | None:
     """The run's newest step so far: of its folded and kept hops, and of its sends."""
-    newest = None
-    for sh in shards:
-        for step in (*(st.step for st in sh.seam_steps), *(h.step for h in sh.hops),
-                     *(h.hop.step for h in sh.halves if isinstance(h, SendHalf)),
-                     *(h.seam_step.step for h in sh.halves if isinstance(h, SendFold))):
-            if step is not None and (newest is None or step > newest):
-                newest = step
-    return newest
+    sends = (h.hop.step if isinstance(h, SendHalf) else h.seam_step.step
+             for sh in shards for h in sh.halves if isinstance(h, (SendHalf, SendFold)))
+    steps = chain((st.step for sh in shards for st in sh.seam_steps),
+                  (h.step for sh in shards for h in sh.hops), sends)
+    return max((step for step in steps if step is not None), default=None)

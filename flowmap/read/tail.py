@@ -1,14 +1,8 @@
 """Read one shard, finished or growing: its offset, and the one feed of its lines.
 
-`read_shard` reads a finished file through the `ShardTail` that a live watch
-polls as the file grows: the bytes up to the first NUL (a mapped shard's
-reserved, unwritten tail) go to one `flowmap.read.reader.ShardFeed`, so a
-growing shard reads as the finished one: the same header, decoder, checks
-and handling of partial and over-long lines, hop lines equal but for their
-time taken without decoding (`flowmap.read.hop_lines`). A watch's poll
-also bounds what it holds: counter samples, marks and drops past
-`MAX_RECORDS` are folded, oldest first, into per-name records whose count,
-sum, least, largest and last value are exact.
+A finished file (`read_shard`) and a watched one are read alike: the bytes up to the
+first NUL (a mapped shard's reserved, unwritten tail) go to one
+`flowmap.read.reader.ShardFeed`, so a growing shard reads as the finished one.
 """
 
 from __future__ import annotations
@@ -20,13 +14,7 @@ from flowmap.errors import NotATrace
 from flowmap.read.bounds import bound_records
 from flowmap.read.events import Shard
 from flowmap.read.plain import show_path
-from flowmap.read.reader import (
-    MAX_HEADER,
-    ShardFeed,
-    new_shard,
-    open_regular,
-    parse_header,
-)
+from flowmap.read.reader import MAX_HEADER, ShardFeed, new_shard, open_regular, parse_header
 
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
@@ -134,16 +122,15 @@ class ShardTail:
         return self.feed.snapshot() if self.feed is not None else None
 
     def retire(self, before: int) -> None:
-        """Forget the folded steps below `before` (a live watch's blocks hold them now,
-        `flowmap.read.blocks`): a step's hops that come later fold into a record of their
-        own. Right after `snapshot`, whose records are the ones forgotten."""
-        if self.feed is None:
-            return
-        d = self.feed.decoder
-        sh = d.shard  # `a` events of an aggregated trace
-        sh.seam_steps[:] = [st for st in sh.seam_steps if st.step is None or st.step >= before]
-        if d.folder is not None:  # cells keyed (src, dst, name, step, transport)
-            d.folder.cells = {k: c for k, c in d.folder.cells.items() if k[3] is None or k[3] >= before}
+        """Forget the folded steps below `before` (a watch's `flowmap.read.blocks` hold them
+        now; their later hops fold into records of their own). Right after `snapshot`."""
+        if self.feed is not None:
+            d = self.feed.decoder
+            d.shard.seam_steps[:] = [st for st in d.shard.seam_steps  # `a` events (aggregated)
+                                     if st.step is None or st.step >= before]
+            if d.folder is not None:  # cells keyed (src, dst, name, step, transport)
+                d.folder.cells = {k: c for k, c in d.folder.cells.items()
+                                  if k[3] is None or k[3] >= before}
 
 
 def _read_to_nul(f: BinaryIO) -> tuple[bytes, bool]:
@@ -152,18 +139,13 @@ def _read_to_nul(f: BinaryIO) -> tuple[bytes, bool]:
 
     Read in growing pieces, so a poll reads about what was appended, not the zeros after it.
     """
-    pieces = []
-    got, size = 0, FIRST_READ
+    pieces, got, size = [], 0, FIRST_READ
     while got < MAX_READ:
         want = min(size, MAX_READ - got)
         piece = f.read(want)
         nul = piece.find(b"\0")
-        if nul >= 0:
-            pieces.append(piece[:nul])
+        pieces.append(piece if nul < 0 else piece[:nul])
+        if nul >= 0 or len(piece) < want:
             return b"".join(pieces), False
-        pieces.append(piece)
-        got += len(piece)
-        if len(piece) < want:
-            return b"".join(pieces), False
-        size *= 2
+        got, size = got + len(piece), size * 2
     return b"".join(pieces), True

@@ -19,7 +19,8 @@ from growing import _doc, _grow, _shards
 import flowmap
 from flowmap import trace_format as tf
 from flowmap.model.run import Run
-from flowmap.read.incremental import MAX_RECORDS, IncrementalReader, RunGone
+from flowmap.read.bounds import MAX_RECORDS
+from flowmap.read.incremental import IncrementalReader, RunGone
 from flowmap.read.tail import MAX_READ
 
 
