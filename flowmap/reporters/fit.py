@@ -21,13 +21,15 @@ from typing import Any
 
 from flowmap.reporters.html_sizes import Place
 from flowmap.reporters.layout import dot_available
-from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
+from flowmap.reporters.layout_records import (
+    MAX_OPEN_K,
+    PANEL_H_PX,
+    PANEL_W_PX,
+    EdgeSpec,
+    Layout,
+    NodeSpec,
+)
 
-#: The graph panel of a 1280x800 window, a little under what Chromium measures (836 x 573-611).
-PANEL_W_PX = 820.0
-PANEL_H_PX = 560.0
-#: The page's zoom limits (`flowmap.js`): it never opens above MAX_OPEN_K.
-MAX_OPEN_K = 1.5
 NODE_FONT_PX = 12.0
 LEGIBLE_PX = 11.0
 PASSES = 6

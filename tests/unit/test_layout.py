@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from flowmap.reporters.layered import layered
 from flowmap.reporters.layered_ranks import MAX_LAYER_PX
 from flowmap.reporters.layout import layout_graph
 from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
@@ -160,10 +161,13 @@ def test_stages_without_arrows_take_the_top_layer_alone_and_the_tree_starts_unde
     edges = [EdgeSpec(f"f{i}", "gen", f"lp{i}", 80) for i in range(3)]
     edges += [EdgeSpec(f"g{i}", f"lp{i}", "loss", 80) for i in range(3)]
     side = [EdgeSpec("o0", "w0", "w1", order_only=True), EdgeSpec("o1", "w1", "gen", order_only=True)]
-    beside = layout_graph(nodes, edges + side, "layered")
+    beside = layered(nodes, edges + side, MAX_LAYER_PX)  # one wide layer allowed
     side[1] = EdgeSpec("o1", "w1", "gen", order_only=True, below=True)
     under = layout_graph(nodes, edges + side, "layered")
     assert under.nodes["gen"][1] > under.nodes["w1"][1] == under.nodes["w0"][1]
     assert beside.nodes["gen"][1] == beside.nodes["w1"][1]
     assert under.width < beside.width - 150  # the tree no longer sits to the right of them
     assert set(under.edges) == {e.id for e in edges}
+    # left to choose its width, the layout wraps the top layer too: no tree beside the workers
+    wrapped = layout_graph(nodes, edges + side[:1] + [EdgeSpec("o1", "w1", "gen", order_only=True)], "layered")
+    assert wrapped.width < beside.width - 150
