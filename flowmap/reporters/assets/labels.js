@@ -7,63 +7,91 @@
   // of 24 arrows showed none. So each label looks for a place on its own line where it
   // overlaps no box and no other label: the layout's place first, then along its edge from
   // the middle out, centred on the line or beside it; as name over figure, then as one line.
-  // Black flow edges go first, then the heaviest seams. A label with no such place is
-  // hidden, and the legend says how many (hovering the edge, zooming in or panning shows it).
-  // Measured on screen, at every zoom.
+  // Black flow edges go first, then the heaviest seams. Places that cross no other edge's
+  // line are tried first; that arrangement is kept unless the plain one shows more labels.
+  // A label with no place is hidden, and the legend says how many (hovering the edge,
+  // zooming in or panning shows it). Measured on screen, at every zoom.
   var ALONG = [0.5, 0.38, 0.62, 0.27, 0.73, 0.18, 0.82, 0.1, 0.9];
   var LABEL_GAP_PX = 2;  // on screen, between a label and what is next to it
 
   function declutter() {
     if (!ui.labels) return;
-    var panel = ui.graph.getBoundingClientRect(), taken = [], hidden = 0, shown = 0;
-    function free(r) {
-      if (!ui.moved && (r.left < panel.left || r.right > panel.right || r.top < panel.top || r.bottom > panel.bottom)) {
-        return false;  // the opening view shows whole labels only; once moved, one may run past the edge
-      }
-      var g = LABEL_GAP_PX;
-      return !taken.some(function (t) {
-        return r.left - g < t.right && t.left < r.right + g && r.top - g < t.bottom && t.top < r.bottom + g;
-      });
-    }
+    var panel = ui.graph.getBoundingClientRect(), boxes = [];
     Object.keys(ui.nodes).forEach(function (k) {
-      taken.push(ui.nodes[k].querySelector("rect").getBoundingClientRect());
-      taken.push(ui.nodes[k].querySelector("text").getBoundingClientRect());
+      boxes.push(ui.nodes[k].querySelector("rect").getBoundingClientRect());
+      boxes.push(ui.nodes[k].querySelector("text").getBoundingClientRect());
     });
-    var order = ui.labels.slice().sort(function (a, b) {
+    var order = ui.labels.filter(function (l) {
+      l.text.classList.remove("crowded");
+      return !(l.seam && ui.edges[l.seam.id].g.classList.contains("dim"));  // filtered out: left as is
+    }).sort(function (a, b) {
       return a.rank - b.rank || labelBytes(b) - labelBytes(a);
     });
-    order.forEach(function (l) {
-      l.text.classList.remove("crowded");
-      if (l.seam && ui.edges[l.seam.id].g.classList.contains("dim")) return;
-      var r = placeLabel(l, free);
-      if (r) { taken.push(r); shown++; } else { l.text.classList.add("crowded"); hidden++; }
+    order.forEach(function (l) { l.size = [labelSize(l, false), labelSize(l, true)]; });
+    var clear = arrange(order, boxes, panel, lineDots(order, panel)), plain = arrange(order, boxes, panel, null);
+    var best = shownCount(plain) > shownCount(clear) ? plain : clear, hidden = 0;
+    order.forEach(function (l, i) {
+      var at = best[i] || { x: l.home[0], y: l.home[1], one: false };
+      setLabel(l, at.x, at.y, at.one);
+      if (!best[i]) { l.text.classList.add("crowded"); hidden++; }
     });
     ui.crowded = hidden;
-    if (ui.crowdNote) ui.crowdNote.textContent = hidden ? hidden + " of " + (hidden + shown) +
+    if (ui.crowdNote) ui.crowdNote.textContent = hidden ? hidden + " of " + order.length +
       " edge labels hidden where they would overlap: hover an edge, zoom in or press 1:1 to see them; " +
       "every figure is in the " + (D.flow ? "Flow" : "Seams") + " table" : "";
   }
 
-  // The first place, in the order above, where `free` holds for the label's box on screen:
-  // that box, with the label moved there; null (the label back home) when there is none.
-  function placeLabel(l, free) {
+  function shownCount(places) { return places.filter(Boolean).length; }
+
+  // Each label's place ({x, y, one}) in `order`, or null: the first place where its box on
+  // screen overlaps no box nor a label placed before it, stays inside the panel on the opening
+  // view, and (with `dots`, where there is such a place) covers no other edge's line.
+  function arrange(order, boxes, panel, dots) {
+    var taken = boxes.slice(), g = LABEL_GAP_PX;
+    function free(r) {
+      if (!ui.moved && (r.left < panel.left || r.right > panel.right || r.top < panel.top || r.bottom > panel.bottom)) {
+        return false;  // the opening view shows whole labels only; once moved, one may run past the edge
+      }
+      return !taken.some(function (t) {
+        return r.left - g < t.right && t.left < r.right + g && r.top - g < t.bottom && t.top < r.bottom + g;
+      });
+    }
+    return order.map(function (l) {
+      var at = null;
+      if (dots) {
+        at = findPlace(l, function (r) {
+          return free(r) && !dots.some(function (d) {
+            return d.l !== l && d.x > r.left && d.x < r.right && d.y > r.top && d.y < r.bottom;
+          });
+        });
+      }
+      at = at || findPlace(l, free);
+      if (at) taken.push(at.r);
+      return at;
+    });
+  }
+
+  // The first place, in the order above, where `ok` holds for the label's box on screen.
+  function findPlace(l, ok) {
     var k = view.k, home = l.home;
     for (var form = 0; form < 2; form++) {
-      setLabel(l, home[0], home[1], form === 1);
-      var r0 = l.text.getBoundingClientRect();
-      if (!r0.width) continue;
-      var spots = labelSpots(l, r0.width / k, (LABEL_GAP_PX + 2) / k);
+      var r0 = l.size[form];  // its box on screen, drawn at home in this form
+      if (!r0) continue;
+      var spots = labelSpots(l, (r0.right - r0.left) / k, (LABEL_GAP_PX + 2) / k);
       for (var i = 0; i < spots.length; i++) {
         var dx = (spots[i][0] - home[0]) * k, dy = (spots[i][1] - home[1]) * k;
         var r = { left: r0.left + dx, right: r0.right + dx, top: r0.top + dy, bottom: r0.bottom + dy };
-        if (free(r)) {
-          setLabel(l, spots[i][0], spots[i][1], form === 1);
-          return r;
-        }
+        if (ok(r)) return { x: spots[i][0], y: spots[i][1], one: form === 1, r: r };
       }
     }
-    setLabel(l, home[0], home[1], false);
     return null;
+  }
+
+  // The label's box on screen, drawn at home as name over figure or as one line; null if empty.
+  function labelSize(l, oneLine) {
+    setLabel(l, l.home[0], l.home[1], oneLine);
+    var r = l.text.getBoundingClientRect();
+    return r.width ? { left: r.left, right: r.right, top: r.top, bottom: r.bottom } : null;
   }
 
   // Where the label may stand (its anchor, layout px): home, then points of its own line, the
@@ -76,6 +104,22 @@
     var out = [l.home];
     l.along.forEach(function (p) {
       out.push(p, [p[0] + w / 2 + gap, p[1]], [p[0] - w / 2 - gap, p[1]]);
+    });
+    return out;
+  }
+
+  // Points along every labelled edge's line, on screen: a label over one of them crosses it.
+  function lineDots(labels, panel) {
+    var out = [];
+    labels.forEach(function (l) {
+      if (!l.dots) {
+        var n = l.line.getTotalLength(), steps = Math.max(2, Math.min(80, Math.ceil(n / 8)));
+        l.dots = [];
+        for (var i = 0; i <= steps; i++) { var p = l.line.getPointAtLength(n * i / steps); l.dots.push([p.x, p.y]); }
+      }
+      l.dots.forEach(function (p) {
+        out.push({ l: l, x: panel.left + view.x + p[0] * view.k, y: panel.top + view.y + p[1] * view.k });
+      });
     });
     return out;
   }
