@@ -94,14 +94,22 @@
     return r.width ? { left: r.left, right: r.right, top: r.top, bottom: r.bottom } : null;
   }
 
-  // Where the label may stand (its anchor, layout px): home, then points of its own line, the
-  // label centred on each or beside it (`w` its width, `gap` the space to the line).
+  // Where the label may stand (its anchor, layout px): beside its line where the layout put
+  // it (the layout kept room for the widest figure: centred in it, a short label stood apart
+  // from its line), home, then points of its own line, the label centred on each or beside
+  // it (`w` its width, `gap` the space to the line).
   function labelSpots(l, w, gap) {
     if (!l.along) {
       var n = l.line.getTotalLength();
       l.along = n > 0 ? ALONG.map(function (f) { var p = l.line.getPointAtLength(n * f); return [p.x, p.y]; }) : [];
     }
-    var out = [l.home];
+    var out = [], home = l.home, near = null;
+    ownDots(l).forEach(function (p) {
+      var d = Math.abs(p[0] - home[0]) + Math.abs(p[1] - home[1]);
+      if (!near || d < near.d) near = { d: d, x: p[0] };
+    });
+    if (near) out.push([near.x + (near.x <= home[0] ? 1 : -1) * (w / 2 + gap), home[1]]);
+    out.push(home);
     l.along.forEach(function (p) {
       out.push(p, [p[0] + w / 2 + gap, p[1]], [p[0] - w / 2 - gap, p[1]]);
     });
@@ -112,16 +120,21 @@
   function lineDots(labels, panel) {
     var out = [];
     labels.forEach(function (l) {
-      if (!l.dots) {
-        var n = l.line.getTotalLength(), steps = Math.max(2, Math.min(80, Math.ceil(n / 8)));
-        l.dots = [];
-        for (var i = 0; i <= steps; i++) { var p = l.line.getPointAtLength(n * i / steps); l.dots.push([p.x, p.y]); }
-      }
-      l.dots.forEach(function (p) {
+      ownDots(l).forEach(function (p) {
         out.push({ l: l, x: panel.left + view.x + p[0] * view.k, y: panel.top + view.y + p[1] * view.k });
       });
     });
     return out;
+  }
+
+  // Points along the label's own line, layout px, some 8 px apart (at most 81).
+  function ownDots(l) {
+    if (!l.dots) {
+      var n = l.line.getTotalLength(), steps = Math.max(2, Math.min(80, Math.ceil(n / 8)));
+      l.dots = [];
+      for (var i = 0; i <= steps; i++) { var p = l.line.getPointAtLength(n * i / steps); l.dots.push([p.x, p.y]); }
+    }
+    return l.dots;
   }
 
   // The label at (x, y): its name over its figure, or both on one line (`oneLine`).
