@@ -93,7 +93,7 @@ def test_a_graph_as_wide_as_the_panel_takes_its_height_too():
     # boxes keep their size and their rows' order; every arrow still leaves a box's bottom
     # edge and ends at the next one's top
     for e, (a, b) in zip(edges, pairs):
-        (x0, y0), (x1, y1) = out.edges[e.id].points[0], out.edges[e.id].points[-1]
+        (x0, y0), (_, y1) = out.edges[e.id].points[0], out.edges[e.id].points[-1]
         assert abs(y0 - (out.nodes[a][1] + 15)) < 0.2 and abs(y1 - (out.nodes[b][1] - 15)) < 0.2
         assert x0 == placed.edges[e.id].points[0][0]
     assert sorted(out.nodes, key=lambda n: out.nodes[n][1]) == sorted(placed.nodes, key=lambda n: placed.nodes[n][1])
