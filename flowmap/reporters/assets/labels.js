@@ -13,6 +13,7 @@
   // zooming in or panning shows it). Measured on screen, at every zoom.
   var ALONG = [0.5, 0.38, 0.62, 0.27, 0.73, 0.18, 0.82, 0.1, 0.9];
   var LABEL_GAP_PX = 2;  // on screen, between a label and what is next to it
+  var MAX_LINE_AWARE = 150, DOT_CELL_PX = 32;
 
   function declutter() {
     if (!ui.labels) return;
@@ -27,8 +28,17 @@
     }).sort(function (a, b) {
       return a.rank - b.rank || labelBytes(b) - labelBytes(a);
     });
-    order.forEach(function (l) { l.size = [labelSize(l, false), labelSize(l, true)]; });
-    var clear = arrange(order, boxes, panel, lineDots(order, panel)), plain = arrange(order, boxes, panel, null);
+    // each label's box at home in both forms: all moved, then all read (one layout, not one each)
+    [false, true].forEach(function (oneLine, form) {
+      order.forEach(function (l) { setLabel(l, l.home[0], l.home[1], oneLine); });
+      order.forEach(function (l) {
+        var r = l.text.getBoundingClientRect();
+        (l.size = l.size || [])[form] = r.width ? { left: r.left, right: r.right, top: r.top, bottom: r.bottom } : null;
+      });
+    });
+    // (a graph of hundreds of labels gets the plain arrangement only: a wheel turn redoes this)
+    var plain = arrange(order, boxes, panel, null);
+    var clear = order.length <= MAX_LINE_AWARE ? arrange(order, boxes, panel, lineDots(order, panel)) : plain;
     var best = shownCount(plain) > shownCount(clear) ? plain : clear, hidden = 0;
     order.forEach(function (l, i) {
       var at = best[i] || { x: l.home[0], y: l.home[1], one: false };
@@ -60,9 +70,7 @@
       var at = null;
       if (dots) {
         at = findPlace(l, function (r) {
-          return free(r) && !dots.some(function (d) {
-            return d.l !== l && d.x > r.left && d.x < r.right && d.y > r.top && d.y < r.bottom;
-          });
+          return free(r) && !dots.crosses(r, l);
         });
       }
       at = at || findPlace(l, free);
@@ -87,13 +95,6 @@
     return null;
   }
 
-  // The label's box on screen, drawn at home as name over figure or as one line; null if empty.
-  function labelSize(l, oneLine) {
-    setLabel(l, l.home[0], l.home[1], oneLine);
-    var r = l.text.getBoundingClientRect();
-    return r.width ? { left: r.left, right: r.right, top: r.top, bottom: r.bottom } : null;
-  }
-
   // Where the label may stand (its anchor, layout px): beside its line where the layout put
   // it (the layout kept room for the widest figure: centred in it, a short label stood apart
   // from its line), home, then points of its own line, the label centred on each or beside
@@ -116,15 +117,30 @@
     return out;
   }
 
-  // Points along every labelled edge's line, on screen: a label over one of them crosses it.
+  // Points along every labelled edge's line, on screen, in cells of DOT_CELL_PX: a label
+  // over one of another edge's points crosses that edge (`crosses`).
   function lineDots(labels, panel) {
-    var out = [];
+    var cells = {};
+    function key(cx, cy) { return cx + "," + cy; }
     labels.forEach(function (l) {
       ownDots(l).forEach(function (p) {
-        out.push({ l: l, x: panel.left + view.x + p[0] * view.k, y: panel.top + view.y + p[1] * view.k });
+        var x = panel.left + view.x + p[0] * view.k, y = panel.top + view.y + p[1] * view.k;
+        var c = key(Math.floor(x / DOT_CELL_PX), Math.floor(y / DOT_CELL_PX));
+        (cells[c] = cells[c] || []).push({ l: l, x: x, y: y });
       });
     });
-    return out;
+    return { crosses: function (r, l) {
+      for (var cx = Math.floor(r.left / DOT_CELL_PX); cx <= Math.floor(r.right / DOT_CELL_PX); cx++) {
+        for (var cy = Math.floor(r.top / DOT_CELL_PX); cy <= Math.floor(r.bottom / DOT_CELL_PX); cy++) {
+          var ds = cells[key(cx, cy)] || [];
+          for (var i = 0; i < ds.length; i++) {
+            var d = ds[i];
+            if (d.l !== l && d.x > r.left && d.x < r.right && d.y > r.top && d.y < r.bottom) return true;
+          }
+        }
+      }
+      return false;
+    } };
   }
 
   // Points along the label's own line, layout px, some 8 px apart (at most 81).
