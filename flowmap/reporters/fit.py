@@ -136,14 +136,15 @@ def min_zoom(scale: float) -> float:
 MAX_GAP_STRETCH = 2.5
 
 
-def filled(placed: Layout, row_height: float) -> Layout:
+def filled(placed: Layout, row_height: float, min_k: float = 0.0) -> Layout:
     """`placed` with the gaps between its rows of owners stretched so that, opened as wide as
     the panel allows, it also takes the panel's height. A graph as wide as the panel was
     drawn in a strip across it, its edge labels crowded into the gaps between its rows while
     the panel's height stood empty: labels (drawn at 11 px, larger than the room a layout
     keeps them below 1:1) find their places in the wider gaps. A graph that opens at 1:1 or
-    more keeps its shape: its labels have their room."""
-    k = min(MAX_OPEN_K, PANEL_W_PX / max(1.0, placed.width))
+    more keeps its shape: its labels have their room. `min_k`: the page never opens below it
+    (`min_zoom`), so the graph is not stretched past the panel's height at that zoom."""
+    k = max(min_k, min(MAX_OPEN_K, PANEL_W_PX / max(1.0, placed.width)))
     rows = sorted({round(y, 1) for _, y in placed.nodes.values()})
     if k >= 1.0 or len(rows) < 2 or placed.height * k >= PANEL_H_PX:
         return placed

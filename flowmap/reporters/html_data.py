@@ -71,7 +71,7 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
         placed, scale = fitted(
             lambda k, eng: flow_layout(names, seams, flow, driver, owner_id, eng, place, k),
             "layered" if engine == "auto" else engine, len(names) + len(flow.edges))
-    placed = filled(placed, NODE_HEIGHT_PX * scale)
+    placed = filled(placed, NODE_HEIGHT_PX * scale, min_zoom(scale))
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
     extra = {} if flow is None else {"flow": flow_data(view, flow, driver, owner_id, placed, seam_id)}
     # a seam between two stages a black arrow already joins is not drawn again, faint

@@ -97,6 +97,10 @@ def test_a_graph_as_wide_as_the_panel_takes_its_height_too():
         assert abs(y0 - (out.nodes[a][1] + 15)) < 0.2 and abs(y1 - (out.nodes[b][1] - 15)) < 0.2
         assert x0 == placed.edges[e.id].points[0][0]
     assert sorted(out.nodes, key=lambda n: out.nodes[n][1]) == sorted(placed.nodes, key=lambda n: placed.nodes[n][1])
+    # a page that never opens it below 1:1 (its boxes need that to hold their names) keeps it
+    assert fit.filled(placed, 30, min_k=1.0) is placed
+    # opened at no less than 0.8, it is stretched no taller than the panel at 0.8
+    assert fit.filled(placed, 30, min_k=0.8).height * 0.8 <= fit.PANEL_H_PX + 1
 
 
 def test_a_graph_that_opens_at_one_to_one_keeps_its_shape():

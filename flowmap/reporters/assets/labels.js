@@ -5,8 +5,9 @@
   // An edge label is drawn at 11 CSS px or more at every zoom, so below 1:1 it outgrows the
   // room the layout kept for it, and where it was kept many labels overlapped: a first view
   // of 24 arrows showed none. So each label looks for a place on its own line where it
-  // overlaps no box and no other label: the layout's place first, then along its edge from
-  // the middle out, centred on the line or beside it; as name over figure, then as one line.
+  // overlaps no box and no other label: where the layout put it (snug beside its line, then
+  // as placed), then along its edge from the middle out, centred on the line or beside it;
+  // as name over figure, then as one line.
   // Black flow edges go first, then the heaviest seams. Places that cross no other edge's
   // line are tried first; that arrangement is kept unless the plain one shows more labels.
   // A label with no place is hidden, and the legend says how many (hovering the edge,
