@@ -8,8 +8,10 @@ scaled up until, at the zoom the panel gives it, each box
 holds its name at 11 px: a few passes, each from the last one's zoom. When
 Graphviz's layout cannot get there (it does not wrap a wide layer), the
 built-in layered one, which does, is tried too. Edge labels keep their 1:1 room:
-scaled, they would widen the graph as fast as they grow; where one drawn at 11 px
-would overlap, the page hides it and its legend says so.
+scaled, they would widen the graph as fast as they grow. Instead a graph that opens as
+wide as the panel gets the panel's height too (`filled`: the gaps between its rows
+stretched), and the page moves each label along its own edge to a place where it overlaps
+nothing (`labels.js`); one with no such place hides, and the legend says how many.
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ from typing import Any
 
 from flowmap.reporters.html_sizes import Place
 from flowmap.reporters.layout import dot_available
-from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
+from flowmap.reporters.layout_records import (
+    MAX_OPEN_K,
+    PANEL_H_PX,
+    PANEL_W_PX,
+    EdgeRoute,
+    EdgeSpec,
+    Layout,
+    NodeSpec,
+)
 
-#: The graph panel of a 1280x800 window, a little under what Chromium measures (836 x 573-611).
-PANEL_W_PX = 820.0
-PANEL_H_PX = 560.0
-#: The page's zoom limits (`flowmap.js`): it never opens above MAX_OPEN_K.
-MAX_OPEN_K = 1.5
 NODE_FONT_PX = 12.0
 LEGIBLE_PX = 11.0
 PASSES = 6
@@ -125,3 +130,49 @@ def _smallest(build: Build, engine: str, lo: float, hi: float, placed: Layout
 def min_zoom(scale: float) -> float:
     """The smallest zoom at which a box of this scale holds its name at 11 px."""
     return round(LEGIBLE_PX / (NODE_FONT_PX * scale), 3)
+
+
+#: How far `filled` may stretch the gaps between a layout's rows.
+MAX_GAP_STRETCH = 2.5
+
+
+def filled(placed: Layout, row_height: float, min_k: float = 0.0) -> Layout:
+    """`placed` with the gaps between its rows of owners stretched so that, opened as wide as
+    the panel allows, it also takes the panel's height. A graph as wide as the panel was
+    drawn in a strip across it, its edge labels crowded into the gaps between its rows while
+    the panel's height stood empty: labels (drawn at 11 px, larger than the room a layout
+    keeps them below 1:1) find their places in the wider gaps. A graph that opens at 1:1 or
+    more keeps its shape: its labels have their room. `min_k`: the page never opens below it
+    (`min_zoom`), so the graph is not stretched past the panel's height at that zoom."""
+    k = max(min_k, min(MAX_OPEN_K, PANEL_W_PX / max(1.0, placed.width)))
+    rows = sorted({round(y, 1) for _, y in placed.nodes.values()})
+    if k >= 1.0 or len(rows) < 2 or placed.height * k >= PANEL_H_PX:
+        return placed
+    bands: list[list[float]] = []
+    for y in rows:  # each row's top and bottom; rows of touching boxes are one band
+        if bands and y - row_height / 2 <= bands[-1][1]:
+            bands[-1][1] = y + row_height / 2
+        else:
+            bands.append([y - row_height / 2, y + row_height / 2])
+    gaps = sum(b[0] - a[1] for a, b in zip(bands, bands[1:]))
+    if gaps <= 0:
+        return placed
+    stretch = min(MAX_GAP_STRETCH, 1.0 + (PANEL_H_PX / k - placed.height) / gaps)
+    shifts = [0.0]
+    for a, b in zip(bands, bands[1:]):
+        shifts.append(shifts[-1] + (b[0] - a[1]) * (stretch - 1.0))
+
+    def at(y: float) -> float:
+        for i, (lo, hi) in enumerate(bands):
+            if y <= hi:
+                if y >= lo or i == 0:
+                    return y + shifts[i]
+                prev = bands[i - 1][1]  # in the gap above this band
+                return round(prev + shifts[i - 1] + (y - prev) * stretch, 1)
+        return y + shifts[-1]
+
+    out = Layout(placed.engine, placed.width, round(at(placed.height), 1))
+    out.nodes = {k_: (x, round(at(y), 1)) for k_, (x, y) in placed.nodes.items()}
+    out.edges = {k_: EdgeRoute([(x, round(at(y), 1)) for x, y in e.points], (e.label[0], round(at(e.label[1]), 1)))
+                 for k_, e in placed.edges.items()}
+    return out

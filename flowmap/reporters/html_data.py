@@ -21,7 +21,7 @@ from flowmap.model.format import fmt_per_step
 from flowmap.model.json_forms import leaf_dict
 from flowmap.model.types import LeafStats, Node, SeamStats, StepBin, StepBins
 from flowmap.model.view import RunView
-from flowmap.reporters.fit import fitted, memo, min_zoom
+from flowmap.reporters.fit import filled, fitted, memo, min_zoom
 from flowmap.reporters.html_flow import covered_pairs, flow_data, flow_driver, flow_layout
 from flowmap.reporters.html_sizes import (
     MAX_EDGE_LABEL_CHARS,
@@ -71,6 +71,7 @@ def html_document(view: RunView, engine: str = "auto", place: Place = layout_gra
         placed, scale = fitted(
             lambda k, eng: flow_layout(names, seams, flow, driver, owner_id, eng, place, k),
             "layered" if engine == "auto" else engine, len(names) + len(flow.edges))
+    placed = filled(placed, NODE_HEIGHT_PX * scale, min_zoom(scale))
     binned = view.step_bins(min(MAX_STEP_BINS, BIN_BUDGET // max(1, len(seams))))
     extra = {} if flow is None else {"flow": flow_data(view, flow, driver, owner_id, placed, seam_id)}
     # a seam between two stages a black arrow already joins is not drawn again, faint

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flowmap.reporters.layered_ranks import layer_ranks
+from flowmap.reporters.layered_ranks import MAX_LAYER_PX, layer_ranks
 from flowmap.reporters.layout_records import (
+    MAX_OPEN_K,
     NODE_GAP_PX,
+    PANEL_H_PX,
+    PANEL_W_PX,
     RANK_GAP_PX,
     EdgeRoute,
     EdgeSpec,
@@ -27,6 +30,12 @@ from flowmap.reporters.layout_records import (
 #: Long edges may pass closer to their neighbours than owners do.
 DUMMY_GAP_PX = 8.0
 OWNER_HEIGHT_PX = 30.0  # the page's owner box at 1:1
+#: The widths a layer of owners may wrap at, tried in turn (see `layered`).
+WRAPS_PX = (MAX_LAYER_PX, 520.0, 420.0, 340.0, 260.0)
+#: Past this many owners + edges, one try (each costs a whole layout).
+WRAP_TRIES_MAX_ELEMENTS = 150
+#: A narrower wrap is kept only if it opens this much larger.
+WRAP_GAIN = 1.03
 
 
 @dataclass(slots=True)
@@ -46,7 +55,32 @@ class _Item:
         return self.x + self.port
 
 
-def layered(nodes: list[NodeSpec], all_edges: list[EdgeSpec]) -> Layout:
+def layered(nodes: list[NodeSpec], all_edges: list[EdgeSpec], wrap: float | None = None) -> Layout:
+    """The layout, its layers wrapped at `wrap` px of owners, else at the width (of `WRAPS_PX`)
+    at which it opens largest in a 1280x800 window's graph panel. One width did not suit every
+    graph: at 640 px,
+    fifteen owners and 24 arrows made a layout three and a half times wider than tall, and
+    a page that opened it at 0.4 had no room for a single arrow's label; wrapped at 520 px
+    it opened at 0.77."""
+    if wrap is not None:
+        return _layered(nodes, all_edges, wrap)[0]
+    best: tuple[float, Layout] | None = None
+    tries = WRAPS_PX if len(nodes) + len(all_edges) <= WRAP_TRIES_MAX_ELEMENTS else WRAPS_PX[:1]
+    seen: list[dict[str, int]] = []
+    for width in tries:
+        placed, ranks = _layered(nodes, all_edges, width)
+        if ranks in seen:  # wrapped the same as a wider try
+            continue
+        seen.append(ranks)
+        zoom = min(MAX_OPEN_K, PANEL_W_PX / max(1.0, placed.width), PANEL_H_PX / max(1.0, placed.height))
+        if best is None or zoom > best[0] * WRAP_GAIN:
+            best = (zoom, placed)
+    assert best is not None
+    return best[1]
+
+
+def _layered(nodes: list[NodeSpec], all_edges: list[EdgeSpec], wrap: float
+             ) -> tuple[Layout, dict[str, int]]:
     order = [n.id for n in nodes]
     # edges that only order their owners (none drawn): dst on src's layer or below
     after = [(e.src, e.dst, int(e.below)) for e in all_edges if e.order_only and e.src != e.dst]
@@ -63,7 +97,7 @@ def layered(nodes: list[NodeSpec], all_edges: list[EdgeSpec]) -> Layout:
     # owners drawn larger (`flowmap.reporters.fit`) wrap at a proportionally wider layer
     grow = max((n.height for n in nodes), default=OWNER_HEIGHT_PX) / OWNER_HEIGHT_PX
     widths = {n.id: n.width / grow for n in nodes}
-    rank = {k: 2 * r for k, r in layer_ranks(order, flows, reversed_pairs, widths, after).items()}
+    rank = {k: 2 * r for k, r in layer_ranks(order, flows, reversed_pairs, widths, after, wrap).items()}
     for k, r in rank.items():
         items[k].rank = r
     chains: dict[str, list[str]] = {}
@@ -87,7 +121,7 @@ def layered(nodes: list[NodeSpec], all_edges: list[EdgeSpec]) -> Layout:
     layers = _order_layers(items, links, order, chains)
     _place_x(layers, items, links, chains)
     ys = _layer_ys(layers, items)
-    return _routes(nodes, edges, items, chains, rank, reversed_pairs, ys)
+    return _routes(nodes, edges, items, chains, rank, reversed_pairs, ys), rank
 
 
 def _feedback_edges(order: list[str], flows: list[tuple[str, str]]) -> set[tuple[str, str]]:

@@ -18,6 +18,12 @@ Point = tuple[float, float]
 RANK_GAP_PX = 34.0
 #: Horizontal gap between two owners in one layer.
 NODE_GAP_PX = 22.0
+#: The graph panel of a 1280x800 window, a little under what Chromium measures (836 x 573-611):
+#: the room a layout is fitted to.
+PANEL_W_PX = 820.0
+PANEL_H_PX = 560.0
+#: The page's zoom limits (`flowmap.js`): it never opens above MAX_OPEN_K.
+MAX_OPEN_K = 1.5
 
 
 @dataclass(slots=True)

@@ -97,7 +97,7 @@ def test_long_names_are_cut_on_the_graph_and_whole_on_hover(browser, page_path):
 
 
 def test_fit_shows_the_whole_graph_without_unreadable_labels(browser, page_path):
-    _, path = page_path
+    run, path = page_path
     page = browser.open_report(path)
     page.eval("document.querySelector('.zoom [data-zoom=\"fit\"]').click()")
     inside = page.eval("""(function () {
@@ -109,12 +109,16 @@ def test_fit_shows_the_whole_graph_without_unreadable_labels(browser, page_path)
     })()""")
     assert inside
     labels = page.eval(RENDERED_LABELS)
-    # edge labels are drawn at 11 px too, where they overlap nothing; the rest hide
+    # edge labels are drawn at 11 px too, where they overlap nothing; the rest hide, counted
     assert labels and min(px for _, px in labels) >= 11  # owner names keep their size
     assert page.eval(OVERLAPPING_LABELS) == []
+    hidden = page.eval("document.querySelectorAll('#graph text.elabel.crowded').length")
+    assert len(labels) + hidden == WORKERS + 2 + len(run.view.seams)
+    note = page.eval("document.getElementById('crowd-note').textContent")
+    assert note.startswith(f"{hidden} of {len(run.view.seams)} edge labels hidden") if hidden else note == ""
     page.eval("document.querySelector('.zoom [data-zoom=\"1:1\"]').click()")
     assert min(px for _, px in page.eval(RENDERED_LABELS)) >= 11
-    assert len(page.eval(RENDERED_LABELS)) > len(labels)
+    assert len(page.eval(RENDERED_LABELS)) == WORKERS + 2 + len(run.view.seams)  # every label
 
 
 def test_a_seam_selected_off_screen_is_panned_into_view(browser, page_path):

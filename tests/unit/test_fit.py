@@ -9,6 +9,7 @@ THEN at the zoom the page opens at, every box holds its name at 11 px or more.
 from __future__ import annotations
 
 from flowmap.reporters import fit
+from flowmap.reporters.layered import layered
 from flowmap.reporters.layout import layout_graph
 from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
 
@@ -70,3 +71,39 @@ def test_a_large_graph_is_laid_out_once_as_asked():
     pairs = [(f"a{i}", f"b{i}") for i in range(200)]
     placed, scale = fit.fitted(build_for(pairs, calls), "layered", 400)
     assert calls == [1.0] and scale == 1.0 and placed.engine == "layered"
+
+
+def test_a_graph_as_wide_as_the_panel_takes_its_height_too():
+    # GIVEN a layout twice as wide as the panel and only three rows tall: opened at 0.5 it
+    # would fill a strip across the panel, its edge labels crowded between the rows
+    nodes = [NodeSpec(f"n{i}", 400, 30) for i in range(9)]
+    pairs = [(f"n{i}", f"n{i + 3}") for i in range(6)]
+    edges = [EdgeSpec(f"e{i}", a, b, 80, 2) for i, (a, b) in enumerate(pairs)]
+    placed = layered(nodes, edges, 10_000.0)  # rows of three: never wrapped
+    k = fit.PANEL_W_PX / placed.width
+    assert k < 1 and placed.height * k < fit.PANEL_H_PX * 0.6
+    out = fit.filled(placed, 30)
+    # THEN it opens at the same zoom, taller: the gaps between its rows grew, up to the panel
+    assert out.width == placed.width and fit.open_zoom(out) == fit.open_zoom(placed)
+    rows = sorted({y for _, y in placed.nodes.values()})
+    gaps = sum(b - a - 30 for a, b in zip(rows, rows[1:]))  # between the rows' boxes
+    assert out.height == round(placed.height + gaps * (fit.MAX_GAP_STRETCH - 1), 1) \
+        or abs(out.height * k - fit.PANEL_H_PX) < 1
+    assert out.height > placed.height * 1.3
+    # boxes keep their size and their rows' order; every arrow still leaves a box's bottom
+    # edge and ends at the next one's top
+    for e, (a, b) in zip(edges, pairs):
+        (x0, y0), (_, y1) = out.edges[e.id].points[0], out.edges[e.id].points[-1]
+        assert abs(y0 - (out.nodes[a][1] + 15)) < 0.2 and abs(y1 - (out.nodes[b][1] - 15)) < 0.2
+        assert x0 == placed.edges[e.id].points[0][0]
+    assert sorted(out.nodes, key=lambda n: out.nodes[n][1]) == sorted(placed.nodes, key=lambda n: placed.nodes[n][1])
+    # a page that never opens it below 1:1 (its boxes need that to hold their names) keeps it
+    assert fit.filled(placed, 30, min_k=1.0) is placed
+    # opened at no less than 0.8, it is stretched no taller than the panel at 0.8
+    assert fit.filled(placed, 30, min_k=0.8).height * 0.8 <= fit.PANEL_H_PX + 1
+
+
+def test_a_graph_that_opens_at_one_to_one_keeps_its_shape():
+    placed = layout_graph([NodeSpec("a", 60, 30), NodeSpec("b", 60, 30)], [EdgeSpec("e", "a", "b", 40, 2)],
+                          "layered")
+    assert fit.filled(placed, 30) is placed

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
+from flowmap.reporters.layered import layered
 from flowmap.reporters.layered_ranks import MAX_LAYER_PX
 from flowmap.reporters.layout import layout_graph
-from flowmap.reporters.layout_records import EdgeSpec, Layout, NodeSpec
+from flowmap.reporters.layout_records import PANEL_H_PX, PANEL_W_PX, EdgeSpec, Layout, NodeSpec
 
 RL = [
     ("dataset", "driver"), ("driver", "rollout/0"), ("driver", "rollout/1"),
@@ -160,10 +161,35 @@ def test_stages_without_arrows_take_the_top_layer_alone_and_the_tree_starts_unde
     edges = [EdgeSpec(f"f{i}", "gen", f"lp{i}", 80) for i in range(3)]
     edges += [EdgeSpec(f"g{i}", f"lp{i}", "loss", 80) for i in range(3)]
     side = [EdgeSpec("o0", "w0", "w1", order_only=True), EdgeSpec("o1", "w1", "gen", order_only=True)]
-    beside = layout_graph(nodes, edges + side, "layered")
+    beside = layered(nodes, edges + side, MAX_LAYER_PX)  # one wide layer allowed
     side[1] = EdgeSpec("o1", "w1", "gen", order_only=True, below=True)
     under = layout_graph(nodes, edges + side, "layered")
     assert under.nodes["gen"][1] > under.nodes["w1"][1] == under.nodes["w0"][1]
     assert beside.nodes["gen"][1] == beside.nodes["w1"][1]
     assert under.width < beside.width - 150  # the tree no longer sits to the right of them
     assert set(under.edges) == {e.id for e in edges}
+    # left to choose its width, the layout wraps the top layer too: no tree beside the workers
+    wrapped = layout_graph(nodes, edges + side[:1] + [EdgeSpec("o1", "w1", "gen", order_only=True)], "layered")
+    assert wrapped.width < beside.width - 150
+
+
+def test_layered_wraps_its_layers_at_the_width_that_opens_largest_in_the_panel():
+    # GIVEN a layer of three wide owners under one source: at the widest wrap they stand in
+    # one row, and with their arrows' labels the layout is wider than the panel
+    pairs = [("r", "a"), ("r", "b"), ("r", "c"), ("a", "d"), ("b", "d"), ("c", "e"), ("a", "e"),
+             ("d", "f"), ("e", "f"), ("r", "f"), ("b", "g"), ("g", "f")]
+    nodes, edges = graph(pairs)
+    nodes = [NodeSpec(n.id, 180, 30) for n in nodes]
+    edges = [EdgeSpec(e.id, e.src, e.dst, 80, 2) for e in edges]  # name over figure
+    widest = layered(nodes, edges, MAX_LAYER_PX)
+    chosen = layout_graph(nodes, edges, "layered")
+    assert_well_formed(chosen, nodes, edges)
+
+    def zoom(placed):
+        return min(PANEL_W_PX / placed.width, PANEL_H_PX / placed.height)
+
+    assert zoom(widest) < 1.0 <= zoom(chosen)  # wrapped narrower, it opens at 1:1
+    assert chosen.height > widest.height
+    # a small graph keeps the widest wrap: it opens at its largest either way
+    small = graph([("a", "b"), ("b", "c")])
+    assert layout_graph(*small, "layered") == layered(*small, MAX_LAYER_PX)

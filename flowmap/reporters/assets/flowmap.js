@@ -230,6 +230,8 @@
 
   /* @include graph.js */
 
+  /* @include labels.js */
+
   /* @include details.js */
 
   /* @include charts.js */

@@ -55,7 +55,8 @@
     g.appendChild(line);
     g.appendChild(text);
     tip(g, s.label);
-    if (!D.flow) ui.labels.push({ text: text, rank: 0, seam: s });  // the flow view draws seams faint, unlabelled
+    // the flow view draws seams faint, unlabelled
+    if (!D.flow) ui.labels.push({ text: text, line: line, home: s.label_at, rank: 0, seam: s });
     g.addEventListener("click", function (ev) { if (!ui.dragged) select("seam", s.id); ev.stopPropagation(); });
     g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") select("seam", s.id); });
     g.addEventListener("focus", function () { if (g.matches(":focus-visible")) reveal(s.label_at[0], s.label_at[1]); });
@@ -69,7 +70,8 @@
       d += " C" + p[i] + "," + p[i + 1] + " " + p[i + 2] + "," + p[i + 3] + " " + p[i + 4] + "," + p[i + 5];
     }
     var g = sv("g", { "class": "flow-edge" + (f.back ? " back" : ""), "data-flow": f.id });
-    g.appendChild(sv("path", { d: d, "class": "line", "marker-end": "url(#arrow-" + (RAMP.length + 1) + ")" }));
+    var line = sv("path", { d: d, "class": "line", "marker-end": "url(#arrow-" + (RAMP.length + 1) + ")" });
+    g.appendChild(line);
     // the figure as the flow table writes it (fmtBytes of the same number): the two never differ
     var text = sv("text", { x: f.label_at[0], y: f.label_at[1], "class": "elabel", "text-anchor": "middle" }, [
       sv("tspan", { x: f.label_at[0], dy: "-0.3em" }, f.short),
@@ -80,7 +82,7 @@
       var s = seamById[id];  // the seam rows these bytes are part of
       return "\npart of " + s.label + " (" + fmtBytes(s.bytes_per_step) + PER + " in all)";
     }).join(""));
-    ui.labels.push({ text: text, rank: 0, bytes: f.bytes_per_step || 0 });
+    ui.labels.push({ text: text, line: line, home: f.label_at, rank: 0, bytes: f.bytes_per_step || 0 });
     return g;
   }
 
@@ -174,40 +176,6 @@
     ui.graph.style.setProperty("--edge-font", Math.max(EDGE_FONT, Math.ceil(LEGIBLE_PX / view.k * 100) / 100) + "px");
     if (!panning) declutter();  // a pan moves everything alike: nothing new overlaps
   }
-
-  // Edge labels that would overlap a box or another label, or cross the panel's edge, are
-  // hidden (the legend says how many; hovering the edge, zooming in or panning shows them):
-  // black flow edges first, then the heaviest seams. Measured on screen, at every zoom.
-  function declutter() {
-    if (!ui.labels) return;
-    var panel = ui.graph.getBoundingClientRect(), taken = [], hidden = 0;
-    function hits(r) {
-      return taken.some(function (t) {
-        return r.left < t.right && t.left < r.right && r.top < t.bottom && t.top < r.bottom;
-      });
-    }
-    Object.keys(ui.nodes).forEach(function (k) {
-      taken.push(ui.nodes[k].querySelector("rect").getBoundingClientRect());
-      taken.push(ui.nodes[k].querySelector("text").getBoundingClientRect());
-    });
-    var order = ui.labels.slice().sort(function (a, b) {
-      return a.rank - b.rank || labelBytes(b) - labelBytes(a);
-    });
-    order.forEach(function (l) {
-      l.text.classList.remove("crowded");
-      if (l.seam && ui.edges[l.seam.id].g.classList.contains("dim")) return;
-      var r = l.text.getBoundingClientRect();
-      // the opening view shows whole labels only; once moved, a label may run past the edge
-      var out = !ui.moved && (r.left < panel.left || r.right > panel.right || r.top < panel.top || r.bottom > panel.bottom);
-      if (out || hits(r)) { l.text.classList.add("crowded"); hidden++; return; }
-      taken.push(r);
-    });
-    ui.crowded = hidden;
-    if (ui.crowdNote) ui.crowdNote.textContent = hidden ? hidden + " of " + ui.labels.length +
-      " edge labels hidden where they would overlap: hover an edge, or zoom in" : "";
-  }
-
-  function labelBytes(l) { return l.seam ? seamBps(l.seam) : l.bytes; }
 
   function flowFigure(f) { return fmtBytes(f.bytes_per_step) + PER; }
 
