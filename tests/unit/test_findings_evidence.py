@@ -169,6 +169,26 @@ def test_a_prompt_mask_in_a_packed_row_is_not_padding(tmp_path):
     assert collect({"attention_mask": padded})[0][3] == 4 + 7
 
 
+def test_views_are_noted_inside_tuples_lists_and_named_tuples_once_a_storage():
+    # a view sent as `(step, chunk)` or in a list of samples carries its storage as surely as
+    # one in a dict; a message carries a storage once, however many of its views it holds
+    from collections import namedtuple
+
+    import torch
+
+    from flowmap.capture.leaf_notes import collect
+
+    big = torch.randn(100, 10)  # 4,000 B
+    assert collect((3, big[:1])) == [["[1]", 40, 4000, None]]
+    rows = collect([{"step": 1, "row": big[i:i + 1]} for i in (3, 70)])
+    assert rows == [["[*].row", 40, 4000, None]]
+    pair = namedtuple("pair", "step row")
+    assert collect(pair(1, big[5:6])) == [["row", 40, 4000, None]]
+    other = torch.randn(5, 5)
+    assert collect([big[:1], other[:1]]) == [["[*]", 40, 4000, None], ["[*]", 20, 100, None]]
+    assert collect([big[:1].clone(), (big.clone(),)]) == []
+
+
 def test_ids_sampled_within_eight_bits_are_wide_and_tokens_masks_are_not(tmp_path):
     w = _shard(tmp_path)
     leaves = [tensor("experts", (512, 8), "int64"), tensor("input_ids", (1, 512), "int64"),
