@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flowmap.findings import leaf_chains
 from flowmap.findings.common import (
@@ -27,6 +27,7 @@ from flowmap.findings.common import (
     role_seams,
 )
 from flowmap.model.types import ARRAY_KINDS, Dim, LeafStats, SeamKey, SeamStats
+from flowmap.read.events import storage_bases
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -175,6 +176,7 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
     nbytes: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
     nhops: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
     role_keys = {k: role_key(k) for k in view.seams}
+    bases = storage_bases(view.events.shards)  # a row of what arrived is what arrived
     for h in view.events.hops:
         if not h.storages:
             continue
@@ -184,21 +186,27 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
         if here:
             # every storage arrived (a stage that adds leaves made something: not a relay),
             # by the seam it came by; bytes as the hop that brought it counted them
-            came: dict[RoleKey, list[tuple[_Arrival, int]]] = defaultdict(list)
+            # (came by) -> arrived storage -> [its arrival, bytes sent on, its bytes then]
+            came: dict[RoleKey, dict[int, list[Any]]] = defaultdict(dict)
             aligned, leaving = _storage_bytes(h)
             for sid, b in leaving:
                 got = here.get(sid)
+                if got is None and (h.pid, sid) in bases:
+                    sid = bases[(h.pid, sid)]  # a view of what arrived (a row sent on)
+                    got = here.get(sid)
                 if got is None:
                     came.clear()
                     break
                 r, b_in, exact = got
                 if r.left_by is None or seam not in r.left_by:
-                    came[r.came_by].append((r, b if aligned or not exact else b_in))
-            for came_by, records in came.items():
+                    sent = came[r.came_by].setdefault(sid, [r, 0, b_in])
+                    sent[1] += b if aligned or not exact else b_in
+            for came_by, by_storage in came.items():
                 pair = (came_by, key)
-                nbytes[pair] += sum(b for _, b in records)
+                # an arrived storage is sent on at most whole, however many rows of it leave
+                nbytes[pair] += sum(min(b, b_in) for _, b, b_in in by_storage.values())
                 nhops[pair] += 1
-                for r, _ in records:
+                for r, _, _ in by_storage.values():
                     if r.left_by is None:
                         r.left_by = set()
                     r.left_by.add(seam)

@@ -26,7 +26,7 @@ the script calls them).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from flowmap.read.events import Hop
@@ -72,8 +72,10 @@ class Flow:
         return f"{sep.join(stages)}  (driver: {UNNAMED_DRIVER})"
 
 
-def build_flow(hops: Iterable[Hop]) -> Flow:
-    """The flow of `hops` (kept hops, any order)."""
+def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None = None) -> Flow:
+    """The flow of `hops` (kept hops, any order); `parts` maps a view's storage to the storage
+    it lies in, per process (`flowmap.read.events.storage_bases`): a slice is its base's data."""
+    bases = parts or {}
     ordered = sorted(hops, key=lambda h: h.t_ns)
     producer: dict[tuple[int, int], str] = {}
     # (pid, storage, holder) -> links that brought the storage to holder, not yet handed on
@@ -93,7 +95,8 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
         roots = _roots(h)
         carried = _storages(h)
         link_of: list[int | None] = []  # per storage, the link it made (None: back home)
-        for storage, nbytes in carried:
+        for view, nbytes in carried:
+            storage = bases.get((h.pid, view), view)
             made_by = producer.setdefault((h.pid, storage), h.src)
             if made_by == h.dst:
                 link_of.append(None)
@@ -110,7 +113,7 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
             # the same tensors under the receiver's ids: sent on from there, they are passed
             pid, there = h.arrived
             for storage, (here, _), link in zip(there, carried, link_of):
-                producer.setdefault((pid, storage), producer[(h.pid, here)])
+                producer.setdefault((pid, storage), producer[(h.pid, bases.get((h.pid, here), here))])
                 if link is not None:
                     waiting[(pid, storage, h.dst)].append(link)
         hand_offs += forwarded

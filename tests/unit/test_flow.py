@@ -165,3 +165,49 @@ def test_a_stage_that_hands_its_input_on_comes_before_the_stage_it_called():
     assert {("reset", "Policy"), ("env.step", "Policy"), ("Policy", "select_action"),
             ("Policy", "finish_episode")} <= pairs
     assert ("reset", "select_action") not in pairs  # only handed on: no edge of its own
+
+
+def test_slices_handed_on_are_their_producer_s_data_through_the_tracer(tmp_path):
+    # a controller that hands micro-batches (slices of the loader's prompts) and rows of the
+    # generator's numpy output on produced none of them: no edge may leave it
+    import numpy as np
+    import torch
+
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        for s in range(3):
+            flowmap.step(s)
+            prompts = torch.randint(0, 100, (32, 64))
+            flowmap.hop("loader", "controller", {"prompts": prompts}, name="prompts")
+            for i in range(4):
+                flowmap.hop("controller", "generator", prompts[i * 8:(i + 1) * 8], name="mb")
+                out = np.random.rand(8, 128).astype(np.float32)
+                flowmap.hop("generator", "controller", out, name="completions")
+                flowmap.hop("controller", "trainer", [out[r] for r in range(0, 8, 2)], name="rows")
+            other = torch.randint(0, 100, (32, 64))  # never seen whole: its slices are new data
+            flowmap.hop("controller", "trainer", other[8:16], name="own")
+    flow = flowmap.load(tmp_path / "run").view.flow
+    edges = {(e.src, e.dst, e.names) for e in flow.edges}
+    assert edges == {("loader", "generator", ("mb",)), ("generator", "trainer", ("rows",)),
+                     ("controller", "trainer", ("own",))}
+
+
+def test_a_view_of_a_freed_storage_is_not_linked_to_it(tmp_path):
+    # a storage freed and another allocated where it was: its views are not the old data's
+    import torch
+
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        for s in range(20):
+            flowmap.step(s)
+            a = torch.randn(64, 64)
+            flowmap.hop("loader", "controller", a, name="a")
+            del a
+            b = torch.randn(64, 64)  # often at the freed address
+            flowmap.hop("controller", "trainer", b[8:16], name="b")
+            del b
+    flow = flowmap.load(tmp_path / "run").view.flow
+    assert {(e.src, e.dst) for e in flow.edges} == {("loader", "controller"),
+                                                     ("controller", "trainer")}
