@@ -239,3 +239,34 @@ def test_scalar_dicts_and_views_are_no_serialisation_bloat(tmp_path):
     w.writer.leaf_notes(2, "actor", "learner", "row", "zmq", 0, [["row", 4096, 4 << 20, None]])
     view = _view(tmp_path, w)
     assert _of(view, "serialisation") == [] and len(_of(view, "view")) == 1
+
+
+# -- the same storage in several messages to one destination ------------------------------------
+def _samples(tmp_path, transport, *, image_each_time=False, alone=False):
+    w = _shard(tmp_path)
+    sid = iter(range(1, 10_000))
+    for s in range(2):
+        w.step(s * 100, s)
+        image = next(sid)
+        for i in range(8):
+            img = next(sid) if image_each_time else image
+            leaves = [tensor("pixel_values", (3, 112, 112))]
+            storages = (img,)
+            if not alone:
+                leaves.append(tensor("tokens", (256,), "int64"))
+                storages = (img, next(sid))
+            w.hop(s * 100 + i + 1, "rollout", "trainer", "sample", leaves, storages=storages,
+                  step=s, transport=transport)
+    return _of(_view(tmp_path, w), "duplicate")
+
+
+def test_an_image_serialised_into_each_sample_of_a_group_is_a_duplicate(tmp_path):
+    (f,) = _samples(tmp_path / "a", "zmq")
+    assert f.bytes_per_step == 7 * 3 * 112 * 112 * 4 and "pixel_values" in f.message
+    assert _samples(tmp_path / "b", "pickle")
+
+
+def test_no_duplicate_for_shared_memory_fresh_images_or_a_buffer_sent_alone(tmp_path):
+    assert _samples(tmp_path / "shm", "shm") == []  # moved once, handles after
+    assert _samples(tmp_path / "fresh", "zmq", image_each_time=True) == []
+    assert _samples(tmp_path / "alone", "zmq", alone=True) == []  # a buffer refilled in place?
