@@ -211,3 +211,37 @@ def test_a_view_of_a_freed_storage_is_not_linked_to_it(tmp_path):
     flow = flowmap.load(tmp_path / "run").view.flow
     assert {(e.src, e.dst) for e in flow.edges} == {("loader", "controller"),
                                                      ("controller", "trainer")}
+
+
+def _text_hop(hops: list[Hop], src: str, dst: str, name: str, strings: list[str],
+              numbers: int = 0) -> None:
+    leaves = [Leaf("[*]", "str", ((min(map(len, strings)), max(map(len, strings))),), "", "",
+                   sum(map(len, strings)), len(strings), None)]
+    if numbers:
+        leaves.append(Leaf("ids[*]", "int", (), "", "", 8 * numbers, numbers, None))
+    hops.append(Hop(len(hops) * 1000, 1, src, dst, name, sum(leaf.nbytes for leaf in leaves),
+                    tuple(leaves), (), None, None, "ref", ()))
+
+
+def test_text_handed_on_comes_from_its_producer_and_text_a_stage_writes_from_it():
+    hops: list[Hop] = []
+    prompts = [f"question {i}: what is {i}+{i}?" for i in range(16)]
+    _text_hop(hops, "loader", "controller", "prompts", prompts)
+    _text_hop(hops, "controller", "generator", "prompts", prompts)
+    _text_hop(hops, "generator", "controller", "completions", [p + " it is 4" for p in prompts])
+    _text_hop(hops, "controller", "trainer", "completions", [p + " it is 4" for p in prompts])
+    _text_hop(hops, "controller", "trainer", "summary", ["16 prompts"])  # its own text
+    edges = {(e.src, e.dst, e.names) for e in build_flow(hops).edges}
+    assert edges == {("loader", "generator", ("prompts",)),
+                     ("generator", "trainer", ("completions",)),
+                     ("controller", "trainer", ("summary",))}
+
+
+def test_numbers_alone_are_no_identity_for_the_flow():
+    # advantages shaped as the rewards they came from are the controller's own
+    hops = [Hop(k * 1000, 1, src, dst, name, 128,
+                (Leaf("[*]", "float", (), "", "", 128, 16, None),), (), None, None, "ref", ())
+            for k, (src, dst, name) in enumerate([("reward", "controller", "rewards"),
+                                                   ("controller", "trainer", "advantages")])]
+    edges = {(e.src, e.dst) for e in build_flow(hops).edges}
+    assert edges == {("reward", "controller"), ("controller", "trainer")}
