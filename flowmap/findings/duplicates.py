@@ -140,10 +140,12 @@ def carried(h: Hop) -> int:
 
 
 def repeats_a_slot(h: Hop) -> bool:
-    """A root's scatter whose list holds one object in several ranks' slots."""
+    """A root's scatter whose list holds one object in several ranks' slots, or the same
+    tensor inside several slots (each its own small dict around the whole batch)."""
     return (h.transport == "collective" and "scatter" in h.name and "reduce" not in h.name
             and h.dst.startswith("group[")
-            and any(leaf.kind == "ref" and _is_slot(leaf.path) for leaf in h.leaves))
+            and (any(leaf.kind == "ref" and _is_slot(leaf.path) for leaf in h.leaves)
+                 or len(set(h.storages)) < len(h.storages)))
 
 
 def _is_slot(path: str) -> bool:

@@ -270,3 +270,20 @@ def test_no_duplicate_for_shared_memory_fresh_images_or_a_buffer_sent_alone(tmp_
     assert _samples(tmp_path / "shm", "shm") == []  # moved once, handles after
     assert _samples(tmp_path / "fresh", "zmq", image_each_time=True) == []
     assert _samples(tmp_path / "alone", "zmq", alone=True) == []  # a buffer refilled in place?
+
+
+def _scatter(tmp_path, storages):
+    w = _shard(tmp_path)
+    for s in range(2):
+        w.step(s * 10, s)
+        w.hop(s * 10 + 1, "trainer/rank0", "group[0,1]", "scatter_object_list",
+              [scalar("[*].rank", "int"), tensor("[*].input_ids", (64, 1024), "int64", count=2)],
+              storages=tuple(100 * s + k for k in storages), step=s, transport="collective")
+    return _of(_view(tmp_path, w), "duplicate")
+
+
+def test_a_scatter_whose_slots_wrap_the_same_tensor_is_a_duplicate(tmp_path):
+    # each rank's slot its own small dict around the whole batch: the same storage twice
+    (f,) = _scatter(tmp_path / "same", (1, 1))
+    assert f.bytes_per_step == (2 * 64 * 1024 * 8 + 8) * (1 - 1 / 2)  # the root's bytes, less a share
+    assert _scatter(tmp_path / "parts", (1, 2)) == []  # each slot its own rows
