@@ -28,6 +28,7 @@ from flowmap.findings.common import (
 )
 from flowmap.model.types import ARRAY_KINDS, Dim, LeafStats, SeamKey, SeamStats
 from flowmap.read.events import storage_bases
+from flowmap.trace_format import COLLECTIVE, RPC
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 def detect(view: RunView) -> list[Finding]:
     groups = role_seams(view)
-    matched = _storage_matches(view)
+    matched, made_here = _storage_matches(view)
     signature = {k: _signature(v) for k, v in groups.items()}
     out = []
     middles: set[str] = set()
@@ -50,8 +51,9 @@ def detect(view: RunView) -> list[Finding]:
             if matched.get((a, b)):
                 evidence = "same storage"
                 bps = min(matched[(a, b)] / view.detail.num_steps, _bps(in_seams) + _bps(out_seams))
-            elif signature[a] and signature[a] == signature[b] and _fed_by(in_seams, out_seams) \
-                    and _shapes_agree(in_seams, out_seams) and not is_store(out_seams):
+            elif signature[a] and signature[a] == signature[b] and b not in made_here \
+                    and _fed_by(in_seams, out_seams) and _shapes_agree(in_seams, out_seams) \
+                    and not is_store(out_seams):
                 evidence = "same leaf schema"
                 bps = min(_bps(in_seams), _bps(out_seams))
             else:
@@ -161,8 +163,22 @@ def _storage_bytes(h: Hop) -> tuple[bool, list[tuple[int, int]]]:
     return False, [(s, share) for s in h.storages]
 
 
-def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
-    """Bytes of hops leaving a role whose storages all arrived at that role, by seam pair.
+# A Ray call's argument is recorded by the callee's process, whose storages are not the
+# sender's: what the sender made cannot be told there
+CALLEE_RECORDED = (RPC, COLLECTIVE)
+
+
+def made_by_middle(view: RunView) -> set[RoleKey]:
+    """Role-level seams most of whose hops carry tensors their sender made, as storage
+    identity says (it had received tensors in that process, and these are none of them)."""
+    return _storage_matches(view)[1]
+
+
+def _storage_matches(view: RunView) -> tuple[dict[tuple[RoleKey, RoleKey], int], set[RoleKey]]:
+    """Bytes of hops leaving a role whose storages all arrived at that role, by seam pair;
+    and the outgoing seams most of whose hops carried tensors the role did not receive
+    though it had received tensors in that process (identity says it made them: a stage
+    that computes advantages shaped as the rewards it got is no relay, whatever the schema).
 
     An arrival is matched once per outgoing owner-level seam: a buffer that
     arrives once and then leaves every step (weights updated in place, keeping
@@ -175,6 +191,7 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
     arrived: dict[tuple[int, str], dict[int, tuple[_Arrival, int, bool]]] = defaultdict(dict)
     nbytes: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
     nhops: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
+    made: dict[RoleKey, int] = defaultdict(int)  # hops out of a role with tensors it made
     role_keys = {k: role_key(k) for k in view.seams}
     bases = storage_bases(view.events.shards)  # a row of what arrived is what arrived
     for h in view.events.hops:
@@ -196,6 +213,8 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
                     got = here.get(sid)
                 if got is None:
                     came.clear()
+                    if h.transport not in CALLEE_RECORDED:
+                        made[key] += 1  # data of its own: identity says it was made here
                     break
                 r, b_in, exact = got
                 if r.left_by is None or seam not in r.left_by:
@@ -220,4 +239,5 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
     hops_out: dict[RoleKey, int] = defaultdict(int)
     for k, st in view.seams.items():
         hops_out[role_keys[k]] += st.hops
-    return {pair: n for pair, n in nbytes.items() if 2 * nhops[pair] >= hops_out[pair[1]]}
+    matched = {pair: n for pair, n in nbytes.items() if 2 * nhops[pair] >= hops_out[pair[1]]}
+    return matched, {k for k, n in made.items() if 2 * n >= hops_out[k]}
