@@ -43,6 +43,7 @@ def main():
         s = 0
         while (adv := b_r.recv()) is not None:
             flowmap.step(s)
+            assert adv.shape == (4096,)
             s += 1
     for p in ps:
         p.join()
