@@ -33,6 +33,7 @@ element is its kind:
     ["i", t_us, key, value]                         what this process learnt of itself
     ["v", t_us, src, dst, name, transport, step, figures]
                                                     value figures of a sampled hop (--values)
+    ["b", storage, of]                              a view's storage id lies in storage `of`
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
 Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not
@@ -73,6 +74,12 @@ apart two hosts alike in all of these (flowmap/read/merge.py); a Ray worker's
 header has its `ray_node_id`. An `i` event adds what the
 process learns later, as plain text: `owner` (an owner whose code runs in
 this process, e.g. a Ray actor) and `ray_node_id` (the Ray node it runs on).
+
+A `b` line says that the storage id `storage`, new for a view that starts inside a
+storage already named (and alive) under id `of`, is part of that data: a row of a
+received batch sent on starts elsewhere than the batch but is its data. Storage ids
+stay one per start address (two slices of one buffer sent to two ranks are not the
+same data); readers that follow data (pass-through, the flow) look through `b`.
 
 A `v` event is written only under `flowmap trace --values`, which reads data
 (flowmap/capture/values.py): after a sampled hop that moved bytes, `figures`
@@ -127,6 +134,7 @@ DROP_FOLD = "D"
 LEAF_NOTES = "n"
 PROCESS_INFO = "i"
 VALUES = "v"
+PART = "b"
 END = "end"
 
 # -- the event table -----------------------------------------------------------
@@ -195,6 +203,7 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                  ("transport", STR_REF), ("step", OPT_INT), ("notes", NOTES)),
     VALUES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
              ("transport", STR_REF), ("step", OPT_INT), ("figures", FIGURES)),
+    PART: (("storage", COUNT), ("of", COUNT)),
 }
 OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3, RECEIVE_HALF: 8}  # field index from which fields may be absent
 

@@ -14,10 +14,13 @@ Two facts, each behind a finding (docs/findings.md):
   the program with its accelerator) and never a copy.
 
 Only hops whose transport moves bytes (not `ref`) are noted, so the cost stays
-off in-process hops. The walk is bounded (`MAX_DEPTH`, `MAX_TENSORS`), goes
-through exact dicts and the `__dict__` of plain objects only, and never calls
-the user's code; paths are the describers' (`batch.attention_mask`). A tensor
-that is neither a view (`_base is None`) nor a mask costs one attribute read.
+off in-process hops. The walk is bounded (`MAX_DEPTH`, `MAX_TENSORS`, the first
+`MAX_TENSORS` entries of a container), goes through exact dicts, lists and tuples
+(named tuples by field) and the `__dict__` of plain objects only, and never calls
+the user's code; paths are the describers' (`batch.attention_mask`, `[*].row` in a
+list, `[1]` in a short tuple): a view sent as `(step, t[:1])` or in a list of
+samples moves its storage as surely as one in a dict. A tensor that is neither a
+view (`_base is None`) nor a mask costs one attribute read.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import sys
 from typing import Any
 
 from flowmap.capture.describers import introspect
+from flowmap.capture.describers.columns import MAX_INDEXED_TUPLE
 
 MAX_DEPTH = 3
 MAX_TENSORS = 64
@@ -49,7 +53,7 @@ def collect(payload: Any, transport: str = "pickle") -> list[Note]:
     if torch is None:
         return []
     out: list[Note] = []
-    seen = [0]
+    seen = _Seen()
     if torch._C._is_torch_function_mode_enabled():  # a mode would see every read: off meanwhile
         with torch._C.DisableTorchFunction():
             _walk(torch, payload, "", 0, out, seen, transport == "shm")
@@ -58,23 +62,32 @@ def collect(payload: Any, transport: str = "pickle") -> list[Note]:
     return out
 
 
-def _walk(torch: Any, obj: Any, path: str, depth: int, out: list[Note], seen: list[int],
+def _walk(torch: Any, obj: Any, path: str, depth: int, out: list[Note], seen: _Seen,
           shm: bool) -> None:
-    if seen[0] >= MAX_TENSORS:
+    if seen.tensors >= MAX_TENSORS:
         return
     t = type(obj)
     if t is torch.Tensor or t is torch.nn.Parameter:
-        seen[0] += 1
-        note = _note(torch, obj, path, shm)
+        seen.tensors += 1
+        note = _note(torch, obj, path, shm, seen.storages)
         if note is not None:
             out.append(note)
         return
     if depth >= MAX_DEPTH:
         return
+    if t is list or t is tuple:
+        _walk_items(torch, obj, path, depth, out, seen, shm)
+        return
     if t is dict:
         d: dict[Any, Any] | None = obj
-    elif t in (list, tuple, int, float, str, bytes, bool) or obj is None:
+    elif t in (int, float, str, bytes, bool) or obj is None:
         return
+    elif isinstance(obj, tuple):
+        fields = getattr(t, "_fields", None)  # a named tuple: walked by field, as described
+        if type(fields) is tuple and all(type(f) is str for f in fields):
+            d = dict(zip(fields, tuple.__iter__(obj)))
+        else:
+            return
     else:
         d = introspect.instance_dict(obj)
     if d is None:
@@ -84,7 +97,30 @@ def _walk(torch: Any, obj: Any, path: str, depth: int, out: list[Note], seen: li
             _walk(torch, v, f"{path}.{k}" if path else k, depth + 1, out, seen, shm)
 
 
-def _note(torch: Any, t: Any, path: str, shm: bool) -> Note | None:
+def _walk_items(torch: Any, seq: list[Any] | tuple[Any, ...], path: str, depth: int,
+                out: list[Note], seen: _Seen, shm: bool) -> None:
+    """A list's items under `path[*]` (the describers fold lists), a short tuple's under
+    `path[i]`; only the first `MAX_TENSORS` items, whose kinds the folded path shares."""
+    folded = type(seq) is list or len(seq) > MAX_INDEXED_TUPLE
+    for i, v in enumerate(seq[:MAX_TENSORS]):
+        if seen.tensors >= MAX_TENSORS:
+            return
+        _walk(torch, v, f"{path}[*]" if folded else f"{path}[{i}]", depth + 1, out, seen, shm)
+
+
+class _Seen:
+    """What one message's walk met so far: its tensors, and the storages behind its views
+    (a message carries a storage once, however many of its views it holds: pickle writes
+    it once, shared memory moves it once)."""
+
+    __slots__ = ("tensors", "storages")
+
+    def __init__(self) -> None:
+        self.tensors = 0
+        self.storages: set[int] = set()
+
+
+def _note(torch: Any, t: Any, path: str, shm: bool, storages: set[int]) -> Note | None:
     try:
         masked = "mask" in path.rsplit(".", 1)[-1].lower()
         if t._base is None and not masked:  # not a view, nor a mask: nothing to note
@@ -96,6 +132,11 @@ def _note(torch: Any, t: Any, path: str, shm: bool) -> Note | None:
         # TypedStorage it builds first (~1 µs a tensor, most of a note on a shared slot)
         if shm and storage > nbytes and (not t.is_cpu or held.is_shared()):
             storage = 0  # a handle crosses: the storage is where the receiver maps it
+        if storage > nbytes:
+            where = held.data_ptr()
+            if where in storages:
+                storage = 0  # another view of a storage this message already carries
+            storages.add(where)
         real = None
         if (masked and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
                 and str(t.dtype) in MASK_DTYPES):

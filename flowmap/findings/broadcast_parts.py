@@ -7,8 +7,8 @@ apart, so the evidence is what a rank does next, in the same step (without
 steps, the next second) and the same process, through any later hop (a queue,
 a socket, another collective):
 
-- a leaf that starts at a received storage (the same storage id) with at most
-  half its bytes: a slice of it sent on (`batch[:n]`);
+- a leaf in a received storage (the same storage id, or a view the tracer wrote
+  as lying in it) with at most half its bytes: a slice of it sent on (`batch[n:2n]`);
 - a leaf whose storage, noted on a byte-moving hop, is the received tensor's
   size while the leaf is at most half of it: a view of it (`batch[r::world]`);
 - a leaf whose leading dimension is the received leaf's over the group's size,
@@ -30,7 +30,7 @@ from flowmap.findings.common import DUPLICATE, Finding, per_step
 from flowmap.findings.duplicates import group_size
 from flowmap.model.format import seam_label
 from flowmap.model.types import ARRAY_KINDS, role_of
-from flowmap.read.events import Hop, Leaf
+from flowmap.read.events import Hop, Leaf, storage_bases
 from flowmap.trace_format import UNTRACED
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ Notes = dict[tuple[int, int | None], dict[tuple[str, str], list[tuple[int, int]]
 def detect(view: RunView) -> list[Finding]:
     hops = sorted(view.events.hops, key=lambda h: h.t_ns)
     notes = _storage_notes(view)
+    bases = storage_bases(view.events.shards)  # a slice that starts inside what arrived
     mine: dict[int, list[Hop]] = defaultdict(list)  # pid -> its hops, in time order
     at: dict[int, int] = {}  # id(hop) -> its place in its process's list
     for h in hops:
@@ -64,7 +65,7 @@ def detect(view: RunView) -> list[Finding]:
         rounds[r].append(h)
         world = group_size(key[0])
         if r not in shown and world >= 2 and \
-                _keeps_a_part(h, mine[h.pid], at[id(h)] + 1, world, notes):
+                _keeps_a_part(h, mine[h.pid], at[id(h)] + 1, world, notes, bases):
             shown.add(r)
     total: dict[Group, float] = defaultdict(float)
     labels: dict[Group, set[str]] = defaultdict(set)
@@ -107,7 +108,8 @@ def _broadcast(h: Hop) -> Group | None:
     return None
 
 
-def _keeps_a_part(got: Hop, mine: list[Hop], start: int, world: int, notes: Notes) -> bool:
+def _keeps_a_part(got: Hop, mine: list[Hop], start: int, world: int, notes: Notes,
+                  bases: dict[tuple[int, int], int]) -> bool:
     """Whether a hop of this process after `got` (`mine[start:]`), in its step, carries a
     part of it."""
     whole = [leaf for leaf in got.leaves if leaf.kind in ARRAY_KINDS and leaf.nbytes]
@@ -129,19 +131,19 @@ def _keeps_a_part(got: Hop, mine: list[Hop], start: int, world: int, notes: Note
             break  # the next round of the same broadcast
         if h.src.startswith("group[") or h.src == UNTRACED:
             continue  # what arrived here, not what this rank sent on
-        if _shows_a_part(h, whole, sizes, world, noted.get((h.src, h.name), [])):
+        if _shows_a_part(h, whole, sizes, world, noted.get((h.src, h.name), []), bases):
             return True
     return False
 
 
 def _shows_a_part(h: Hop, whole: list[Leaf], sizes: dict[int, int], world: int,
-                  noted: list[tuple[int, int]]) -> bool:
+                  noted: list[tuple[int, int]], bases: dict[tuple[int, int], int]) -> bool:
     arrays = [leaf for leaf in h.leaves if leaf.kind in ARRAY_KINDS and leaf.nbytes]
     if len(arrays) == len(h.storages):
         for sid, leaf in zip(h.storages, arrays):
-            b = sizes.get(sid)
+            b = sizes.get(sid, sizes.get(bases.get((h.pid, sid), -1)))
             if b is not None and leaf.nbytes <= PART_SHARE * b:
-                return True  # a slice that starts where the received storage does
+                return True  # a slice of the received storage
     got_bytes = {leaf.nbytes for leaf in whole}
     if any(storage in got_bytes and b <= PART_SHARE * storage for b, storage in noted):
         return True  # a view of a storage the size of the received one

@@ -29,7 +29,8 @@ from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from flowmap.findings.common import PASS_THROUGH, Finding, per_step
+from flowmap.findings.common import PASS_THROUGH, Finding, per_step, role_key
+from flowmap.findings.pass_through import made_by_middle
 from flowmap.model.types import ARRAY_KINDS, SeamKey
 
 if TYPE_CHECKING:
@@ -87,8 +88,12 @@ def funnels(view: RunView) -> dict[tuple[SeamKey, SeamKey], tuple[int, int]]:
         if h.transport == "collective" and h.dst.startswith("group["):
             continue  # a rank's side of a collective: its group is the transfer, not a stage
         waiting[h.dst].append(_Arrival(seam, parts, sum(p[3] * n for p, n in parts.items())))
+    # where storage identity followed the data into the middle's process, it decides: a
+    # seam whose tensors the middle made (advantages shaped as the rewards) is no funnel
+    made = made_by_middle(view)
     return {pair: (n, b) for pair, (n, b) in found.items()
-            if pair[1] in view.seams and 2 * n >= view.seams[pair[1]].hops}
+            if pair[1] in view.seams and 2 * n >= view.seams[pair[1]].hops
+            and role_key(pair[1]) not in made}
 
 
 def detect(view: RunView) -> list[Finding]:

@@ -3,6 +3,14 @@
 Storage ids are addresses: two hops from one sender in one step carrying the
 same ids carry the same bytes. Hops by reference (`ref`) or by CUDA IPC handle copy nothing.
 
+The same storage can also ride in several messages to one destination: a prompt's
+image in each of its group's samples, each sample its own message. Pickled (a
+queue, a pipe, ZMQ, an inline Ray value), every message carries it again; through
+shared memory it moves once and the rest are handles, so only transports that
+serialise each message count. The messages must each carry something new besides
+(the samples' own tokens): a message that is only a buffer, sent again and again,
+is more likely refilled in place than repeated.
+
 A collective sends to every rank in one call: a root's `scatter` or
 `scatter_object_list` whose list repeats a slot (a `ref` leaf where a rank's
 slot is: the object of an earlier slot again) sends the same data whole to
@@ -15,11 +23,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from flowmap.findings.common import DUPLICATE, Finding, RoleKey, one_each, per_step
+from flowmap.findings.common import DUPLICATE, Finding, RoleKey, norm_path, one_each, per_step
 from flowmap.model.format import seam_label
-from flowmap.model.types import NO_COPY, role_of
+from flowmap.model.types import ARRAY_KINDS, NO_COPY, role_of
 from flowmap.read.events import Hop
-from flowmap.trace_format import SHM
+from flowmap.trace_format import PICKLE, RPC, SHM, UNTRACED, ZMQ
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -73,8 +81,53 @@ def detect(view: RunView) -> list[Finding]:
                 "per destination if each reads a part, else share it once (shared memory, a "
                 "broadcast) and pass handles.")
 
+    again, again_labels, again_paths = _repeated(view)
+
+    def repeated(rk: RoleKey, bps: float) -> str:
+        paths = ", ".join(f"`{p}`" for p in sorted(again_paths[rk])[:3])
+        return (f"{rk[0]} sends the same {paths} again in several `{rk[2]}` messages to "
+                f"{rk[1]} each step (each serialised anew), {per_step(bps)} in extra copies: "
+                "send it once (once per group) and refer to it from the others.")
+
     return (one_each(DUPLICATE, view, scattered, labels, in_slots)
-            + one_each(DUPLICATE, view, extra, labels, copied))
+            + one_each(DUPLICATE, view, extra, labels, copied)
+            + one_each(DUPLICATE, view, again, again_labels, repeated))
+
+
+SERIALISED = (PICKLE, ZMQ, RPC)  # transports that write a storage into every message
+
+
+def _repeated(view: RunView) -> tuple[dict[RoleKey, float], dict[RoleKey, set[str]],
+                                      dict[RoleKey, set[str]]]:
+    """Storages one sender serialises into several messages to the same destination and
+    seam in one step (or 0.1 s), beside leaves new in each: all but one copy of each."""
+    # (pid, seam, when) -> storage -> [times carried, its bytes, its path]
+    carried_by: dict[tuple[Any, ...], dict[tuple[int, Any], list[Any]]] = defaultdict(dict)
+    for h in view.events.hops:
+        if h.transport not in SERIALISED or not h.storages or h.dst == UNTRACED:
+            continue
+        arrays = [leaf for leaf in h.leaves if leaf.kind in ARRAY_KINDS]
+        if len(arrays) != len(h.storages) or len(set(h.storages)) < 2:
+            continue  # storages and leaves must line up; one storage alone may be a buffer
+        when: When = h.step if h.step is not None else ("t", h.t_ns // WINDOW_NS)
+        seen = carried_by[(h.pid, h.seam, when)]
+        for sid, leaf in dict(zip(h.storages, arrays)).items():
+            entry = seen.setdefault((sid, leaf.shape), [0, leaf.nbytes, leaf.path])
+            entry[0] += 1
+    extra: dict[RoleKey, float] = defaultdict(float)
+    labels: dict[RoleKey, set[str]] = defaultdict(set)
+    paths: dict[RoleKey, set[str]] = defaultdict(set)
+    for (_, seam, _), storages in carried_by.items():
+        counts = [n for n, _, _ in storages.values()]
+        if max(counts) < 2 or all(n == counts[0] for n in counts):
+            continue  # nothing repeated, or nothing new beside it in each message
+        rk = (role_of(seam[0]), role_of(seam[1]), seam[2])
+        for n, nbytes, path in storages.values():
+            if n >= 2:
+                extra[rk] += (n - 1) * nbytes
+                paths[rk].add(norm_path(path) or seam[2])
+        labels[rk].add(seam_label(seam))
+    return extra, labels, paths
 
 
 def carried(h: Hop) -> int:
@@ -87,10 +140,12 @@ def carried(h: Hop) -> int:
 
 
 def repeats_a_slot(h: Hop) -> bool:
-    """A root's scatter whose list holds one object in several ranks' slots."""
+    """A root's scatter whose list holds one object in several ranks' slots, or the same
+    tensor inside several slots (each its own small dict around the whole batch)."""
     return (h.transport == "collective" and "scatter" in h.name and "reduce" not in h.name
             and h.dst.startswith("group[")
-            and any(leaf.kind == "ref" and _is_slot(leaf.path) for leaf in h.leaves))
+            and (any(leaf.kind == "ref" and _is_slot(leaf.path) for leaf in h.leaves)
+                 or len(set(h.storages)) < len(h.storages)))
 
 
 def _is_slot(path: str) -> bool:

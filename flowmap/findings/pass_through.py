@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flowmap.findings import leaf_chains
 from flowmap.findings.common import (
@@ -27,6 +27,8 @@ from flowmap.findings.common import (
     role_seams,
 )
 from flowmap.model.types import ARRAY_KINDS, Dim, LeafStats, SeamKey, SeamStats
+from flowmap.read.events import storage_bases
+from flowmap.trace_format import COLLECTIVE, RPC
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
 def detect(view: RunView) -> list[Finding]:
     groups = role_seams(view)
-    matched = _storage_matches(view)
+    matched, made_here = _storage_matches(view)
     signature = {k: _signature(v) for k, v in groups.items()}
     out = []
     middles: set[str] = set()
@@ -49,8 +51,9 @@ def detect(view: RunView) -> list[Finding]:
             if matched.get((a, b)):
                 evidence = "same storage"
                 bps = min(matched[(a, b)] / view.detail.num_steps, _bps(in_seams) + _bps(out_seams))
-            elif signature[a] and signature[a] == signature[b] and _fed_by(in_seams, out_seams) \
-                    and _shapes_agree(in_seams, out_seams) and not is_store(out_seams):
+            elif signature[a] and signature[a] == signature[b] and b not in made_here \
+                    and _fed_by(in_seams, out_seams) and _shapes_agree(in_seams, out_seams) \
+                    and not is_store(out_seams):
                 evidence = "same leaf schema"
                 bps = min(_bps(in_seams), _bps(out_seams))
             else:
@@ -160,8 +163,22 @@ def _storage_bytes(h: Hop) -> tuple[bool, list[tuple[int, int]]]:
     return False, [(s, share) for s in h.storages]
 
 
-def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
-    """Bytes of hops leaving a role whose storages all arrived at that role, by seam pair.
+# A Ray call's argument is recorded by the callee's process, whose storages are not the
+# sender's: what the sender made cannot be told there
+CALLEE_RECORDED = (RPC, COLLECTIVE)
+
+
+def made_by_middle(view: RunView) -> set[RoleKey]:
+    """Role-level seams most of whose hops carry tensors their sender made, as storage
+    identity says (it had received tensors in that process, and these are none of them)."""
+    return _storage_matches(view)[1]
+
+
+def _storage_matches(view: RunView) -> tuple[dict[tuple[RoleKey, RoleKey], int], set[RoleKey]]:
+    """Bytes of hops leaving a role whose storages all arrived at that role, by seam pair;
+    and the outgoing seams most of whose hops carried tensors the role did not receive
+    though it had received tensors in that process (identity says it made them: a stage
+    that computes advantages shaped as the rewards it got is no relay, whatever the schema).
 
     An arrival is matched once per outgoing owner-level seam: a buffer that
     arrives once and then leaves every step (weights updated in place, keeping
@@ -174,7 +191,9 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
     arrived: dict[tuple[int, str], dict[int, tuple[_Arrival, int, bool]]] = defaultdict(dict)
     nbytes: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
     nhops: dict[tuple[RoleKey, RoleKey], int] = defaultdict(int)
+    made: dict[RoleKey, int] = defaultdict(int)  # hops out of a role with tensors it made
     role_keys = {k: role_key(k) for k in view.seams}
+    bases = storage_bases(view.events.shards)  # a row of what arrived is what arrived
     for h in view.events.hops:
         if not h.storages:
             continue
@@ -184,21 +203,29 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
         if here:
             # every storage arrived (a stage that adds leaves made something: not a relay),
             # by the seam it came by; bytes as the hop that brought it counted them
-            came: dict[RoleKey, list[tuple[_Arrival, int]]] = defaultdict(list)
+            # (came by) -> arrived storage -> [its arrival, bytes sent on, its bytes then]
+            came: dict[RoleKey, dict[int, list[Any]]] = defaultdict(dict)
             aligned, leaving = _storage_bytes(h)
             for sid, b in leaving:
                 got = here.get(sid)
+                if got is None and (h.pid, sid) in bases:
+                    sid = bases[(h.pid, sid)]  # a view of what arrived (a row sent on)
+                    got = here.get(sid)
                 if got is None:
                     came.clear()
+                    if h.transport not in CALLEE_RECORDED:
+                        made[key] += 1  # data of its own: identity says it was made here
                     break
                 r, b_in, exact = got
                 if r.left_by is None or seam not in r.left_by:
-                    came[r.came_by].append((r, b if aligned or not exact else b_in))
-            for came_by, records in came.items():
+                    sent = came[r.came_by].setdefault(sid, [r, 0, b_in])
+                    sent[1] += b if aligned or not exact else b_in
+            for came_by, by_storage in came.items():
                 pair = (came_by, key)
-                nbytes[pair] += sum(b for _, b in records)
+                # an arrived storage is sent on at most whole, however many rows of it leave
+                nbytes[pair] += sum(min(b, b_in) for _, b, b_in in by_storage.values())
                 nhops[pair] += 1
-                for r, _ in records:
+                for r, _, _ in by_storage.values():
                     if r.left_by is None:
                         r.left_by = set()
                     r.left_by.add(seam)
@@ -212,4 +239,5 @@ def _storage_matches(view: RunView) -> dict[tuple[RoleKey, RoleKey], int]:
     hops_out: dict[RoleKey, int] = defaultdict(int)
     for k, st in view.seams.items():
         hops_out[role_keys[k]] += st.hops
-    return {pair: n for pair, n in nbytes.items() if 2 * nhops[pair] >= hops_out[pair[1]]}
+    matched = {pair: n for pair, n in nbytes.items() if 2 * nhops[pair] >= hops_out[pair[1]]}
+    return matched, {k for k, n in made.items() if 2 * n >= hops_out[k]}

@@ -26,8 +26,9 @@ the script calls them).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from flowmap.read.events import Hop
 from flowmap.trace_format import UNTRACED
@@ -72,8 +73,10 @@ class Flow:
         return f"{sep.join(stages)}  (driver: {UNNAMED_DRIVER})"
 
 
-def build_flow(hops: Iterable[Hop]) -> Flow:
-    """The flow of `hops` (kept hops, any order)."""
+def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None = None) -> Flow:
+    """The flow of `hops` (kept hops, any order); `parts` maps a view's storage to the storage
+    it lies in, per process (`flowmap.read.events.storage_bases`): a slice is its base's data."""
+    bases = parts or {}
     ordered = sorted(hops, key=lambda h: h.t_ns)
     producer: dict[tuple[int, int], str] = {}
     # (pid, storage, holder) -> links that brought the storage to holder, not yet handed on
@@ -82,18 +85,36 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
     link_args: dict[int, str] = {}  # link -> the consumer's name for the data (its leaf's root)
     passed: set[int] = set()  # links whose consumer only handed the storage on
     first_seen: dict[str, int] = {}
+    # (holder, what a text payload is made of) -> (its producer, links that brought it there)
+    held: dict[tuple[str, tuple[Any, ...]], tuple[str, list[int]]] = {}
+    texts: set[int] = set()  # links of text payloads: data, as tensors are
     hand_offs = 0
     for i, h in enumerate(ordered):
         first_seen.setdefault(h.src, h.t_ns)
         first_seen.setdefault(h.dst, h.t_ns)
-        if not h.storages:  # no tensor to follow: one link, from its sender
+        if not h.storages:  # no tensor to follow: one link, from its sender, unless text
+            text = _text(h)
+            if text is not None:
+                got = held.get((h.src, text))
+                made_by = got[0] if got is not None else h.src
+                if made_by == h.dst:
+                    continue  # back to its producer
+                if got is not None:
+                    passed.update(got[1])  # h.src only handed it on
+                    hand_offs += 1
+                    got[1].clear()
+                held[(h.dst, text)] = (made_by, [len(links)])
+                texts.add(len(links))
+                links.append((i, made_by, h.dst, h.nbytes))
+                continue
             links.append((i, h.src, h.dst, h.nbytes))
             continue
         forwarded = False
         roots = _roots(h)
         carried = _storages(h)
         link_of: list[int | None] = []  # per storage, the link it made (None: back home)
-        for storage, nbytes in carried:
+        for view, nbytes in carried:
+            storage = bases.get((h.pid, view), view)
             made_by = producer.setdefault((h.pid, storage), h.src)
             if made_by == h.dst:
                 link_of.append(None)
@@ -110,16 +131,28 @@ def build_flow(hops: Iterable[Hop]) -> Flow:
             # the same tensors under the receiver's ids: sent on from there, they are passed
             pid, there = h.arrived
             for storage, (here, _), link in zip(there, carried, link_of):
-                producer.setdefault((pid, storage), producer[(h.pid, here)])
+                producer.setdefault((pid, storage), producer[(h.pid, bases.get((h.pid, here), here))])
                 if link is not None:
                     waiting[(pid, storage, h.dst)].append(link)
         hand_offs += forwarded
-    return _assemble(ordered, links, passed, first_seen, hand_offs, link_args)
+    return _assemble(ordered, links, passed, first_seen, hand_offs, link_args, texts)
+
+
+def _text(h: Hop) -> tuple[Any, ...] | None:
+    """What a payload without tensors holding text is made of: each leaf's kind, dtype,
+    shape, bytes and count, whatever its path (a dict put around it on the way is the same
+    text), and the payload's bytes; None without a string. Text handed on arrives and
+    leaves with the same figures; text a stage writes (completions for prompts) has others.
+    Numbers alone are no identity: a list of 16 advantages is shaped as the 16 rewards."""
+    if not any(leaf.kind in ("str", "bytes") and leaf.nbytes for leaf in h.leaves):
+        return None
+    return (h.nbytes, *sorted((leaf.kind, leaf.dtype, repr(leaf.shape), leaf.nbytes, leaf.count)
+                              for leaf in h.leaves))
 
 
 def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
               passed: set[int], first_seen: dict[str, int], hand_offs: int,
-              link_args: dict[int, str] | None = None) -> Flow:
+              link_args: dict[int, str] | None = None, texts: set[int] | None = None) -> Flow:
     hops: dict[tuple[str, str], set[int]] = defaultdict(set)
     nbytes: dict[tuple[str, str], int] = defaultdict(int)
     names: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -129,7 +162,7 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     data: set[tuple[str, str]] = set()  # edges that carried tensors, not only control values
     moved: dict[str, int] = {}  # when tensors first reached or left each stage, handed on or not
     for n, (i, src, dst, b) in enumerate(links):
-        if ordered[i].storages:
+        if ordered[i].storages or (texts and n in texts):
             t = ordered[i].t_ns
             for end in (src, dst):
                 if end != UNNAMED_DRIVER:
@@ -141,7 +174,7 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
         h = ordered[i]
         t = h.t_ns
         edge = (src, dst)
-        if h.storages:
+        if h.storages or (texts and n in texts):
             data.add(edge)
             fed[src], fed[dst] = min(fed.get(src, t), t), min(fed.get(dst, t), t)
         hops[edge].add(i)

@@ -8,6 +8,7 @@ them) so that every layer above can name them without the parsing code.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -316,6 +317,8 @@ class Shard:
     drop_folds: list[DropFold] = field(default_factory=list)
     notes: list[LeafNote] = field(default_factory=list)  # leaf notes of hops that moved bytes
     values: list[ValueFigure] = field(default_factory=list)  # sampled figures (`trace --values`)
+    # `b` lines: a view's storage id -> the id of the storage it lies in (trace_format)
+    parts: dict[int, int] = field(default_factory=dict)
     fold_cut: tuple[int | None, int] | None = None  # (step, t_ns) where a read began to fold
     num_events: int = 0
     num_errors: int = 0
@@ -339,3 +342,19 @@ class Shard:
             line, why = self.bad_notes[0] if self.bad_notes else (0, "")
             out.append(f"{name}: {self.bad_lines} bad line(s) skipped, first at line {line} ({why})")
         return out
+
+
+def storage_bases(shards: Iterable[Shard]) -> dict[tuple[int, int], int]:
+    """(pid, a view's storage id) -> the id of the storage it lies in, chains followed
+    (`b` lines, flowmap/trace_format.py): where data is followed, a slice is its base's data."""
+    out: dict[tuple[int, int], int] = {}
+    for sh in shards:
+        parts = sh.parts
+        for view, base in parts.items():
+            for _ in range(64):  # a chain of views, bounded (ids only point back in time)
+                up = parts.get(base)
+                if up is None or up == base:
+                    break
+                base = up
+            out[(sh.pid, view)] = base
+    return out

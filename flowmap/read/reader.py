@@ -39,6 +39,7 @@ from flowmap.rundir import open_regular as open_regular
 
 IDENTITY = ("boot_id", "pid_ns", "start_ticks", "run_process")  # header fields naming a process
 MAX_NOTED = 5  # bad lines whose number and reason a shard keeps
+MAX_PARTS = 1_000_000  # `b` lines a shard keeps: bounded memory, a link lost past it
 
 
 def read_header(path: str) -> dict[str, Any] | None:
@@ -329,6 +330,11 @@ class Decoder:
                                      *f) for f in ev[7])
         sh.num_events += 1
 
+    def _part(self, ev: list[Any]) -> None:
+        parts = self.shard.parts
+        if len(parts) < MAX_PARTS:
+            parts[ev[1]] = ev[2]
+
     def _folded_event(self, ev: list[Any]) -> None:
         folded.BUILDERS[ev[0]](self.shard, Fields(ev, self.at))
         self.shard.num_events += 1
@@ -369,5 +375,5 @@ BUILDERS = {
     tf.SEND_HALF: Decoder._half, tf.RECEIVE_HALF: Decoder._half,
     **dict.fromkeys(folded.BUILDERS, Decoder._folded_event), tf.LEAF_NOTES: Decoder._notes,
     tf.PROCESS_INFO: Decoder._info,
-    tf.VALUES: Decoder._values,
+    tf.VALUES: Decoder._values, tf.PART: Decoder._part,
 }

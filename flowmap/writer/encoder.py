@@ -218,6 +218,7 @@ class TraceWriter:
         try:
             storage = _storage_of(holder)
             if storage is not None:
+                self.part_of(i, key, storage, storage.data_ptr())
                 holder = storage
             else:
                 base = getattr(type(holder), "_base", None)  # torch's getter, read on the class
@@ -225,10 +226,26 @@ class TraceWriter:
                     owner = base.__get__(holder, type(holder))
                     if owner is not None:
                         holder = owner
+            if holder is not None and type(holder).__name__ == "ndarray":
+                root = _array_root(holder)
+                if root is not holder:
+                    self.part_of(i, key, root, root.__array_interface__["data"][0])
             self.storages[key] = (i, weakref.ref(holder))
         except Exception:  # not weakly referable: an id of its own, never met again
             self.storages.pop(key, None)
         return i
+
+    def part_of(self, i: str, key: Hashable, storage: Any, start: int) -> None:
+        """A `b` line when the new storage id `i` (a view at `key`) lies in a storage already
+        named, alive, whose data starts at `start`: a row of a received batch sent on is
+        that batch's data, though it starts elsewhere. Only for views at an offset, off
+        the common hop's path (a known storage never comes here)."""
+        base = start if type(key) is int else (start, key[1]) if type(key) is tuple else None
+        if base is None or base == key:
+            return
+        entry = self.storages.get(base)
+        if entry is not None and entry[1]() is storage:
+            self.write(f'["{tf.PART}",{i},{entry[0]}]')
 
     # -- header and end ---------------------------------------------------------
     def header(self, fields: dict[str, Any]) -> None:
@@ -372,6 +389,20 @@ def _tally_figures(t: HopTally) -> str:
     return (f"{t.hops},{min(t.nbytes_sum, tf.MAX_INT)},{t.nbytes_min},{t.nbytes_max},"
             f"{_clamped(t.wire_bytes_sum)},{min(t.num_items, tf.MAX_INT)},{_opt(t.version_min)},"
             f"{_opt(t.version_max)},{t.t_first}")
+
+
+def _array_root(a: Any) -> Any:
+    """The numpy array that owns the memory a view `a` looks into (`a` if none)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return a
+    root = a
+    for _ in range(32):  # a chain of views, bounded
+        base = root.base
+        if type(base) is not np.ndarray:
+            break
+        root = base
+    return root
 
 
 def _storage_of(holder: Any) -> Any:

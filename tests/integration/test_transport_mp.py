@@ -249,3 +249,29 @@ def test_a_queued_message_belongs_to_the_step_it_was_put_in(tmp_path, run_cli):
     # THEN every hop carries the step of its put, not the step its feeder thread saw
     hops = [h for h in flowmap.load(str(tmp_path / "run")).hops if h.name == "list"]
     assert [h.step for h in sorted(hops, key=lambda h: h.t_ns)] == list(range(20))
+
+
+def test_a_pool_s_tasks_and_results_are_the_submitting_owner_s(tmp_path, run_cli):
+    # GIVEN map and apply_async called as `driver`, at step 3; the pool's own threads send the
+    # tasks and take the results
+    script = write(tmp_path / "prog.py", '''
+        import multiprocessing as mp, flowmap
+
+        def double(x):
+            return [v * 2 for v in x]
+
+        if __name__ == "__main__":
+            with mp.get_context("spawn").Pool(2) as pool, flowmap.owner("driver"):
+                flowmap.step(3)
+                assert pool.map(double, [[1] * 100, [2] * 100], chunksize=1)[1][0] == 4
+                assert pool.apply_async(double, ([3] * 100,)).get()[0] == 6
+    ''')
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    hops = [h for h in flowmap.load(str(tmp_path / "run")).hops if h.name == "tuple"]
+    # THEN the three tasks leave the driver, the three results come back to it, at step 3
+    tasks = [h for h in hops if h.src == "driver"]
+    results = [h for h in hops if h.dst == "driver"]
+    assert len(tasks) == 3 and {h.dst.split("/")[0] for h in tasks} == {"pool"}
+    assert len(results) == 3 and {h.src.split("/")[0] for h in results} == {"pool"}
+    assert {h.step for h in tasks} == {3}

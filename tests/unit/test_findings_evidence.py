@@ -169,6 +169,26 @@ def test_a_prompt_mask_in_a_packed_row_is_not_padding(tmp_path):
     assert collect({"attention_mask": padded})[0][3] == 4 + 7
 
 
+def test_views_are_noted_inside_tuples_lists_and_named_tuples_once_a_storage():
+    # a view sent as `(step, chunk)` or in a list of samples carries its storage as surely as
+    # one in a dict; a message carries a storage once, however many of its views it holds
+    from collections import namedtuple
+
+    import torch
+
+    from flowmap.capture.leaf_notes import collect
+
+    big = torch.randn(100, 10)  # 4,000 B
+    assert collect((3, big[:1])) == [["[1]", 40, 4000, None]]
+    rows = collect([{"step": 1, "row": big[i:i + 1]} for i in (3, 70)])
+    assert rows == [["[*].row", 40, 4000, None]]
+    pair = namedtuple("pair", "step row")
+    assert collect(pair(1, big[5:6])) == [["row", 40, 4000, None]]
+    other = torch.randn(5, 5)
+    assert collect([big[:1], other[:1]]) == [["[*]", 40, 4000, None], ["[*]", 20, 100, None]]
+    assert collect([big[:1].clone(), (big.clone(),)]) == []
+
+
 def test_ids_sampled_within_eight_bits_are_wide_and_tokens_masks_are_not(tmp_path):
     w = _shard(tmp_path)
     leaves = [tensor("experts", (512, 8), "int64"), tensor("input_ids", (1, 512), "int64"),
@@ -219,3 +239,51 @@ def test_scalar_dicts_and_views_are_no_serialisation_bloat(tmp_path):
     w.writer.leaf_notes(2, "actor", "learner", "row", "zmq", 0, [["row", 4096, 4 << 20, None]])
     view = _view(tmp_path, w)
     assert _of(view, "serialisation") == [] and len(_of(view, "view")) == 1
+
+
+# -- the same storage in several messages to one destination ------------------------------------
+def _samples(tmp_path, transport, *, image_each_time=False, alone=False):
+    w = _shard(tmp_path)
+    sid = iter(range(1, 10_000))
+    for s in range(2):
+        w.step(s * 100, s)
+        image = next(sid)
+        for i in range(8):
+            img = next(sid) if image_each_time else image
+            leaves = [tensor("pixel_values", (3, 112, 112))]
+            storages = (img,)
+            if not alone:
+                leaves.append(tensor("tokens", (256,), "int64"))
+                storages = (img, next(sid))
+            w.hop(s * 100 + i + 1, "rollout", "trainer", "sample", leaves, storages=storages,
+                  step=s, transport=transport)
+    return _of(_view(tmp_path, w), "duplicate")
+
+
+def test_an_image_serialised_into_each_sample_of_a_group_is_a_duplicate(tmp_path):
+    (f,) = _samples(tmp_path / "a", "zmq")
+    assert f.bytes_per_step == 7 * 3 * 112 * 112 * 4 and "pixel_values" in f.message
+    assert _samples(tmp_path / "b", "pickle")
+
+
+def test_no_duplicate_for_shared_memory_fresh_images_or_a_buffer_sent_alone(tmp_path):
+    assert _samples(tmp_path / "shm", "shm") == []  # moved once, handles after
+    assert _samples(tmp_path / "fresh", "zmq", image_each_time=True) == []
+    assert _samples(tmp_path / "alone", "zmq", alone=True) == []  # a buffer refilled in place?
+
+
+def _scatter(tmp_path, storages):
+    w = _shard(tmp_path)
+    for s in range(2):
+        w.step(s * 10, s)
+        w.hop(s * 10 + 1, "trainer/rank0", "group[0,1]", "scatter_object_list",
+              [scalar("[*].rank", "int"), tensor("[*].input_ids", (64, 1024), "int64", count=2)],
+              storages=tuple(100 * s + k for k in storages), step=s, transport="collective")
+    return _of(_view(tmp_path, w), "duplicate")
+
+
+def test_a_scatter_whose_slots_wrap_the_same_tensor_is_a_duplicate(tmp_path):
+    # each rank's slot its own small dict around the whole batch: the same storage twice
+    (f,) = _scatter(tmp_path / "same", (1, 1))
+    assert f.bytes_per_step == (2 * 64 * 1024 * 8 + 8) * (1 - 1 / 2)  # the root's bytes, less a share
+    assert _scatter(tmp_path / "parts", (1, 2)) == []  # each slot its own rows

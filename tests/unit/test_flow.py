@@ -187,3 +187,83 @@ def test_a_stage_and_the_helper_it_calls_come_before_a_stage_fed_only_by_older_d
     assert [st for st in flow.stages if st != "main"] == [
         "rollout", "sum_log_probs", "ReplayBuffer.push", "ReplayBuffer.sample", "objective",
         "train"]
+
+
+def test_slices_handed_on_are_their_producer_s_data_through_the_tracer(tmp_path):
+    # a controller that hands micro-batches (slices of the loader's prompts) and rows of the
+    # generator's numpy output on produced none of them: no edge may leave it
+    import numpy as np
+    import torch
+
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        for s in range(3):
+            flowmap.step(s)
+            prompts = torch.randint(0, 100, (32, 64))
+            flowmap.hop("loader", "controller", {"prompts": prompts}, name="prompts")
+            for i in range(4):
+                flowmap.hop("controller", "generator", prompts[i * 8:(i + 1) * 8], name="mb")
+                out = np.random.rand(8, 128).astype(np.float32)
+                flowmap.hop("generator", "controller", out, name="completions")
+                flowmap.hop("controller", "trainer", [out[r] for r in range(0, 8, 2)], name="rows")
+            other = torch.randint(0, 100, (32, 64))  # never seen whole: its slices are new data
+            flowmap.hop("controller", "trainer", other[8:16], name="own")
+    flow = flowmap.load(tmp_path / "run").view.flow
+    edges = {(e.src, e.dst, e.names) for e in flow.edges}
+    assert edges == {("loader", "generator", ("mb",)), ("generator", "trainer", ("rows",)),
+                     ("controller", "trainer", ("own",))}
+
+
+def test_a_view_of_a_freed_storage_is_not_linked_to_it(tmp_path):
+    # a storage freed and another allocated where it was: its views are not the old data's
+    import torch
+
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        for s in range(20):
+            flowmap.step(s)
+            a = torch.randn(64, 64)
+            flowmap.hop("loader", "controller", a, name="a")
+            del a
+            b = torch.randn(64, 64)  # often at the freed address
+            flowmap.hop("controller", "trainer", b[8:16], name="b")
+            del b
+    flow = flowmap.load(tmp_path / "run").view.flow
+    assert {(e.src, e.dst) for e in flow.edges} == {("loader", "controller"),
+                                                     ("controller", "trainer")}
+
+
+def _text_hop(hops: list[Hop], src: str, dst: str, name: str, strings: list[str],
+              numbers: int = 0) -> None:
+    leaves = [Leaf("[*]", "str", ((min(map(len, strings)), max(map(len, strings))),), "", "",
+                   sum(map(len, strings)), len(strings), None)]
+    if numbers:
+        leaves.append(Leaf("ids[*]", "int", (), "", "", 8 * numbers, numbers, None))
+    hops.append(Hop(len(hops) * 1000, 1, src, dst, name, sum(leaf.nbytes for leaf in leaves),
+                    tuple(leaves), (), None, None, "ref", ()))
+
+
+def test_text_handed_on_comes_from_its_producer_and_text_a_stage_writes_from_it():
+    hops: list[Hop] = []
+    prompts = [f"question {i}: what is {i}+{i}?" for i in range(16)]
+    _text_hop(hops, "loader", "controller", "prompts", prompts)
+    _text_hop(hops, "controller", "generator", "prompts", prompts)
+    _text_hop(hops, "generator", "controller", "completions", [p + " it is 4" for p in prompts])
+    _text_hop(hops, "controller", "trainer", "completions", [p + " it is 4" for p in prompts])
+    _text_hop(hops, "controller", "trainer", "summary", ["16 prompts"])  # its own text
+    edges = {(e.src, e.dst, e.names) for e in build_flow(hops).edges}
+    assert edges == {("loader", "generator", ("prompts",)),
+                     ("generator", "trainer", ("completions",)),
+                     ("controller", "trainer", ("summary",))}
+
+
+def test_numbers_alone_are_no_identity_for_the_flow():
+    # advantages shaped as the rewards they came from are the controller's own
+    hops = [Hop(k * 1000, 1, src, dst, name, 128,
+                (Leaf("[*]", "float", (), "", "", 128, 16, None),), (), None, None, "ref", ())
+            for k, (src, dst, name) in enumerate([("reward", "controller", "rewards"),
+                                                   ("controller", "trainer", "advantages")])]
+    edges = {(e.src, e.dst) for e in build_flow(hops).edges}
+    assert edges == {("reward", "controller"), ("controller", "trainer")}

@@ -43,3 +43,27 @@ def test_the_same_shape_and_dtype_leaving_is_a_pass_through(tmp_path):
     assert "passes through trainer/0" in f.message and "shape" in f.message
     assert f.seams == ["rollout/0 -> trainer/0 : send", "trainer/0 -> group[0,1] : all_reduce"]
     assert f.bytes_per_step == 8 * 128 * 4
+
+
+def test_a_stage_that_sends_tensors_it_made_is_no_relay_whatever_their_schema(tmp_path):
+    # GIVEN a normaliser that receives bare rewards and sends bare advantages of the same
+    # shape and dtype (new tensors), against one that sends the rewards themselves on
+    import torch
+
+    import flowmap
+    from flowmap.findings import findings
+
+    def run(path, made):
+        with flowmap.tracing(path, children=False):
+            for s in range(4):
+                flowmap.step(s)
+                r = torch.rand(4096)
+                flowmap.hop("rollout", "normaliser", r, name="rewards", transport="pickle")
+                out = (r - r.mean()) / r.std() if made else r
+                flowmap.hop("normaliser", "trainer", out, name="advantages", transport="pickle")
+        return [f for f in findings(flowmap.load(path).view) if f.kind == "pass_through"]
+
+    # THEN storage identity decides: new tensors are the normaliser's own, the same ones relayed
+    assert run(str(tmp_path / "made"), True) == []
+    (f,) = run(str(tmp_path / "relayed"), False)
+    assert "same storage" in f.message and f.bytes_per_step == 4096 * 4

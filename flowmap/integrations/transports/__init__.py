@@ -60,6 +60,7 @@ def install_hooks() -> None:
     if "mp" in on:
         importhook.on_import("multiprocessing.queues", _mp_queues)
         importhook.on_import("multiprocessing.connection", _mp_connection)
+        importhook.on_import("multiprocessing.pool", _mp_pool)
     if "zmq" in on:
         importhook.on_import("zmq.sugar.socket", _zmq)
     if "cuda_ipc" in on:
@@ -82,6 +83,12 @@ def _mp_connection(module: ModuleType) -> None:
     from flowmap.integrations.transports import mp
 
     mp.install_connection(module)
+
+
+def _mp_pool(module: ModuleType) -> None:
+    from flowmap.integrations.transports import mp_pool
+
+    mp_pool.install(module)
 
 
 def _zmq(module: ModuleType) -> None:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowmap.capture import item_tags, state, values
 from flowmap.capture.api import current_owner
-from flowmap.integrations.transports import record
+from flowmap.integrations.transports import mp_pool, record
 from flowmap.integrations.transports.record import describe
 
 if TYPE_CHECKING:
@@ -209,8 +209,8 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
         finally:
             _tl.seen = outer
         if seen.buf is not None:
-            _record_send(current_owner(), obj, seen.buf, _channel(conn_of(self)), t_ns, _step(),
-                         notes)
+            owner, step = mp_pool.submitter(obj) or (current_owner(), _step())
+            _record_send(owner, obj, seen.buf, _channel(conn_of(self)), t_ns, step, notes)
         return out
 
     return flowmap_send
@@ -263,7 +263,8 @@ def _wrap_get(get: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Callabl
             _tl.seen = outer
         if seen.key is not None:
             try:
-                record.receive_half(current_owner(), type(out).__name__, "pickle",
+                by = mp_pool.submitter(out)
+                record.receive_half(by[0] if by else current_owner(), type(out).__name__, "pickle",
                                     _channel(conn_of(self)), seen.key, seen.wire,
                                     record.now_ns(), out)
             except Exception as exc:

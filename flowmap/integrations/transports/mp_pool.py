@@ -1,0 +1,76 @@
+"""Who submitted a `multiprocessing.Pool` task, for the hops its handler threads record.
+
+A pool sends each task from its task-handler thread and takes each result in its
+result-handler thread: neither runs as the owner that called `map` or
+`apply_async` (an owner is a context variable, which a thread started by the
+pool does not inherit), so without this their messages would name the process's
+default owner. A job's id is made in the caller's thread (`ApplyResult` and
+`IMapIterator` take it from the pool's counter), so it is noted there with the
+caller's owner and step; in a handler thread, a task `(job, i, func, args,
+kwargs)` or a result `(job, i, value)` of a noted job is recorded as that owner's.
+Nothing of the task is read but its job number.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flowmap.capture import state
+from flowmap.capture.api import current_owner
+
+MAX_JOBS = 10_000
+_jobs: dict[int, tuple[str, int | None]] = {}  # job -> (owner, step) of its caller
+_tl = threading.local()
+_installed: list[bool] = []
+
+
+def install(module: Any) -> None:
+    """Patch `multiprocessing.pool` (idempotent)."""
+    if _installed:
+        return
+    _installed.append(True)
+    for cls in (module.ApplyResult, module.IMapIterator):
+        cls.__init__ = _noting(cls.__init__)
+    for name in ("_handle_tasks", "_handle_results"):
+        setattr(module.Pool, name, staticmethod(_handler(getattr(module.Pool, name))))
+
+
+def _noting(init: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(init)
+    def flowmap_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if state.tracer is None:
+            return
+        try:
+            job = self._job
+            if type(job) is int:
+                if len(_jobs) >= MAX_JOBS:
+                    _jobs.clear()
+                step = getattr(state.tracer, "step", None)
+                _jobs[job] = (current_owner(), step if type(step) is int else None)
+        except Exception:  # never into the program's map()
+            pass
+
+    return flowmap_init
+
+
+def _handler(body: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(body)
+    def flowmap_handler(*args: Any, **kwargs: Any) -> Any:
+        _tl.handler = True
+        return body(*args, **kwargs)
+
+    return flowmap_handler
+
+
+def submitter(obj: Any) -> tuple[str, int | None] | None:
+    """The owner and step that submitted the pool task or result `obj`, when the calling
+    thread is one of a pool's handlers and `obj` is one of its messages; else None."""
+    if not getattr(_tl, "handler", False):
+        return None
+    if type(obj) is tuple and len(obj) in (3, 5) and type(obj[0]) is int:
+        return _jobs.get(obj[0])
+    return None
