@@ -37,7 +37,7 @@ def main() -> None:
     with flowmap.owner("driver"):
         for step in range(STEPS):
             flowmap.step(step)
-            batch = {"input_ids": np.random.randint(0, 32000, (BATCH, TOKENS)),
+            batch = {"input_ids": np.random.randint(0, 32000, (BATCH, TOKENS), dtype=np.int32),
                      "advantages": np.random.rand(BATCH, TOKENS).astype(np.float32)}
             for r, q in enumerate(queues):  # the fix: each rank its rows
                 q.put({k: np.ascontiguousarray(v[r::RANKS]) for k, v in batch.items()})

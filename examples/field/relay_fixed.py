@@ -24,7 +24,7 @@ def generator(to_trainer: Any, to_controller: Any, done: Any) -> None:
     with flowmap.owner("generator"):
         for step in range(STEPS):
             flowmap.step(step)
-            tokens = torch.randint(0, 32000, (GROUPS, TOKENS))
+            tokens = torch.randint(0, 32000, (GROUPS, TOKENS), dtype=torch.int32)
             to_trainer.put({"tokens": tokens, "logprobs": torch.randn(GROUPS, TOKENS)})
             to_controller.put({"groups": GROUPS, "mean_len": float(TOKENS)})
         done.wait()  # torch shares storages by fd: the sender lives until they are taken

@@ -34,7 +34,7 @@ def main() -> None:
     with flowmap.owner("generator"):
         for step in range(STEPS):
             flowmap.step(step)
-            q.put(np.random.randint(0, 32000, (GROUPS, TOKENS)))
+            q.put(np.random.randint(0, 32000, (GROUPS, TOKENS), dtype=np.int32))
     p.join()
 
 

@@ -16,12 +16,12 @@ narrower dtype holds it. The range comes from, in order:
    is signed;
 4. **sampled values** (`flowmap trace --values`, which reads data): the least
    and largest value of an integer array seen on the seam's sampled hops, when
-   they are `0..n-1` (or -1 for an unused slot) with n at most 256, so 8 bits
-   hold them, and the dtype is at least four times wider: expert, action or
-   class ids. Token ids and positions (int16 or int32 would do) are a
-   vocabulary or a length, not ids a cast at every hop should shrink; values
-   0 and 1 only are a mask (a `bool`, another claim), and all zeros say
-   nothing about a range.
+   they are `0..n-1` (or -1 for an unused slot) and a dtype at least four
+   times narrower holds them: expert, action or class ids in 8 bits (int32 or
+   int64), token ids of a vocabulary under 64 Ki in 16 bits (int64). Positions
+   (values below the array's own largest dimension, past 8 bits) are a length,
+   not a vocabulary; values 0 and 1 only are a mask (a `bool`, another claim),
+   and all zeros say nothing about a range.
 
 *At stake*: the leaf's bytes moved per step (not `ref`) times the share the
 narrower dtype saves.
@@ -45,6 +45,7 @@ NARROW = ((256, "uint8"), (32_768, "int16"), (65_536, "uint16"), (1 << 31, "int3
 # Positions padded with -1 (an unused top-k slot) need a signed dtype: n positions and -1.
 NARROW_SIGNED = ((128, "int8"), (32_768, "int16"), (1 << 31, "int32"))
 RANGE_COUNTER = "range/"
+MAX_SAMPLED = 1 << 16  # sampled values past this are no ids a 4x narrower dtype holds
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -91,9 +92,11 @@ def _sampled_bound(figures: dict[str, value_figures.Figures],
                    leaf: LeafStats) -> tuple[int, str, bool] | None:
     """The range the sampled values show (`trace --values`), or None."""
     f = figures.get(leaf.path)
-    if f is None or leaf.kind not in ARRAY_KINDS or f.max < 2 or f.max > 255 or f.min < -1:
+    if f is None or leaf.kind not in ARRAY_KINDS or f.max < 2 or f.max >= MAX_SAMPLED or f.min < -1:
         return None
     n = int(f.max) + 1
+    if n > 256 and n <= max((d[1] if isinstance(d, tuple) else d) for d in leaf.shape):
+        return None  # indices into the array's own dims (positions): a length, not a vocabulary
     if f.min < 0:
         return n, f"values sampled with --values: -1..{int(f.max):,}", True
     return n, f"values sampled with --values: 0..{int(f.max):,}", False

@@ -218,7 +218,7 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
 
 def _notes_now(obj: Any) -> list[Any]:
     """The leaf notes of `obj` before it is pickled (`flowmap.capture.leaf_notes`); never raises."""
-    if "torch" not in sys.modules:
+    if "torch" not in sys.modules and "numpy" not in sys.modules:
         return []
     try:
         from flowmap.capture import leaf_notes
