@@ -11,9 +11,10 @@ Two facts, each behind a finding (docs/findings.md):
   tokens of a packed batch, `[1, N]`, has zeros inside its rows, not padding),
   or after its leading zeros when every row of a batch ends filled (left
   padding). A mask is a leaf named `*mask*`, or a host array of 0s and 1s
-  (bool or integer, two dims or more) beside another array of the same two
-  leading dims (`(input_ids, attention)`, `{"ids", "valid"}`): a row of a
-  candidate is read first, so token ids cost a row's read. Counted only for a
+  (bool, integer or float, two dims or more) beside another array of the same two
+  leading dims (`(input_ids, attention)`, `{"ids", "valid"}`), whose rows (two
+  or more) each hold one run of ones: a row of a candidate is read first, so
+  token ids cost the read of a few positions. Counted only for a
   CPU mask of at most `MAX_MASK_ELEMENTS`: a read of a small host array, never
   of a device one (that would synchronise the program with its accelerator)
   and never a copy.
@@ -37,6 +38,8 @@ from flowmap.capture.describers.columns import MAX_INDEXED_TUPLE
 MAX_DEPTH = 3
 MAX_TENSORS = 64
 MAX_MASK_ELEMENTS = 1 << 22
+PROBE = 64  # positions of a candidate's first row read first: token ids fail there
+MIN_MASK_FILL = 0.05  # of an unnamed 0/1 array's positions: sparser is a signal, not a mask
 MASK_DTYPES = ("torch.bool", "torch.uint8", "torch.int8", "torch.int32", "torch.int64",
                "torch.float32", "torch.bfloat16", "torch.float16")
 
@@ -117,27 +120,57 @@ def _notes(torch: Any, np: Any, found: list[tuple[str, Any]], shm: bool) -> list
 
 def _array_note(np: Any, a: Any, path: str, lead: dict[tuple[int, int], int]) -> Note | None:
     """A numpy mask's real positions (numpy pickles only a view's own elements)."""
-    if a.ndim < 2 or a.size > MAX_MASK_ELEMENTS or a.dtype.kind not in "biu":
+    if a.ndim < 2 or a.size > MAX_MASK_ELEMENTS or a.dtype.kind not in "biuf":
         return None
     named = "mask" in path.rsplit(".", 1)[-1].lower()
-    if not named and not (lead.get((a.shape[0], a.shape[1]), 0) >= 2 and _zero_one(a)):
+    if not named and not (lead.get((a.shape[0], a.shape[1]), 0) >= 2 and _zero_one(a)
+                          and _padding_like(_rows(a != 0))):
         return None
     return [path, int(a.nbytes), None, real_positions(np, a != 0)]
+
+
+def _rows(filled: Any) -> Any:
+    """`[rows, positions, ...]` bool -> `[rows, positions]`: a position holds something."""
+    return filled.reshape(filled.shape[0], filled.shape[1], -1).any(axis=2)
+
+
+def _filled(torch: Any, t: Any) -> Any:
+    held = t.detach()
+    return _rows(held.ne(0).numpy())
+
+
+def _padding_like(filled: Any) -> bool:
+    """Whether an unnamed 0/1 array marks padding: at least two rows, each row's ones one
+    run (left or right padding), and at least `MIN_MASK_FILL` of it ones. A reward placed at
+    each row's last token, or a packed row's loss weight over its responses, is not."""
+    if filled.shape[0] < 2 or not filled.shape[1]:
+        return False
+    count = filled.sum(axis=1)
+    if count.sum() < MIN_MASK_FILL * filled.size:
+        return False
+    first = filled.argmax(axis=1)
+    last = filled.shape[1] - filled[:, ::-1].argmax(axis=1)
+    return bool(((count == 0) | (count == last - first)).all())
 
 
 def _zero_one(a: Any) -> bool:
     """Whether a host array holds only 0s and 1s: its first row first (ids fail there)."""
     if a.dtype.kind == "b":
         return True
-    row = a[0]
-    if row.size and (row.min() < 0 or row.max() > 1):
-        return False
-    return bool(a.min() >= 0 and a.max() <= 1)
+    for part in (a[0, :PROBE], a):
+        if part.size and (part.min() < 0 or part.max() > 1):
+            return False
+        if a.dtype.kind == "f" and not bool(((part == 0) | (part == 1)).all()):
+            return False  # probabilities, not a mask
+    return True
 
 
 def _note(torch: Any, t: Any, path: str, shm: bool, lead: dict[tuple[int, int], int]) -> Note | None:
     masked = "mask" in path.rsplit(".", 1)[-1].lower()
-    if t._base is None and not masked and not _mask_candidate(torch, t, lead):
+    # an unnamed mask: 0s and 1s in one run a row, beside arrays of its leading dims
+    found = (not masked and _mask_candidate(torch, t, lead) and _tensor_zero_one(torch, t)
+             and _padding_like(_filled(torch, t)))
+    if t._base is None and not masked and not found:
         return None  # not a view, nor a mask: nothing to note
     nbytes = int(t.nbytes)
     held = t.untyped_storage()
@@ -147,9 +180,8 @@ def _note(torch: Any, t: Any, path: str, shm: bool, lead: dict[tuple[int, int], 
     if shm and storage > nbytes and (not t.is_cpu or held.is_shared()):
         storage = 0  # a handle crosses: the storage is where the receiver maps it
     real = None
-    if (t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
-            and str(t.dtype) in MASK_DTYPES
-            and (masked or (_mask_candidate(torch, t, lead) and _tensor_zero_one(torch, t)))):
+    if found or (masked and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
+                 and str(t.dtype) in MASK_DTYPES):
         real = _before_tails(torch, t)
     if storage <= nbytes and real is None:
         return None
@@ -157,23 +189,34 @@ def _note(torch: Any, t: Any, path: str, shm: bool, lead: dict[tuple[int, int], 
 
 
 def _mask_candidate(torch: Any, t: Any, lead: dict[tuple[int, int], int]) -> bool:
-    """An unnamed host array that could be a mask: integer or bool, two dims or more, beside
-    another array of its two leading dims."""
-    return (t.dim() >= 2 and lead.get((int(t.shape[0]), int(t.shape[1])), 0) >= 2
-            and t.dtype in (torch.bool, torch.uint8, torch.int8, torch.int32, torch.int64)
-            and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS)
+    """An unnamed host array that could be a mask: bool, integer or float, two dims or more,
+    beside another array of its two leading dims."""
+    shape = t.shape
+    return (len(shape) >= 2 and lead.get((shape[0], shape[1]), 0) >= 2
+            and t.dtype in _mask_dtypes(torch) and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS)
+
+
+_DTYPES: list[Any] = []
+
+
+def _mask_dtypes(torch: Any) -> Any:
+    if not _DTYPES:
+        _DTYPES.append(frozenset(getattr(torch, d.split(".", 1)[1]) for d in MASK_DTYPES))
+    return _DTYPES[0]
 
 
 def _tensor_zero_one(torch: Any, t: Any) -> bool:
+    """Whether a tensor holds only 0s and 1s: its first row first (ids fail there)."""
     if t.dtype == torch.bool:
         return True
-    row = t[0]
-    if row.numel():
-        lo, hi = torch.aminmax(row)
-        if int(lo) < 0 or int(hi) > 1:
-            return False
-    lo, hi = torch.aminmax(t)
-    return int(lo) >= 0 and int(hi) <= 1
+    for part in (t[0, :PROBE], t):
+        if part.numel():
+            lo, hi = torch.aminmax(part)
+            if float(lo) < 0 or float(hi) > 1:
+                return False
+            if t.is_floating_point() and not bool(((part == 0) | (part == 1)).all()):
+                return False  # probabilities, not a mask
+    return True
 
 
 def _before_tails(torch: Any, t: Any) -> int:

@@ -49,14 +49,22 @@ def test_an_unnamed_zero_one_array_beside_ids_is_counted_as_a_mask():
     assert [(p, real) for p, _, _, real in got] == [("valid", 24)]
 
 
-def test_an_unnamed_zero_one_array_alone_or_a_packed_weight_is_no_mask_of_padding():
+def test_unnamed_zero_one_arrays_that_mark_no_padding_are_no_masks():
     # alone (nothing beside it of its leading dims): not read at all
     assert collect({"flags": torch.zeros((4, 10), dtype=torch.int64)}) == []
-    # a packed row's loss weight: its leading zeros are the first prompt, not padding
+    # a packed row's loss weight (ones on each response): no padding mask
     weight = torch.cat([torch.zeros(30), torch.ones(90), torch.zeros(20), torch.ones(40)])[None]
     ids = torch.randint(2, 1000, (1, 180))
-    ((path, _, _, real),) = collect((ids, weight.to(torch.int64)))
-    assert path == "[1]" and real == 180
+    assert collect((ids, weight.to(torch.int64))) == []
+    # a 0/1 reward at each row's last token, beside its ids: a signal, not a mask
+    reward = torch.zeros((8, 100))
+    reward[:, 60] = torch.tensor([1.0, 0, 1, 1, 0, 1, 0, 1])
+    assert collect({"ids": torch.randint(2, 1000, (8, 100)), "score": reward}) == []
+    # probabilities in [0, 1] are no mask; a float 0/1 attention is
+    att = torch.ones((8, 100))
+    att[:, 70:] = 0
+    got = collect({"ids": torch.randint(2, 1000, (8, 100)), "p": torch.rand(8, 100), "att": att})
+    assert [(p, real) for p, _, _, real in got] == [("att", 8 * 70)]
 
 
 def test_padding_is_found_from_a_mask_the_tracer_counted_whatever_its_name(tmp_path):
