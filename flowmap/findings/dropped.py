@@ -5,15 +5,15 @@ the drop count. A `flowmap.drop([], reason)` without item ids (what a framework
 can say when its messages carry no ids) drops the message that last reached the
 dropping owner before it, each message once: its bytes, on the seam that
 brought it. Ids that no message carried (the program's own uids, the dropped
-objects themselves: `flowmap.drop(stale, "stale")`) are as many messages, the
-last that reached the owner. A message that holds no data (no array, no storage: a version
+objects themselves: `flowmap.drop(stale, "stale")`) are as many items of the
+last messages that reached the owner, a message that held a list of k arrays
+each (a batch of trajectories) counting as k items. A message that holds no data (no array, no storage: a version
 number, an order) is not what was dropped when one that does came earlier:
 the owner read the order to decide about the data.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
@@ -31,14 +31,14 @@ DropKey = tuple[str, str]  # (reason, role where dropped)
 def detect(view: RunView) -> list[Finding]:
     carried = {item for h in view.events.hops for item in h.items}
     first_drop: dict[ItemId, tuple[int, str, str]] = {}  # item -> (t_ns, role, reason)
-    # drops no hop can be charged by id: (drop, messages it dropped)
+    # drops no hop can be charged by id: (drop, how many ids it named; 0: a message)
     untracked: list[tuple[Drop, int]] = []
     for d in view.events.drops:
         known = [item for item in d.items if item in carried]
         if not known:
             # no ids, or ids no message carried (the program's own uids, the objects
             # themselves): each is a message, charged by `_messages_dropped`
-            untracked.append((d, max(1, len(d.items))))
+            untracked.append((d, len(d.items)))
         for item in known:
             first_drop.setdefault(item, (d.t_ns, role_of(d.owner), d.reason))
     by_messages = _messages_dropped(view, untracked)
@@ -92,9 +92,17 @@ def _carries_data(h: Hop) -> bool:
     return bool(h.storages) or any(x.kind in ARRAY_KINDS or x.kind == "bytes" for x in h.leaves)
 
 
+def _units(h: Hop) -> int:
+    """How many items a message carried: the arrays' count in a list it holds (a batch of
+    trajectories, `[*].tokens`), else one."""
+    return max([x.count for x in h.leaves if x.kind in ARRAY_KINDS and "[*]" in x.path] or [1])
+
+
 def _messages_dropped(view: RunView, untracked: list[tuple[Drop, int]]) -> list[Finding]:
-    """Drops without item ids a message carried: each the last messages into its owner
-    before it, as many as it dropped, each message once."""
+    """Drops without item ids a message carried, each charged to the last messages into its
+    owner before it: a drop without ids one message; one that names n ids no message carried
+    (its objects, its own uids) n items, a message that held a batch of k items charged
+    n / k of its bytes. Each item of a message is charged once."""
     drops = sorted(untracked, key=lambda dn: dn[0].t_ns)
     if not drops:
         return []
@@ -108,26 +116,41 @@ def _messages_dropped(view: RunView, untracked: list[tuple[Drop, int]]) -> list[
             into[role_of(h.dst)].append((h.t_ns, i, h.seam))
     for hops in into.values():
         hops.sort()
-    taken: set[int] = set()
+    left: dict[int, int] = {}  # message -> its items not yet charged
     spent: dict[DropKey, float] = defaultdict(float)
     count: dict[DropKey, int] = defaultdict(int)
+    batched: set[DropKey] = set()
     seams: dict[DropKey, set[SeamKey]] = defaultdict(set)
     hops_of = view.events.hops
     for d, n in drops:
         role = role_of(d.owner)
-        for got in itertools.islice((i for t, i, _ in reversed(into.get(role, []))
-                                     if t <= d.t_ns and i not in taken), n):
-            taken.add(got)
-            key = (d.reason, role)
-            spent[key] += hops_of[got].nbytes
-            count[key] += 1
-            seams[key].add(hops_of[got].seam)
+        key = (d.reason, role)
+        want = n or None  # None: one whole message
+        for _, i, _ in reversed(into.get(role, [])):
+            if hops_of[i].t_ns > d.t_ns:
+                continue
+            units = _units(hops_of[i])
+            have = left.setdefault(i, units)
+            if not have:
+                continue
+            take = have if want is None else min(want, have)
+            left[i] = have - take
+            spent[key] += hops_of[i].nbytes * take / units
+            count[key] += 1 if want is None else take
+            batched.update([key] if units > 1 else [])
+            seams[key].add(hops_of[i].seam)
+            if want is None:
+                break
+            want -= take
+            if not want:
+                break
     out = []
     for (reason, owner), n in sorted(count.items()):
         bps = spent[(reason, owner)] / view.detail.num_steps
+        what = "items of batched messages" if (reason, owner) in batched else "messages"
         out.append(Finding(
             DROPPED, sorted(seam_label(k) for k in seams[(reason, owner)]), bps,
-            f"{n} messages were dropped as `{reason}` at {owner} after {per_step(bps)} had "
+            f"{n} {what} were dropped as `{reason}` at {owner} after {per_step(bps)} had "
             f"carried them there: {_advice(reason, dict.fromkeys(seams[(reason, owner)], 1.0))}.",
         ))
     return out

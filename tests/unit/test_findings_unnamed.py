@@ -145,6 +145,16 @@ def test_a_drop_of_ids_no_message_carried_charges_as_many_messages(tmp_path):
     assert f.seams == ["actor -> learner : Traj"]
 
 
+def test_items_dropped_from_a_received_batch_charge_their_share_of_it(tmp_path):
+    w = _shard(tmp_path)
+    w.step(0, 0)
+    batch = [tensor("[*].tokens", (300,), "int64", count=8), tensor("[*].logp", (300,), count=8)]
+    w.hop(10, "actor", "learner", "list", batch, step=0, transport="shm")
+    w.drop(20, "learner", "stale", ["<Traj@1>", "<Traj@2>", "<Traj@3>"])
+    (f,) = _of(_view(tmp_path, w), "dropped")
+    assert f.bytes_per_step == 8 * 300 * 12 * 3 / 8 and "3 items of batched messages" in f.message
+
+
 # -- prefix_resend: shuffled turns, long prompts; random lengths are none ---------------------
 def _stream(w: ShardWriter, steps: list[list[int]]) -> None:
     t = 0
