@@ -14,7 +14,7 @@ Two facts, each behind a finding (docs/findings.md):
   (bool, integer or float, two dims or more) beside another array of the same two
   leading dims (`(input_ids, attention)`, `{"ids", "valid"}`), whose rows (two
   or more) each hold one run of ones: a row of a candidate is read first, so
-  token ids cost the read of a few positions. Counted only for a
+  token ids cost the read of 16 values. Counted only for a
   CPU mask of at most `MAX_MASK_ELEMENTS`: a read of a small host array, never
   of a device one (that would synchronise the program with its accelerator)
   and never a copy.
@@ -38,7 +38,8 @@ from flowmap.capture.describers.columns import MAX_INDEXED_TUPLE
 MAX_DEPTH = 3
 MAX_TENSORS = 64
 MAX_MASK_ELEMENTS = 1 << 22
-PROBE = 64  # positions of a candidate's first row read first: token ids fail there
+PROBE = 16  # positions of a candidate's first row read first: token ids fail there
+MAX_CANDIDATES = 4  # arrays of one pair of leading dims read as a mask nobody named
 MIN_MASK_FILL = 0.05  # of an unnamed 0/1 array's positions: sparser is a signal, not a mask
 MASK_DTYPES = ("torch.bool", "torch.uint8", "torch.int8", "torch.int32", "torch.int64",
                "torch.float32", "torch.bfloat16", "torch.float16")
@@ -99,18 +100,38 @@ def _walk(torch: Any, np: Any, obj: Any, path: str, depth: int,
 
 def _notes(torch: Any, np: Any, found: list[tuple[str, Any]], shm: bool) -> list[Note]:
     out: list[Note] = []
-    # the two leading dims of the payload's arrays: a mask rides beside what it masks
+    # the two leading dims of the payload's arrays: a mask rides beside what it masks; where
+    # a leaf named `*mask*` has them, that is the mask and no other array is read
     lead: dict[tuple[int, int], int] = {}
-    for _, a in found:
+    named: set[tuple[int, int]] = set()
+    for path, a in found:
         if len(a.shape) >= 2:
             key = (int(a.shape[0]), int(a.shape[1]))
             lead[key] = lead.get(key, 0) + 1
-    for path, a in found:
+            if _named(path):
+                named.add(key)
+    open_ = {k for k, n in lead.items() if n >= 2 and k not in named}
+    if not open_:
+        return _plain_notes(torch, np, found, shm)
+    # at most MAX_CANDIDATES arrays of each such pair of dims are read, bool ones first,
+    # then integers, floats last (a payload of many float buffers pays a few probes)
+    ranked = sorted((_rank(a), i) for i, (_, a) in enumerate(found)
+                    if len(a.shape) >= 2 and (int(a.shape[0]), int(a.shape[1])) in open_)
+    per: dict[tuple[int, int], int] = {}
+    candidates: set[int] = set()
+    for _, i in ranked:
+        a = found[i][1]
+        key = (int(a.shape[0]), int(a.shape[1]))
+        if per.get(key, 0) < MAX_CANDIDATES:
+            per[key] = per.get(key, 0) + 1
+            candidates.add(i)
+    for i, (path, a) in enumerate(found):
+        ok = i in candidates
         try:
             if np is not None and type(a) is np.ndarray:
-                note = _array_note(np, a, path, lead)
+                note = _array_note(np, a, path, ok)
             else:
-                note = _note(torch, a, path, shm, lead)
+                note = _note(torch, np, a, path, shm, ok)
         except Exception:  # storage-less, sparse, nested: nothing to note
             note = None
         if note is not None:
@@ -118,59 +139,87 @@ def _notes(torch: Any, np: Any, found: list[tuple[str, Any]], shm: bool) -> list
     return out
 
 
-def _array_note(np: Any, a: Any, path: str, lead: dict[tuple[int, int], int]) -> Note | None:
+def _plain_notes(torch: Any, np: Any, found: list[tuple[str, Any]], shm: bool) -> list[Note]:
+    """Notes where no array could be a mask nobody named: views and named masks only."""
+    out: list[Note] = []
+    for path, a in found:
+        try:
+            if np is not None and type(a) is np.ndarray:
+                note = _array_note(np, a, path, False)
+            else:
+                note = _note(torch, np, a, path, shm, False)
+        except Exception:  # storage-less, sparse, nested: nothing to note
+            note = None
+        if note is not None:
+            out.append(note)
+    return out
+
+
+def _rank(a: Any) -> int:
+    """Bool arrays first, then integers, then the rest."""
+    name = str(a.dtype)
+    return 0 if "bool" in name else 1 if "int" in name else 2
+
+
+def _named(path: str) -> bool:
+    return "mask" in path.rsplit(".", 1)[-1].lower()
+
+
+def _array_note(np: Any, a: Any, path: str, candidate: bool) -> Note | None:
     """A numpy mask's real positions (numpy pickles only a view's own elements)."""
     if a.ndim < 2 or a.size > MAX_MASK_ELEMENTS or a.dtype.kind not in "biuf":
         return None
-    named = "mask" in path.rsplit(".", 1)[-1].lower()
-    if not named and not (lead.get((a.shape[0], a.shape[1]), 0) >= 2 and _zero_one(a)
-                          and _padding_like(_rows(a != 0))):
+    if _named(path):
+        return [path, int(a.nbytes), None, real_positions(np, a != 0)]
+    if not candidate or not _probe(a):
         return None
-    return [path, int(a.nbytes), None, real_positions(np, a != 0)]
+    filled = _unnamed_mask(np, a)
+    return None if filled is None else [path, int(a.nbytes), None, real_positions(np, filled)]
 
 
-def _rows(filled: Any) -> Any:
-    """`[rows, positions, ...]` bool -> `[rows, positions]`: a position holds something."""
-    return filled.reshape(filled.shape[0], filled.shape[1], -1).any(axis=2)
+def _probe(a: Any) -> bool:
+    """Whether the first and last `PROBE` positions of a candidate's first row are 0s and
+    1s, a 1 among them (a mask's row starts or ends filled): token ids, log-probs, positions
+    and zeroed buffers fail here, at the cost of reading a few values."""
+    rest = (0,) * (len(a.shape) - 2)
+    seen = set(a[(0, slice(0, PROBE)) + rest].tolist())
+    seen.update(a[(0, slice(-PROBE, None)) + rest].tolist())
+    return 1 in seen and seen <= {0, 1}
 
 
-def _filled(torch: Any, t: Any) -> Any:
-    held = t.detach()
-    return _rows(held.ne(0).numpy())
+def _unnamed_mask(np: Any, a: Any) -> Any:
+    """`a != 0` when host array `a` (numpy) is a padding mask nobody named, else None: 0s
+    and 1s only, at least two rows, each row's ones one run (left or right padding), and at
+    least `MIN_MASK_FILL` of it ones. A reward placed at each row's last token, or a packed
+    row's loss weight over its responses, is not."""
+    filled = a != 0
+    if not filled.any():
+        return None  # zeros (a buffer not yet written) say nothing
+    if a.dtype.kind != "b":
+        if a.min() < 0 or a.max() > 1:
+            return None
+        if a.dtype.kind == "f" and not bool((filled == (a == 1)).all()):
+            return None  # values strictly between 0 and 1: probabilities, not a mask
+    rows = filled.reshape(filled.shape[0], filled.shape[1], -1).any(axis=2)
+    if rows.shape[0] < 2 or not rows.shape[1]:
+        return None
+    count = rows.sum(axis=1)
+    if count.sum() < MIN_MASK_FILL * rows.size:
+        return None
+    first = rows.argmax(axis=1)
+    last = rows.shape[1] - rows[:, ::-1].argmax(axis=1)
+    return filled if bool(((count == 0) | (count == last - first)).all()) else None
 
 
-def _padding_like(filled: Any) -> bool:
-    """Whether an unnamed 0/1 array marks padding: at least two rows, each row's ones one
-    run (left or right padding), and at least `MIN_MASK_FILL` of it ones. A reward placed at
-    each row's last token, or a packed row's loss weight over its responses, is not."""
-    if filled.shape[0] < 2 or not filled.shape[1]:
-        return False
-    count = filled.sum(axis=1)
-    if count.sum() < MIN_MASK_FILL * filled.size:
-        return False
-    first = filled.argmax(axis=1)
-    last = filled.shape[1] - filled[:, ::-1].argmax(axis=1)
-    return bool(((count == 0) | (count == last - first)).all())
-
-
-def _zero_one(a: Any) -> bool:
-    """Whether a host array holds only 0s and 1s: its first row first (ids fail there)."""
-    if a.dtype.kind == "b":
-        return True
-    for part in (a[0, :PROBE], a):
-        if part.size and (part.min() < 0 or part.max() > 1):
-            return False
-        if a.dtype.kind == "f" and not bool(((part == 0) | (part == 1)).all()):
-            return False  # probabilities, not a mask
-    return True
-
-
-def _note(torch: Any, t: Any, path: str, shm: bool, lead: dict[tuple[int, int], int]) -> Note | None:
-    masked = "mask" in path.rsplit(".", 1)[-1].lower()
+def _note(torch: Any, np: Any, t: Any, path: str, shm: bool, candidate: bool) -> Note | None:
+    masked = _named(path)
     # an unnamed mask: 0s and 1s in one run a row, beside arrays of its leading dims
-    found = (not masked and _mask_candidate(torch, t, lead) and _tensor_zero_one(torch, t)
-             and _padding_like(_filled(torch, t)))
-    if t._base is None and not masked and not found:
+    filled = None
+    if (candidate and np is not None and t.dtype in _mask_dtypes(torch)
+            and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS):
+        a = t.detach().numpy()  # the same memory, read through numpy: no torch dispatch
+        filled = _unnamed_mask(np, a) if _probe(a) else None
+    if t._base is None and not masked and filled is None:
         return None  # not a view, nor a mask: nothing to note
     nbytes = int(t.nbytes)
     held = t.untyped_storage()
@@ -180,43 +229,25 @@ def _note(torch: Any, t: Any, path: str, shm: bool, lead: dict[tuple[int, int], 
     if shm and storage > nbytes and (not t.is_cpu or held.is_shared()):
         storage = 0  # a handle crosses: the storage is where the receiver maps it
     real = None
-    if found or (masked and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
-                 and str(t.dtype) in MASK_DTYPES):
+    if filled is not None:
+        real = real_positions(np, filled)
+    elif (masked and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
+          and str(t.dtype) in MASK_DTYPES):
         real = _before_tails(torch, t)
     if storage <= nbytes and real is None:
         return None
     return [path, nbytes, storage if storage > nbytes else None, real]
 
 
-def _mask_candidate(torch: Any, t: Any, lead: dict[tuple[int, int], int]) -> bool:
-    """An unnamed host array that could be a mask: bool, integer or float, two dims or more,
-    beside another array of its two leading dims."""
-    shape = t.shape
-    return (len(shape) >= 2 and lead.get((shape[0], shape[1]), 0) >= 2
-            and t.dtype in _mask_dtypes(torch) and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS)
-
-
 _DTYPES: list[Any] = []
 
 
 def _mask_dtypes(torch: Any) -> Any:
+    """The dtypes of a mask nobody named (numpy reads them: no bfloat16 or float16)."""
     if not _DTYPES:
-        _DTYPES.append(frozenset(getattr(torch, d.split(".", 1)[1]) for d in MASK_DTYPES))
+        _DTYPES.append(frozenset((torch.bool, torch.uint8, torch.int8, torch.int32,
+                                  torch.int64, torch.float32)))
     return _DTYPES[0]
-
-
-def _tensor_zero_one(torch: Any, t: Any) -> bool:
-    """Whether a tensor holds only 0s and 1s: its first row first (ids fail there)."""
-    if t.dtype == torch.bool:
-        return True
-    for part in (t[0, :PROBE], t):
-        if part.numel():
-            lo, hi = torch.aminmax(part)
-            if float(lo) < 0 or float(hi) > 1:
-                return False
-            if t.is_floating_point() and not bool(((part == 0) | (part == 1)).all()):
-                return False  # probabilities, not a mask
-    return True
 
 
 def _before_tails(torch: Any, t: Any) -> int:
@@ -252,10 +283,9 @@ def real_positions(np: Any, filled: Any) -> int:
     rows, positions = filled.shape[0], filled.shape[1]
     if not rows or not positions:
         return 0
-    any_ = filled.any(axis=1)
     if rows >= 2 and bool(filled[:, -1].all()):
-        first = filled.argmax(axis=1)  # each row's first filled position
-        return int(np.where(any_, positions - first, 0).sum()) * per
-    # each row's last filled position, counted from 1
-    last = np.where(any_, positions - filled[:, ::-1].argmax(axis=1), 0)
+        first = filled.argmax(axis=1)  # each row's first filled position (all end filled)
+        return int((positions - first).sum()) * per
+    # each row's last filled position, counted from 1 (0 for an empty row)
+    last = (filled * np.arange(1, positions + 1, dtype=np.int32)).max(axis=1)
     return int(last.sum()) * per
