@@ -12,7 +12,8 @@ Two facts, each behind a finding (docs/findings.md):
   or after its leading zeros when every row of a batch ends filled (left
   padding). A mask is a leaf named `*mask*`, or a host array of 0s and 1s
   (bool, integer or float, two dims or more) beside another array of the same two
-  leading dims (`(input_ids, attention)`, `{"ids", "valid"}`), whose rows (two
+  leading dims, one of them integers (`(input_ids, attention)`, `{"ids", "valid"}`),
+  whose rows (two
   or more) each hold one run of ones: a row of a candidate is read first, so
   token ids cost the read of 16 values. Counted only for a
   CPU mask of at most `MAX_MASK_ELEMENTS`: a read of a small host array, never
@@ -99,55 +100,32 @@ def _walk(torch: Any, np: Any, obj: Any, path: str, depth: int,
 
 
 def _notes(torch: Any, np: Any, found: list[tuple[str, Any]], shm: bool) -> list[Note]:
-    out: list[Note] = []
     # the two leading dims of the payload's arrays: a mask rides beside what it masks; where
     # a leaf named `*mask*` has them, that is the mask and no other array is read
-    lead: dict[tuple[int, int], int] = {}
-    named: set[tuple[int, int]] = set()
-    for path, a in found:
-        if len(a.shape) >= 2:
-            key = (int(a.shape[0]), int(a.shape[1]))
-            lead[key] = lead.get(key, 0) + 1
+    lead: dict[Any, list[int]] = {}
+    named: set[Any] = set()
+    for i, (path, a) in enumerate(found):
+        shape = a.shape
+        if len(shape) >= 2:
+            key = (shape[0], shape[1])
+            lead.setdefault(key, []).append(i)
             if _named(path):
                 named.add(key)
-    open_ = {k for k, n in lead.items() if n >= 2 and k not in named}
-    if not open_:
-        return _plain_notes(torch, np, found, shm)
-    # at most MAX_CANDIDATES arrays of each such pair of dims are read, bool ones first,
-    # then integers, floats last (a payload of many float buffers pays a few probes)
-    ranked = sorted((_rank(a), i) for i, (_, a) in enumerate(found)
-                    if len(a.shape) >= 2 and (int(a.shape[0]), int(a.shape[1])) in open_)
-    per: dict[tuple[int, int], int] = {}
     candidates: set[int] = set()
-    for _, i in ranked:
-        a = found[i][1]
-        key = (int(a.shape[0]), int(a.shape[1]))
-        if per.get(key, 0) < MAX_CANDIDATES:
-            per[key] = per.get(key, 0) + 1
-            candidates.add(i)
-    for i, (path, a) in enumerate(found):
-        ok = i in candidates
-        try:
-            if np is not None and type(a) is np.ndarray:
-                note = _array_note(np, a, path, ok)
-            else:
-                note = _note(torch, np, a, path, shm, ok)
-        except Exception:  # storage-less, sparse, nested: nothing to note
-            note = None
-        if note is not None:
-            out.append(note)
-    return out
-
-
-def _plain_notes(torch: Any, np: Any, found: list[tuple[str, Any]], shm: bool) -> list[Note]:
-    """Notes where no array could be a mask nobody named: views and named masks only."""
+    for key, members in lead.items():
+        if len(members) < 2 or key in named:
+            continue
+        ranks = sorted((_rank(torch, found[i][1]), i) for i in members)
+        if any(r == 1 for r, _ in ranks):  # an integer array (tokens) a mask could mask
+            # at most MAX_CANDIDATES read: bool ones first, then integers, floats last
+            candidates.update(i for _, i in ranks[:MAX_CANDIDATES])
     out: list[Note] = []
-    for path, a in found:
+    for i, (path, a) in enumerate(found):
         try:
             if np is not None and type(a) is np.ndarray:
-                note = _array_note(np, a, path, False)
+                note = _array_note(np, a, path, i in candidates)
             else:
-                note = _note(torch, np, a, path, shm, False)
+                note = _note(torch, np, a, path, shm, i in candidates)
         except Exception:  # storage-less, sparse, nested: nothing to note
             note = None
         if note is not None:
@@ -155,10 +133,13 @@ def _plain_notes(torch: Any, np: Any, found: list[tuple[str, Any]], shm: bool) -
     return out
 
 
-def _rank(a: Any) -> int:
-    """Bool arrays first, then integers, then the rest."""
-    name = str(a.dtype)
-    return 0 if "bool" in name else 1 if "int" in name else 2
+def _rank(torch: Any, a: Any) -> int:
+    """Bool arrays first, then integers, then the rest (dtype attributes: no string built)."""
+    dt = a.dtype
+    if torch is None or type(dt) is not type(torch.bool):  # numpy
+        kind = dt.kind
+        return 0 if kind == "b" else 1 if kind in "iu" else 2
+    return 0 if dt is torch.bool else 2 if dt.is_floating_point or dt.is_complex else 1
 
 
 def _named(path: str) -> bool:
