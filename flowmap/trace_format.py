@@ -84,8 +84,9 @@ same data); readers that follow data (pass-through, the flow) look through `b`.
 A `v` event is written only under `flowmap trace --values`, which reads data
 (flowmap/capture/values.py): after a sampled hop that moved bytes, `figures`
 lists `[path, min, max, sum, zero_tail, elements]` per host array or list of
-numbers (`sum` only for lists, `zero_tail` only for arrays: the elements in
-each row's trailing zeros). The findings `padding` and `wide_ids` read them.
+numbers (`sum` only for lists and short integer vectors, `zero_tail` only for
+arrays: the elements in each row's trailing zeros, or leading zeros where a
+batch's rows all end filled). The findings `padding` and `wide_ids` read them.
 
 An `a` event stands for every hop of one seam, step and transport that a
 process folded in memory (`flowmap trace --aggregate`, past its detail

@@ -72,7 +72,7 @@ def note(src: Any, dst: Any, name: Any, payload: Any, step: int | None, transpor
     t = state.tracer
     if t is None or not all(type(s) is str for s in (src, dst, name, transport)):
         return
-    found = leaf_notes.collect(payload, transport)
+    found = leaf_notes.collect(payload, transport, values.enabled())
     if found:
         t.notes(src, dst, name, transport, step, found)
     if values.enabled():  # `trace --values` only: reads data on sampled hops

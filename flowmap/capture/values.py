@@ -8,8 +8,10 @@ its children) a sampler reads, on a few hops, small figures per leaf:
 
 - `zero_tail`: the elements in each row's run of trailing zeros along the
   sequence dimension (dim 1 of an array of two or more dims, dim 0 of a vector),
-  summed over rows and lists; null for Python numbers;
-- `sum`: the sum of a Python list of numbers (`lengths[*]`); null for arrays.
+  summed over rows and lists, or of leading zeros where a batch's rows all end
+  filled (left padding, `leaf_notes.real_positions`); null for Python numbers;
+- `sum`: the sum of a Python list of numbers (`lengths[*]`) or of a short integer
+  vector (`seq_lens [B]`); null for other arrays.
 
 The sampler keeps it off the hot path: it reads the first hop of each seam,
 then, up to `FIRST_PER_SEAM`, and one in `EVERY` after, only while the time it
@@ -161,12 +163,14 @@ def _array(np: Any, a: Any) -> list[Any]:
     if a.ndim == 1:
         nz = np.flatnonzero(a)
         tail = a.size - (int(nz[-1]) + 1 if nz.size else 0)
+        if a.dtype.kind in "iu" and a.size <= MAX_LIST:  # lengths may come as a vector
+            return [lo, hi, int(a.sum()), tail, int(a.size)]
     else:
-        rows = a.reshape(a.shape[0], a.shape[1], -1) != 0
-        nz = rows.any(axis=2)  # [rows, positions]: a position holds something
-        last = np.where(nz.any(axis=1), a.shape[1] - nz[:, ::-1].argmax(axis=1), 0)
+        from flowmap.capture.leaf_notes import real_positions  # loaded at the first sample
+
+        nz = (a.reshape(a.shape[0], a.shape[1], -1) != 0).any(axis=2)  # a position holds something
         per_position = a.size // (a.shape[0] * a.shape[1]) if a.shape[1] else 0
-        tail = int((a.shape[1] - last).sum()) * per_position
+        tail = (nz.size - real_positions(np, nz)) * per_position
     return [lo, hi, None, tail, int(a.size)]
 
 

@@ -15,7 +15,9 @@ A seam is chatty when, over the run's steps, its hops that moved bytes (not
 same set of messages (the same leaves, shapes and dtypes), of at least two
 different kinds (a model's parameters are not all alike). Messages that are the
 pipeline's own unit (a trajectory or a GRPO group each) are not: their shapes
-follow the lengths generated and change from step to step, or they are all alike;
+follow the lengths generated and change from step to step, or they are all alike,
+or each leaf differs from message to message in one dimension only (its length:
+a toy sampler's lengths may repeat every step);
 messages that carry item ids are not either. The bucketed transfer needs
 `ceil(bytes per step / BUCKET_BYTES)` messages.
 """
@@ -99,7 +101,8 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
 
 def _mixed(kinds: list[Any]) -> bool:
     """Whether the message kinds are unlike pieces (a model's parameters), not one unit whose
-    length varies (the same leaves, one dimension longer or shorter: sequences, groups)."""
+    length varies (the same leaves, each one dimension longer or shorter: sequences, a
+    group's prompt `[P]` and its responses `[G, R]`)."""
     if len(kinds) < 2:
         return False
     structure = {tuple((path, dtype, len(shape)) for path, shape, dtype in k) for k in kinds}
@@ -112,7 +115,8 @@ def _mixed(kinds: list[Any]) -> bool:
             for j, (x, y) in enumerate(zip(a, b)):
                 if x != y:
                     varying.add((i, j))
-    return len({j for _, j in varying}) > 1
+    axes = Counter(i for i, _ in varying)
+    return any(n > 1 for n in axes.values())  # one leaf shaped unlike in two dims: weights
 
 
 def _chatty(view: RunView, s: SeamStats) -> tuple[float, int, float] | None:

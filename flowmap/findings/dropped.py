@@ -4,7 +4,10 @@ A hop's bytes are shared evenly among the items it carried; only hops up to
 the drop count. A `flowmap.drop([], reason)` without item ids (what a framework
 can say when its messages carry no ids) drops the message that last reached the
 dropping owner before it, each message once: its bytes, on the seam that
-brought it. A message that holds no data (no array, no storage: a version
+brought it. Ids that no message carried (the program's own uids, the dropped
+objects themselves: `flowmap.drop(stale, "stale")`) are as many items of the
+last messages that reached the owner, a message that held a list of k arrays
+each (a batch of trajectories) counting as k items. A message that holds no data (no array, no storage: a version
 number, an order) is not what was dropped when one that does came earlier:
 the owner read the order to decide about the data.
 """
@@ -20,18 +23,31 @@ from flowmap.model.types import ARRAY_KINDS, ItemId, SeamKey, role_of
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
-    from flowmap.read.events import Hop
+    from flowmap.read.events import Drop, Hop
 
 DropKey = tuple[str, str]  # (reason, role where dropped)
 
 
 def detect(view: RunView) -> list[Finding]:
+    carried = {item for h in view.events.hops for item in h.items}
     first_drop: dict[ItemId, tuple[int, str, str]] = {}  # item -> (t_ns, role, reason)
+    # drops no hop can be charged by id: (drop, how many ids it named; 0: a message)
+    untracked: list[tuple[Drop, int]] = []
     for d in view.events.drops:
-        for item in d.items:
+        known = [item for item in d.items if item in carried]
+        if not known:
+            # no ids, or ids no message carried (the program's own uids, the objects
+            # themselves): each is a message, charged by `_messages_dropped`
+            untracked.append((d, len(d.items)))
+        for item in known:
             first_drop.setdefault(item, (d.t_ns, role_of(d.owner), d.reason))
+    by_messages = _messages_dropped(view, untracked)
     if not first_drop:
-        return _messages_dropped(view)
+        return by_messages
+    return _items_dropped(view, first_drop) + by_messages
+
+
+def _items_dropped(view: RunView, first_drop: dict[ItemId, tuple[int, str, str]]) -> list[Finding]:
     spent: dict[DropKey, float] = defaultdict(float)
     seams: dict[DropKey, dict[SeamKey, float]] = defaultdict(lambda: defaultdict(float))
     for h in view.events.hops:
@@ -76,9 +92,18 @@ def _carries_data(h: Hop) -> bool:
     return bool(h.storages) or any(x.kind in ARRAY_KINDS or x.kind == "bytes" for x in h.leaves)
 
 
-def _messages_dropped(view: RunView) -> list[Finding]:
-    """Drops without item ids: each the last message into its owner before it, once."""
-    drops = sorted((d for d in view.events.drops if not d.items), key=lambda d: d.t_ns)
+def _units(h: Hop) -> int:
+    """How many items a message carried: the arrays' count in a list it holds (a batch of
+    trajectories, `[*].tokens`), else one."""
+    return max([x.count for x in h.leaves if x.kind in ARRAY_KINDS and "[*]" in x.path] or [1])
+
+
+def _messages_dropped(view: RunView, untracked: list[tuple[Drop, int]]) -> list[Finding]:
+    """Drops without item ids a message carried, each charged to the last messages into its
+    owner before it: a drop without ids one message; one that names n ids no message carried
+    (its objects, its own uids) n items, a message that held a batch of k items charged
+    n / k of its bytes. Each item of a message is charged once."""
+    drops = sorted(untracked, key=lambda dn: dn[0].t_ns)
     if not drops:
         return []
     # role -> hops, in time; data-carrying ones first when it takes them
@@ -91,28 +116,41 @@ def _messages_dropped(view: RunView) -> list[Finding]:
             into[role_of(h.dst)].append((h.t_ns, i, h.seam))
     for hops in into.values():
         hops.sort()
-    taken: set[int] = set()
+    left: dict[int, int] = {}  # message -> its items not yet charged
     spent: dict[DropKey, float] = defaultdict(float)
     count: dict[DropKey, int] = defaultdict(int)
+    batched: set[DropKey] = set()
     seams: dict[DropKey, set[SeamKey]] = defaultdict(set)
     hops_of = view.events.hops
-    for d in drops:
+    for d, n in drops:
         role = role_of(d.owner)
-        got = next((i for t, i, _ in reversed(into.get(role, [])) if t <= d.t_ns and i not in taken),
-                   None)
-        if got is None:
-            continue
-        taken.add(got)
         key = (d.reason, role)
-        spent[key] += hops_of[got].nbytes
-        count[key] += 1
-        seams[key].add(hops_of[got].seam)
+        want = n or None  # None: one whole message
+        for _, i, _ in reversed(into.get(role, [])):
+            if hops_of[i].t_ns > d.t_ns:
+                continue
+            units = _units(hops_of[i])
+            have = left.setdefault(i, units)
+            if not have:
+                continue
+            take = have if want is None else min(want, have)
+            left[i] = have - take
+            spent[key] += hops_of[i].nbytes * take / units
+            count[key] += 1 if want is None else take
+            batched.update([key] if units > 1 else [])
+            seams[key].add(hops_of[i].seam)
+            if want is None:
+                break
+            want -= take
+            if not want:
+                break
     out = []
     for (reason, owner), n in sorted(count.items()):
         bps = spent[(reason, owner)] / view.detail.num_steps
+        what = "items of batched messages" if (reason, owner) in batched else "messages"
         out.append(Finding(
             DROPPED, sorted(seam_label(k) for k in seams[(reason, owner)]), bps,
-            f"{n} messages were dropped as `{reason}` at {owner} after {per_step(bps)} had "
+            f"{n} {what} were dropped as `{reason}` at {owner} after {per_step(bps)} had "
             f"carried them there: {_advice(reason, dict.fromkeys(seams[(reason, owner)], 1.0))}.",
         ))
     return out

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
 MIN_PERCENT = 1.0  # of the masked bytes: less padding than this is no finding
-MaskGroup = tuple[LeafStats, list[LeafStats]]  # (mask, the leaves it masks, itself included)
+MaskGroup = tuple[list[LeafStats], list[LeafStats]]  # (masks of a shape, the leaves they mask)
 
 
 @dataclass(slots=True)
@@ -51,8 +51,10 @@ class _Padded:
 
 
 def detect(view: RunView) -> list[Finding]:
+    noted = {(n.src, n.name, n.path) for sh in view.events.shards for n in sh.notes
+             if n.real is not None}  # masks the tracer counted, named so or not
     masked: dict[SeamKey, list[MaskGroup]] = {
-        key: groups for key, s in view.seams.items() if (groups := _mask_groups(s))}
+        key: groups for key, s in view.seams.items() if (groups := _mask_groups(s, noted))}
     found: dict[RoleKey, _Padded] = {}
     if value_figures.sampled(view):
         for key, s in view.seams.items():
@@ -70,16 +72,14 @@ def detect(view: RunView) -> list[Finding]:
     lengths = UnpaddedLengths(view, set(masked))
     for key, groups in masked.items():
         s = view.seams[key]
-        for mask, leaves in groups:
-            fraction, method = _counter_fraction(view, s.name, mask.path), "counter"
-            if fraction is None:
-                fraction, method = _noted_fraction(view, s, mask), "mask"
-            if fraction is None:
-                fraction, method = _sampled_fraction(view, s, mask), "values"
-            if fraction is None:
-                fraction, method = lengths.padded_fraction(s, leaves), "estimate"
-            if fraction is None:
+        for masks, leaves in groups:
+            # masks of one shape (attention, loss): the one that marks most positions real
+            # says what is padding; the others also zero what is real but not trained
+            fractions = [f for mask in masks
+                         if (f := _fraction(view, s, mask, leaves, lengths)) is not None]
+            if not fractions:
                 continue
+            fraction, method = min(fractions)
             masked_bps = sum(leaf.total_bytes for leaf in leaves) / view.num_steps
             entry = found.setdefault(role_key(key), _Padded())
             entry.bytes_per_step += masked_bps * fraction
@@ -108,21 +108,42 @@ def detect(view: RunView) -> list[Finding]:
     return out
 
 
-def _is_mask(leaf: LeafStats) -> bool:
+def _fraction(view: RunView, s: SeamStats, mask: LeafStats, leaves: list[LeafStats],
+              lengths: UnpaddedLengths) -> tuple[float, str] | None:
+    """(padded fraction, method) of one mask, from the best evidence there is."""
+    fraction, method = _counter_fraction(view, s.name, mask.path), "counter"
+    if fraction is None:
+        fraction, method = _noted_fraction(view, s, mask), "mask"
+    if fraction is None:
+        fraction, method = _sampled_fraction(view, s, mask), "values"
+    if fraction is None:
+        fraction, method = lengths.padded_fraction(s, leaves), "estimate"
+    return None if fraction is None else (fraction, method)
+
+
+def _is_mask(leaf: LeafStats, s: SeamStats, noted: set[tuple[str, str, str]]) -> bool:
+    """A leaf named `*mask*`, or one the tracer counted as a mask (0s and 1s beside arrays
+    of its leading dims, `flowmap.capture.leaf_notes`)."""
+    if leaf.kind not in ARRAY_KINDS or len(leaf.shape) < 2:
+        return False
     name = norm_path(leaf.path).rsplit(".", 1)[-1].lower()
-    return "mask" in name and leaf.kind in ARRAY_KINDS and len(leaf.shape) >= 2
+    return "mask" in name or (s.src, s.name, leaf.path) in noted
 
 
-def _mask_groups(s: SeamStats) -> list[MaskGroup]:
-    """(mask, the array leaves whose shape starts with the mask's, itself included) per mask."""
+def _mask_groups(s: SeamStats, noted: set[tuple[str, str, str]]) -> list[MaskGroup]:
+    """(masks of one shape, the array leaves whose shape starts with theirs, the masks
+    included) per shape."""
+    by_shape: dict[tuple[object, ...], list[LeafStats]] = {}
+    for mask in sorted((leaf for leaf in s.leaves if _is_mask(leaf, s, noted)),
+                       key=lambda m: m.path):
+        by_shape.setdefault(tuple(mask.shape), []).append(mask)
     out = []
     taken: set[str] = set()
-    for mask in sorted((leaf for leaf in s.leaves if _is_mask(leaf)), key=lambda m: m.path):
-        prefix = mask.shape
+    for prefix, masks in by_shape.items():
         leaves = [leaf for leaf in s.leaves if leaf.path not in taken and leaf.kind in ARRAY_KINDS
-                  and leaf.shape[: len(prefix)] == prefix]
+                  and tuple(leaf.shape[: len(prefix)]) == prefix]
         taken.update(leaf.path for leaf in leaves)
-        out.append((mask, leaves))
+        out.append((masks, leaves))
     return out
 
 

@@ -5,8 +5,9 @@ that share their first two dims (a group):
 
 - **tails**: an integer leaf of the group (ids, experts) whose rows end in runs
   of zeros: those positions hold nothing, in every leaf of the group;
-- **lengths**: a Python list of numbers beside them, one per row, each at most
-  `positions`: the rows' real lengths (`lengths=[412, 97, ...]`).
+- **lengths**: a Python list of numbers, or an integer vector, beside them, one
+  per row, each at most `positions`: the rows' real lengths (`lengths=[412, 97,
+  ...]`, `seq_lens [B]`); of several, the one that says most is real.
 
 The padded fraction is the sampled hops' (a list of lengths wins: it is what
 the program says); the bytes are every hop's. Without `--values` there is no
@@ -58,12 +59,17 @@ def padded_bytes(view: RunView, s: SeamStats) -> tuple[float, float, str] | None
 
 def _lengths(figures: dict[str, value_figures.Figures], rows: int,
              positions: int) -> tuple[float, str] | None:
+    best: tuple[float, str] | None = None
     for path, f in sorted(figures.items()):
-        if (path.endswith("[*]") and f.sum is not None and f.elements == rows * f.hops
-                and 0 <= f.min and f.max <= positions and f.max >= 1
+        # a list of numbers, or an integer vector (its sum is sampled) of lengths, each >= 1
+        listed = path.endswith("[*]")
+        if (f.sum is not None and f.elements == rows * f.hops
+                and (0 if listed else 1) <= f.min and f.max <= positions and f.max >= 1
                 and float(f.sum).is_integer()):
-            return 1 - f.sum / (f.hops * rows * positions), "lengths"
-    return None
+            got = 1 - f.sum / (f.hops * rows * positions)
+            if best is None or got < best[0]:  # of several (prompt, total): the longest
+                best = (got, "lengths")
+    return best
 
 
 def _tails(figures: dict[str, value_figures.Figures],

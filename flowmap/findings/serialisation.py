@@ -4,7 +4,7 @@ A transport that serialises (pickle through a queue or pipe, `send_pyobj` or
 `send_json` on a ZMQ socket, an object collective such as
 `broadcast_object_list`, whose bytes are the pickled size torch measured)
 reports what crossed its channel; the payload's own bytes are its leaves' (an array's elements, a
-number's 8 bytes, a string's length). Where the wire carries `MIN_RATIO` times
+listed number's 4 bytes (a float32 or int32 element), a string's length). Where the wire carries `MIN_RATIO` times
 more, the difference is the cost of the encoding: many small tensors each
 pickled with its storage header, numbers as JSON text, a list of Python
 objects instead of one array. Whatever the array size: a 4-byte tensor pickled
@@ -39,6 +39,9 @@ MIN_RATIO = 2.0
 # Below this a message is its framing (a sentinel, an acknowledgement): no encoding to fix.
 MIN_HOP_BYTES = 1024
 NUMBERS = ("int", "float")
+# A listed Python number's own bytes: what it takes in the one array the fix sends (float32
+# or int32; nothing a pipeline hands between stages needs double precision, see `heaviest`).
+NUMBER_BYTES = 4
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -84,7 +87,8 @@ def _own(h: Hop) -> int | None:
     if not any(x.kind in ARRAY_KINDS or (x.kind in NUMBERS and "[*]" in x.path)
                for x in h.leaves):
         return None
-    return sum(x.nbytes for x in h.leaves if x.kind != "ref")
+    return sum(x.nbytes * NUMBER_BYTES // 8 if x.kind in NUMBERS and "[*]" in x.path else x.nbytes
+               for x in h.leaves if x.kind != "ref")
 
 
 def _wire(h: Hop) -> int | None:

@@ -125,8 +125,9 @@ class MarkFold:
 class ValueFigure(LeafEvent):
     """Figures of one leaf's values on a sampled hop (event `v`, only under `trace --values`).
 
-    `sum` is a Python number list's sum (null for arrays); `zero_tail` the
-    elements in each row's trailing zeros (null for lists).
+    `sum` is a Python number list's or a short integer vector's sum (null for other
+    arrays); `zero_tail` the elements in each row's trailing zeros, or leading zeros
+    where a batch's rows all end filled (null for lists).
     """
 
     min: float

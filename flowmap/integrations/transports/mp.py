@@ -218,12 +218,13 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
 
 def _notes_now(obj: Any) -> list[Any]:
     """The leaf notes of `obj` before it is pickled (`flowmap.capture.leaf_notes`); never raises."""
-    if "torch" not in sys.modules:
+    if "torch" not in sys.modules and "numpy" not in sys.modules:
         return []
     try:
-        from flowmap.capture import leaf_notes
+        from flowmap.capture import leaf_notes, values
 
-        return leaf_notes.collect(obj, "shm" if _torch_shares_tensors() else "pickle")
+        return leaf_notes.collect(obj, "shm" if _torch_shares_tensors() else "pickle",
+                                  values.enabled())
     except Exception as exc:
         record.error(exc)
         return []

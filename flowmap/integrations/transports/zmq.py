@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -163,8 +162,9 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
             record.send_half(owner, record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
                              items=item_tags.take(payload))
-            if "torch" in sys.modules and _has_tensors(d):  # a view's storage, a small mask's positions
-                found = leaf_notes.collect(payload, "zmq")  # `send_pyobj` pickles a view's storage
+            if _has_arrays(d):  # a view's storage, a small mask's positions
+                # `send_pyobj` pickles a view's storage
+                found = leaf_notes.collect(payload, "zmq", values.enabled())
                 if found:
                     record.notes(owner, record.UNTRACED, name, "zmq",
                                  getattr(state.tracer, "step", None), found)
@@ -177,8 +177,8 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
         record.error(exc)
 
 
-def _has_tensors(d: Any) -> bool:
-    return any(leaf[1] == "tensor" for leaf in d.leaves)
+def _has_arrays(d: Any) -> bool:
+    return any(leaf[1] in ("tensor", "ndarray") for leaf in d.leaves)
 
 
 # -- naming -----------------------------------------------------------------------------
