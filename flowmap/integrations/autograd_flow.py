@@ -76,20 +76,48 @@ def _tensors(value: Any, tensor: type, out: list[Any], depth: int) -> None:
     """Tensors with a `grad_fn` in a result: itself, or in a tuple, list, dict or dataclass."""
     if len(out) >= MAX_LEAVES or depth > 3:
         return
-    if isinstance(value, tensor):
+    t = type(value)
+    if t is tensor:  # the common result, told apart without a walk of its class
+        if value.grad_fn is not None:
+            out.append(value)
+        return
+    kind = _kind(t, tensor)
+    if kind == _LEAF:
+        return
+    if kind == _TENSOR:
         if getattr(value, "grad_fn", None) is not None:
             out.append(value)
         return
-    if isinstance(value, (tuple, list)):
+    if kind == _SEQ:
         items: Any = value[:MAX_LEAVES]
-    elif isinstance(value, dict):
+    elif kind == _MAP:
         items = list(value.values())[:MAX_LEAVES]
-    elif hasattr(value, "__dataclass_fields__"):
-        items = [getattr(value, f, None) for f in value.__dataclass_fields__]
     else:
-        return
+        items = [getattr(value, f, None) for f in value.__dataclass_fields__]
     for v in items:
         _tensors(v, tensor, out, depth + 1)
+
+
+_LEAF, _TENSOR, _SEQ, _MAP, _FIELDS = range(5)
+# id(type) -> (type, what `_tensors` does with its values): a result read once per
+# environment step asks once per type (numbers, arrays and strings hold no graph).
+# Keyed by id, as the describers' plans are: a dict keyed by the type would call a
+# metaclass's `__hash__`.
+_KINDS: dict[int, tuple[type, int]] = {}
+MAX_KINDS = 1024
+
+
+def _kind(t: type, tensor: type) -> int:
+    entry = _KINDS.get(id(t))
+    if entry is not None and entry[0] is t:
+        return entry[1]
+    kind = (_TENSOR if issubclass(t, tensor) else _SEQ if issubclass(t, (tuple, list)) else
+            _MAP if issubclass(t, dict) else
+            _FIELDS if getattr(t, "__dataclass_fields__", None) is not None else _LEAF)
+    if len(_KINDS) >= MAX_KINDS:  # classes made on the fly: bounded
+        _KINDS.clear()
+    _KINDS[id(t)] = (t, kind)
+    return kind
 
 
 def _patch_backward(torch: ModuleType) -> None:
@@ -134,20 +162,20 @@ def follow(loss: Any) -> None:
     if not index:
         return
     found: dict[tuple[str, str, str], list[Any]] = {}
-    seen: set[int] = set()
+    seen = {id(root)}  # a node is queued once, when first met
     todo = [root]
-    while todo and len(seen) < MAX_NODES:
+    budget = MAX_NODES
+    while todo and budget:
         g = todo.pop()
-        if id(g) in seen:
-            continue
-        seen.add(id(g))
+        budget -= 1
         hits = index.get(id(g))
         if hits:
             for owner, name, handed_to, x in hits:
                 found.setdefault((owner, name, handed_to), []).append(x)
             continue
         for nxt, _ in g.next_functions:
-            if nxt is not None:
+            if nxt is not None and id(nxt) not in seen:
+                seen.add(id(nxt))
                 held.append(nxt)
                 todo.append(nxt)
     if not found:

@@ -58,7 +58,11 @@ class Plan:
 
     def payload(self, bound: dict[str, Any]) -> dict[str, Any]:
         """The call's payload, as `flowmap.seam` builds it: the selected arguments by name."""
-        return calls.payload(bound, self.spec.args)
+        args = self.spec.args
+        if args is not None and len(args) == 1:  # the common seam: one argument, no comprehension
+            name = args[0]
+            return {name: bound[name]} if name in bound else {}
+        return calls.payload(bound, args)
 
     def items_root(self) -> str | None:
         """The argument the call's item ids are read from (None: they are not on the call)."""
@@ -69,22 +73,21 @@ def call_hop(t: Tracer, plan: Plan, src: str, dst: str, payload: dict[str, Any],
              root: dict[str, Any] | None, transport: str) -> None:
     """A call hop of `plan`'s seam carrying `payload`; its items are read from `root`
     (the call's arguments by name), when given."""
-    items = item_ids(t, root, plan.call_items) if root is not None else []
+    items = item_ids(t, root, plan.call_items) if root is not None and plan.call_items else ()
     try:
-        t.hop(src=src, dst=dst, payload=payload, name=plan.spec.name, items=items, step=None,
-              version=None, transport=transport, dims=plan.call_dims or None)
+        t.hop(src, dst, payload, plan.spec.name, items, None, None, transport, plan.call_dims or None)
     except Exception as exc:
         t.error(exc)
 
 
-def result_hop(t: Tracer, plan: Plan, src: str, dst: str, out: Any, root: dict[str, Any],
+def result_hop(t: Tracer, plan: Plan, src: str, dst: str, out: Any, root: dict[str, Any] | None,
                transport: str) -> None:
     """The result hop of `plan`'s seam; `root` holds `result` (and the arguments, where the
-    result is recorded beside them) for its item ids."""
-    items = item_ids(t, root, plan.result_items)
+    result is recorded beside them) for its item ids (None: the seam reads none)."""
+    items = item_ids(t, root, plan.result_items) if root is not None and plan.result_items else ()
     try:
-        t.hop(src=src, dst=dst, payload=calls.reply(out), name=plan.spec.result_name, items=items,
-              step=None, version=None, transport=transport, dims=plan.result_dims or None)
+        t.hop(src, dst, {calls.RESULT: out}, plan.spec.result_name, items, None, None,  # calls.reply
+              transport, plan.result_dims or None)
     except Exception as exc:
         t.error(exc)
 

@@ -12,13 +12,13 @@ arguments, and its own exceptions pass through untouched.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from flowmap.capture import calls, state
-from flowmap.capture.api import current_owner
 from flowmap.seams.plan import Plan, call_hop, extra_hops, result_hop, set_step
 from flowmap.seams.spec import SeamSpec
 
@@ -40,11 +40,18 @@ def watch_results(watcher: ResultWatcher) -> None:
 class _Plan(Plan):
     """The entry's `Plan`, with the wrapped function's parameters to bind each call to."""
 
-    __slots__ = ("arguments",)
+    __slots__ = ("arguments", "binds", "roots")
 
     def __init__(self, spec: SeamSpec, fn: Callable[..., Any]) -> None:
         super().__init__(spec)
         self.arguments = calls.Arguments(fn)
+        # Whether a call reads its arguments by name at all: a seam that records its result
+        # alone (`call: false`: an environment's `step(action)`) binds nothing per call.
+        self.binds = bool(spec.call or spec.step is not None or self.namer is not None
+                          or self.call_also or self.result_items or self.result_also)
+        # Whether the result's hops read paths under the arguments and `result` (item ids,
+        # `also`): only then is that dict built per call.
+        self.roots = bool(self.result_items or self.result_also)
 
 
 # (caller, the call's arguments by name, the callee's owner for this call)
@@ -55,13 +62,9 @@ def wrap(fn: Callable[..., Any], spec: SeamSpec) -> Callable[..., Any]:
     """A wrapper of `fn` that records the seam `spec` while a trace is active."""
     plan = _Plan(spec, fn)
     _warn_unknown_args(plan)
-
-    def enter(a: tuple[Any, ...], kw: dict[str, Any]) -> Entered:
-        return _enter(plan, a, kw)
-
-    def leave(entered: Entered, out: Any) -> None:
-        _leave(plan, entered, out)
-
+    # partials, not closures: a seam called once per environment step pays a frame less each
+    enter: Callable[[tuple[Any, ...], dict[str, Any]], Entered] = functools.partial(_enter, plan)
+    leave: Callable[[Entered, Any], None] = functools.partial(_leave, plan)
     target = spec.target
 
     def active() -> bool:
@@ -130,25 +133,27 @@ def _owner_of(entered: Entered) -> str:
 
 def _enter(plan: _Plan, a: tuple[Any, ...], kw: dict[str, Any]) -> Entered:
     spec = plan.spec
-    caller = spec.caller or current_owner()
+    caller = spec.caller or state.current_owner.get() or state.default_owner  # current_owner()
     t = state.tracer
-    if t is None:
+    if t is None or not plan.binds:
         return caller, None, spec.owner
     try:
         bound = plan.arguments.bind(a, kw)
     except Exception as exc:  # arguments the signature rejects: the call itself will say so
         t.error(exc)
         return caller, None, spec.owner
-    try:
-        owner = plan.owner(bound)
-    except Exception as exc:
-        t.error(exc)
-        owner = spec.owner
+    owner = spec.owner
+    if plan.namer is not None:
+        try:
+            owner = plan.owner(bound)
+        except Exception as exc:
+            t.error(exc)
     if spec.step is not None:
         set_step(t, bound, spec.step)
     if spec.call:
         call_hop(t, plan, caller, owner, plan.payload(bound), bound, spec.transport)
-    extra_hops(t, bound, plan.call_also, spec.transport)
+    if plan.call_also:
+        extra_hops(t, bound, plan.call_also, spec.transport)
     return caller, bound, owner
 
 
@@ -158,8 +163,10 @@ def _leave(plan: _Plan, entered: Entered, out: Any) -> None:
     t = state.tracer
     if t is None:
         return
-    root = dict(bound or {})
-    root["result"] = out
+    root = None
+    if plan.roots:
+        root = dict(bound or {})
+        root["result"] = out
     if spec.result:
         result_hop(t, plan, owner, caller, out, root, spec.transport)
         for watcher in _result_watchers:
@@ -167,4 +174,5 @@ def _leave(plan: _Plan, entered: Entered, out: Any) -> None:
                 watcher(owner, spec.result_name, out, caller)
             except Exception as exc:
                 t.error(exc)
-    extra_hops(t, root, plan.result_also, spec.transport)
+    if root is not None and plan.result_also:
+        extra_hops(t, root, plan.result_also, spec.transport)

@@ -177,6 +177,8 @@ class TraceWriter:
             text = known_ids(table, keys)  # every storage met before and alive: the common hop
             if text is not None:
                 return text
+            if len(keys) == 1 and len(table) < MAX_STORAGE_IDS - 1:  # one new storage
+                return self.new_storage(keys[0], holders[0] if holders and len(holders) == 1 else None)
         # One C-level pass; not join's TypeError on a new one: raising it costs more than a
         # hop's other work, and a training step's tensors are mostly new storages.
         entries = list(map(table.get, keys))
@@ -221,7 +223,7 @@ class TraceWriter:
                 self.part_of(i, key, storage, storage.data_ptr())
                 holder = storage
             else:
-                base = getattr(type(holder), "_base", None)  # torch's getter, read on the class
+                base = _base_getter(type(holder))  # torch's getter, read on the class
                 if base is not None:
                     owner = base.__get__(holder, type(holder))
                     if owner is not None:
@@ -405,20 +407,50 @@ def _array_root(a: Any) -> Any:
     return root
 
 
+# torch's (Tensor, Parameter, torch-function mode check, storage getter), read once torch is
+# imported: a hop of new storages reads them per storage.
+_torch_refs: list[Any] = []
+
+
 def _storage_of(holder: Any) -> Any:
     """A plain tensor's storage object, or None. torch keeps one Python object per live
     storage (it is preserved while any tensor holds the storage), so a weak reference to it
     dies exactly when the storage is freed. Only for `Tensor` and `Parameter` themselves,
     with no torch-function mode on: a subclass's or a mode's hook would see the call, and
     flowmap never calls the program's hooks."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    t = type(holder)
-    try:
-        if (t is not torch.Tensor and t is not torch.nn.Parameter) \
-                or torch._C._is_torch_function_mode_enabled():
+    refs = _torch_refs
+    if not refs:
+        torch = sys.modules.get("torch")
+        if torch is None:
             return None
-        return torch._C.TensorBase.untyped_storage(holder)
-    except Exception:  # sparse and other layouts without one storage; torch half imported
+        try:
+            refs.extend((torch.Tensor, torch.nn.Parameter, torch._C._is_torch_function_mode_enabled,
+                         torch._C.TensorBase.untyped_storage))
+        except Exception:  # torch half imported: next time
+            del refs[:]
+            return None
+    t = type(holder)
+    if t is not refs[0] and t is not refs[1]:
         return None
+    try:
+        return None if refs[2]() else refs[3](holder)
+    except Exception:  # sparse and other layouts without one storage
+        return None
+
+
+# id(type) -> (type, its `_base` getter or None): looked up once per type, not per storage (a
+# missing class attribute costs an exception inside getattr). Keyed by id, as the describers'
+# plans are: a dict keyed by the type would call a metaclass's `__hash__`.
+_BASES: dict[int, tuple[type, Any]] = {}
+MAX_BASES = 1024
+
+
+def _base_getter(t: type) -> Any:
+    entry = _BASES.get(id(t))
+    if entry is not None and entry[0] is t:
+        return entry[1]
+    getter = getattr(t, "_base", None)
+    if len(_BASES) >= MAX_BASES:  # classes made on the fly: bounded
+        _BASES.clear()
+    _BASES[id(t)] = (t, getter)
+    return getter

@@ -32,18 +32,35 @@ def _fields(d: Any) -> tuple[Any, ...]:
 def _both(payload: Any, dims: dict[str, tuple[str, ...]] | None = None) -> tuple[Any, Any]:
     """(with the C loops, with the Python loops) descriptions of `payload`."""
     fast = _fields(describe(payload, dims))
-    saved = torch_.tensor_entries, walk.disjoint_total
-    torch_.tensor_entries = walk.disjoint_total = None
+    saved = torch_.tensor_entries, walk.disjoint_total, accel.array_data
+    torch_.tensor_entries = walk.disjoint_total = accel.array_data = None
     try:
         pure = _fields(describe(payload, dims))
     finally:
-        torch_.tensor_entries, walk.disjoint_total = saved
+        torch_.tensor_entries, walk.disjoint_total, accel.array_data = saved
     return fast, pure
 
 
 def test_the_c_loops_are_built_here() -> None:
     # Without them every comparison below would hold trivially.
     assert accel.tensor_entries is not None and accel.disjoint_total is not None
+    assert accel.array_data is not None
+
+
+def test_numpy_arrays_start_where_their_interface_says() -> None:
+    import numpy as np
+
+    base = np.arange(60, dtype=np.float32).reshape(6, 10)
+    arrays = [base, base[2:], base[:, 3], base[::-2, 1:], base.T, np.ones(()),
+              np.zeros(0), np.broadcast_to(np.ones(3), (4, 3)), np.array(["a", None], dtype=object)]
+    for a in arrays:
+        assert accel.array_data(a, np.ndarray) == a.__array_interface__["data"][0]  # type: ignore[misc]
+    # a subclass, or anything not an array, is left to the interface numpy builds
+    assert accel.array_data(base.view(np.recarray), np.ndarray) is None  # type: ignore[misc]
+    assert accel.array_data([1.0], np.ndarray) is None  # type: ignore[misc]
+    payload = {"a": base[1:], "b": (base[:, 2], base.view(np.recarray)), "c": arrays[-1]}
+    fast, pure = _both(payload)
+    assert fast == pure and fast[2]  # the same leaves, bytes and storage addresses
 
 
 def test_a_dict_of_cpu_tensors() -> None:

@@ -14,6 +14,7 @@ from flowmap import environment
 
 tensor_entries: Callable[..., tuple[int, int]] | None = None
 disjoint_total: Callable[[list[tuple[int, int, int]]], int | None] | None = None
+array_data: Callable[[Any, type], int | None] | None = None
 fold_columns: Callable[..., tuple[list[Any], int, int, list[int], int, int] | None] | None = None
 configure_columns: Callable[..., None] | None = None
 
@@ -25,6 +26,7 @@ if not environment.pure_python():
     else:
         tensor_entries = _walk.tensor_entries
         disjoint_total = _walk.disjoint_total
+        array_data = getattr(_walk, "array_data", None)  # None in a build older than it
     try:
         from flowmap.capture.describers import _columns
     except ImportError:
@@ -33,4 +35,4 @@ if not environment.pure_python():
         fold_columns = _columns.fold_columns
         configure_columns = _columns.configure
 
-__all__ = ["configure_columns", "disjoint_total", "fold_columns", "tensor_entries"]
+__all__ = ["array_data", "configure_columns", "disjoint_total", "fold_columns", "tensor_entries"]

@@ -125,10 +125,24 @@ def _tuple(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
         else:
             sample_list(w, n, lambda i: tuple.__getitem__(tup, i), path, depth)
         return
+    paths = _INDEXED.get(path) or _indexed(path)
     for i in range(n):
         if w.full:
             return
-        visit(w, tuple.__getitem__(tup, i), f"{path}[{i}]", depth + 1)
+        visit(w, tuple.__getitem__(tup, i), paths[i], depth + 1)
+
+
+# path -> its elements' paths (`path[0]`...): a seam that returns a tuple each call names its
+# leaves with the same strings, not new ones (which its schema then compares char by char).
+_INDEXED: dict[str, tuple[str, ...]] = {}
+MAX_INDEXED_PATHS = 4096
+
+
+def _indexed(path: str) -> tuple[str, ...]:
+    if len(_INDEXED) >= MAX_INDEXED_PATHS:  # paths made on the fly (dict keys): bounded
+        _INDEXED.clear()
+    got = _INDEXED[path] = tuple(f"{path}[{i}]" for i in range(MAX_INDEXED_TUPLE))
+    return got
 
 
 def _set(w: Walk, s: Any, path: str, depth: int) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from flowmap.capture.describers import introspect
+from flowmap.capture.describers import accel, introspect
 from flowmap.capture.describers.walk import Walk, cached_name, register_resolver
 
 _ND: dict[str, Any] = {}
@@ -29,9 +29,9 @@ _DTYPE_NAMES: dict[Any, str] = {}
 def _bind() -> dict[str, Any]:
     if not _ND:
         nd = sys.modules["numpy"].ndarray
-        _ND.update({name: nd.__dict__[name] for name in ("shape", "strides", "dtype", "nbytes",
-                                                         "size", "__array_interface__")})
-        _ND["item"] = nd.item
+        got = {name: nd.__dict__[name] for name in ("shape", "strides", "dtype", "nbytes", "size",
+                                                    "__array_interface__")}
+        _ND.update(got, item=nd.item, type=nd)  # at once: a hop in another thread reads it
     return _ND
 
 
@@ -53,10 +53,13 @@ def array_span(shape: Any, strides: Any, itemsize: int) -> tuple[int, int]:
 
 
 def ndarray_handler(w: Walk, a: Any, path: str, depth: int) -> None:
-    nd = _bind()
+    nd = _ND or _bind()
     shape = tuple(nd["shape"].__get__(a))
     dtype = nd["dtype"].__get__(a)
-    ptr = nd["__array_interface__"].__get__(a)["data"][0]
+    read = accel.array_data  # read here: the tests turn the C reader off
+    ptr = read(a, nd["type"]) if read is not None else None
+    if ptr is None:  # a subclass (np.memmap), or no C reader: the interface dict numpy builds
+        ptr = nd["__array_interface__"].__get__(a)["data"][0]
     dims = w.dims.get(path) if w.dims else None
     if dtype.hasobject:
         nbytes = _object_content(w, a, nd, path, depth)  # already added to the hop's bytes
