@@ -17,7 +17,6 @@ null, and a hop line is written once per hop (`json.dumps` is ~3x slower).
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Sequence
@@ -27,6 +26,7 @@ from typing import Any
 
 from flowmap import environment
 from flowmap import trace_format as tf
+from flowmap.writer.storage_refs import array_root, base_getter, storage_of
 from flowmap.writer.tally import HopTally
 
 # Names longer than this are cut (with a note of how much): a line must stay within
@@ -218,18 +218,18 @@ class TraceWriter:
             self.storages.pop(key, None)
             return i
         try:
-            storage = _storage_of(holder)
+            storage = storage_of(holder)
             if storage is not None:
                 self.part_of(i, key, storage, storage.data_ptr())
                 holder = storage
             else:
-                base = _base_getter(type(holder))  # torch's getter, read on the class
+                base = base_getter(type(holder))  # torch's getter, read on the class
                 if base is not None:
                     owner = base.__get__(holder, type(holder))
                     if owner is not None:
                         holder = owner
             if holder is not None and type(holder).__name__ == "ndarray":
-                root = _array_root(holder)
+                root = array_root(holder)
                 if root is not holder:
                     self.part_of(i, key, root, root.__array_interface__["data"][0])
             self.storages[key] = (i, weakref.ref(holder))
@@ -391,66 +391,3 @@ def _tally_figures(t: HopTally) -> str:
     return (f"{t.hops},{min(t.nbytes_sum, tf.MAX_INT)},{t.nbytes_min},{t.nbytes_max},"
             f"{_clamped(t.wire_bytes_sum)},{min(t.num_items, tf.MAX_INT)},{_opt(t.version_min)},"
             f"{_opt(t.version_max)},{t.t_first}")
-
-
-def _array_root(a: Any) -> Any:
-    """The numpy array that owns the memory a view `a` looks into (`a` if none)."""
-    np = sys.modules.get("numpy")
-    if np is None:
-        return a
-    root = a
-    for _ in range(32):  # a chain of views, bounded
-        base = root.base
-        if type(base) is not np.ndarray:
-            break
-        root = base
-    return root
-
-
-# torch's (Tensor, Parameter, torch-function mode check, storage getter), read once torch is
-# imported: a hop of new storages reads them per storage.
-_torch_refs: list[Any] = []
-
-
-def _storage_of(holder: Any) -> Any:
-    """A plain tensor's storage object, or None. torch keeps one Python object per live
-    storage (it is preserved while any tensor holds the storage), so a weak reference to it
-    dies exactly when the storage is freed. Only for `Tensor` and `Parameter` themselves,
-    with no torch-function mode on: a subclass's or a mode's hook would see the call, and
-    flowmap never calls the program's hooks."""
-    refs = _torch_refs
-    if not refs:
-        torch = sys.modules.get("torch")
-        if torch is None:
-            return None
-        try:
-            refs.extend((torch.Tensor, torch.nn.Parameter, torch._C._is_torch_function_mode_enabled,
-                         torch._C.TensorBase.untyped_storage))
-        except Exception:  # torch half imported: next time
-            del refs[:]
-            return None
-    t = type(holder)
-    if t is not refs[0] and t is not refs[1]:
-        return None
-    try:
-        return None if refs[2]() else refs[3](holder)
-    except Exception:  # sparse and other layouts without one storage
-        return None
-
-
-# id(type) -> (type, its `_base` getter or None): looked up once per type, not per storage (a
-# missing class attribute costs an exception inside getattr). Keyed by id, as the describers'
-# plans are: a dict keyed by the type would call a metaclass's `__hash__`.
-_BASES: dict[int, tuple[type, Any]] = {}
-MAX_BASES = 1024
-
-
-def _base_getter(t: type) -> Any:
-    entry = _BASES.get(id(t))
-    if entry is not None and entry[0] is t:
-        return entry[1]
-    getter = getattr(t, "_base", None)
-    if len(_BASES) >= MAX_BASES:  # classes made on the fly: bounded
-        _BASES.clear()
-    _BASES[id(t)] = (t, getter)
-    return getter

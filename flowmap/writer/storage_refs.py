@@ -1,0 +1,76 @@
+"""What a storage id is kept alive by: the storage object behind a tensor, or a view's owner.
+
+An id is kept in the writer's table only while the object that first showed its
+address lives (`flowmap.writer.encoder.TraceWriter.new_storage`), so a freed address
+never links two tensors. These helpers find that object without calling the program's
+code: torch's storage object (one Python object per live storage), a view's `_base`
+read through the class's own getter, a numpy view's owning array.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def array_root(a: Any) -> Any:
+    """The numpy array that owns the memory a view `a` looks into (`a` if none)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return a
+    root = a
+    for _ in range(32):  # a chain of views, bounded
+        base = root.base
+        if type(base) is not np.ndarray:
+            break
+        root = base
+    return root
+
+
+# torch's (Tensor, Parameter, torch-function mode check, storage getter), read once torch is
+# imported: a hop of new storages reads them per storage.
+_torch_refs: list[Any] = []
+
+
+def storage_of(holder: Any) -> Any:
+    """A plain tensor's storage object, or None. torch keeps one Python object per live
+    storage (it is preserved while any tensor holds the storage), so a weak reference to it
+    dies exactly when the storage is freed. Only for `Tensor` and `Parameter` themselves,
+    with no torch-function mode on: a subclass's or a mode's hook would see the call, and
+    flowmap never calls the program's hooks."""
+    refs = _torch_refs
+    if not refs:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        try:
+            refs.extend((torch.Tensor, torch.nn.Parameter, torch._C._is_torch_function_mode_enabled,
+                         torch._C.TensorBase.untyped_storage))
+        except Exception:  # torch half imported: next time
+            del refs[:]
+            return None
+    t = type(holder)
+    if t is not refs[0] and t is not refs[1]:
+        return None
+    try:
+        return None if refs[2]() else refs[3](holder)
+    except Exception:  # sparse and other layouts without one storage
+        return None
+
+
+# id(type) -> (type, its `_base` getter or None): looked up once per type, not per storage (a
+# missing class attribute costs an exception inside getattr). Keyed by id, as the describers'
+# plans are: a dict keyed by the type would call a metaclass's `__hash__`.
+_BASES: dict[int, tuple[type, Any]] = {}
+MAX_BASES = 1024
+
+
+def base_getter(t: type) -> Any:
+    entry = _BASES.get(id(t))
+    if entry is not None and entry[0] is t:
+        return entry[1]
+    getter = getattr(t, "_base", None)
+    if len(_BASES) >= MAX_BASES:  # classes made on the fly: bounded
+        _BASES.clear()
+    _BASES[id(t)] = (t, getter)
+    return getter
