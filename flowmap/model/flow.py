@@ -176,7 +176,11 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
         edge = (src, dst)
         if h.storages or (texts and n in texts):
             data.add(edge)
-            fed[src], fed[dst] = min(fed.get(src, t), t), min(fed.get(dst, t), t)
+            for end in (src, dst):
+                # text the driver takes in (a DataLoader's prompts, tokenized inline) does
+                # not place it: it is drawn as the driver, and stages follow their tensors
+                if h.storages or end != UNNAMED_DRIVER:
+                    fed[end] = min(fed.get(end, t), t)
         hops[edge].add(i)
         nbytes[edge] += b
         names[edge].add(h.name)

@@ -267,3 +267,21 @@ def test_numbers_alone_are_no_identity_for_the_flow():
                                                    ("controller", "trainer", "advantages")])]
     edges = {(e.src, e.dst) for e in build_flow(hops).edges}
     assert edges == {("reward", "controller"), ("controller", "trainer")}
+
+
+def test_text_the_driver_takes_in_does_not_place_it_before_the_stages():
+    # GIVEN a DataLoader worker handing the driver its prompts as text (the rollout then
+    # generates from what the driver tells it, its sequences go to the loss)
+    s = Script()
+    for k in range(2):
+        base = 100 * k
+        prompts = Leaf("[*]", "str", (), "str", "cpu", 400, 8, None)
+        s.hops.append(Hop(len(s.hops) * 1000, 1, "Dataset/0", "main", "prompts", 400,
+                          (prompts,), (), None, None, "pickle", ()))
+        s.call("rollout", [], [base + 2])
+        s.call("loss", [base + 2], [base + 3])
+    flow = build_flow(s.hops)
+    # THEN the driver is no stage ahead of the rollout: the stages follow their tensors
+    stages = [st for st in flow.stages if not st.startswith("Dataset/")]
+    assert stages[0] == "rollout", flow.stages
+    assert ("Dataset/0", "main") in {(e.src, e.dst) for e in flow.edges}
