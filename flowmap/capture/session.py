@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import functools
 import os
-import signal
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from flowmap import environment
-from flowmap.capture import fold, state
+from flowmap.capture import fold, sigterm, state
 from flowmap.capture.tracer import Tracer
 
 ENV_RUN_DIR = environment.RUN_DIR
@@ -235,18 +233,7 @@ def finish_with_multiprocessing(fn: Callable[[], None] = stop) -> None:
 
 def finish_on_sigterm(fn: Callable[[], None] = stop) -> None:
     """Run `fn` (close the shard) on SIGTERM, then die of SIGTERM as the program would have."""
-    try:
-        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-            return
-        signal.signal(signal.SIGTERM, functools.partial(_on_sigterm, fn))
-    except (ValueError, OSError):  # not the main thread, or no signals here
-        pass
-
-
-def _on_sigterm(fn: Callable[[], None], signum: int, frame: Any) -> None:
-    fn()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    sigterm.finish_on_sigterm(fn)
 
 
 def child_environment(run_dir: str, env: dict[str, str] | None = None) -> dict[str, str]:

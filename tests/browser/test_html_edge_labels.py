@@ -103,7 +103,7 @@ def test_every_arrow_of_a_public_grpo_script_is_labelled_on_the_first_view(brows
 def test_zoomed_out_the_legend_counts_the_labels_that_hide(browser, pages):
     _, path = pages("tiny_grpo_openthought")
     page = browser.open_report(path, width=WIDTH, height=HEIGHT)
-    for _ in range(3):  # half the opening size: the boxes stay, labels no longer all fit
+    for _ in range(5):  # a third of the opening size: the boxes stay, labels no longer all fit
         page.eval("document.querySelector('.zoom [data-zoom=\"−\"]').click()")
     m = page.eval(MEASURE)
     arrows = [lb for lb in m["labels"] if lb["flow"]]

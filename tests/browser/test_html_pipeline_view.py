@@ -42,6 +42,8 @@ SCRIPTS = {
     "actor_critic": (os.path.join(HERE, "scripts", "actor_critic.py"), ["5"]),
     "driver_star": (os.path.join(HERE, "scripts", "driver_star.py"), ["4"]),
     "demo": (os.path.join(ROOT, "examples", "grpo_tiny.py"), ["--steps", "4", "--seed", "0", "--no-progress"]),
+    # the demo as one run drew it, with no resubmits: its seams replayed, the same every time
+    "demo_seams": (os.path.join(HERE, "scripts", "demo_seams.py"), []),
     # the public shapes as a user brings them: no flowmap.seam, no map; trace finds the seams
     "grpo_auto": (os.path.join(ROOT, "examples", "grpo_single_file.py"), ["--steps", "6"]),
     "actor_critic_auto": (os.path.join(ROOT, "examples", "actor_critic.py"), ["--episodes", "6"]),

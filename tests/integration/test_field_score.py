@@ -10,7 +10,9 @@ None, the fix applied) no finding but `heaviest`, traced with and without
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ sys.modules["field_score"] = field_score  # its dataclasses look their module up
 spec.loader.exec_module(field_score)
 
 CORPUS = field_score.corpus([])
+TRACERS = max(2, min(4, os.cpu_count() or 1))
 
 
 def test_the_corpus_has_three_shapes_and_a_control_per_class():
@@ -41,9 +44,21 @@ def test_the_corpus_has_three_shapes_and_a_control_per_class():
     assert controls >= 6
 
 
+@pytest.fixture(scope="module")
+def scores(request, tmp_path_factory) -> dict[str, field_score.Score]:
+    """The selected scripts traced TRACERS at a time (as scripts/field_score.py): a trace is mostly a
+    start-up and torch's import, and the corpus is over a hundred traces."""
+    chosen = [p for p in CORPUS if any(getattr(item, "callspec", None) is not None
+                                       and item.callspec.params.get("script") == p
+                                       for item in request.session.items)]
+    root = tmp_path_factory.mktemp("field")
+    with ThreadPoolExecutor(TRACERS) as pool:
+        return dict(zip((p.stem for p in chosen), pool.map(lambda p: field_score.score(p, root), chosen)))
+
+
 @pytest.mark.parametrize("script", CORPUS, ids=[p.stem for p in CORPUS])
-def test_field_script_gets_its_expected_finding(script, tmp_path):
-    s = field_score.score(script, tmp_path)
+def test_field_script_gets_its_expected_finding(script, scores):
+    s = scores[script.stem]
     assert not s.error, s.error
     if s.control:
         assert s.false_kinds == [], f"false findings on a control: {s.found}"

@@ -21,8 +21,8 @@ def _tree(tmp_path):
     shutil.copy(os.path.join(REPO, "scripts", "setup.sh"), tmp_path / "scripts")
     for name in ("pyproject.toml", "setup.py"):
         shutil.copy(os.path.join(REPO, name), tmp_path)
-    for folder in (("capture", "describers"), ("writer",)):
-        os.makedirs(tmp_path.joinpath("flowmap", *folder))
+    for folder in (("capture",), ("capture", "describers"), ("writer",)):
+        os.makedirs(tmp_path.joinpath("flowmap", *folder), exist_ok=True)
         for c in glob.glob(os.path.join(REPO, "flowmap", *folder, "_*.c")):
             shutil.copy(c, tmp_path.joinpath("flowmap", *folder))
     os.makedirs(tmp_path / ".venv" / "bin")

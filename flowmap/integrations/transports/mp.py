@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowmap.capture import item_tags, state, values
+from flowmap.capture import item_tags, sigterm, state, values
 from flowmap.capture.api import current_owner
 from flowmap.integrations.transports import mp_pool, record
 from flowmap.integrations.transports.record import describe
@@ -172,22 +172,26 @@ def _fed(send_bytes: Callable[[Any], Any], writer: Any) -> Callable[[Any], Any]:
 
     def flowmap_send_bytes(buf: Any) -> Any:
         seen = _tl.seen
+        sigterm.hold()
         try:
-            out = send_bytes(buf)
-        except BaseException:
+            try:
+                out = send_bytes(buf)
+            except BaseException:
+                seen.obj = seen.buf = None
+                raise
+            obj, pickled = seen.obj, seen.buf
             seen.obj = seen.buf = None
-            raise
-        obj, pickled = seen.obj, seen.buf
-        seen.obj = seen.buf = None
-        if state.tracer is not None and pickled is buf:
-            entries = _pending.get(id(obj))
-            if entries:
-                t_ns, owner, step, notes = entries.pop(0)
-                if not entries:
-                    _pending.pop(id(obj), None)
-            else:
-                t_ns, owner, step, notes = record.now_ns(), state.default_owner, _step(), []
-            _record_send(owner, obj, buf, channel, t_ns, step, notes)
+            if state.tracer is not None and pickled is buf:
+                entries = _pending.get(id(obj))
+                if entries:
+                    t_ns, owner, step, notes = entries.pop(0)
+                    if not entries:
+                        _pending.pop(id(obj), None)
+                else:
+                    t_ns, owner, step, notes = record.now_ns(), state.default_owner, _step(), []
+                _record_send(owner, obj, buf, channel, t_ns, step, notes)
+        finally:
+            sigterm.release()
         return out
 
     return flowmap_send_bytes
@@ -204,13 +208,17 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
         notes = _notes_now(obj)
         outer = getattr(_tl, "seen", None)
         seen = _tl.seen = _Seen()
+        sigterm.hold()  # a Pool's terminate comes as soon as its last result is in
         try:
-            out = send(self, obj)
+            try:
+                out = send(self, obj)
+            finally:
+                _tl.seen = outer
+            if seen.buf is not None:
+                owner, step = mp_pool.submitter(obj) or (current_owner(), _step())
+                _record_send(owner, obj, seen.buf, _channel(conn_of(self)), t_ns, step, notes)
         finally:
-            _tl.seen = outer
-        if seen.buf is not None:
-            owner, step = mp_pool.submitter(obj) or (current_owner(), _step())
-            _record_send(owner, obj, seen.buf, _channel(conn_of(self)), t_ns, step, notes)
+            sigterm.release()
         return out
 
     return flowmap_send

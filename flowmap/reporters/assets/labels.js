@@ -14,7 +14,7 @@
   // zooming in or panning shows it). Measured on screen, at every zoom.
   var ALONG = [0.5, 0.38, 0.62, 0.27, 0.73, 0.18, 0.82, 0.1, 0.9];
   var LABEL_GAP_PX = 2;  // on screen, between a label and what is next to it
-  var MAX_LINE_AWARE = 150, DOT_CELL_PX = 32;
+  var MAX_LINE_AWARE = 150, DOT_CELL_PX = 32, RESEAT_ROUNDS = 3;
 
   function declutter() {
     if (!ui.labels) return;
@@ -38,9 +38,11 @@
       });
     });
     // (a graph of hundreds of labels gets the plain arrangement only: a wheel turn redoes this)
+    var dots = order.length <= MAX_LINE_AWARE ? lineDots(order, panel) : null;
     var plain = arrange(order, boxes, panel, null);
-    var clear = order.length <= MAX_LINE_AWARE ? arrange(order, boxes, panel, lineDots(order, panel)) : plain;
+    var clear = dots ? arrange(order, boxes, panel, dots) : plain;
     var best = shownCount(plain) > shownCount(clear) ? plain : clear, hidden = 0;
+    best = reseat(order, best, boxes, panel, dots);
     order.forEach(function (l, i) {
       var at = best[i] || { x: l.home[0], y: l.home[1], one: false };
       setLabel(l, at.x, at.y, at.one);
@@ -53,6 +55,25 @@
   }
 
   function shownCount(places) { return places.filter(Boolean).length; }
+
+  // Greedy placement can leave a label out that a heavier one's first choice blocked, though
+  // both had room: the labels left out choose first, for a few rounds, while that shows more.
+  function reseat(order, best, boxes, panel, dots) {
+    for (var round = 0; round < RESEAT_ROUNDS && shownCount(best) < order.length; round++) {
+      var first = [], rest = [];
+      order.forEach(function (l, i) { (best[i] ? rest : first).push(i); });
+      var turn = first.concat(rest), labels = turn.map(function (i) { return order[i]; });
+      var got = arrange(labels, boxes, panel, dots), places = [];
+      if (dots) {
+        var plain = arrange(labels, boxes, panel, null);
+        if (shownCount(plain) > shownCount(got)) got = plain;
+      }
+      turn.forEach(function (i, j) { places[i] = got[j]; });
+      if (shownCount(places) <= shownCount(best)) break;
+      best = places;
+    }
+    return best;
+  }
 
   // Each label's place ({x, y, one}) in `order`, or null: the first place where its box on
   // screen overlaps no box nor a label placed before it, stays inside the panel on the opening
@@ -80,41 +101,61 @@
     });
   }
 
-  // The first place, in the order above, where `ok` holds for the label's box on screen.
+  // The first place, in the order above, where `ok` holds for the label's box on screen:
+  // nearer places in either form before farther ones.
   function findPlace(l, ok) {
     var k = view.k, home = l.home;
-    for (var form = 0; form < 2; form++) {
-      var r0 = l.size[form];  // its box on screen, drawn at home in this form
-      if (!r0) continue;
-      var spots = labelSpots(l, (r0.right - r0.left) / k, (LABEL_GAP_PX + 2) / k);
-      for (var i = 0; i < spots.length; i++) {
-        var dx = (spots[i][0] - home[0]) * k, dy = (spots[i][1] - home[1]) * k;
-        var r = { left: r0.left + dx, right: r0.right + dx, top: r0.top + dy, bottom: r0.bottom + dy };
-        if (ok(r)) return { x: spots[i][0], y: spots[i][1], one: form === 1, r: r };
+    for (var ring = 0; ring < RINGS; ring++) {
+      for (var form = 0; form < 2; form++) {
+        var r0 = l.size[form];  // its box on screen, drawn at home in this form
+        if (!r0) continue;
+        var spots = labelSpots(l, (r0.right - r0.left) / k, (r0.bottom - r0.top) / k, (LABEL_GAP_PX + 2) / k, ring);
+        for (var i = 0; i < spots.length; i++) {
+          var dx = (spots[i][0] - home[0]) * k, dy = (spots[i][1] - home[1]) * k;
+          var r = { left: r0.left + dx, right: r0.right + dx, top: r0.top + dy, bottom: r0.bottom + dy };
+          if (ok(r)) return { x: spots[i][0], y: spots[i][1], one: form === 1, r: r };
+        }
       }
     }
     return null;
   }
 
-  // Where the label may stand (its anchor, layout px): beside its line where the layout put
-  // it (the layout kept room for the widest figure: centred in it, a short label stood apart
-  // from its line), home, then points of its own line, the label centred on each or beside
-  // it (`w` its width, `gap` the space to the line).
-  function labelSpots(l, w, gap) {
+  // Where the label may stand (its anchor, layout px), ring by ring (`w`, `h` its size, `gap`
+  // the space to the line). Ring 0: beside its line where the layout put it (the layout kept
+  // room for the widest figure: centred in it, a short label stood apart from its line),
+  // home, then points of its own line, the label centred on each or beside it. Ring 1: above
+  // or below those points, or at their corners: short edges side by side, as one batch sent
+  // to two ranks, have room only there. Ring 2: as ring 1, a label's size farther out.
+  var RINGS = 3;
+  function labelSpots(l, w, h, gap, ring) {
     if (!l.along) {
       var n = l.line.getTotalLength();
       l.along = n > 0 ? ALONG.map(function (f) { var p = l.line.getPointAtLength(n * f); return [p.x, p.y]; }) : [];
     }
-    var out = [], home = l.home, near = null;
-    ownDots(l).forEach(function (p) {
-      var d = Math.abs(p[0] - home[0]) + Math.abs(p[1] - home[1]);
-      if (!near || d < near.d) near = { d: d, x: p[0] };
-    });
-    if (near) out.push([near.x + (near.x <= home[0] ? 1 : -1) * (w / 2 + gap), home[1]]);
-    out.push(home);
+    var out = [];
+    if (ring === 0) {
+      var home = l.home, near = null;
+      ownDots(l).forEach(function (p) {
+        var d = Math.abs(p[0] - home[0]) + Math.abs(p[1] - home[1]);
+        if (!near || d < near.d) near = { d: d, x: p[0] };
+      });
+      if (near) out.push([near.x + (near.x <= home[0] ? 1 : -1) * (w / 2 + gap), home[1]]);
+      out.push(home);
+      l.along.forEach(function (p) {
+        out.push(p, [p[0] + w / 2 + gap, p[1]], [p[0] - w / 2 - gap, p[1]]);
+      });
+      return out;
+    }
+    var dx = ring * (w / 2 + gap), dy = ring * (h / 2 + gap);
     l.along.forEach(function (p) {
-      out.push(p, [p[0] + w / 2 + gap, p[1]], [p[0] - w / 2 - gap, p[1]]);
+      out.push([p[0], p[1] - dy], [p[0], p[1] + dy]);
     });
+    l.along.forEach(function (p) {
+      out.push([p[0] + dx, p[1] - dy], [p[0] - dx, p[1] - dy], [p[0] + dx, p[1] + dy], [p[0] - dx, p[1] + dy]);
+    });
+    if (ring > 1) {
+      l.along.forEach(function (p) { out.push([p[0] + dx, p[1]], [p[0] - dx, p[1]]); });
+    }
     return out;
   }
 
