@@ -81,3 +81,32 @@ def test_a_send_that_never_ends_does_not_hold_the_program_past_its_sigterm(tmp_p
     ''')
     # THEN SIGTERM ends it all the same
     assert died_of_sigterm(r, tmp_path) == []
+
+
+def test_a_forked_child_gets_the_same_care(tmp_path):
+    # GIVEN a forked child (its timer is made anew: timers are not inherited) in the same
+    # plight as above
+    r = trace(tmp_path, '''
+        import os, signal, sys, threading, time
+        pid = os.fork()
+        if pid == 0:
+            def poke():
+                time.sleep(0.3)
+                signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+            threading.Thread(target=poke, daemon=True).start()
+            os.read(os.pipe()[0], 1)
+            os._exit(0)
+        deadline = time.monotonic() + 30
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                sys.exit("the child hung")
+            time.sleep(0.05)
+        if os.waitstatus_to_exitcode(status) != -signal.SIGTERM:
+            sys.exit(f"the child ended with {os.waitstatus_to_exitcode(status)}")
+    ''')
+    # THEN the child dies of its SIGTERM and the program goes on to its end
+    assert r.returncode == 0, r.stderr[-2000:]
