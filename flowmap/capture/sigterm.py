@@ -38,6 +38,15 @@ _give_up: list[bool] = []
 _dying: list[bool] = []
 
 
+def _forget_holds() -> None:
+    """A forked child has one thread: the holds of its parent's other threads are not its own."""
+    for state in (_holding, _pending, _give_up, _dying):
+        state.clear()
+
+
+os.register_at_fork(after_in_child=_forget_holds)
+
+
 def finish_on_sigterm(fn: Callable[[], None]) -> bool:
     """Run `fn` (close the shard) on SIGTERM, then die of SIGTERM as the program would have.
     Whether a handler that is sent SIGTERM again until it runs (`_sigterm.c`) is in place."""

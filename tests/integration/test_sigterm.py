@@ -110,3 +110,28 @@ def test_a_forked_child_gets_the_same_care(tmp_path):
     ''')
     # THEN the child dies of its SIGTERM and the program goes on to its end
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_forked_child_does_not_inherit_another_thread_s_hold(tmp_path):
+    # GIVEN a fork while another thread of the parent is between a send and its record
+    r = trace(tmp_path, '''
+        import os, signal, sys, threading
+        from flowmap.capture import sigterm
+        held, done = threading.Event(), threading.Event()
+        def sender():
+            sigterm.hold()
+            held.set()
+            done.wait()
+            sigterm.release()
+        threading.Thread(target=sender).start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:  # that thread is not in the child: nothing of the child's is held
+            os.kill(os.getpid(), signal.SIGTERM)
+            os._exit(3)  # not reached: handled at once, not after GIVE_UP_S
+        status = os.waitpid(pid, 0)[1]
+        done.set()
+        sys.exit(0 if os.waitstatus_to_exitcode(status) == -signal.SIGTERM else "the child held on")
+    ''')
+    # THEN the child's SIGTERM is handled as it comes
+    assert r.returncode == 0, r.stderr[-2000:]
