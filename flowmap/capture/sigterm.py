@@ -96,9 +96,11 @@ def _on_sigterm(fn: Callable[[], None], signum: int, frame: Any) -> None:
 
 def _die(fn: Callable[[], None]) -> None:
     _dying.append(True)
-    fn()
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+    try:
+        fn()
+    finally:  # the program dies of its SIGTERM whatever closing the shard did
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _give_up_later() -> None:
