@@ -39,10 +39,7 @@
     });
     // (a graph of hundreds of labels gets the plain arrangement only: a wheel turn redoes this)
     var dots = order.length <= MAX_LINE_AWARE ? lineDots(order, panel) : null;
-    var plain = arrange(order, boxes, panel, null);
-    var clear = dots ? arrange(order, boxes, panel, dots) : plain;
-    var best = shownCount(plain) > shownCount(clear) ? plain : clear, hidden = 0;
-    best = reseat(order, best, boxes, panel, dots);
+    var best = reseat(order, arrangeBest(order, boxes, panel, dots), boxes, panel, dots), hidden = 0;
     order.forEach(function (l, i) {
       var at = best[i] || { x: l.home[0], y: l.home[1], one: false };
       setLabel(l, at.x, at.y, at.one);
@@ -56,6 +53,14 @@
 
   function shownCount(places) { return places.filter(Boolean).length; }
 
+  // Places that cross no other edge's line where there are such (`dots`), unless the plain
+  // arrangement shows more labels.
+  function arrangeBest(labels, boxes, panel, dots) {
+    var plain = arrange(labels, boxes, panel, null);
+    var clear = dots ? arrange(labels, boxes, panel, dots) : plain;
+    return shownCount(plain) > shownCount(clear) ? plain : clear;
+  }
+
   // Greedy placement can leave a label out that a heavier one's first choice blocked, though
   // both had room: the labels left out choose first, for a few rounds, while that shows more.
   function reseat(order, best, boxes, panel, dots) {
@@ -63,11 +68,7 @@
       var first = [], rest = [];
       order.forEach(function (l, i) { (best[i] ? rest : first).push(i); });
       var turn = first.concat(rest), labels = turn.map(function (i) { return order[i]; });
-      var got = arrange(labels, boxes, panel, dots), places = [];
-      if (dots) {
-        var plain = arrange(labels, boxes, panel, null);
-        if (shownCount(plain) > shownCount(got)) got = plain;
-      }
+      var got = arrangeBest(labels, boxes, panel, dots), places = [];
       turn.forEach(function (i, j) { places[i] = got[j]; });
       if (shownCount(places) <= shownCount(best)) break;
       best = places;
