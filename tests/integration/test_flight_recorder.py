@@ -238,3 +238,46 @@ def test_a_child_forked_from_a_rank_never_writes_its_parents_collectives(tmp_pat
     run = flowmap.load(str(tmp_path / "run"))
     all_reduces = [h for h in run.hops if h.name == "all_reduce"]
     assert len(all_reduces) == 3 and {h.pid for h in all_reduces} == {all_reduces[0].pid}
+
+
+
+EXIT_WHILE_POLLING = '''
+import sys, time
+import torch
+import torch.distributed as dist
+from flowmap.integrations.transports import flight
+
+# a reader that is always reading, and whose reads spend 0.3 s in c10d calls that release
+# the GIL (a large ring, a slow machine): the program ends while one is under way
+flight.POLL_S = 0.001
+flight.Reader.due = lambda self: True
+plain = flight.Reader._read_one
+
+
+def slow_read_one(self, *args):
+    group = dist.distributed_c10d._get_default_group()
+    until = time.monotonic() + 0.3
+    while time.monotonic() < until:
+        group._get_sequence_number_for_group()
+    return plain(self, *args)
+
+
+flight.Reader._read_one = slow_read_one
+dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[1], rank=0, world_size=1)
+dist.all_reduce(torch.ones(16))
+time.sleep(0.1)
+# no destroy_process_group: the group is alive as the interpreter finalizes
+'''
+
+
+def test_a_rank_that_exits_during_a_read_of_the_ring_ends_cleanly(tmp_path, run_cli):
+    # GIVEN a rank that exits while the reader's thread is inside c10d: a daemon thread
+    # that comes back for the GIL as the interpreter finalizes dies by std::terminate
+    (tmp_path / "exit_polling.py").write_text(EXIT_WHILE_POLLING)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), "exit_polling.py", str(free_port())],
+                cwd=tmp_path, timeout=120, env={"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"})
+    # THEN the exit waits for that read: the program ends as it would untraced, exit 0
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "terminate called" not in r.stderr
+    run = flowmap.load(str(tmp_path / "run"))
+    assert [h.nbytes for h in run.hops if h.name == "all_reduce"] == [16 * FLOAT]

@@ -54,8 +54,9 @@ ENV = environment.FLIGHT_RECORDER
 POLL_S = 1.0
 STALE_S = 10.0  # new entries wait at most this long (a SIGKILLed worker loses only those)
 READ_SHARE = 100  # a read waits at least this many times the last read's duration
-MAX_WINDOWS = 200_000
-OPEN = 1 << 62  # the end of a span whose call is still running  # wrapper calls remembered between two reads
+FINAL_WAIT_S = 5.0  # the read at exit waits this long at most for a poll under way
+MAX_WINDOWS = 200_000  # wrapper calls remembered between two reads
+OPEN = 1 << 62  # the end of a span whose call is still running
 DEFAULT_RING = 2000
 
 # c10d's ScalarType names whose torch name differs from the lower-cased one
@@ -155,6 +156,14 @@ class Reader:
         if os.getpid() != self.pid or not self.lock.acquire(blocking=False):
             return  # another thread reads right now
         try:
+            if not self.stopped:
+                self._read()
+        finally:
+            self.lock.release()
+
+    def _read(self) -> None:
+        """`read`, the lock held."""
+        try:
             t0 = time.monotonic()
             self._sorted = None
             issued = self._issued()
@@ -168,8 +177,6 @@ class Reader:
             self.read_s = self.last_read_s - t0
         except Exception as exc:
             record.error(exc)
-        finally:
-            self.lock.release()
 
     def _read_one(self, device: str, dump: Any, seen: set[tuple[str, int]]) -> None:
         raw = dump(True, False)
@@ -313,16 +320,35 @@ class Reader:
     def _poll(self) -> None:
         while not self.stopped:
             time.sleep(POLL_S)
-            try:
-                if state.tracer is not None and self.due():
-                    self.read()
+            if os.getpid() != self.pid or not self.lock.acquire(blocking=False):
+                continue
+            try:  # c10d is called only under the lock, and never once stopped (final_read)
+                if not self.stopped and state.tracer is not None and self.due():
+                    self._read()
             except Exception as exc:
                 record.error(exc)
+            finally:
+                self.lock.release()
 
     def final_read(self) -> None:
-        if state.tracer is not None:
-            self.read()
-        self.stopped = True
+        """The last read, at exit; the poller's thread calls c10d no more.
+
+        It waits for a poll under way: c10d's calls release the GIL, and a daemon
+        thread that comes back for it while the interpreter finalizes is ended by
+        `pthread_exit`, which inside C++ is `std::terminate`: the program, traced, would
+        end in SIGABRT ("terminate called without an active exception").
+        """
+        if os.getpid() != self.pid:
+            self.stopped = True
+            return
+        got = self.lock.acquire(timeout=FINAL_WAIT_S)
+        try:
+            if not self.stopped and state.tracer is not None:
+                self._read()
+        finally:
+            self.stopped = True
+            if got:
+                self.lock.release()
 
 
 def describe_entry(sizes: list[list[int]], dtypes: list[str], device: str) -> tuple[Any, int]:
