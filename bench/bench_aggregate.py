@@ -22,7 +22,7 @@ import torch
 from bench_capture import payload, per_call_ns
 
 import flowmap
-from flowmap.read.incremental import read_run_shards
+from flowmap.read.records import Records
 from flowmap.read.shards import shard_paths
 
 
@@ -61,7 +61,7 @@ def bytes_per_seam_step(run_dir: str, aggregate: int | None, steps: int = 300,
     lines = open(path, "rb").read().split(b"\n")
     last_hop = max(i for i, line in enumerate(lines) if line.startswith(b'["h",'))
     after = sum(len(line) + 1 for line in lines[last_hop + 1:])
-    (shard,), _ = read_run_shards(run_dir)
+    (shard,) = Records.read(run_dir).shards
     return after / len({(s.seam, s.step) for s in shard.seam_steps}), total
 
 

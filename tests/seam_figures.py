@@ -13,7 +13,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowmap.read.incremental import read_run_shards
+from flowmap.read.events import Shard
+from flowmap.read.records import Records
+from flowmap.trace_format import DETAIL_HOPS
+
+
+def read_run_shards(path: str, window: int | None = DETAIL_HOPS) -> tuple[list[Shard], list[str]]:
+    """A finished run's shards and problems, as `flowmap.load` reads them."""
+    rec = Records.read(path, window)
+    return rec.shards, rec.problems
 
 
 @dataclass

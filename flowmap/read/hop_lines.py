@@ -1,7 +1,7 @@
 """Hop lines equal but for their time, taken without decoding: what a shard is mostly made of.
 
 A steady run writes the same hop line again and again but for its time. A
-shard's feed (`flowmap.read.reader.ShardFeed`: `read_shard`'s and a live
+shard's feed (`flowmap.read.reader.ShardFeed`: a finished shard's and a live
 tail's) hands its complete lines to a `HopLines` before its decoder (a
 steady shard reads about three times as fast): one regular expression
 (`flowmap.trace_format.HOP_RUN`, the grammar's) takes a run of hop lines

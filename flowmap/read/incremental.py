@@ -20,7 +20,7 @@ from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
 from flowmap.read.blocks import StepBlocks
 from flowmap.read.events import SendFold, SendHalf, Shard
-from flowmap.read.fold import DETAIL_HOPS, shard_budget
+from flowmap.read.fold import shard_budget
 from flowmap.read.identity import host_key, host_labels, run_pids
 from flowmap.read.plain import show_path
 from flowmap.read.ray_transport import name_ray_transports
@@ -40,18 +40,6 @@ class _Records(Protocol):
 
 
 R = TypeVar("R", bound=_Records)
-
-
-def read_run_shards(path: str, detail_hops: int | None = DETAIL_HOPS
-                    ) -> tuple[list[Shard], list[str]]:
-    """Every readable shard of a finished run and a sentence per problem (empty, bad lines,
-    skipped); each shard keeps its share of `detail_hops` (None: every hop). A run whose
-    every shard is unreadable raises NotATrace with the first reason."""
-    reader = IncrementalReader(path, detail_hops, finished=True)
-    reader.poll()
-    shards = reader.shards()
-    name_ray_transports(shards)
-    return shards, reader.problems(shards)
 
 
 class RunGone(FlowmapError):
@@ -141,10 +129,6 @@ class IncrementalReader:
     def more(self) -> bool:
         """Whether the last poll left bytes unread (a shard read up to MAX_READ)."""
         return any(t.capped for t in self.tails.values())
-
-    @property
-    def num_shards(self) -> int:
-        return sum(1 for t in self.tails.values() if t.shard is not None)
 
     def shards(self) -> list[Shard]:
         """The shards read so far, each as the finished reader would return it (sorted by path)."""

@@ -1,6 +1,6 @@
 """Read one shard, finished or growing: its offset, and the one feed of its lines.
 
-A finished file (`read_shard`) and a watched one are read alike: the bytes up to the
+A finished file and a watched one are read alike: the bytes up to the
 first NUL (a mapped shard's reserved, unwritten tail) go to one
 `flowmap.read.reader.ShardFeed`, so a growing shard reads as the finished one.
 """
@@ -18,15 +18,6 @@ from flowmap.read.reader import MAX_HEADER, ShardFeed, new_shard, open_regular, 
 
 MAX_READ = 4 << 20  # bytes taken from one shard in one poll; the rest waits for the next
 FIRST_READ = 64 << 10  # a poll's first read of a shard; each next one twice the last
-
-
-def read_shard(path: str, detail_hops: int | None = None, pid: int | None = None) -> Shard:
-    """Read one shard; raises NotATrace if it is unreadable or not a flowmap shard.
-
-    Past `detail_hops` hops (None: never) the rest are folded into `seam_steps`.
-    `pid`: the process's number in its run (`flowmap.read.identity`), when not its pid.
-    """
-    return ShardTail(path, detail_hops, pid).finish()
 
 
 class ShardTail:
@@ -101,7 +92,7 @@ class ShardTail:
         return self.feed
 
     def finish(self) -> Shard:
-        """Read a finished file to its end (`read_shard`); raises NotATrace."""
+        """Read a finished file to its end; raises NotATrace."""
         with open_regular(self.path) as f:
             more, empty = True, not os.fstat(f.fileno()).st_size
             while more:  # up to the zeros after the last event of a mapped shard
@@ -116,7 +107,7 @@ class ShardTail:
         return self.done
 
     def snapshot(self) -> Shard | None:
-        """The shard as `read_shard` would return it for the bytes handled so far."""
+        """The shard as `finish` would return it for the bytes handled so far."""
         if self.done is not None:
             return self.done
         return self.feed.snapshot() if self.feed is not None else None

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from seam_figures import detail_hops, seam_figures, seam_steps
+from seam_figures import detail_hops, read_run_shards, seam_figures, seam_steps
 
 from flowmap import trace_format as tf
-from flowmap.read.incremental import read_run_shards
 
 DRIVER = textwrap.dedent("""
     import os, subprocess, sys

@@ -12,12 +12,11 @@ import pytest
 from fuzz_shards import assert_no_verb_raises, make_run, mutate, shard_of
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from seam_figures import detail_hops, seam_figures, seam_steps
+from seam_figures import detail_hops, read_run_shards, seam_figures, seam_steps
 
 import flowmap
 from flowmap import trace_format as tf
 from flowmap.capture import fold
-from flowmap.read.incremental import read_run_shards
 
 FUZZ = settings(max_examples=15, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -13,6 +13,7 @@ import os
 
 import pytest
 import runs
+from seam_figures import read_run_shards
 
 from flowmap.check.compare import compare
 from flowmap.check.diff import diff_snapshots
@@ -20,9 +21,8 @@ from flowmap.check.snapshot import from_run
 from flowmap.check.tolerance import DEFAULT_TOLERANCE
 from flowmap.model.run import Run, load
 from flowmap.read.fold import FINISH_STEP_FACTOR, fold_hops
-from flowmap.read.incremental import read_run_shards
 from flowmap.read.shards import shard_paths
-from flowmap.read.tail import read_shard
+from flowmap.read.tail import ShardTail
 from flowmap.reporters.html import write_html
 from flowmap.reporters.json_document import report_document
 from flowmap.reporters.perfetto import perfetto_trace
@@ -92,7 +92,7 @@ def test_memory_is_bounded_by_seams_times_steps_plus_the_window(long_run: str,
                                                                  tmp_path: str) -> None:
     budget = 100
     for path in shard_paths(long_run):
-        whole, shard = read_shard(path), read_shard(path, budget)
+        whole, shard = ShardTail(path, None).finish(), ShardTail(path, budget).finish()
         assert len(shard.hops) <= FINISH_STEP_FACTOR * budget
         cells = {(h.seam, h.step, h.transport) for h in whole.hops}
         assert len(shard.seam_steps) <= len(cells)

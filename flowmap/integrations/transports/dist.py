@@ -41,7 +41,7 @@ from typing import Any
 from flowmap.capture import state, step_hooks
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.integrations.transports import dist_ops, flight, record
-from flowmap.integrations.transports.flight import ranks_text
+from flowmap.integrations.transports.flight_entries import ranks_text, recorders
 from flowmap.integrations.transports.record import describe
 
 Args = tuple[Any, ...]  # a recorded call's positional arguments
@@ -303,7 +303,7 @@ def _start_reader() -> None:
     global _reader
     if _reader is not None or not flight.enabled() or flight.ring_size() == 0:
         return  # off, or torch's recorder is (TORCH_FR_BUFFER_SIZE=0)
-    dumps = flight.recorders()
+    dumps = recorders()
     if not dumps:
         return
     reader = flight.Reader(_c10d, _process_owner, dumps)
