@@ -34,6 +34,7 @@ element is its kind:
     ["v", t_us, src, dst, name, transport, step, figures]
                                                     value figures of a sampled hop (--values)
     ["b", storage, of]                              a view's storage id lies in storage `of`
+    ["o", storage, owner]                           a storage made before recording, by `owner`
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
 Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not
@@ -80,6 +81,13 @@ storage already named (and alive) under id `of`, is part of that data: a row of 
 received batch sent on starts elsewhere than the batch but is its data. Storage ids
 stay one per start address (two slices of one buffer sent to two ranks are not the
 same data); readers that follow data (pass-through, the flow) look through `b`.
+
+An `o` line names who made a storage the recording met before any hop carried it: a
+run with no seam map (`flowmap.discover.auto`) records only after its first step was
+watched, and data made in that step (experiences in a replay buffer, sampled later) would
+otherwise read as made by the first stage that hands it on. The watch saw which stage
+returned it, and the line says so, once per storage, as recording opens; readers that
+follow data (the flow) take that stage as its producer.
 
 A `v` event is written only under `flowmap trace --values`, which reads data
 (flowmap/capture/values.py): after a sampled hop that moved bytes, `figures`
@@ -136,6 +144,7 @@ LEAF_NOTES = "n"
 PROCESS_INFO = "i"
 VALUES = "v"
 PART = "b"
+ORIGIN = "o"
 END = "end"
 
 # -- the event table -----------------------------------------------------------
@@ -205,6 +214,7 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     VALUES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
              ("transport", STR_REF), ("step", OPT_INT), ("figures", FIGURES)),
     PART: (("storage", COUNT), ("of", COUNT)),
+    ORIGIN: (("storage", COUNT), ("owner", STR_REF)),
 }
 OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3, RECEIVE_HALF: 8}  # field index from which fields may be absent
 

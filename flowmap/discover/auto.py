@@ -31,6 +31,7 @@ from typing import Any
 
 from flowmap import rundir
 from flowmap.capture import api, importhook, state
+from flowmap.capture.describe import describe
 from flowmap.discover import naming, process, seammap
 from flowmap.discover.candidates import Candidate, analyse
 from flowmap.discover.filters import Filters
@@ -58,6 +59,8 @@ class AutoSeams:
         steps = {k: v for k, v in process.step_targets().items() if k[0] != api.__name__}
         self.watcher = Watcher(Filters(), Budget(WATCH_SECONDS, None, 0), steps,
                                on_stop=self._found)
+        self.watcher.made = []  # who made the data the recording will meet first
+        self.makers: dict[str, str] = {}  # a stage's code key -> its owner in the map
         self.instrumented = False  # the program used the capture API: it tells its own story
         self.targets: list[tuple[str, str]] = []  # (target, owner) patched
         self.failed = 0
@@ -159,6 +162,9 @@ class AutoSeams:
         except Exception as exc:  # never into the user's program
             self.error = f"{type(exc).__name__}: {exc}"
             wrapper.hold_until(None)
+        finally:
+            if not self.makers:
+                self.watcher.made = None  # nothing will be recorded to name them in
 
     def _apply(self) -> None:
         from flowmap.capture.script import main_module
@@ -182,7 +188,9 @@ class AutoSeams:
         calls = {str(c.fn.target): c.calls for c in found.seams}
         if calls.get(self.opener or "", 0) > 1:
             self.hold_updates = HOLD_LOOP_UPDATES
-        wrapper.hold_until(self.opener)  # from the start of the next iteration
+        self.makers = {c.fn.key: s.owner for c in found.seams for s in seam_map.seams
+                       if s.target == str(c.fn.target) and not s.split_by}
+        wrapper.hold_until(self.opener, self._opened)  # from the start of the next iteration
         patcher = Patcher(seam_map, warn=False)
         patcher.install()  # targets in imported modules: patched now
         module = main_module()
@@ -198,6 +206,16 @@ class AutoSeams:
         if self.opener not in patcher.patched:  # its call would never open the recording
             self.opener = None
             wrapper.hold_until(None)
+
+    def _opened(self) -> None:
+        """The recording opens: name who made the data still alive that the watch saw a
+        stage return (`o` lines), so data made in the watched step is drawn from its stage,
+        not from the first stage that hands it on (a replay buffer's `sample`)."""
+        made, self.watcher.made = self.watcher.made or [], None
+        if made and self.makers:
+            name_makers([(obj, owner) for ref, key in made
+                         if (owner := self.makers.get(key)) is not None
+                         and (obj := ref()) is not None])
 
     def _opener(self, seams: list[Candidate]) -> str | None:
         """The target the training loop starts with: of the functions called after the first
@@ -284,3 +302,21 @@ def start(run_dir: str) -> AutoSeams | None:
                          "automatically.\n")
         return None
     return _auto
+
+
+def name_makers(made: list[tuple[Any, str]]) -> None:
+    """An `o` line per storage of these arrays (array, the owner that made it), alive since
+    before the recording opened; a storage is named once, by the first owner given."""
+    t = state.tracer
+    named: set[str] = set()
+    for obj, owner in made:
+        d = describe(obj)
+        if t is None or len(d.storages) != 1:
+            continue
+        with t.lock:
+            if t.closed:
+                return
+            sid = t.writer.storage_ids(d.storages, d.holders)
+            if sid not in named:
+                named.add(sid)
+                t.writer.origin(sid, owner)

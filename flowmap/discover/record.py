@@ -3,7 +3,8 @@
 Nothing here holds a payload. A call that carries a tensor or an array is
 described by `flowmap.capture.describe` (metadata only); storages are kept as
 integer addresses, and only while the call runs, so that a nested call can be
-told to carry part of its caller's payload. Everything else is counters keyed
+told to carry part of its caller's payload; a run with no seam map also keeps weak
+references (which keep nothing alive) to the arrays a call made. Everything else is counters keyed
 by strings, ready to be written as JSON and merged across processes.
 """
 
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 import itertools
 import sys
+import weakref
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,7 @@ PASS_THROUGH = 8  # the nested call returned one of its arguments, as it was giv
 MAX_CHAIN = 12  # enclosing watched calls kept per context
 MAX_FOUND = 64  # tensors a pre-check collects from one value
 _SCAN = 16  # elements or fields a pre-check looks at per container
+MAX_MADE = 65_536  # arrays `remember_made` keeps weak references to, in all
 
 
 def find_tensors(value: Any, out: list[Any], depth: int = 0) -> bool:
@@ -196,3 +199,17 @@ class CodeStats:
         mine, theirs = self.distinct_given(), o.distinct_given()
         self.given = {k: max(mine.get(k, 0), theirs.get(k, 0)) for k in {*mine, *theirs}}
         self.grad_modes |= o.grad_modes
+
+
+def remember_made(made: list[tuple[Callable[[], Any], str]], key: str, found: list[Any],
+                  given: frozenset[int]) -> None:
+    """Add weak references to the arrays a call (`key`) returned and was not given: the
+    data it made (`Watcher.made`, at most MAX_MADE)."""
+    for value in found:
+        if len(made) >= MAX_MADE:
+            return
+        try:
+            if not storage_ids([value]) <= given:
+                made.append((weakref.ref(value), key))
+        except TypeError:  # not weakly referable
+            continue

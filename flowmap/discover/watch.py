@@ -77,6 +77,10 @@ class Watcher:
         #: Candidates by their first call after the first torch optimizer was made (None: not
         #: yet made): the training loop's order, setup's calls before it left out.
         self.calls_after_optimizer: dict[str, int] | None = None
+        #: Arrays candidate calls returned and were not given (weakly held, with the call's
+        #: key), when asked for (None: not kept): who made the data alive when a recording
+        #: opens after the watch (`flowmap.discover.auto`).
+        self.made: list[tuple[Callable[[], Any], str]] | None = None
 
     # -- life cycle -----------------------------------------------------------
     def start(self) -> None:
@@ -240,6 +244,8 @@ class Watcher:
             d = describe(value) if res else None
         except Exception:
             res, res_ptrs, d = False, _EMPTY, None
+        if res and self.made is not None:
+            record.remember_made(self.made, info.key, found, entry[3])
         found.clear()
         last = entry[7]
         if last is not None and res_ptrs and last[2] == res_ptrs:

@@ -6,7 +6,9 @@ the order of the pipeline never shows. But every tensor leaf of a hop carries
 its storage's identity, so when a stage's result is later handed to another
 stage, the two hops share a storage: that is a producer -> consumer edge.
 
-- The **producer** of a storage is the source of the first hop that carried it.
+- The **producer** of a storage is the source of the first hop that carried it, unless
+  the run says who made it before recording opened (an `o` line, `trace_format`: data a
+  run with no seam map made in its watched first step).
 - A hop that carries it into `X` makes an edge `producer -> X`, unless `X`
   later hands that same storage on: then `X` only passed it along (the
   driver's hand-off), and the edge goes to where it was consumed instead.
@@ -73,10 +75,13 @@ class Flow:
         return f"{sep.join(stages)}  (driver: {UNNAMED_DRIVER})"
 
 
-def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None = None) -> Flow:
+def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None = None,
+               origins: Mapping[tuple[int, int], str] | None = None) -> Flow:
     """The flow of `hops` (kept hops, any order); `parts` maps a view's storage to the storage
-    it lies in, per process (`flowmap.read.events.storage_bases`): a slice is its base's data."""
+    it lies in, per process (`flowmap.read.events.storage_bases`): a slice is its base's data;
+    `origins`, a storage to the owner that made it before recording opened."""
     bases = parts or {}
+    made_before = origins or {}
     ordered = sorted(hops, key=lambda h: h.t_ns)
     producer: dict[tuple[int, int], str] = {}
     # (pid, storage, holder) -> links that brought the storage to holder, not yet handed on
@@ -115,7 +120,8 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
         link_of: list[int | None] = []  # per storage, the link it made (None: back home)
         for view, nbytes in carried:
             storage = bases.get((h.pid, view), view)
-            made_by = producer.setdefault((h.pid, storage), h.src)
+            made_by = producer.setdefault((h.pid, storage),
+                                          made_before.get((h.pid, storage), h.src))
             if made_by == h.dst:
                 link_of.append(None)
                 continue  # back to its producer (a result that is the input): no new edge

@@ -46,7 +46,7 @@ from flowmap.model.types import (
     StepBins,
     Totals,
 )
-from flowmap.read.events import Hop, storage_bases
+from flowmap.read.events import Hop, storage_bases, storage_origins
 from flowmap.read.records import Events
 
 __all__ = ["Events", "RunView", "ViewSource", "build_view"]
@@ -129,7 +129,8 @@ class RunView:
     @cached_property
     def flow(self) -> Flow:
         """Producer -> consumer edges from storage identity, the driver's hand-offs collapsed."""
-        return build_flow(self.events.hops, storage_bases(self.events.shards))
+        shards = self.events.shards
+        return build_flow(self.events.hops, storage_bases(shards), storage_origins(shards))
 
     @property
     def draws_flow(self) -> bool:

@@ -320,6 +320,8 @@ class Shard:
     values: list[ValueFigure] = field(default_factory=list)  # sampled figures (`trace --values`)
     # `b` lines: a view's storage id -> the id of the storage it lies in (trace_format)
     parts: dict[int, int] = field(default_factory=dict)
+    # `o` lines: a storage id -> the owner that made it before the recording opened
+    origins: dict[int, str] = field(default_factory=dict)
     fold_cut: tuple[int | None, int] | None = None  # (step, t_ns) where a read began to fold
     num_events: int = 0
     num_errors: int = 0
@@ -359,3 +361,8 @@ def storage_bases(shards: Iterable[Shard]) -> dict[tuple[int, int], int]:
                 base = up
             out[(sh.pid, view)] = base
     return out
+
+
+def storage_origins(shards: Iterable[Shard]) -> dict[tuple[int, int], str]:
+    """(pid, storage id) -> the owner that made it before recording opened (`o` lines)."""
+    return {(sh.pid, sid): owner for sh in shards for sid, owner in sh.origins.items()}

@@ -335,6 +335,11 @@ class Decoder:
         if len(parts) < MAX_PARTS:
             parts[ev[1]] = ev[2]
 
+    def _origin(self, ev: list[Any]) -> None:
+        origins = self.shard.origins
+        if len(origins) < MAX_PARTS:
+            origins.setdefault(ev[1], self.strings[ev[2]])
+
     def _folded_event(self, ev: list[Any]) -> None:
         folded.BUILDERS[ev[0]](self.shard, Fields(ev, self.at))
         self.shard.num_events += 1
@@ -375,5 +380,5 @@ BUILDERS = {
     tf.SEND_HALF: Decoder._half, tf.RECEIVE_HALF: Decoder._half,
     **dict.fromkeys(folded.BUILDERS, Decoder._folded_event), tf.LEAF_NOTES: Decoder._notes,
     tf.PROCESS_INFO: Decoder._info,
-    tf.VALUES: Decoder._values, tf.PART: Decoder._part,
+    tf.VALUES: Decoder._values, tf.PART: Decoder._part, tf.ORIGIN: Decoder._origin,
 }

@@ -107,12 +107,18 @@ def _warn_unknown_args(plan: _Plan) -> None:
 # of a training iteration (`flowmap.discover.auto`) starts recording where one begins, so
 # the stages are first reached in the order the script runs them.
 _held_until: str | None = None
+_on_open: Callable[[], None] | None = None  # called once, as the recording opens
 
 
-def hold_until(target: str | None) -> None:
-    """Record no seam until `target` is called (None: record from now on)."""
-    global _held_until
+def hold_until(target: str | None, on_open: Callable[[], None] | None = None) -> None:
+    """Record no seam until `target` is called (None: record from now on); `on_open` (or
+    the one given before) is called as the recording opens (now, for None)."""
+    global _held_until, _on_open
     _held_until = target
+    if on_open is not None:
+        _on_open = on_open
+    if target is None:
+        _opened()
 
 
 def held() -> bool:
@@ -124,7 +130,18 @@ def _open(target: str) -> bool:
     if target != _held_until:
         return False
     _held_until = None
+    _opened()
     return True
+
+
+def _opened() -> None:
+    global _on_open
+    call, _on_open = _on_open, None
+    if call is not None:
+        try:
+            call()
+        except Exception:  # never into the program: its call goes on, recorded
+            pass
 
 
 def _owner_of(entered: Entered) -> str:

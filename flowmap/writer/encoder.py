@@ -249,6 +249,10 @@ class TraceWriter:
         if entry is not None and entry[1]() is storage:
             self.write(f'["{tf.PART}",{i},{entry[0]}]')
 
+    def origin(self, storage: str, owner: str) -> None:
+        """An `o` line: `owner` made the storage `storage` before the recording opened."""
+        self.write(f'["{tf.ORIGIN}",{storage},{self.string_id(owner)}]')
+
     # -- header and end ---------------------------------------------------------
     def header(self, fields: dict[str, Any]) -> None:
         """Line 1 of a shard (`trace_format` lists its fields)."""

@@ -297,6 +297,10 @@ def test_recording_opens_at_the_loops_first_function_past_many_updates(tmp_path,
     assert view.seams and min(view.seams[s].hops for s in view.seams
                               if s[0] == "rollout") == 12  # steps 2 and 3, whole
     stages = [s for s in view.flow.stages if s != "main"]
-    assert _before(tuple(stages), "rollout", "ReplayBuffer.push", "ReplayBuffer.sample",
-                   "objective"), stages
+    assert _before(tuple(stages), "rollout", "ReplayBuffer.push", "objective"), stages
     assert stages.index("rollout") == 0, stages
+    # and the experiences made in the watched step, sampled later, are drawn from rollout,
+    # which made them: `sample` only hands data on, and no edge starts at it
+    assert not [e for e in view.flow.edges if e.src == "ReplayBuffer.sample"], view.flow.edges
+    into_objective = {e.src: e.hops for e in view.flow.edges if e.dst == "objective"}
+    assert into_objective == {"rollout": 10}, into_objective  # 2 x 5 updates, recorded

@@ -285,3 +285,43 @@ def test_text_the_driver_takes_in_does_not_place_it_before_the_stages():
     stages = [st for st in flow.stages if not st.startswith("Dataset/")]
     assert stages[0] == "rollout", flow.stages
     assert ("Dataset/0", "main") in {(e.src, e.dst) for e in flow.edges}
+
+
+def test_data_made_before_recording_comes_from_the_owner_that_made_it():
+    # a replay buffer's `sample` returns experiences `rollout` made before recording opened
+    # (the run says so: `o` lines); `sample` only hands them on, with the newer ones
+    s = Script()
+    s.call("rollout", [1], [2])  # recorded: rollout makes 2
+    s.call("ReplayBuffer.push", [2], [])
+    s.hop("ReplayBuffer.sample", "main", "ReplayBuffer.sample", [2, 7])  # 7: made before
+    s.hop("main", "objective", "objective", [2, 7])
+    flow = build_flow(s.hops, origins={(1, 7): "rollout"})
+    into = {(e.src, e.hops, e.nbytes) for e in flow.edges if e.dst == "objective"}
+    assert into == {("rollout", 1, 200)}  # one hop, both experiences
+    assert not [e for e in flow.edges if e.src == "ReplayBuffer.sample"]
+    # without the run's word, the first stage that carried it is all there is to go by
+    unsaid = build_flow(s.hops)
+    assert ("ReplayBuffer.sample", "objective") in {(e.src, e.dst) for e in unsaid.edges}
+
+
+def test_origins_written_by_the_tracer_are_read_back_per_storage(tmp_path):
+    # GIVEN arrays made before recording opened, two of them views of one storage, and the
+    # tracer told who made them (as a run with no seam map does when its recording opens)
+    import torch
+
+    import flowmap
+    from flowmap.discover.auto import name_makers
+
+    made = torch.randn(8, 16)
+    other = torch.randn(4)
+    with flowmap.tracing(tmp_path / "run"):
+        name_makers([(made, "rollout"), (made[2:4], "learner"), (other, "reward")])
+        flowmap.hop("buffer", "learner", {"batch": made}, name="sample")
+        flowmap.hop("buffer", "scorer", {"r": other}, name="sample")
+    run = flowmap.load(tmp_path / "run")
+    # THEN each storage is named once, by the first owner said (a view at an offset is a
+    # new storage id of its own: it is named too), and the flow draws them from their maker
+    (shard,) = run.shards
+    assert sorted(shard.origins.values()) == ["learner", "reward", "rollout"]
+    edges = {(e.src, e.dst) for e in run.view.flow.edges}
+    assert edges == {("rollout", "learner"), ("reward", "scorer")}

@@ -35,6 +35,7 @@ GOOD = {
     tf.VALUES: ["v", 10, 0, 1, 0, 2, 3, [["ids", 0, 63, None, 120, 4096],
                                          ["lengths[*]", 3, 90.5, 200, None, 4]]],
     tf.PART: ["b", 12, 7],
+    tf.ORIGIN: ["o", 12, 2],
 }
 HOSTILE = ["x" * (tf.MAX_TEXT + 1), 10**400, -(10**400), float("nan"), float("inf"), 2**70,
            [], {}, None, True, 1.5, 999, "\ud800", [[[[]]]]]
