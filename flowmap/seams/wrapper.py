@@ -12,6 +12,7 @@ arguments, and its own exceptions pass through untouched.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
@@ -137,11 +138,9 @@ def _open(target: str) -> bool:
 def _opened() -> None:
     global _on_open
     call, _on_open = _on_open, None
-    if call is not None:
-        try:
+    with contextlib.suppress(Exception):  # never into the program: its call goes on, recorded
+        if call is not None:
             call()
-        except Exception:  # never into the program: its call goes on, recorded
-            pass
 
 
 def _owner_of(entered: Entered) -> str:
