@@ -161,12 +161,21 @@ def _named(path: str) -> bool:
     return "mask" in path.rsplit(".", 1)[-1].lower()
 
 
+def _attention(path: str) -> bool:
+    """An attention mask (`attention_mask`, `attn_mask`): its zeros are positions no token
+    is at, so a row's leading zeros are padding as surely as its trailing ones (verl's
+    left-padded prompt beside a right-padded response); a loss mask's leading zeros are a
+    prompt's tokens."""
+    last = path.rsplit(".", 1)[-1].lower()
+    return "attention" in last or "attn" in last
+
+
 def _array_note(np: Any, a: Any, path: str, candidate: bool) -> Note | None:
     """A numpy mask's real positions (numpy pickles only a view's own elements)."""
     if a.ndim < 2 or a.size > MAX_MASK_ELEMENTS or a.dtype.kind not in "biuf":
         return None
     if _named(path):
-        return [path, int(a.nbytes), None, real_positions(np, a != 0)]
+        return [path, int(a.nbytes), None, real_positions(np, a != 0, _attention(path))]
     if not candidate or not _probe(a):
         return None
     filled = _unnamed_mask(np, a)
@@ -235,7 +244,7 @@ def _note(torch: Any, np: Any, t: Any, path: str, shm: bool, candidate: bool,
         real = real_positions(np, filled)
     elif (masked and t.dim() >= 2 and t.is_cpu and t.numel() <= MAX_MASK_ELEMENTS
           and str(t.dtype) in MASK_DTYPES):
-        real = _before_tails(torch, t)
+        real = _before_tails(torch, t, _attention(path))
     if storage <= nbytes and real is None:
         return None
     return [path, nbytes, storage if storage > nbytes else None, real]
@@ -252,8 +261,9 @@ def _mask_dtypes(torch: Any) -> Any:
     return _DTYPES[0]
 
 
-def _before_tails(torch: Any, t: Any) -> int:
-    """Elements of `t` before each row's trailing zeros along dim 1 (what padding is not).
+def _before_tails(torch: Any, t: Any, both_ends: bool = False) -> int:
+    """Elements of `t` before each row's trailing zeros along dim 1 (what padding is not;
+    `both_ends`: and after its leading zeros).
 
     A mask with no zero (or only zeros) costs its `count_nonzero`; else its rows are read
     as a numpy view of the same memory (a few small array operations, no torch dispatch)."""
@@ -267,16 +277,17 @@ def _before_tails(torch: Any, t: Any) -> int:
     if held.dtype == torch.bfloat16:  # numpy has no bfloat16
         held = held.ne(0)
     a = held.numpy().reshape(rows, positions, -1)
-    return real_positions(np, (a != 0).any(axis=2) if a.shape[2] > 1 else a[:, :, 0] != 0) * \
-        int(numel // (rows * positions))
+    filled = (a != 0).any(axis=2) if a.shape[2] > 1 else a[:, :, 0] != 0
+    return real_positions(np, filled, both_ends) * int(numel // (rows * positions))
 
 
-def real_positions(np: Any, filled: Any) -> int:
+def real_positions(np: Any, filled: Any, both_ends: bool = False) -> int:
     """Positions of `filled` (`[rows, positions, ...]`, bool) that are not padding.
 
     Padding is each row's run of trailing zeros; but when a batch's rows all end filled,
     its text is right-aligned (left padding) and the leading zeros are. A packed row
-    (`[1, N]`) starts with its first sample's prompt, which is no padding."""
+    (`[1, N]`) starts with its first sample's prompt, which is no padding. `both_ends`
+    (an attention mask of two or more rows): leading and trailing zeros both are."""
     if filled.ndim > 2:
         per = int(filled[0, 0].size)
         filled = filled.reshape(filled.shape[0], filled.shape[1], -1).any(axis=2)
@@ -285,9 +296,11 @@ def real_positions(np: Any, filled: Any) -> int:
     rows, positions = filled.shape[0], filled.shape[1]
     if not rows or not positions:
         return 0
+    first = filled.argmax(axis=1)  # each row's first filled position (0 for an empty row)
     if rows >= 2 and bool(filled[:, -1].all()):
-        first = filled.argmax(axis=1)  # each row's first filled position (all end filled)
         return int((positions - first).sum()) * per
     # each row's last filled position, counted from 1 (0 for an empty row)
     last = (filled * np.arange(1, positions + 1, dtype=np.int32)).max(axis=1)
+    if rows >= 2 and both_ends:
+        return int(np.where(last > 0, last - first, 0).sum()) * per
     return int(last.sum()) * per

@@ -150,7 +150,7 @@ class _Arrival:
     """A storage's arrival at a role: the role-level seam it came by, the seams it left by."""
 
     came_by: RoleKey
-    left_by: set[SeamKey] | None = None
+    left_by: set[tuple[SeamKey, int]] | None = None  # (seam, part of it sent) sent on
 
 
 def _storage_bytes(h: Hop) -> tuple[bool, list[tuple[int, int]]]:
@@ -203,13 +203,14 @@ def _storage_matches(view: RunView) -> tuple[dict[tuple[RoleKey, RoleKey], int],
         if here:
             # every storage arrived (a stage that adds leaves made something: not a relay),
             # by the seam it came by; bytes as the hop that brought it counted them
-            # (came by) -> arrived storage -> [its arrival, bytes sent on, its bytes then]
+            # (came by) -> arrived storage -> [its arrival, bytes sent on, its bytes then,
+            # the parts of it sent]
             came: dict[RoleKey, dict[int, list[Any]]] = defaultdict(dict)
             aligned, leaving = _storage_bytes(h)
-            for sid, b in leaving:
-                got = here.get(sid)
-                if got is None and (h.pid, sid) in bases:
-                    sid = bases[(h.pid, sid)]  # a view of what arrived (a row sent on)
+            for part, b in leaving:
+                sid, got = part, here.get(part)
+                if got is None and (h.pid, part) in bases:
+                    sid = bases[(h.pid, part)]  # a view of what arrived (a row sent on)
                     got = here.get(sid)
                 if got is None:
                     came.clear()
@@ -217,18 +218,21 @@ def _storage_matches(view: RunView) -> tuple[dict[tuple[RoleKey, RoleKey], int],
                         made[key] += 1  # data of its own: identity says it was made here
                     break
                 r, b_in, exact = got
-                if r.left_by is None or seam not in r.left_by:
-                    sent = came[r.came_by].setdefault(sid, [r, 0, b_in])
+                # a part already sent on this seam is state, not a payload passing through;
+                # another part of it (a batch cut into micro-batches, hop by hop) is not
+                if r.left_by is None or (seam, part) not in r.left_by:
+                    sent = came[r.came_by].setdefault(sid, [r, 0, b_in, set()])
                     sent[1] += b if aligned or not exact else b_in
+                    sent[3].add(part)
             for came_by, by_storage in came.items():
                 pair = (came_by, key)
                 # an arrived storage is sent on at most whole, however many rows of it leave
-                nbytes[pair] += sum(min(b, b_in) for _, b, b_in in by_storage.values())
+                nbytes[pair] += sum(min(b, b_in) for _, b, b_in, _ in by_storage.values())
                 nhops[pair] += 1
-                for r, _, _ in by_storage.values():
+                for r, _, _, parts in by_storage.values():
                     if r.left_by is None:
                         r.left_by = set()
-                    r.left_by.add(seam)
+                    r.left_by.update((seam, p) for p in parts)
         arrival = _Arrival(key)  # shared by the hop's storages: one record per arrival
         aligned, sizes = _storage_bytes(h)
         arrived[(h.pid, key[1])].update((sid, (arrival, b, aligned)) for sid, b in sizes)

@@ -44,30 +44,44 @@ def detect(view: RunView) -> list[Finding]:
              and n.storage_bytes >= MIN_STORAGE_RATIO * max(1, n.nbytes)]
     if not notes:
         return []
-    # (role-level seam, leaf path) -> [view bytes, storage bytes, notes]
-    found: dict[tuple[RoleKey, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    labels: dict[tuple[RoleKey, str], set[str]] = defaultdict(set)
+    # role-level seam -> [view bytes, storage bytes, notes]; its leaves, in order met
+    found: dict[RoleKey, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    paths: dict[RoleKey, dict[str, None]] = defaultdict(dict)
+    labels: dict[RoleKey, set[str]] = defaultdict(set)
     for n in notes:
         key = _seam_of(view, n)
         if key is None:
             continue
         scale = _scale(view, key, n)
-        entry = found[(role_key(key), n.path)]
+        rk = role_key(key)
+        entry = found[rk]
         entry[0] += n.nbytes * scale
         entry[1] += (n.storage_bytes or 0) * scale
         entry[2] += 1
-        labels[(role_key(key), n.path)].add(view.seams[key].label)
+        paths[rk][n.path] = None
+        labels[rk].add(view.seams[key].label)
     out = []
-    for (rk, path), (view_bytes, storage_bytes, count) in found.items():
+    for rk, (view_bytes, storage_bytes, count) in found.items():
         bps = (storage_bytes - view_bytes) / view.detail.num_steps
-        leaf = f"`{path}` of `{rk[2]}`" if path and path != rk[2] else f"`{rk[2]}`"
         out.append(Finding(
-            VIEW, sorted(labels[(rk, path)]), bps,
-            f"`{role_label(rk)}` sends {leaf} as a view: {fmt_bytes(storage_bytes / count)} of "
-            f"storage travels for {fmt_bytes(view_bytes / count)} of data, {per_step(bps)} for "
-            f"nothing: send a copy of the slice (`.clone()`), not the view.",
+            VIEW, sorted(labels[rk]), bps,
+            f"`{role_label(rk)}` sends {_leaves(rk, list(paths[rk]))}: "
+            f"{fmt_bytes(storage_bytes / count)} of storage travels for "
+            f"{fmt_bytes(view_bytes / count)} of data"
+            f"{' (a view, on average)' if len(paths[rk]) > 1 else ''}, "
+            f"{per_step(bps)} for nothing: send a copy of the slice (`.clone()`), not the view.",
         ))
     return out
+
+
+def _leaves(rk: RoleKey, paths: list[str]) -> str:
+    """`input_ids` of `batch` as a view; `a`, `b` of `batch` as views (every leaf sent so)."""
+    named = [p for p in paths if p and p != rk[2]]
+    if not named:
+        return f"`{rk[2]}` as a view"
+    shown = ", ".join(f"`{p}`" for p in named[:4]) + (
+        f" and {len(named) - 4} more" if len(named) > 4 else "")
+    return f"{shown} of `{rk[2]}` as {'a view' if len(named) == 1 else 'views'}"
 
 
 def _seam_of(view: RunView, n: LeafNote) -> SeamKey | None:

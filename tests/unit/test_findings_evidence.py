@@ -165,8 +165,12 @@ def test_a_prompt_mask_in_a_packed_row_is_not_padding(tmp_path):
     assert path == "loss_mask" and real == mask.numel()
     padded = torch.zeros(2, 10)
     padded[0, :4] = 1
-    padded[1, 2:7] = 1  # a left zero inside a row is no padding; the right tail is
-    assert collect({"attention_mask": padded})[0][3] == 4 + 7
+    padded[1, 2:7] = 1  # a loss mask's left zeros are a prompt, no padding; its right tail is
+    assert collect({"loss_mask": padded})[0][3] == 4 + 7
+    # an attention mask's zeros hold no token at either end (verl: left-padded prompts
+    # beside right-padded responses): both are padding
+    assert collect({"attention_mask": padded})[0][3] == 4 + 5
+    assert collect({"attention_mask": padded.numpy()})[0][3] == 4 + 5
 
 
 def test_views_are_noted_inside_tuples_lists_and_named_tuples_once_a_storage():
