@@ -211,5 +211,5 @@ def remember_made(made: list[tuple[Callable[[], Any], str]], key: str, found: li
         try:
             if not storage_ids([value]) <= given:
                 made.append((weakref.ref(value), key))
-        except TypeError:  # not weakly referable
+        except Exception:  # not weakly referable; never into the program (a profile hook)
             continue
