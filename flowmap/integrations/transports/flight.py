@@ -339,8 +339,8 @@ class Reader:
             self.stopped = True
             return
         got = self.lock.acquire(timeout=FINAL_WAIT_S)
-        try:
-            if not self.stopped and state.tracer is not None:
+        try:  # a poll stuck past FINAL_WAIT_S: no read beside it, the poller stops after it
+            if got and not self.stopped and state.tracer is not None:
                 self._read()
         finally:
             self.stopped = True
