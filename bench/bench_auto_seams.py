@@ -7,7 +7,7 @@ effect cancels), so machine noise hits both alike. Printed per script: the media
 and CPU time (user + sys of the process tree) of each, and the median over rounds of the
 traced run over its partner. The target is traced / plain <= 1.15 in wall time.
 
-Run: python bench/bench_auto_seams.py [--rounds 5] [--args "--steps 40"]
+Run: python bench/bench_auto_seams.py [--rounds 5] [--only actor_critic.py] [--args "--steps 40"]
 """
 
 from __future__ import annotations
@@ -41,8 +41,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--args", default=None, help="the scripts' arguments (default: longer runs)")
+    p.add_argument("--only", choices=sorted(SCRIPTS), help="time this script alone")
     a = p.parse_args()
     for name, default_args in SCRIPTS.items():
+        if a.only is not None and name != a.only:
+            continue
         script = os.path.join(ROOT, "examples", name)
         args = shlex.split(a.args) if a.args is not None else default_args
         plain, traced = [], []

@@ -39,11 +39,11 @@ def step_targets() -> dict[tuple[str, str], str]:
     """Functions whose call sets the training step: `flowmap.step`, and each preset's `step`."""
     out = {("flowmap.capture.api", "step"): "n"}
     try:
-        from flowmap.seams import load_seam_map
+        from flowmap.seams.loader import load_shipped_map
         from flowmap.seams.presets import available, preset_path
 
         for name in available():
-            for spec in load_seam_map(preset_path(name)).seams:
+            for spec in load_shipped_map(preset_path(name)).seams:
                 if spec.step is not None:
                     out[(spec.module, spec.qualname)] = spec.step
     except Exception:

@@ -63,14 +63,26 @@ def load_seam_map(path: str) -> SeamMap:
     return parse_seam_map(text, os.path.abspath(path))
 
 
-def parse_seam_map(text: str, source: str = "<seam map>") -> SeamMap:
-    """Parse seam-map YAML text; `source` names it in error messages."""
+def load_shipped_map(path: str) -> SeamMap:
+    """A seam map shipped with flowmap (a preset): ours and tested, so it skips the guard
+    against hostile YAML and composes with libyaml where present (35 ms less at every
+    start of `flowmap trace`, which reads the presets' step functions)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return parse_seam_map(text, path, trusted=True)
+
+
+def parse_seam_map(text: str, source: str = "<seam map>", trusted: bool = False) -> SeamMap:
+    """Parse seam-map YAML text; `source` names it in error messages. Text that is not
+    `trusted` (the user's) is checked first for YAML that would hang or exhaust the parser."""
+    if not trusted:
+        try:
+            check_yaml(text, source, "seam map")
+        except UsageError as exc:
+            raise SeamMapError(str(exc)) from None
     try:
-        check_yaml(text, source, "seam map")
-    except UsageError as exc:
-        raise SeamMapError(str(exc)) from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader) if trusted
+                            else yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 0

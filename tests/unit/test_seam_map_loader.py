@@ -119,3 +119,13 @@ def test_the_shipped_presets_are_valid():
     m = load_seam_maps([preset_path(name) for name in available()])
     owners = {s.owner for s in m.seams}
     assert {"rollout", "reward", "loss", "ready_buffer", "weight_sync"} <= owners
+
+
+def test_a_shipped_preset_reads_the_same_through_the_trusted_path():
+    """`flowmap trace` reads the presets' step functions at every start without the guard
+    against hostile YAML: that path must give what the checked one gives."""
+    from flowmap.seams import load_seam_map
+    from flowmap.seams.loader import load_shipped_map
+
+    for name in available():
+        assert load_shipped_map(preset_path(name)) == load_seam_map(preset_path(name))
