@@ -183,7 +183,7 @@ class AutoSeams:
         path = os.path.join(self.run_dir, MAP_NAME)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-        seam_map = parse_seam_map(text, path)
+        seam_map = parse_seam_map(text, path, trusted=True)  # rendered just now, by us
         self.opener = self._opener(found.seams)
         calls = {str(c.fn.target): c.calls for c in found.seams}
         if calls.get(self.opener or "", 0) > 1:

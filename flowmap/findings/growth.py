@@ -15,6 +15,11 @@ step counts only when its messages read backwards cover at most `MAX_BACKWARD`
 of what they cover forwards, and the stream only when at least `MIN_STEPS` of
 its steps count and the chains look like conversations (see `prefix_resend`);
 otherwise none are returned.
+
+A step whose messages only grow is one stream sorted by length (micro-batches, shortest
+first) or one conversation (a worker's, alone on its seam). The shapes alone cannot tell
+them apart; the turns can: a conversation's next message comes after the receiver's
+answer and holds it (`_answered`).
 """
 
 from __future__ import annotations
@@ -35,22 +40,38 @@ MIN_ROUND_GROWTH = 0.5
 # forwards: a growth that comes as often backwards as forwards is chance, not turns.
 MAX_BACKWARD = 0.5
 MIN_STEPS = 0.5  # of the steps with messages: conversations are the stream's shape, not a fluke
+# One conversation alone on its seam: each turn adds the receiver's answer, at least this share
+# of what it added (an answer of generated tokens, then the environment's observation)
+MIN_ANSWER = 0.1
 
 
-def chains(stream: list[tuple[Leaf, int, Any]]) -> list[list[tuple[Leaf, int]]]:
-    """The stream's conversations (each a chain of (leaf, bytes)), or [] when it has none."""
+# (leaf, bytes, step, t_ns) of a message on a seam
+Message = tuple["Leaf", int, Any, int]
+
+
+def chains(stream: list[Message],
+           answers: list[tuple[int, Leaf]] | None = None) -> list[list[tuple[Leaf, int]]]:
+    """The stream's conversations (each a chain of (leaf, bytes)), or [] when it has none.
+    `answers`: (t_ns, array leaf) of the messages the receiver sent back to the sender."""
     by_step: dict[Any, list[tuple[Leaf, int]]] = defaultdict(list)
-    for leaf, nbytes, step in stream:
+    times: dict[Any, list[int]] = defaultdict(list)
+    for leaf, nbytes, step, t_ns in stream:
         if isinstance(leaf.shape[_axis(leaf.shape)], int):
             by_step[step].append((leaf, nbytes))
+            times[step].append(t_ns)
     found: list[list[tuple[Leaf, int]]] = []
     steps = with_turns = 0
-    for messages in by_step.values():
+    for step, messages in by_step.items():
         if len(messages) < MIN_TURNS:
             continue
         steps += 1
         if _ascending(messages):
-            continue  # one stream sorted by length (or one conversation): not several in turn
+            # one stream sorted by length (micro-batches by length), or one conversation:
+            # that, only where each turn follows the receiver's answer and holds it
+            if answers and _answered(messages, times[step], answers):
+                with_turns += 1
+                found.append(messages)
+            continue
         forward = _rounds(messages) or _link(messages)
         # Any stream of varied lengths links into rising chains now and then; read backwards
         # it links as well. Conversations do only forwards: their turns come in order.
@@ -67,6 +88,25 @@ def chains(stream: list[tuple[Leaf, int, Any]]) -> list[list[tuple[Leaf, int]]]:
     if total / len(found) < MIN_TURNS or sum(len(c) for c in long) < MIN_COVERED * total:
         return []
     return long
+
+
+def _answered(messages: list[tuple[Leaf, int]], times: list[int],
+              answers: list[tuple[int, Leaf]]) -> bool:
+    """Whether between each message and the next the receiver answered with an array of the
+    message's dtype and rows, no longer than what the next turn added and at least
+    `MIN_ANSWER` of it: the next turn is the last one, its answer and more (a conversation),
+    not another, longer sequence (micro-batches sorted by length, acknowledged or not)."""
+    for (prev, _), (cur, _), t0, t1 in zip(messages, messages[1:], times, times[1:]):
+        a = _axis(cur.shape)
+        added = cur.shape[a] - prev.shape[a]
+        rows = _rest(cur.shape)  # an answer of the same rows: (), or (1,) as `[1, T]` or `[T]`
+        if not any(t0 < t < t1 and leaf.dtype == cur.dtype and leaf.shape
+                   and _rest(leaf.shape) in (rows, () if rows == (1,) else rows)
+                   and isinstance(leaf.shape[_axis(leaf.shape)], int)
+                   and MIN_ANSWER * added <= leaf.shape[_axis(leaf.shape)] <= added
+                   for t, leaf in answers):
+            return False
+    return True
 
 
 def _covered(found: list[list[tuple[Leaf, int]]]) -> int:

@@ -49,7 +49,12 @@ def detect(view: RunView) -> list[Finding]:
         traced = hops
     # (seam, items, leaf path) -> [(traced leaf, projected bytes)] in time order
     chains: dict[tuple[Any, ...], list[tuple[Leaf, int]]] = defaultdict(list)
-    untagged: dict[tuple[Any, ...], list[tuple[Leaf, int, Any]]] = defaultdict(list)
+    untagged: dict[tuple[Any, ...], list[growth.Message]] = defaultdict(list)
+    # (src, dst) -> (t_ns, array leaf) of every message src sent dst: a seam's answers
+    sent: dict[tuple[str, str], list[tuple[int, Leaf]]] = defaultdict(list)
+    for t in traced:
+        sent[(t.src, t.dst)].extend((t.t_ns, leaf) for leaf in t.leaves
+                                    if leaf.shape and leaf.kind in ARRAY_KINDS)
     for h, t in zip(hops, traced):
         if h.transport == "ref":
             continue
@@ -61,9 +66,9 @@ def detect(view: RunView) -> list[Finding]:
                         (leaf, projected.get(leaf.path, leaf.nbytes)))
                 else:
                     untagged[((t.src, t.dst, t.name), leaf.path)].append(
-                        (leaf, projected.get(leaf.path, leaf.nbytes), t.step))
+                        (leaf, projected.get(leaf.path, leaf.nbytes), t.step, t.t_ns))
     for (key, path), stream in untagged.items():
-        for i, chain in enumerate(growth.chains(stream)):
+        for i, chain in enumerate(growth.chains(stream, sent.get((key[1], key[0])))):
             chains[(key, ("chain", i), path)] = chain
     resent: dict[RoleKey, float] = defaultdict(float)
     labels: dict[RoleKey, set[str]] = defaultdict(set)

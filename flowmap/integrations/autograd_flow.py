@@ -94,8 +94,13 @@ def _tensors(value: Any, tensor: type, out: list[Any], depth: int) -> None:
         items = list(value.values())[:MAX_LEAVES]
     else:
         items = [getattr(value, f, None) for f in value.__dataclass_fields__]
+    kinds = _KINDS
     for v in items:
-        _tensors(v, tensor, out, depth + 1)
+        # a value of a type known to hold no graph (an environment step's reward, flags and
+        # observation) is passed over without a frame: most results hold no tensor at all
+        entry = kinds.get(id(type(v)))
+        if entry is None or entry[0] is not type(v) or entry[1] != _LEAF:
+            _tensors(v, tensor, out, depth + 1)
 
 
 _LEAF, _TENSOR, _SEQ, _MAP, _FIELDS = range(5)

@@ -63,6 +63,19 @@ def test_numpy_arrays_start_where_their_interface_says() -> None:
     assert fast == pure and fast[2]  # the same leaves, bytes and storage addresses
 
 
+def test_one_dimensional_arrays_in_a_step_result_every_stride() -> None:
+    """An exact 1-D array takes the inlined path (`numpy_._plain_vector`): an environment's
+    observation, beside the reward and flags in its step's tuple."""
+    import numpy as np
+
+    r = np.arange(20, dtype=np.int16)
+    vectors = [np.zeros(4, np.float32), r[::3], r[::-2], r[5:5], np.broadcast_to(np.ones(1), (6,)),
+               r[3:].view(np.uint8), np.array([1.5, None], dtype=object)]
+    for v in vectors:
+        fast, pure = _both({"result": (v, 1.0, False, True, 7, {}), "row": v})
+        assert fast == pure, v.strides
+
+
 def test_a_dict_of_cpu_tensors() -> None:
     payload = {f"t{i}": torch.zeros(4, i + 1) for i in range(10)}
     fast, pure = _both(payload)

@@ -62,6 +62,35 @@ def test_new_turns_of_varied_lengths_are_no_resent_prefix(tmp_path):
     assert _of(_view(tmp_path, w), "prefix_resend") == []
 
 
+def _one_conversation(tmp_path: Path, answer: tuple[int, ...] | None):
+    """A worker alone on its seam: 4 turns a step of 512, 1024, ... ids, each after the
+    engine's `answer` (None: no answer at all)."""
+    w, t = _shard(tmp_path), 0
+    for s in range(3):
+        w.step(t, s)
+        for k in range(1, 5):
+            t += 10
+            w.hop(t, "worker", "engine", "turn", [tensor("input_ids", (512 * k,), "int64")],
+                  step=s, transport="pickle")
+            if answer is not None:
+                w.hop(t + 5, "engine", "worker", "out", [tensor("", answer, "int64")],
+                      step=s, transport="pickle")
+    return _view(tmp_path, w)
+
+
+def test_one_conversation_alone_on_its_seam_resends_its_prefix(tmp_path):
+    # GIVEN each turn comes after the engine's 384-token answer, and holds it
+    (f,) = _of(_one_conversation(tmp_path, (384,)), "prefix_resend")
+    assert f.bytes_per_step == (1 + 2 + 3) * 512 * 8
+
+
+def test_growing_messages_answered_by_a_count_are_no_conversation(tmp_path):
+    # GIVEN the same growth, answered by one int64 (a count of tokens consumed), or not at all:
+    # micro-batches sorted by length
+    assert _of(_one_conversation(tmp_path / "count", (1,)), "prefix_resend") == []
+    assert _of(_one_conversation(tmp_path / "none", None), "prefix_resend") == []
+
+
 def test_a_batch_of_one_grows_along_its_second_dim(tmp_path):
     w, t = _shard(tmp_path), 0
     w.step(t, 0)

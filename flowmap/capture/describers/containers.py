@@ -31,7 +31,9 @@ from flowmap.capture.describers.columns import (
 from flowmap.capture.describers.list_sample import sample_list
 from flowmap.capture.describers.walk import (
     FAST,
+    HARD_NODES,
     MAX_KEY_CHARS,
+    PLANS,
     Walk,
     enter,
     join,
@@ -126,10 +128,36 @@ def _tuple(w: Walk, tup: tuple[Any, ...], path: str, depth: int) -> None:
             sample_list(w, n, lambda i: tuple.__getitem__(tup, i), path, depth)
         return
     paths = _INDEXED.get(path) or _indexed(path)
+    scalars, plans = _SCALARS, PLANS
+    # `visit`, inlined for the types met before (a result tuple's are, every call after
+    # the first), and a number's handler too: a step's reward and flags are the commonest
+    # elements, and their leaf is the same every call
     for i in range(n):
         if w.full:
             return
-        visit(w, tuple.__getitem__(tup, i), paths[i], depth + 1)
+        v = tuple.__getitem__(tup, i)
+        t = type(v)
+        facts = scalars.get(id(t))  # by id: a metaclass's `__hash__` is the program's code
+        if facts is not None and facts[0] is t:
+            w.nodes += 1
+            if w.nodes >= HARD_NODES:
+                w.full = True
+                return
+            w.plain += facts[2]
+            w.add((paths[i], facts[1], (), "", "", facts[2], 1, None))
+            continue
+        entry = plans.get(id(t))
+        if entry is None or entry[0] is not t:
+            visit(w, v, paths[i], depth + 1)  # a type met the first time: resolved there
+            continue
+        w.nodes += 1
+        if w.nodes >= HARD_NODES:
+            w.full = True
+            return
+        try:
+            entry[1](w, v, paths[i], depth + 1)
+        except Exception:
+            w.opaque(paths[i], t)
 
 
 # path -> its elements' paths (`path[0]`...): a seam that returns a tuple each call names its
@@ -226,8 +254,11 @@ def resolve(t: type, mro: tuple[type, ...]) -> Callable[..., None] | None:
     return _fields_handler(introspect.dict_getter(t), introspect.slot_getters(t))
 
 
+# id of an exact number type -> (it, leaf kind, bytes): what `_scalar` records, for `_tuple`
+_SCALARS: dict[int, tuple[type, str, int]] = {}
 for _t, _kind, _size in NUMBER_TYPES:
     register(_t, _scalar(_kind, _size))
+    _SCALARS[id(_t)] = (_t, _kind, _size)
 register(type(None), _none)
 register(str, _str)
 for _t in (bytes, bytearray, memoryview):

@@ -20,7 +20,13 @@ import sys
 from typing import Any
 
 from flowmap.capture.describers import accel, introspect
-from flowmap.capture.describers.walk import Walk, cached_name, register_resolver
+from flowmap.capture.describers.walk import (
+    MAX_LEAVES,
+    MAX_STORAGES,
+    Walk,
+    cached_name,
+    register_resolver,
+)
 
 _ND: dict[str, Any] = {}
 _DTYPE_NAMES: dict[Any, str] = {}
@@ -54,6 +60,8 @@ def array_span(shape: Any, strides: Any, itemsize: int) -> tuple[int, int]:
 
 def ndarray_handler(w: Walk, a: Any, path: str, depth: int) -> None:
     nd = _ND or _bind()
+    if type(a) is nd["type"] and _plain_vector(w, a, path):
+        return
     shape = tuple(nd["shape"].__get__(a))
     dtype = nd["dtype"].__get__(a)
     read = accel.array_data  # read here: the tests turn the C reader off
@@ -69,6 +77,49 @@ def ndarray_handler(w: Walk, a: Any, path: str, depth: int) -> None:
         w.piece("cpu", ptr + lo, ptr + lo + span, nbytes)
     w.add((path, "ndarray", shape, _dtype_name(dtype), "cpu", nbytes, 1, dims))
     w.storage(ptr, "cpu", a)
+
+
+def _plain_vector(w: Walk, a: Any, path: str) -> bool:
+    """An exact 1-D array of numbers (an observation, a row of rewards): the leaf recorded
+    with the walk's calls inlined, as the general path records it. False for any other.
+
+    Its type is exactly ndarray, so `a.shape` and the rest are ndarray's own descriptors
+    (nothing overridden runs), read without looking them up."""
+    read = accel.array_data
+    shape = a.shape
+    if read is None or len(shape) != 1:
+        return False
+    dtype = a.dtype
+    if dtype.hasobject:
+        return False
+    ptr = read(a, type(a))
+    if ptr is None:
+        return False
+    n, itemsize = shape[0], dtype.itemsize
+    stride = a.strides[0]
+    if n == 0:
+        lo = span = 0
+    elif stride >= 0:
+        lo, span = 0, (n - 1) * stride + itemsize
+    else:
+        lo, span = (n - 1) * stride, (1 - n) * stride + itemsize
+    nbytes = min(a.nbytes, span)
+    start = ptr + lo
+    pieces = w.pieces.get("cpu")
+    if pieces is None:
+        w.pieces["cpu"] = [(start, start + span, nbytes)]
+    else:
+        pieces.append((start, start + span, nbytes))
+    name = _DTYPE_NAMES.get(dtype) or _dtype_name(dtype)
+    if len(w.leaves) < MAX_LEAVES:
+        w.leaves.append((path, "ndarray", shape, name, "cpu", nbytes, 1,
+                         w.dims.get(path) if w.dims else None))
+    else:
+        w.full = True
+    if len(w.storages) < MAX_STORAGES:
+        w.storages.append(ptr)
+        w.holders.append(a)
+    return True
 
 
 def _object_content(w: Walk, a: Any, nd: dict[str, Any], path: str, depth: int) -> int:

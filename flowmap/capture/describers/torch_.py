@@ -67,7 +67,7 @@ def bind() -> Any:
                                                   "is_nested")},
     )
     _T["readers"] = _readers(torch.Tensor, base)
-    register(torch.Tensor, tensor_handler)
+    register(torch.Tensor, tensor_leaf)
     register(torch.nn.Parameter, subclass_handler)
     FAST[0] = tensor_dict
     return torch._C._is_torch_function_mode_enabled, torch._C.DisableTorchFunction
@@ -100,8 +100,10 @@ def _device_name(dev: Any) -> str:
     return cached_name(_DEVICE_NAMES, dev)
 
 
-def tensor_leaf(w: Walk, t: Any, path: str) -> None:
-    """An exact `torch.Tensor`: the hot path, inlined (each binding call costs ~100 ns)."""
+def tensor_leaf(w: Walk, t: Any, path: str, depth: int = 0) -> None:
+    """An exact `torch.Tensor`: the hot path, inlined (each binding call costs ~100 ns).
+    It is the tensor's handler itself (`depth` unused: a tensor is a leaf), a frame less
+    for each tensor in a tuple or list."""
     try:
         ptr = t.data_ptr()
         shape = t.shape
@@ -224,9 +226,6 @@ def _joined(w: Walk, cpu: list[Piece]) -> None:
         else:
             have.extend(cpu)
 
-
-def tensor_handler(w: Walk, t: Any, path: str, depth: int) -> None:
-    tensor_leaf(w, t, path)
 
 
 def _emit(w: Walk, path: str, shape: Any, dtype: str, device: str, nbytes: int, span: int,
