@@ -24,6 +24,7 @@ answer and holds it (`_answered`).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,8 @@ Message = tuple["Leaf", int, Any, int]
 def chains(stream: list[Message],
            answers: list[tuple[int, Leaf]] | None = None) -> list[list[tuple[Leaf, int]]]:
     """The stream's conversations (each a chain of (leaf, bytes)), or [] when it has none.
-    `answers`: (t_ns, array leaf) of the messages the receiver sent back to the sender."""
+    `answers`: (t_ns, array leaf) of the messages the receiver sent back to the sender, in
+    time order."""
     by_step: dict[Any, list[tuple[Leaf, int]]] = defaultdict(list)
     times: dict[Any, list[int]] = defaultdict(list)
     for leaf, nbytes, step, t_ns in stream:
@@ -96,15 +98,17 @@ def _answered(messages: list[tuple[Leaf, int]], times: list[int],
     message's dtype and rows, no longer than what the next turn added and at least
     `MIN_ANSWER` of it: the next turn is the last one, its answer and more (a conversation),
     not another, longer sequence (micro-batches sorted by length, acknowledged or not)."""
+    at = [t for t, _ in answers]  # in time order
     for (prev, _), (cur, _), t0, t1 in zip(messages, messages[1:], times, times[1:]):
         a = _axis(cur.shape)
         added = cur.shape[a] - prev.shape[a]
         rows = _rest(cur.shape)  # an answer of the same rows: (), or (1,) as `[1, T]` or `[T]`
-        if not any(t0 < t < t1 and leaf.dtype == cur.dtype and leaf.shape
+        between = answers[bisect_right(at, t0):bisect_left(at, t1)]
+        if not any(leaf.dtype == cur.dtype and leaf.shape
                    and _rest(leaf.shape) in (rows, () if rows == (1,) else rows)
                    and isinstance(leaf.shape[_axis(leaf.shape)], int)
                    and MIN_ANSWER * added <= leaf.shape[_axis(leaf.shape)] <= added
-                   for t, leaf in answers):
+                   for _, leaf in between):
             return False
     return True
 

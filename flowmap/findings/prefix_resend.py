@@ -28,6 +28,7 @@ scaled by the factor the projection gave that hop's leaf.
 from __future__ import annotations
 
 from collections import defaultdict
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from flowmap.findings import growth
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from flowmap.read.events import Leaf
 
 MIN_TURNS = 3  # hops of one item on one seam, each larger than the one before
+_first = itemgetter(0)
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -67,6 +69,8 @@ def detect(view: RunView) -> list[Finding]:
                 else:
                     untagged[((t.src, t.dst, t.name), leaf.path)].append(
                         (leaf, projected.get(leaf.path, leaf.nbytes), t.step, t.t_ns))
+    for answers in sent.values():
+        answers.sort(key=_first)
     for (key, path), stream in untagged.items():
         for i, chain in enumerate(growth.chains(stream, sent.get((key[1], key[0])))):
             chains[(key, ("chain", i), path)] = chain

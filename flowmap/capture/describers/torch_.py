@@ -227,7 +227,6 @@ def _joined(w: Walk, cpu: list[Piece]) -> None:
             have.extend(cpu)
 
 
-
 def _emit(w: Walk, path: str, shape: Any, dtype: str, device: str, nbytes: int, span: int,
           ptr: int, t: Any, kind: str = "tensor") -> None:
     dims = w.dims.get(path) if w.dims else None
