@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 from flowmap.capture import calls, state
-from flowmap.capture.calls import RESULT
 from flowmap.seams.plan import Plan, call_hop, extra_hops, result_hop, set_step
 from flowmap.seams.spec import SeamSpec
 
@@ -168,14 +167,7 @@ def _enter(plan: _Plan, a: tuple[Any, ...], kw: dict[str, Any]) -> Entered:
     if spec.step is not None:
         set_step(t, bound, spec.step)
     if spec.call:
-        if plan.call_items:
-            call_hop(t, plan, caller, owner, plan.payload(bound), bound, spec.transport)
-        else:  # `call_hop` without item ids, inlined: a frame less on every call
-            try:
-                t.hop(caller, owner, plan.payload(bound), spec.name, (), None, None,
-                      spec.transport, plan.call_dims or None)
-            except Exception as exc:
-                t.error(exc)
+        call_hop(t, plan, caller, owner, plan.payload(bound), bound, spec.transport)
     if plan.call_also:
         extra_hops(t, bound, plan.call_also, spec.transport)
     return caller, bound, owner
@@ -192,14 +184,7 @@ def _leave(plan: _Plan, entered: Entered, out: Any) -> None:
         root = dict(bound or {})
         root["result"] = out
     if spec.result:
-        if plan.result_items:
-            result_hop(t, plan, owner, caller, out, root, spec.transport)
-        else:  # `result_hop` without item ids, inlined: a frame less on every call
-            try:
-                t.hop(owner, caller, {RESULT: out}, spec.result_name, (), None, None,
-                      spec.transport, plan.result_dims or None)
-            except Exception as exc:
-                t.error(exc)
+        result_hop(t, plan, owner, caller, out, root, spec.transport)
         for watcher in _result_watchers:
             try:
                 watcher(owner, spec.result_name, out, caller)
