@@ -34,13 +34,15 @@ for name, folder in ROOTS.items():
     packages += [f"{name}.{sub}" for sub in find_namespace_packages(folder) if _shipped(sub)]
 
 # The C twins of capture's hottest loops (flowmap/capture/describers/accel.py), and
-# the SIGTERM refire (flowmap/capture/sigterm.py). Optional: where they cannot be
+# the SIGTERM refire (flowmap/capture/sigterm.py), and the watch's profile hook
+# (flowmap/discover/watch.py). Optional: where they cannot be
 # compiled, the install goes on and capture runs the same loops in Python.
 accel = [
     Extension(f"flowmap.{folder.replace('/', '.')}.{name}", [f"flowmap/{folder}/{name}.c"],
               optional=True)
     for folder, name in (("capture/describers", "_walk"), ("capture/describers", "_columns"),
-                         ("writer", "_ids"), ("capture", "_sigterm"))
+                         ("writer", "_ids"), ("capture", "_sigterm"),
+                         ("discover", "_relay"))
 ]
 
 setup(packages=packages, package_dir=package_dir, ext_modules=accel)

@@ -32,7 +32,7 @@ from typing import Any
 from flowmap import rundir
 from flowmap.capture import api, importhook, state
 from flowmap.capture.describe import describe
-from flowmap.discover import naming, process, seammap
+from flowmap.discover import hooks, naming, process, seammap
 from flowmap.discover.candidates import Candidate, analyse
 from flowmap.discover.filters import Filters
 from flowmap.discover.watch import Budget, Watcher
@@ -96,24 +96,14 @@ class AutoSeams:
 
         plain = builtins.__import__
         watcher = self.watcher
-
-        def quiet_import(*args: Any, **kwargs: Any) -> Any:
-            hook = sys.getprofile()
-            if hook is None or watcher.stopped:
-                return plain(*args, **kwargs)
-            sys.setprofile(None)
-            try:
-                return plain(*args, **kwargs)
-            finally:
-                if not watcher.stopped:
-                    sys.setprofile(hook)
+        quiet = hooks.quiet_import(plain, watcher.hook, lambda: watcher.stopped)
 
         def restore() -> None:
-            if builtins.__import__ is quiet_import:
+            if builtins.__import__ is quiet:
                 builtins.__import__ = plain
 
         self.restore_import = restore
-        builtins.__import__ = quiet_import
+        builtins.__import__ = quiet
 
     def finish(self, reason: str = "the program ended") -> None:
         """The program ended: stop watching (the map is made now if the watch never ended)."""

@@ -1,9 +1,8 @@
 """The hook: watch the program's Python calls for arguments and results that carry tensors.
 
-Python 3.11 and older: `sys.setprofile` and `threading.setprofile` (call and
-return events only; no line events, unlike `settrace`). Python 3.12+:
-`sys.monitoring` PY_START/PY_RETURN, answering DISABLE for every code object
-that is not watched, so the interpreter stops reporting it at all.
+The interpreter calls it through a profile function (3.11) or `sys.monitoring`
+(3.12+), both in `flowmap.discover.hooks`: either way a code object is decided
+once, and only the calls of code watched cost more than a look.
 
 Per watched call the cost is a look at the arguments (`record.find_tensors`);
 only a call that carries a tensor is described, with `flowmap.capture.describe`
@@ -24,14 +23,13 @@ from types import CodeType, FrameType
 from typing import Any
 
 from flowmap.capture.describe import describe
-from flowmap.discover import record
+from flowmap.discover import hooks, record
 from flowmap.discover.filters import CodeInfo, Filters, decide
 from flowmap.discover.record import CodeStats, find_tensors, storage_ids
 from flowmap.seams import paths
 
 _EMPTY: frozenset[int] = frozenset()
 _OPTIM = f"{os.sep}torch{os.sep}optim{os.sep}"
-_MISSING = object()
 
 
 @dataclass(slots=True, frozen=True)
@@ -72,7 +70,8 @@ class Watcher:
         self.started_ns = 0
         self.watched_ns = 0
         self.stop_reason = ""
-        self._tool: int | None = None
+        #: How the interpreter calls this watch (`flowmap.discover.hooks`); None: not started.
+        self.hook: hooks.Hook | None = None
         self._deadline = float("inf")
         #: Candidates by their first call after the first torch optimizer was made (None: not
         #: yet made): the training loop's order, setup's calls before it left out.
@@ -87,12 +86,7 @@ class Watcher:
         self.started_ns = time.monotonic_ns()
         if self.budget.seconds is not None:
             self._deadline = time.monotonic() + self.budget.seconds
-        if sys.version_info >= (3, 12):
-            self._start_monitoring()
-        else:
-            hook = self._profile_hook()
-            threading.setprofile(hook)
-            sys.setprofile(hook)
+        self.hook = hooks.start(self, self.hook)
 
     def stop(self, reason: str = "the program ended") -> None:
         """Stop watching (idempotent); the first reason given is kept."""
@@ -102,14 +96,7 @@ class Watcher:
             self.stopped = True
             self.stop_reason = reason
             self.watched_ns = time.monotonic_ns() - self.started_ns
-        if self._tool is not None:
-            mon = sys.monitoring  # type: ignore[attr-defined]
-            mon.set_events(self._tool, 0)
-            mon.free_tool_id(self._tool)
-            self._tool = None
-        else:
-            threading.setprofile(None)
-            sys.setprofile(None)
+        hooks.stop(self.hook)
         if self.on_stop is not None:
             self.on_stop()
 
@@ -138,7 +125,7 @@ class Watcher:
         return [i for i in self.cache.values() if i is not None and i.stats is not None]
 
     # -- decisions ------------------------------------------------------------
-    def _decide(self, code: CodeType, frame: FrameType) -> CodeInfo | None:
+    def decide_code(self, code: CodeType, frame: FrameType) -> CodeInfo | None:
         module = frame.f_globals.get("__name__")
         qualname = getattr(code, "co_qualname", code.co_name)
         step = self.step_targets.get((module, qualname)) if isinstance(module, str) else None
@@ -163,7 +150,7 @@ class Watcher:
             self.local.stack = []
             return self.local.stack  # type: ignore[no-any-return]
 
-    def _enter(self, info: CodeInfo, frame: FrameType) -> None:
+    def enter(self, info: CodeInfo, frame: FrameType) -> None:
         loc = frame.f_locals
         if info.step is not None:
             self._step(loc, info.step)
@@ -227,7 +214,7 @@ class Watcher:
             if torch is not None:
                 stats.grad_modes.add(bool(torch.is_grad_enabled()))
 
-    def _leave(self, info: CodeInfo, frame: FrameType, value: Any) -> None:
+    def leave(self, info: CodeInfo, frame: FrameType, value: Any) -> None:
         stack = self._stack()
         fid = id(frame)
         while stack and stack[-1][1] != fid:
@@ -320,74 +307,6 @@ class Watcher:
         if limit is not None and len(self.steps) > limit:
             self.steps.discard(value)
             self.stop(f"--steps {limit} reached")
-
-    # -- Python 3.11 and older: the profile hook ----------------------------
-    def _profile_hook(self) -> Callable[[FrameType, str, Any], None]:
-        cache = self.cache
-        enter, leave, decide_ = self._enter, self._leave, self._decide
-        watcher = self
-
-        def hook(frame: FrameType, event: str, arg: Any) -> None:
-            if event == "call":
-                if watcher.stopped:
-                    sys.setprofile(None)
-                    return
-                code = frame.f_code
-                info = cache.get(code, _MISSING)
-                if info is _MISSING:
-                    info = decide_(code, frame)
-                if info is not None:
-                    enter(info, frame)  # type: ignore[arg-type]
-            elif event == "return":
-                info = cache.get(frame.f_code)
-                if info is not None and info.stats is not None and not watcher.stopped:
-                    leave(info, frame, arg)
-
-        return hook
-
-    # -- Python 3.12+: sys.monitoring --------------------------------------
-    def _start_monitoring(self) -> None:
-        mon = sys.monitoring  # type: ignore[attr-defined]
-        for tool in (mon.PROFILER_ID, 3, 4):
-            if mon.get_tool(tool) is None:
-                mon.use_tool_id(tool, "flowmap discover")
-                break
-        else:
-            sys.stderr.write("flowmap: discover: every sys.monitoring tool id is taken; "
-                             "nothing is watched in this process.\n")
-            self.stopped = True
-            return
-        self._tool = tool
-        cache, enter, leave, decide_ = self.cache, self._enter, self._leave, self._decide
-        disable = mon.DISABLE
-        getframe = sys._getframe
-
-        def py_start(code: CodeType, offset: int) -> Any:
-            info = cache.get(code, _MISSING)
-            if info is _MISSING:
-                info = decide_(code, getframe(1))
-            if info is None:
-                return disable
-            enter(info, getframe(1))  # type: ignore[arg-type]
-            return None
-
-        def py_return(code: CodeType, offset: int, value: Any) -> Any:
-            info = cache.get(code)
-            if info is None or info.stats is None:
-                return disable
-            leave(info, getframe(1), value)
-            return None
-
-        def py_unwind(code: CodeType, offset: int, exc: BaseException) -> None:
-            info = cache.get(code)
-            if info is not None and info.stats is not None:
-                leave(info, getframe(1), None)
-
-        ev = mon.events
-        mon.register_callback(tool, ev.PY_START, py_start)
-        mon.register_callback(tool, ev.PY_RETURN, py_return)
-        mon.register_callback(tool, ev.PY_UNWIND, py_unwind)
-        mon.set_events(tool, ev.PY_START | ev.PY_RETURN | ev.PY_UNWIND)
 
 
 def process_id() -> str:

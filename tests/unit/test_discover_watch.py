@@ -160,3 +160,21 @@ def test_a_nested_call_records_its_enclosing_calls_and_flags(pipe):
                                     SAME_SELF | SHARES | NOTHING_NEW]], 3]]
     # and put returned _store's result unchanged, every time
     assert store["delegated_to"] == {f"{pipe.__name__}:Buffer.put": 3}
+
+
+def test_the_watch_reads_the_same_with_and_without_its_c_relay(pipe, monkeypatch):
+    # GIVEN the same loop watched with the C relay in front of the hook (where built), then
+    # with the Python hook alone
+    from flowmap.discover import hooks
+
+    built = hooks._relay is not None and sys.version_info < (3, 12)
+    with_relay, rec = watch(lambda: pipe.loop(3))
+    monkeypatch.setattr(hooks, "_relay", None)
+    alone, rec_alone = watch(lambda: pipe.loop(3))
+    # THEN every function's figures are the same
+    assert with_relay.hook is not None and alone.hook is not None
+    assert (with_relay.hook.relay is not None) == built and alone.hook.relay is None
+    assert rec["functions"].keys() == rec_alone["functions"].keys()
+    for key, fn in rec["functions"].items():
+        assert fn["stats"] == rec_alone["functions"][key]["stats"], key
+    assert rec["steps"] == rec_alone["steps"] and rec["calls"] == rec_alone["calls"]
