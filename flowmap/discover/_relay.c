@@ -30,15 +30,77 @@ static Py_ssize_t extra_index = -1;
 static uintptr_t relays_made = 0;
 static PyObject *s_call, *s_return;
 
+/* Both types hold two objects, then their vectorcall: one traverse, clear and dealloc. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *first, *second;
+    vectorcallfunc vectorcall;
+} Held;
+
 typedef struct {
     PyObject_HEAD
     PyObject *cache; /* the Python hook's decisions: code -> info, or None (left alone) */
     PyObject *hook;  /* the Python hook: hook(frame, event, arg) */
+    vectorcallfunc vectorcall;
     void *skip_tag;  /* co_extra values: decided by this relay's watch, left alone / followed */
     void *follow_tag;
     int off;         /* the watch stopped: the next event takes the hook off this thread */
-    vectorcallfunc vectorcall;
 } Relay;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *plain; /* the __import__ it stands in for */
+    PyObject *relay; /* the profile function it takes off while importing */
+    vectorcallfunc vectorcall;
+} Quiet;
+
+_Static_assert(offsetof(Relay, vectorcall) == offsetof(Held, vectorcall)
+               && offsetof(Quiet, vectorcall) == offsetof(Held, vectorcall),
+               "Relay and Quiet begin as Held does");
+
+static void hold(PyObject *op, PyObject *first, PyObject *second, vectorcallfunc call) {
+    Held *self = (Held *)op;
+    Py_INCREF(first);
+    Py_XSETREF(self->first, first);
+    Py_INCREF(second);
+    Py_XSETREF(self->second, second);
+    self->vectorcall = call;
+}
+
+static int held_traverse(PyObject *op, visitproc visit, void *arg) {
+    Py_VISIT(((Held *)op)->first);
+    Py_VISIT(((Held *)op)->second);
+    return 0;
+}
+
+static int held_clear(PyObject *op) {
+    Py_CLEAR(((Held *)op)->first);
+    Py_CLEAR(((Held *)op)->second);
+    return 0;
+}
+
+static void held_dealloc(PyObject *op) {
+    PyObject_GC_UnTrack(op);
+    held_clear(op);
+    Py_TYPE(op)->tp_free(op);
+}
+
+/* The slots both types fill alike. */
+static int ready(PyTypeObject *type, const char *name, Py_ssize_t size, initproc init,
+                 const char *doc) {
+    type->tp_name = name;
+    type->tp_basicsize = size;
+    type->tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL;
+    type->tp_doc = doc;
+    type->tp_new = PyType_GenericNew;
+    type->tp_init = init;
+    type->tp_dealloc = held_dealloc;
+    type->tp_traverse = held_traverse;
+    type->tp_clear = held_clear;
+    type->tp_call = PyVectorcall_Call;
+    type->tp_vectorcall_offset = offsetof(Held, vectorcall);
+    return PyType_Ready(type);
+}
 
 static void *tag_of(PyObject *code) {
     void *tag = NULL;
@@ -160,36 +222,12 @@ static int relay_init(PyObject *op, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_TypeError, "hook must be callable");
         return -1;
     }
-    Py_INCREF(cache);
-    Py_XSETREF(self->cache, cache);
-    Py_INCREF(hook);
-    Py_XSETREF(self->hook, hook);
+    hold(op, cache, hook, relay_call);
     relays_made += 1;
     self->skip_tag = (void *)(relays_made * 4 + 1);
     self->follow_tag = (void *)(relays_made * 4 + 2);
     self->off = 0;
-    self->vectorcall = relay_call;
     return 0;
-}
-
-static int relay_traverse(PyObject *op, visitproc visit, void *arg) {
-    Relay *self = (Relay *)op;
-    Py_VISIT(self->cache);
-    Py_VISIT(self->hook);
-    return 0;
-}
-
-static int relay_clear(PyObject *op) {
-    Relay *self = (Relay *)op;
-    Py_CLEAR(self->cache);
-    Py_CLEAR(self->hook);
-    return 0;
-}
-
-static void relay_dealloc(PyObject *op) {
-    PyObject_GC_UnTrack(op);
-    relay_clear(op);
-    Py_TYPE(op)->tp_free(op);
 }
 
 static PyMemberDef relay_members[] = {
@@ -198,30 +236,7 @@ static PyMemberDef relay_members[] = {
     {NULL},
 };
 
-static PyTypeObject RelayType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "flowmap.discover._relay.Relay",
-    .tp_basicsize = sizeof(Relay),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = PyDoc_STR("Relay(cache, hook): a profile function that calls hook only for code "
-                        "not decided in cache and code decided to follow."),
-    .tp_new = PyType_GenericNew,
-    .tp_init = relay_init,
-    .tp_dealloc = relay_dealloc,
-    .tp_traverse = relay_traverse,
-    .tp_clear = relay_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Relay, vectorcall),
-    .tp_members = relay_members,
-    .tp_methods = relay_methods,
-};
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *plain; /* the __import__ it stands in for */
-    PyObject *relay; /* the profile function it takes off while importing */
-    vectorcallfunc vectorcall;
-} Quiet;
+static PyTypeObject RelayType = {PyVarObject_HEAD_INIT(NULL, 0)};
 
 static PyObject *quiet_call(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kw) {
     Quiet *self = (Quiet *)op;
@@ -248,55 +263,16 @@ static PyObject *quiet_call(PyObject *op, PyObject *const *args, size_t nargsf, 
 }
 
 static int quiet_init(PyObject *op, PyObject *args, PyObject *kwargs) {
-    Quiet *self = (Quiet *)op;
     static char *names[] = {"plain", "relay", NULL};
     PyObject *plain, *relay;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!:QuietImport", names, &plain,
                                      &RelayType, &relay))
         return -1;
-    Py_INCREF(plain);
-    Py_XSETREF(self->plain, plain);
-    Py_INCREF(relay);
-    Py_XSETREF(self->relay, relay);
-    self->vectorcall = quiet_call;
+    hold(op, plain, relay, quiet_call);
     return 0;
 }
 
-static int quiet_traverse(PyObject *op, visitproc visit, void *arg) {
-    Quiet *self = (Quiet *)op;
-    Py_VISIT(self->plain);
-    Py_VISIT(self->relay);
-    return 0;
-}
-
-static int quiet_clear(PyObject *op) {
-    Quiet *self = (Quiet *)op;
-    Py_CLEAR(self->plain);
-    Py_CLEAR(self->relay);
-    return 0;
-}
-
-static void quiet_dealloc(PyObject *op) {
-    PyObject_GC_UnTrack(op);
-    quiet_clear(op);
-    Py_TYPE(op)->tp_free(op);
-}
-
-static PyTypeObject QuietType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "flowmap.discover._relay.QuietImport",
-    .tp_basicsize = sizeof(Quiet),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = PyDoc_STR("QuietImport(plain, relay): __import__ run with relay off as the "
-                        "thread's profile function, while it is on and not stopped."),
-    .tp_new = PyType_GenericNew,
-    .tp_init = quiet_init,
-    .tp_dealloc = quiet_dealloc,
-    .tp_traverse = quiet_traverse,
-    .tp_clear = quiet_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Quiet, vectorcall),
-};
+static PyTypeObject QuietType = {PyVarObject_HEAD_INIT(NULL, 0)};
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_relay",
@@ -304,7 +280,14 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__relay(void) {
-    if (PyType_Ready(&RelayType) < 0 || PyType_Ready(&QuietType) < 0)
+    RelayType.tp_members = relay_members;
+    RelayType.tp_methods = relay_methods;
+    if (ready(&RelayType, "flowmap.discover._relay.Relay", sizeof(Relay), relay_init,
+              "Relay(cache, hook): a profile function that calls hook only for code not "
+              "decided in cache and code decided to follow.") < 0
+            || ready(&QuietType, "flowmap.discover._relay.QuietImport", sizeof(Quiet), quiet_init,
+                     "QuietImport(plain, relay): __import__ run with relay off as the thread's "
+                     "profile function, while it is on and not stopped.") < 0)
         return NULL;
     if (extra_index < 0)
         extra_index = REQUEST_INDEX(NULL);
