@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <frameobject.h>
 
 #if PY_VERSION_HEX >= 0x030C0000
 #define GET_EXTRA PyUnstable_Code_GetExtra
