@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType, ModuleType
 from typing import Any, Protocol
@@ -85,12 +86,14 @@ def stop(hook: Hook | None) -> None:
     sys.setprofile(None)
 
 
-def quiet_import(plain: Any, hook: Hook | None, stopped: Any) -> Any:
+def quiet_import(plain: Callable[..., Any], hook: Hook | None,
+                 stopped: Callable[[], bool]) -> Callable[..., Any]:
     """`plain` (builtins.__import__) run with the profile function off, while it is on and
     the watch has not stopped: an import runs millions of calls, none a hand-over. In C with
     the relay (no Python frame at each `import` statement run)."""
     if hook is not None and hook.relay is not None and _relay is not None:
-        return _relay.QuietImport(plain, hook.relay)
+        in_c: Callable[..., Any] = _relay.QuietImport(plain, hook.relay)
+        return in_c
 
     def quiet(*args: Any, **kwargs: Any) -> Any:
         profile = sys.getprofile()
@@ -106,7 +109,7 @@ def quiet_import(plain: Any, hook: Hook | None, stopped: Any) -> Any:
     return quiet
 
 
-def profile_hook(watched: Watched) -> Any:
+def profile_hook(watched: Watched) -> Callable[[FrameType, str, Any], None]:
     """The Python hook: (frame, event, arg), as `sys.setprofile` calls it."""
     cache = watched.cache
     enter, leave, decide_code = watched.enter, watched.leave, watched.decide_code

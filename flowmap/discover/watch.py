@@ -1,6 +1,6 @@
 """The hook: watch the program's Python calls for arguments and results that carry tensors.
 
-The interpreter calls it through a profile function (3.11) or `sys.monitoring`
+The interpreter calls it through a profile function (3.11 and older) or `sys.monitoring`
 (3.12+), both in `flowmap.discover.hooks`: either way a code object is decided
 once, and only the calls of code watched cost more than a look.
 
