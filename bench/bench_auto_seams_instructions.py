@@ -25,7 +25,14 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPTS = {"grpo_single_file.py": ["--steps", "40"], "actor_critic.py": ["--episodes", "40"]}
+# name -> (path from the repo's root, arguments): our two shapes, and a public script of the
+# second shape nobody here wrote (pytorch/examples' REINFORCE, as the integration tests run it)
+SCRIPTS = {
+    "grpo_single_file.py": ("examples/grpo_single_file.py", ["--steps", "40"]),
+    "actor_critic.py": ("examples/actor_critic.py", ["--episodes", "40"]),
+    "reinforce.py": ("tests/integration/public_scripts/pytorch_reinforce/reinforce.py",
+                     ["--episodes", "40"]),
+}
 
 
 def instructions(cmd: list[str], tmp: str, tag: str) -> int:
@@ -48,10 +55,10 @@ def main() -> None:
     a = p.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed; this bench counts instructions with it")
-    for name, args in SCRIPTS.items():
+    for name, (path, args) in SCRIPTS.items():
         if a.only is not None and name != a.only:
             continue
-        script = os.path.join(ROOT, "examples", name)
+        script = os.path.join(ROOT, path)
         with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(2) as pool:
             plain = pool.submit(instructions, [sys.executable, script, *args], tmp, "plain")
             traced = pool.submit(instructions, [sys.executable, "-m", "flowmap", "trace", "-o",
