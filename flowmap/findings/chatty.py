@@ -17,8 +17,11 @@ different kinds (a model's parameters are not all alike). Messages that are the
 pipeline's own unit (a trajectory or a GRPO group each) are not: their shapes
 follow the lengths generated and change from step to step, or they are all alike,
 or each leaf differs from message to message in one dimension only (its length:
-a toy sampler's lengths may repeat every step);
-messages that carry item ids are not either. The bucketed transfer needs
+a toy sampler's lengths may repeat every step), unless the lengths are a model's:
+raw bytes (`tobytes()`, ZMQ frames) or flattened arrays have only a length, so
+pieces sent so read as a few sizes, each repeated within a step (layer by layer),
+from a matrix's to a vector's (`MIN_SPAN` apart), where one unit per message reads
+as about one length per message. Messages that carry item ids are not chatty either. The bucketed transfer needs
 `ceil(bytes per step / BUCKET_BYTES)` messages.
 """
 
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 MIN_MESSAGES = 16
 BUCKET_BYTES = 512 << 20
 MESSAGE_COST_BYTES = 64 << 10
+MIN_SPAN = 8  # a model's pieces by length alone: its largest this many times its smallest
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -79,6 +83,7 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
         return set()
     per_step: dict[Any, dict[Any, Counter[Any]]] = defaultdict(lambda: defaultdict(Counter))
     kinds: dict[int, Any] = {}  # a schema's leaves are one shared tuple per shard
+    sizes: dict[Any, int] = {}  # each kind's bytes (its largest message)
     for h in view.events.hops:
         key = (h.src, h.dst, h.name)
         if key not in keys or h.transport == "ref":
@@ -87,6 +92,7 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
         if kind is None:
             kind = kinds[id(h.leaves)] = tuple((x.path, tuple(x.shape), x.dtype) for x in h.leaves)
         per_step[key][h.step][kind] += 1
+        sizes[kind] = max(sizes.get(kind, 0), h.nbytes)
     out = set()
     for key, steps in per_step.items():
         sets = [frozenset(c.items()) for step, c in steps.items() if step is not None]
@@ -94,17 +100,20 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
             continue
         common, n = Counter(sets).most_common(1)[0]
         # the first or last step may be cut short by the program's start or end
-        if (len(sets) == 1 or n >= max(2, len(sets) - 1)) and _mixed(list(dict(common))):
+        if (len(sets) == 1 or n >= max(2, len(sets) - 1)) and _mixed(dict(common), sizes):
             out.add(key)
     return out
 
 
-def _mixed(kinds: list[Any]) -> bool:
-    """Whether the message kinds are unlike pieces (a model's parameters), not one unit whose
-    length varies (the same leaves, each one dimension longer or shorter: sequences, a
-    group's prompt `[P]` and its responses `[G, R]`)."""
+def _mixed(counts: dict[Any, int], sizes: dict[Any, int]) -> bool:
+    """Whether the message kinds of a step (kind -> messages) are unlike pieces (a model's
+    parameters), not one unit whose length varies (the same leaves, each one dimension
+    longer or shorter: sequences, a group's prompt `[P]` and its responses `[G, R]`)."""
+    kinds = list(counts)
     if len(kinds) < 2:
         return False
+    if _layered(counts, sizes):
+        return True
     structure = {tuple((path, dtype, len(shape)) for path, shape, dtype in k) for k in kinds}
     if len(structure) > 1:
         return True
@@ -117,6 +126,14 @@ def _mixed(kinds: list[Any]) -> bool:
                     varying.add((i, j))
     axes = Counter(i for i, _ in varying)
     return any(n > 1 for n in axes.values())  # one leaf shaped unlike in two dims: weights
+
+
+def _layered(counts: dict[Any, int], sizes: dict[Any, int]) -> bool:
+    """Whether a step's messages are a few sizes, each sent again and again, from a matrix's
+    to a vector's: a model's layers, cut per parameter (known by length alone)."""
+    span = [sizes[k] for k in counts]
+    return (len(counts) >= 3 and sum(counts.values()) >= 2 * len(counts)
+            and min(span) > 0 and max(span) >= MIN_SPAN * min(span))
 
 
 def _chatty(view: RunView, s: SeamStats) -> tuple[float, int, float] | None:

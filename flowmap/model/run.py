@@ -39,9 +39,10 @@ class Run(Records):
     """A run's records (`flowmap.read.records`) and the figures computed from them, once each."""
 
     def __init__(
-        self, path: str, shards: list[Shard], meta: dict[str, Any], problems: list[str] | None = None
+        self, path: str, shards: list[Shard], meta: dict[str, Any], problems: list[str] | None = None,
+        shared: set[str] | None = None,
     ) -> None:
-        super().__init__(path, shards, meta, problems)
+        super().__init__(path, shards, meta, problems, shared)
         # Set by `flowmap.model.projection.project`: what the figures were scaled to.
         self.projection: Projection | None = None
         # The run as traced, when this one is its projection: findings that read how a

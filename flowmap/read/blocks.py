@@ -45,8 +45,7 @@ class _Block:
         self.made = None
 
     def put(self, st: SeamStep) -> None:
-        key = (st.src, st.dst, st.name, st.pid, st.transport)
-        got = self.merged.get(key)
+        got = self.merged.get(key := (st.src, st.dst, st.name, st.pid, st.transport))
         self.merged[key] = st if got is None else merge_seam_steps(got, st)
 
     def note(self, seam: _Seam, nbytes: int, hops: int) -> None:
@@ -68,8 +67,7 @@ class StepBlocks:
     def __init__(self, horizon: int = HORIZON_STEPS, max_blocks: int = MAX_BLOCKS) -> None:
         if horizon < 1 or max_blocks < 2:
             raise ValueError("a horizon of at least 1 step and at least 2 blocks")
-        self.horizon, self.max_blocks = horizon, max_blocks
-        self.width = 1
+        self.horizon, self.max_blocks, self.width = horizon, max_blocks, 1
         self.blocks: dict[int, _Block] = {}  # step // width -> its block
 
     def before(self, newest: int) -> int:
@@ -130,8 +128,7 @@ def _union(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> list[t
     out: list[tuple[int, int]] = []
     for lo, hi in sorted([*a, *b]):
         if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
+            out[-1] = (out[-1][0], max(hi, out[-1][1]))
         else:
             out.append((lo, hi))
     return out

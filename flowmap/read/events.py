@@ -253,6 +253,10 @@ class SendHalf:
     def t_ns(self) -> int:
         return self.hop.t_ns
 
+    @property
+    def step(self) -> int | None:
+        return self.hop.step
+
 
 @dataclass(slots=True)
 class ReceiveHalf:
@@ -273,6 +277,10 @@ class SendFold:
 
     seam_step: SeamStep  # its `dst` is the fallback destination
     channel: str
+
+    @property
+    def step(self) -> int | None:
+        return self.seam_step.step
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Callable
 from itertools import chain
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
@@ -35,11 +35,7 @@ from flowmap.read.tail import ShardTail
 LIVE_DETAIL_HOPS = 500
 
 
-class _Records(Protocol):
-    shared_channels: list[str]  # what `flowmap.read.records.Records` is built with, and has
-
-
-R = TypeVar("R", bound=_Records)
+R = TypeVar("R")
 
 
 class RunGone(FlowmapError):
@@ -73,15 +69,13 @@ class IncrementalReader:
         self.identity: tuple[int, int] | None = None  # the run directory's (device, inode)
 
     def poll(self) -> int:
-        """Read every shard's new bytes (new shards too); returns the bytes handled.
-
-        Raises RunGone once the run is removed, NotATrace if it never held a run.
-        """
+        """Read every shard's new bytes (new shards too); returns the bytes handled. Raises
+        RunGone once the run is removed, NotATrace if it never held a run."""
         try:
             paths, self.skipped = scan_run(self.path)
         except NotATrace as exc:
             if self.tails and not os.path.exists(self.path):
-                raise self._gone() from None
+                raise _gone(self.path) from None
             if "holds no flowmap shards" in str(exc) and not self.finished:
                 return 0  # a run directory whose first process has not written yet
             raise
@@ -109,9 +103,8 @@ class IncrementalReader:
         return got
 
     def _same_directory(self, paths: list[str]) -> None:
-        """Raise RunGone if the run directory was removed and made anew since the last poll
-        (a tracer started over in it: a shard read before is gone, or the directory is
-        another one): what the tails hold belongs to the removed one."""
+        """Raise RunGone if the run directory was removed and made anew since the last poll (a
+        tracer started over in it: a shard read before is gone, or the directory is new)."""
         try:
             st = os.stat(self.path)
             identity = (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
@@ -119,11 +112,8 @@ class IncrementalReader:
             identity = None
         if not self.tails.keys() <= set(paths) or (
                 identity and self.identity and identity != self.identity):
-            raise self._gone()
+            raise _gone(self.path)
         self.identity = identity or self.identity
-
-    def _gone(self) -> RunGone:
-        return RunGone(f"the run {show_path(self.path)} was removed while watched")
 
     @property
     def more(self) -> bool:
@@ -138,19 +128,16 @@ class IncrementalReader:
         """A sentence per problem: each entry skipped, each shard's (raises NotATrace when a
         finished run has no readable shard)."""
         problems = list(self.skipped)
-        for p in sorted(self.tails):
-            t = self.tails[p]
+        for t in (self.tails[p] for p in sorted(self.tails)):
             sh = t.done or t.shard
-            if t.problem is not None:
-                problems.append(t.problem)
-            elif sh is not None:
-                problems.extend(sh.problems())
+            problems += [t.problem] if t.problem is not None else sh.problems() if sh else []
         if self.finished and not shards:
             raise NotATrace(problems[0] if problems
                             else f"{show_path(self.path)} holds no readable shards")
         return problems
 
-    def records(self, cls: Callable[[str, list[Shard], dict[str, Any], list[str]], R]) -> R:
+    def records(self, cls: Callable[[str, list[Shard], dict[str, Any], list[str], set[str]], R]
+                ) -> R:
         """The run as read so far, as `cls.read(path, detail_hops)` would read the bytes
         handled (`flowmap.model.run.Run` for the figures), old steps in blocks where the
         reader has them; a new one each call: the model is built whole."""
@@ -161,10 +148,7 @@ class IncrementalReader:
         meta = (read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
                 if os.path.isdir(self.path) else {})
         name_ray_transports(shards)  # idempotent: a kept hop is renamed once
-        rec = cls(self.path, shards, meta, problems)
-        if self.settler is not None and self.settler.shared:
-            rec.shared_channels = sorted({*rec.shared_channels, *self.settler.shared})
-        return rec
+        return cls(self.path, shards, meta, problems, self.settler.shared if self.settler else set())
 
     def _bound(self, shards: list[Shard], blocks: StepBlocks, settler: HalfSettler) -> None:
         """Settle the halves whose join is settled, then move the folded steps past the horizon
@@ -184,10 +168,13 @@ class IncrementalReader:
         give_records(shards, (), blocks.records())
 
 
+def _gone(path: str) -> RunGone:
+    return RunGone(f"the run {show_path(path)} was removed while watched")
+
+
 def _newest_step(shards: list[Shard]) -> int | None:
     """The run's newest step so far: of its folded and kept hops, and of its sends."""
-    sends = (h.hop.step if isinstance(h, SendHalf) else h.seam_step.step
-             for sh in shards for h in sh.halves if isinstance(h, (SendHalf, SendFold)))
+    sends = (h.step for sh in shards for h in sh.halves if isinstance(h, (SendHalf, SendFold)))
     steps = chain((st.step for sh in shards for st in sh.seam_steps),
                   (h.step for sh in shards for h in sh.hops), sends)
     return max((step for step in steps if step is not None), default=None)

@@ -56,7 +56,8 @@ class Records:
     """Every record of a run, on one clock; `flowmap.model.run.Run` adds the figures."""
 
     def __init__(
-        self, path: str, shards: list[Shard], meta: dict[str, Any], problems: list[str] | None = None
+        self, path: str, shards: list[Shard], meta: dict[str, Any], problems: list[str] | None = None,
+        shared: set[str] | None = None,
     ) -> None:
         self.path = path
         self.problems = problems if problems is not None else [p for s in shards for p in s.problems()]
@@ -65,8 +66,9 @@ class Records:
         joined = join_halves(shards)
         hops = [*chain.from_iterable(s.hops for s in shards), *joined.hops]
         folded = [*chain.from_iterable(s.seam_steps for s in shards), *joined.seam_steps]
-        # Channels several owners read whose folded sends were shared out by count.
-        self.shared_channels: list[str] = joined.shared
+        # Channels several owners read whose folded sends were shared out by count (`shared`:
+        # those of a live watch's settled halves, `flowmap.read.settle`).
+        self.shared_channels: list[str] = sorted({*joined.shared, *shared}) if shared else joined.shared
         cut = _detail_cut(shards)
         if cut is not None:  # one detail window for the whole run: fold what lies past it
             past = _past(cut, hops)

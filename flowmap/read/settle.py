@@ -72,7 +72,9 @@ class HalfSettler:
                 take.update((id(h), h) for h in lot[:len(lot) - self.max_halves // 4])
         self.unpaired = {id(r) for r in unpaired if id(r) not in take}
         if before is not None:
-            take.update((id(h), h) for hs in held for h in hs if _folded_before(h, before))
+            take.update((id(h), h) for hs in held for h in hs  # folded halves of old steps
+                        if isinstance(h, (events.ReceiveFold, events.SendFold)) and h.step is not None
+                        and h.step < before)
         if not take and not copies:
             return
         gone = take.keys() | copies.keys()
@@ -105,8 +107,7 @@ class HalfSettler:
         room = max(0, self.keep_hops - len(self.hops))
         self.hops += hops[:room]
         for st in [*fold_hops(hops[room:]), *folded]:
-            key = (st.src, st.dst, st.name, st.step, st.transport, st.pid)
-            got = self.steps.get(key)
+            got = self.steps.get(key := (st.src, st.dst, st.name, st.step, st.transport, st.pid))
             self.steps[key] = st if got is None else merge_seam_steps(got, st)
 
     def give(self, shards: list[Shard]) -> None:
@@ -142,10 +143,3 @@ def _index(table: dict[_Message, SendHalf], s: SendHalf) -> None:
     table[(s.channel, s.key)] = s
     if digest_keyed(s):
         table[(family(s), s.key)] = s
-
-
-def _folded_before(h: Half, before: int) -> bool:
-    """Whether `h` is a folded half of a step below `before`."""
-    step = (h.seam_step.step if isinstance(h, events.SendFold)
-            else h.step if isinstance(h, events.ReceiveFold) else None)
-    return step is not None and step < before

@@ -25,8 +25,7 @@ class ShardTail:
 
     def __init__(self, path: str, budget: int | None, pid: int | None = None,
                  host_label: str | None = None) -> None:
-        self.path = path
-        self.budget = budget
+        self.path, self.budget = path, budget
         self.pid, self.host_label = pid, host_label  # as the run numbers and names them
         self.done: Shard | None = None  # a finished file, read to its end
         self.problem: str | None = None  # why this file is not read (not a flowmap shard)
@@ -126,10 +125,8 @@ class ShardTail:
 
 def _read_to_nul(f: BinaryIO) -> tuple[bytes, bool]:
     """The bytes from `f`'s position to its first NUL (a mapped shard's reserved, unwritten
-    tail, tens of MB in a long run) or its end, at most MAX_READ; and whether more waits.
-
-    Read in growing pieces, so a poll reads about what was appended, not the zeros after it.
-    """
+    tail, tens of MB in a long run) or its end, at most MAX_READ; and whether more waits. Read
+    in growing pieces, so a poll reads about what was appended, not the zeros after it."""
     pieces, got, size = [], 0, FIRST_READ
     while got < MAX_READ:
         want = min(size, MAX_READ - got)

@@ -139,6 +139,41 @@ def test_one_message_per_group_is_not_chatty(tmp_path):
     assert _of(_view(tmp_path, w), "chatty") == []
 
 
+def _raw(path: str, n: int) -> tuple:
+    return (path, "bytes", (n,), "", "", n, 1, None)
+
+
+def test_weight_sync_as_raw_bytes_is_chatty_by_its_repeated_sizes(tmp_path):
+    # GIVEN 8 layers sent as `(name, tobytes())` per parameter: a weight, a bias, a norm;
+    # the bytes have only a length, and the names' lengths vary with the layer
+    w, t = _shard(tmp_path), 0
+    for s in range(3):
+        w.step(t, s)
+        for layer in range(8):
+            for name, n in (("weight", 16384), ("bias", 256), ("norm.weight", 512)):
+                t += 1
+                leaves = [_raw("[0]", len(f"h.{layer}.{name}")), _raw("[1]", n)]
+                w.hop(t, "trainer", "engine", "tuple", leaves, step=s, transport="pickle")
+    (f,) = _of(_view(tmp_path, w), "chatty")
+    assert f.bytes_per_step == 23 * MESSAGE_COST_BYTES and "24 messages per step" in f.message
+
+
+def test_raw_bytes_of_one_unit_each_are_not_chatty_even_in_few_sizes(tmp_path):
+    # GIVEN the fix's stream: 16 groups a step as raw bytes, the same lengths each step;
+    # sampled lengths (about one per message), or padded to a few buckets close in size
+    w, t = _shard(tmp_path), 0
+    for s in range(3):
+        w.step(t, s)
+        rng = random.Random(0)
+        for _ in range(16):
+            t += 1
+            w.hop(t, "sampler", "learner", "frames", [_raw("[*]", 4 * rng.randint(300, 1600))],
+                  step=s, transport="zmq")
+            w.hop(t, "sampler", "buffer", "padded", [_raw("", 4 * 64 * rng.choice((3, 4, 5)))],
+                  step=s, transport="zmq")
+    assert _of(_view(tmp_path, w), "chatty") == []
+
+
 # -- serialisation: wire bytes far above the payload's own ------------------------------------
 def test_wire_bytes_far_above_the_payload_are_bloat_whatever_the_array_size(tmp_path):
     w, t = _shard(tmp_path), 0
