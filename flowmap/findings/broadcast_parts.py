@@ -61,7 +61,7 @@ def detect(view: RunView) -> list[Finding]:
         key = _broadcast(h)
         if key is None:
             continue
-        r = (*key, h.step, tuple((leaf.shape, leaf.dtype) for leaf in h.leaves))
+        r = (*key, h.step, _carried(h))
         rounds[r].append(h)
         world = group_size(key[0])
         if r not in shown and world >= 2 and \
@@ -108,6 +108,11 @@ def _broadcast(h: Hop) -> Group | None:
     return None
 
 
+def _carried(h: Hop) -> tuple[Any, ...]:
+    """What a broadcast carried, by shape and dtype: one round's payload, not the next one's."""
+    return tuple((leaf.shape, leaf.dtype) for leaf in h.leaves)
+
+
 def _keeps_a_part(got: Hop, mine: list[Hop], start: int, world: int, notes: Notes,
                   bases: dict[tuple[int, int], int]) -> bool:
     """Whether a hop of this process after `got` (`mine[start:]`), in its step, carries a
@@ -128,7 +133,9 @@ def _keeps_a_part(got: Hop, mine: list[Hop], start: int, world: int, notes: Note
                 break
             continue
         if _broadcast(h) == this:
-            break  # the next round of the same broadcast
+            if _carried(h) == _carried(got):
+                break  # the next round of the same broadcast
+            continue  # another payload broadcast beside it (tokens, then advantages)
         if h.src.startswith("group[") or h.src == UNTRACED:
             continue  # what arrived here, not what this rank sent on
         if _shows_a_part(h, whole, sizes, world, noted.get((h.src, h.name), []), bases):

@@ -3,10 +3,14 @@
 Within one step, conversations that take turns in a fixed order (message i
 belongs to conversation i mod K, for the least K under which each grows by at
 least half its first length every turn) are read as such; otherwise each
-message's leaf continues the open chain that has waited longest for its next
-turn among those it can extend (other dims equal, its sequence dim longer by at
-least `MIN_GROWTH` of the chain's first length: a long system prompt and short
-turns), or opens a chain.
+message's leaf continues an open chain it can extend (other dims equal, its
+sequence dim longer by at least `MIN_GROWTH` of the chain's first length: a long
+system prompt and short turns), or opens a chain: the chain that has waited
+longest for its next turn (conversations taking turns), or, where the step's
+messages do not read as conversations so, the one it extends least
+(conversations in threads, in no order, whose lengths overlap: the fewest chains
+that cover the step, since no message can extend a chain of its own
+conversation's later turns).
 
 Any stream of varied lengths (one message per trajectory) links into rising
 chains now and then, more the more messages a step has; read backwards it links
@@ -74,15 +78,17 @@ def chains(stream: list[Message],
                 with_turns += 1
                 found.append(messages)
             continue
-        forward = _rounds(messages) or _link(messages)
-        # Any stream of varied lengths links into rising chains now and then; read backwards
-        # it links as well. Conversations do only forwards: their turns come in order.
-        backward = _rounds(messages[::-1]) or _link(messages[::-1])
-        covered = _covered(forward)
-        if covered < MIN_COVERED * len(messages) or _covered(backward) > MAX_BACKWARD * covered:
-            continue
-        with_turns += 1
-        found.extend(forward)
+        for fit in (False, True):  # turns linked the first way, or else the second
+            forward = _rounds(messages) or _link(messages, fit)
+            # Any stream of varied lengths links into rising chains now and then; read
+            # backwards it links as well. Conversations do only forwards: turns come in order.
+            backward = _rounds(messages[::-1]) or _link(messages[::-1], fit)
+            covered = _covered(forward)
+            if covered >= MIN_COVERED * len(messages) \
+                    and _covered(backward) <= MAX_BACKWARD * covered:
+                with_turns += 1
+                found.extend(forward)
+                break
     if not found or with_turns < MIN_STEPS * steps:
         return []
     total = sum(len(c) for c in found)
@@ -154,7 +160,11 @@ def _grows(chain: list[tuple[Leaf, int]], min_growth: float) -> bool:
     return True
 
 
-def _link(messages: list[tuple[Leaf, int]]) -> list[list[tuple[Leaf, int]]]:
+def _link(messages: list[tuple[Leaf, int]], fit: bool) -> list[list[tuple[Leaf, int]]]:
+    """Each message continues an open chain it can extend, or opens one: the chain that
+    waited longest for its next turn (conversations in turn), or with `fit` the one it
+    extends least (conversations in no order, each turn adding alike: the fewest chains
+    that cover a sequence, as patience sorting finds them)."""
     open_: list[list[tuple[Leaf, int]]] = []
     for leaf, nbytes in messages:
         a = _axis(leaf.shape)
@@ -165,9 +175,11 @@ def _link(messages: list[tuple[Leaf, int]]) -> list[list[tuple[Leaf, int]]]:
             first = chain[0][0].shape[a]
             if (len(last.shape) == len(leaf.shape) and _axis(last.shape) == a
                     and _rest(last.shape) == _rest(leaf.shape) and last.dtype == leaf.dtype
-                    and size - last.shape[a] >= MIN_GROWTH * first):
+                    and size - last.shape[a] >= MIN_GROWTH * first
+                    and (best is None or last.shape[a] > best[-1][0].shape[a])):
                 best = chain
-                break
+                if not fit:
+                    break
         if best is None:
             open_.append([(leaf, nbytes)])
         else:  # the conversation waited longest for its next turn: round-robin order holds

@@ -42,6 +42,7 @@ NUMBERS = ("int", "float")
 # A listed Python number's own bytes: what it takes in the one array the fix sends (float32
 # or int32; nothing a pipeline hands between stages needs double precision, see `heaviest`).
 NUMBER_BYTES = 4
+GROUP = "group["  # a collective's group, as `flowmap.integrations.transports.dist` names it
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -50,9 +51,14 @@ def detect(view: RunView) -> list[Finding]:
     labels: dict[tuple[RoleKey, str], set[SeamKey]] = defaultdict(set)
     views = {(n.src, n.name) for sh in view.events.shards for n in sh.notes if n.storage_bytes}
     on_ray = {p.pid for p in view.health.processes if p.ray_node}
+    # a rooted collective's root sends to its group: the ranks' receipts are that message
+    rooted = {(h.dst, h.name) for h in view.events.hops
+              if h.transport == "collective" and h.dst.startswith(GROUP)}
     for h in view.events.hops:
         crossed = _wire(h)
         if crossed is None or (h.src, h.name) in views:  # a view's storage: `view` prices it
+            continue
+        if h.transport == "collective" and (h.src, h.name) in rooted:  # priced at the root
             continue
         if repeats_a_slot(h):  # the same object in several ranks' slots: `duplicate` prices it
             continue

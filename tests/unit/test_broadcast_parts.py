@@ -83,3 +83,27 @@ def test_a_view_of_the_received_storage_sent_on_is_a_part(tmp_path):
         w.close(10_000)
         got = broadcast_parts.detect(flowmap.load(path).view)
         assert [f.bytes_per_step for f in got] == ([B * T * 8 / 2] if found else [])
+
+
+def test_two_tensors_broadcast_in_turn_are_each_a_duplicate_when_the_rows_go_on(tmp_path):
+    """GIVEN the batch broadcast as two tensors, token ids `[B, T]` int64 then advantages
+    `[B, T]` float32, and each rank sending a loss per row of its part `[B/2]`, THEN both
+    broadcasts are priced: the second is no next round of the first."""
+    path = str(tmp_path / "run")
+    ranks = [ShardWriter(os.path.join(path, f"h-{pid}-0001.flowmap.jsonl"), pid)
+             for pid in (1, 2)]
+    for step in range(STEPS):
+        t = 1000 * step
+        for i, dtype in enumerate(("int64", "float32")):
+            leaf = tensor("", (B, T), dtype)
+            ranks[0].hop(t + i, "trainer/rank0", GROUP, "broadcast", [leaf],
+                         storages=(100 + 10 * step + i,), step=step, transport="collective")
+            ranks[1].hop(t + i, GROUP, "trainer/rank1", "broadcast", [leaf],
+                         storages=(200 + 10 * step + i,), step=step, transport="collective")
+        for r, w in enumerate(ranks):
+            w.hop(t + 10, f"trainer/rank{r}", GROUP, "gather", [tensor("", (B // 2,), "float32")],
+                  storages=(7 + r,), step=step, transport="collective")
+    for w in ranks:
+        w.close(10_000)
+    (f,) = broadcast_parts.detect(flowmap.load(path).view)
+    assert f.bytes_per_step == B * T * (8 + 4) / 2

@@ -175,6 +175,26 @@ def test_raw_bytes_of_one_unit_each_are_not_chatty_even_in_few_sizes(tmp_path):
 
 
 # -- serialisation: wire bytes far above the payload's own ------------------------------------
+def test_an_object_broadcasts_bloat_is_one_finding_at_its_root(tmp_path):
+    # GIVEN `broadcast_object_list` of 64 small tensors: the root's hop to its group and the
+    # other rank's receipt of the same pickled message, 18,432 B of wire each
+    os.makedirs(tmp_path / "run", exist_ok=True)
+    ranks = [ShardWriter(str(tmp_path / "run" / f"h-{pid}-0001.flowmap.jsonl"), pid)
+             for pid in (1, 2)]
+    small = tensor("[*]", (16,), count=64)  # 4,096 B of its own
+    for s in range(3):
+        ranks[0].hop(10 * s, "driver/rank0", "group[0,1]", "broadcast_object_list", [small],
+                     step=s, transport="collective", nbytes=18_432 + 4096)
+        ranks[1].hop(10 * s + 1, "group[0,1]", "worker/rank1", "broadcast_object_list", [small],
+                     step=s, transport="collective", nbytes=18_432 + 4096)
+    for w in ranks:
+        w.close(10**6)
+    # THEN one finding, at the root: the receipt is that message, not a second bloat
+    (f,) = _of(flowmap.load(str(tmp_path / "run")).view, "serialisation")
+    assert f.seams == ["driver/rank0 -> group[0,1] : broadcast_object_list"]
+    assert f.bytes_per_step == 18_432
+
+
 def test_wire_bytes_far_above_the_payload_are_bloat_whatever_the_array_size(tmp_path):
     w, t = _shard(tmp_path), 0
     for s in range(2):

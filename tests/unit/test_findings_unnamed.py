@@ -192,6 +192,24 @@ def test_long_prompts_with_short_turns_in_shuffled_order_are_a_resent_prefix(tmp
     assert abs(f.bytes_per_step - resent) <= 0.1 * resent
 
 
+def test_conversations_in_threads_of_overlapping_lengths_in_no_order_are_a_resent_prefix(
+        tmp_path):
+    # GIVEN 3 conversations (prompts 200, 300, 400; 100 tokens a turn, 4 turns), each turn's
+    # whole history put on one queue by its own thread: the turns as three steps of a traced
+    # run interleaved them, in no fixed order, one conversation's early turn as long as
+    # another's later one
+    steps = [[300, 200, 400, 400, 300, 500, 500, 600, 400, 600, 700, 500],
+             [300, 400, 200, 300, 400, 500, 400, 600, 500, 500, 700, 600],
+             [300, 200, 400, 400, 500, 600, 300, 500, 600, 400, 700, 500]]
+    w = _shard(tmp_path)
+    _stream(w, steps)
+    (f,) = _of(_view(tmp_path, w), "prefix_resend")
+    # each conversation resends its first 3 histories; the turns are linked from lengths
+    # alone, so a turn may continue another conversation: near the hand's figure
+    resent = sum(3 * p + 300 for p in (200, 300, 400)) * 8
+    assert abs(f.bytes_per_step - resent) <= 0.1 * resent
+
+
 def test_a_long_stream_of_random_lengths_is_no_resent_prefix(tmp_path):
     # one message per trajectory, 128 a step: rising runs appear by chance, as often backwards
     rng = random.Random(7)

@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from flowmap.capture import state, step_hooks
+from flowmap.capture import leaf_notes, state, step_hooks, values
 from flowmap.capture.api import current_owner, set_owner
 from flowmap.integrations.transports import dist_ops, flight, record
 from flowmap.integrations.transports.flight_entries import ranks_text, recorders
@@ -140,7 +140,10 @@ def _collective(fn: Callable[..., Any], op: dist_ops.Op) -> Callable[..., Any]:
             return
         d = describe(_arg(args, kwargs, sent_at))
         nbytes = pickled[0] if op.objects else d.nbytes
-        record.hop(rank_owner(), _group_label(group), name, d, nbytes, "collective", t_ns)
+        owner, label = rank_owner(), _group_label(group)
+        record.hop(owner, label, name, d, nbytes, "collective", t_ns)
+        if op.objects:
+            _note_pickled(owner, label, name, _arg(args, kwargs, sent_at))
 
     return _recorded(fn, record_collective)
 
@@ -167,8 +170,18 @@ def _rooted(fn: Callable[..., Any], op: dist_ops.Op) -> Callable[..., Any]:
             nbytes = d.nbytes
         src_owner, dst_owner = (rank_owner(), label) if root else (label, rank_owner())
         record.hop(src_owner, dst_owner, op.name, d, nbytes, "collective", t_ns)
+        if op.objects and root:
+            _note_pickled(src_owner, dst_owner, op.name, _arg(args, kwargs, sent_at))
 
     return _recorded(fn, record_rooted)
+
+
+def _note_pickled(src: str, dst: str, name: str, payload: Any) -> None:
+    """An object collective pickles what it sends, so a view in it carries its whole storage
+    (`flowmap.capture.leaf_notes`; noted as `pickle`, the transport that moves it)."""
+    found = leaf_notes.collect(payload, "pickle", values.enabled())
+    if found:
+        record.notes(src, dst, name, "pickle", getattr(state.tracer, "step", None), found)
 
 
 def _broadcast_coalesced(fn: Callable[..., Any]) -> Callable[..., Any]:
