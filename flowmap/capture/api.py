@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -152,7 +153,21 @@ def current_owner() -> str:
 
 
 def set_owner(name: str) -> None:
-    """Set the default owner of this process (for worker processes such as DP ranks).
+    """Set the default owner of this process (for worker processes such as DP ranks); called
+    in a thread other than the main one, that thread's owner: a framework that runs a role
+    as a thread (an engine's scheduler, a server's tokenizer manager) names it so, and the
+    process's other roles keep theirs."""
+    if threading.current_thread() is threading.main_thread():
+        set_process_owner(name)
+        return
+    if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
+        state.declared()
+    state.current_owner.set(name)  # this thread's context only
+    _say_owner(name)
+
+
+def set_process_owner(name: str) -> None:
+    """Set the default owner of this process, from any thread (a Ray actor's `__init__`).
 
     The shard says so once (an `i owner` event): the owner's pid and host are this
     process's, whichever process records its hops."""
@@ -160,6 +175,10 @@ def set_owner(name: str) -> None:
         state.declared()
     state.default_owner = name
     state.auto_owner = False
+    _say_owner(name)
+
+
+def _say_owner(name: str) -> None:
     t = state.tracer
     if t is not None and (id(t), name) not in _declared and len(_declared) < 256:
         _declared.add((id(t), name))  # once per shard: a second run's shard says it again

@@ -21,7 +21,9 @@ a toy sampler's lengths may repeat every step), unless the lengths are a model's
 raw bytes (`tobytes()`, ZMQ frames) or flattened arrays have only a length, so
 pieces sent so read as a few sizes, each repeated within a step (layer by layer),
 from a matrix's to a vector's (`MIN_SPAN` apart), where one unit per message reads
-as about one length per message. Messages that carry item ids are not chatty either. The bucketed transfer needs
+as about one length per message. Messages that carry item ids are not chatty either.
+A rooted collective's messages are counted at its root (`receipts`): the ranks'
+receipts are the same messages. The bucketed transfer needs
 `ceil(bytes per step / BUCKET_BYTES)` messages.
 """
 
@@ -31,7 +33,7 @@ import math
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 
-from flowmap.findings.common import CHATTY, Finding, RoleKey, role_key
+from flowmap.findings.common import CHATTY, Finding, RoleKey, receipts, role_key
 from flowmap.model.format import fmt_bytes, role_label
 from flowmap.model.types import SeamStats
 
@@ -49,7 +51,10 @@ def detect(view: RunView) -> list[Finding]:
         return []
     groups: dict[RoleKey, list[SeamStats]] = defaultdict(list)
     candidates = set()
+    received = receipts(view)  # a rooted collective's messages: counted at its root
     for key, s in view.seams.items():
+        if key in received:
+            continue
         moved_hops = s.hops - s.transports.get("ref", 0)
         if moved_hops and not s.items and moved_hops / view.num_steps >= MIN_MESSAGES:
             candidates.add(key)

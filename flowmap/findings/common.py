@@ -7,6 +7,7 @@ owner-level seam involved.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
@@ -40,6 +41,8 @@ KINDS = (HEAVIEST, PASS_THROUGH, DROPPED, PADDING, DUPLICATE, SERIALISATION, VIE
 STORAGE_TRANSPORTS = (PICKLE, SHM, RPC, ZMQ)
 
 RoleKey = tuple[str, str, str]  # (src role, dst role, payload name)
+_NUMBERS = re.compile(r"\d+")
+GROUP = "group["  # a collective's group, as `flowmap.integrations.transports.dist` labels it
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +88,10 @@ def per_step(n: float) -> str:
 
 
 def role_key(key: SeamKey) -> RoleKey:
-    return (role_of(key[0]), role_of(key[1]), key[2])
+    """(src role, dst role, name); a socket's name (`PUSH ipc:///tmp/run/actor-1`, `PULL
+    tcp://10.0.0.2:5556`) with its numbers as `*`: one socket per rank is one seam per role."""
+    name = key[2]
+    return (role_of(key[0]), role_of(key[1]), _NUMBERS.sub("*", name) if "://" in name else name)
 
 
 def role_seams(view: RunView) -> dict[RoleKey, list[SeamStats]]:
@@ -94,6 +100,14 @@ def role_seams(view: RunView) -> dict[RoleKey, list[SeamStats]]:
     for key, s in view.seams.items():
         out[role_key(key)].append(s)
     return dict(out)
+
+
+def receipts(view: RunView) -> set[SeamKey]:
+    """The seams on which ranks receive what a rooted collective's root sent its group
+    (`group[0,1] -> trainer/rank1 : broadcast`), where the root's side is traced too: the
+    same messages, priced once, at the root."""
+    roots = {(k[1], k[2]) for k in view.seams if k[1].startswith(GROUP)}
+    return {k for k in view.seams if k[0].startswith(GROUP) and (k[0], k[2]) in roots}
 
 
 def norm_path(path: str) -> str:

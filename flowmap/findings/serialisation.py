@@ -26,7 +26,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from flowmap.findings.common import SERIALISATION, Finding, RoleKey, per_step, role_key
+from flowmap.findings.common import (
+    SERIALISATION,
+    Finding,
+    RoleKey,
+    per_step,
+    receipts,
+    role_key,
+)
 from flowmap.findings.duplicates import repeats_a_slot
 from flowmap.model.format import fmt_bytes, seam_label
 from flowmap.model.types import ARRAY_KINDS, SeamKey
@@ -42,7 +49,6 @@ NUMBERS = ("int", "float")
 # A listed Python number's own bytes: what it takes in the one array the fix sends (float32
 # or int32; nothing a pipeline hands between stages needs double precision, see `heaviest`).
 NUMBER_BYTES = 4
-GROUP = "group["  # a collective's group, as `flowmap.integrations.transports.dist` names it
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -51,14 +57,12 @@ def detect(view: RunView) -> list[Finding]:
     labels: dict[tuple[RoleKey, str], set[SeamKey]] = defaultdict(set)
     views = {(n.src, n.name) for sh in view.events.shards for n in sh.notes if n.storage_bytes}
     on_ray = {p.pid for p in view.health.processes if p.ray_node}
-    # a rooted collective's root sends to its group: the ranks' receipts are that message
-    rooted = {(h.dst, h.name) for h in view.events.hops
-              if h.transport == "collective" and h.dst.startswith(GROUP)}
+    received = receipts(view)  # a rooted collective's message: priced at its root
     for h in view.events.hops:
         crossed = _wire(h)
         if crossed is None or (h.src, h.name) in views:  # a view's storage: `view` prices it
             continue
-        if h.transport == "collective" and (h.src, h.name) in rooted:  # priced at the root
+        if h.seam in received:
             continue
         if repeats_a_slot(h):  # the same object in several ranks' slots: `duplicate` prices it
             continue

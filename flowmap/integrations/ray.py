@@ -57,7 +57,7 @@ from typing import Any
 
 from flowmap import environment
 from flowmap.capture import forksafe, state
-from flowmap.capture.api import current_owner, set_owner
+from flowmap.capture.api import current_owner, set_process_owner
 from flowmap.capture.session import restore_environ
 from flowmap.integrations import ray_node, ray_refs
 from flowmap.integrations.ray_callee import (
@@ -159,7 +159,7 @@ def _wrap_init(init: Callable[..., Any]) -> Callable[..., Any]:
             if traced:
                 kwargs["runtime_env"] = runtime_env(base=_as_dict(kwargs.get("runtime_env")))
                 if state.default_owner == "main":
-                    set_owner("driver")  # the process that starts the job is Ray's driver
+                    set_process_owner("driver")  # the process that starts the job is Ray's driver
         except Exception as exc:
             _error(exc)
             traced = False

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from flowmap.capture import calls, state
-from flowmap.capture.api import current_owner, set_owner
+from flowmap.capture.api import current_owner, set_process_owner
 from flowmap.integrations import ray_node
 from flowmap.seams import ray_targets
 
@@ -84,7 +84,7 @@ def _instrument_init(cls: type) -> Callable[..., Any]:
             base_init(self, *a, **kw)
             return
         owner = owner or f"{cls.__name__}/0"
-        set_owner(owner)  # one actor per worker process: its code runs as the actor
+        set_process_owner(owner)  # one actor per worker process: its code runs as the actor
         call = _Call(arguments, owner, "__init__", caller, (self, *a), kw)
         base_init(self, *a, **kw)
         call.returned(None, record=False)

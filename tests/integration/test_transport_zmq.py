@@ -202,3 +202,40 @@ def test_a_published_message_is_one_hop_per_subscriber(tmp_path, run_cli):
     run = flowmap.load(str(tmp_path / "run"))
     assert sorted((h.src, h.dst, h.nbytes) for h in run.hops) == [
         ("weights", "rollout/0", 2 + 3000), ("weights", "rollout/1", 2 + 3000)]
+
+
+ROUTER_FRAME_BY_FRAME = '''
+import pickle, zmq, flowmap
+
+ctx = zmq.Context()
+router, dealer = ctx.socket(zmq.ROUTER), ctx.socket(zmq.DEALER)
+port = router.bind_to_random_port("tcp://127.0.0.1")
+dealer.connect(f"tcp://127.0.0.1:{port}")
+for turn in range(3):
+    with flowmap.owner("agent"):
+        dealer.send_pyobj({"turn": turn})
+    with flowmap.owner("engine"):
+        ident = router.recv()  # the identity frame alone, then the request
+        assert router.recv_pyobj() == {"turn": turn}
+        router.send(ident, zmq.SNDMORE)  # as a ROUTER replies with send_pyobj
+        router.send_pyobj({"reply": b"r" * (1000 * (turn + 1))})
+    with flowmap.owner("agent"):
+        assert dealer.recv_pyobj() == {"reply": b"r" * (1000 * (turn + 1))}
+router.close(); dealer.close(); ctx.term()
+'''
+
+
+def test_a_router_message_begun_frame_by_frame_pairs_with_its_peer(tmp_path, run_cli):
+    # GIVEN a ROUTER that receives and replies with its identity frame on its own, then
+    # `recv_pyobj` / `send_pyobj`: one message each way, as the DEALER sees it
+    script = tmp_path / "router.py"
+    script.write_text(ROUTER_FRAME_BY_FRAME)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    # THEN every message joins its receiver: no half goes to or comes from (untraced)
+    request = len(pickle.dumps({"turn": 0}, pickle.DEFAULT_PROTOCOL))
+    assert sorted((h.src, h.dst, h.nbytes) for h in run.hops) == sorted(
+        [("agent", "engine", request)] * 3 + [
+            ("engine", "agent", 5 + len(pickle.dumps({"reply": b"r" * (1000 * (t + 1))},
+                                                    pickle.DEFAULT_PROTOCOL))) for t in range(3)])

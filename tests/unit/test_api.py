@@ -72,6 +72,37 @@ def test_owner_is_per_thread_and_per_task(tmp_path):
     assert flowmap.current_owner() == state.default_owner
 
 
+def test_set_owner_in_a_thread_names_that_thread_and_in_the_main_one_the_process(tmp_path):
+    # GIVEN a server whose roles run as threads, each naming itself with `set_owner`
+    seen: dict[str, str] = {}
+    before, auto = state.default_owner, state.auto_owner
+    ready = threading.Barrier(3)
+
+    def role(name: str) -> None:
+        flowmap.set_owner(name)
+        ready.wait()  # every role has named itself before any reads its owner
+        with flowmap.owner("a block"):
+            pass
+        seen[name] = flowmap.current_owner()
+
+    with flowmap.tracing(tmp_path / "run"):
+        threads = [threading.Thread(target=role, args=(n,)) for n in ("engine", "tokenizer")]
+        for t in threads:
+            t.start()
+        ready.wait()
+        for t in threads:
+            t.join()
+        # THEN each thread keeps its own name (a block inside it returns to it), and the
+        # process's default, what the main thread runs as, is untouched
+        assert seen == {"engine": "engine", "tokenizer": "tokenizer"}
+        assert state.default_owner == before and flowmap.current_owner() == before
+        try:
+            flowmap.set_owner("driver")  # in the main thread: the process's default
+            assert state.default_owner == "driver" == flowmap.current_owner()
+        finally:
+            state.default_owner, state.auto_owner = before, auto
+
+
 def test_owner_as_decorator_sync_and_async():
     @flowmap.owner("learner")
     def f() -> str:

@@ -139,6 +139,30 @@ def test_one_message_per_group_is_not_chatty(tmp_path):
     assert _of(_view(tmp_path, w), "chatty") == []
 
 
+def test_a_broadcast_per_parameter_is_one_chatty_finding_at_its_root(tmp_path):
+    # GIVEN a weight sync as one `broadcast` per parameter: the root's hops to its group and
+    # the other rank's receipts of the same messages
+    os.makedirs(tmp_path / "run", exist_ok=True)
+    ranks = [ShardWriter(str(tmp_path / "run" / f"h-{pid}-0001.flowmap.jsonl"), pid)
+             for pid in (1, 2)]
+    t = 0
+    for s in range(3):
+        for w in ranks:
+            w.step(t, s)
+        for leaves in _params():
+            t += 1
+            ranks[0].hop(t, "trainer/rank0", "group[0,1]", "broadcast", leaves[1:], step=s,
+                         transport="collective")
+            ranks[1].hop(t, "group[0,1]", "rollout/rank1", "broadcast", leaves[1:], step=s,
+                         transport="collective")
+    for w in ranks:
+        w.close(10**6)
+    # THEN one finding, at the root: the receipts are those messages, not a second stream
+    (f,) = _of(flowmap.load(str(tmp_path / "run")).view, "chatty")
+    assert f.seams == ["trainer/rank0 -> group[0,1] : broadcast"]
+    assert f.bytes_per_step == 19 * MESSAGE_COST_BYTES
+
+
 def _raw(path: str, n: int) -> tuple:
     return (path, "bytes", (n,), "", "", n, 1, None)
 
@@ -375,3 +399,15 @@ def test_a_scatter_whose_slots_wrap_the_same_tensor_is_a_duplicate(tmp_path):
     (f,) = _scatter(tmp_path / "same", (1, 1))
     assert f.bytes_per_step == (2 * 64 * 1024 * 8 + 8) * (1 - 1 / 2)  # the root's bytes, less a share
     assert _scatter(tmp_path / "parts", (1, 2)) == []  # each slot its own rows
+
+
+def test_one_socket_per_rank_is_one_role_level_seam():
+    # a socket per rank names each seam by its endpoint: one seam per role all the same
+    from flowmap.findings.common import role_key
+
+    assert role_key(("driver", "actor/0", "PUSH ipc:///tmp/run/drv_0")) == role_key(
+        ("driver", "actor/1", "PUSH ipc:///tmp/run/drv_1")) == (
+        "driver", "actor", "PUSH ipc:///tmp/run/drv_*")
+    assert role_key(("a", "b", "PULL tcp://127.0.0.1:5556"))[2] == "PULL tcp://*.*.*.*:*"
+    # a payload's own name keeps its numbers: `layer3` and `layer4` are two payloads
+    assert role_key(("a", "b/2", "layer3")) == ("a", "b", "layer3")

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flowmap.capture import leaf_notes, state, step_hooks, values
-from flowmap.capture.api import current_owner, set_owner
+from flowmap.capture.api import current_owner, set_process_owner
 from flowmap.integrations.transports import dist_ops, flight, record
 from flowmap.integrations.transports.flight_entries import ranks_text, recorders
 from flowmap.integrations.transports.record import describe
@@ -279,7 +279,7 @@ def _wrap_init(init: Callable[..., Any]) -> Callable[..., Any]:
         try:
             _rank = _c10d.get_rank()
             if state.default_owner == "main" or state.auto_owner:
-                set_owner(f"rank{_c10d.get_rank()}")
+                set_process_owner(f"rank{_c10d.get_rank()}")
             _wrap_package_extras()
             _start_reader()
         except Exception as exc:

@@ -10,7 +10,9 @@ recorded there.
 
 A message is one send half on the sending side and one receive half on each
 receiving side, keyed by a digest of its frames (routing envelopes of ROUTER
-sockets and REQ delimiters left out, so both ends see the same frames) and
+sockets and REQ delimiters left out, so both ends see the same frames; frames
+sent or received one by one before a whole-message call, a ROUTER's identity
+then `send_pyobj`, begin that message) and
 named `<TYPE> <endpoint>` of the socket that recorded it (`PUSH
 tcp://127.0.0.1:5555`; a port from the OS's ephemeral range is written `*`, so
 a seam keeps its name from run to run); the channel is the endpoint's port or path. `nbytes`
@@ -97,7 +99,12 @@ def _wrap_message(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any
         if state.tracer is None or getattr(_tl, "message", None) is not None:
             return fn(self, *args, **kwargs)
         try:
-            msg = _tl.message = _Message(_is_router(self), args[0] if sending and args else None)
+            # frames sent or received one by one before it (a ROUTER's `send(identity,
+            # SNDMORE)`, then `send_pyobj`) begin this message
+            msg = (_partial.pop(self.underlying, None) if _partial else None) \
+                or _Message(_is_router(self))
+            msg.payload = args[0] if sending and args else None
+            _tl.message = msg
         except Exception as exc:
             record.error(exc)
             return fn(self, *args, **kwargs)
