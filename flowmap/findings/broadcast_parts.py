@@ -23,11 +23,13 @@ each, per step; the fix is a scatter (or per-rank sends) of each rank's part.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from flowmap.findings.common import DUPLICATE, Finding, per_step
-from flowmap.findings.duplicates import group_size
+from flowmap.findings.duplicates import carried, fanouts, group_size
 from flowmap.model.format import seam_label
 from flowmap.model.types import ARRAY_KINDS, role_of
 from flowmap.read.events import Hop, Leaf, storage_bases
@@ -83,7 +85,7 @@ def detect(view: RunView) -> list[Finding]:
         labels[key].update(seam_label(h.seam) for h in rounds[r])
         who[key].update(role_of(h.src) for h in sent)
         counted[key] += 1
-    out = []
+    out = _fanned_out(hops, mine, notes, bases, view.detail.num_steps)
     for key, at_stake in total.items():
         group, op = key
         bps = at_stake / view.detail.num_steps
@@ -94,6 +96,40 @@ def detect(view: RunView) -> list[Finding]:
             f"go on with a part of it ({counted[key]} rounds show it): {per_step(bps)} "
             "beyond each rank's part; scatter each rank its own part instead.",
         ))
+    return out
+
+
+def _fanned_out(hops: list[Hop], mine: dict[int, list[Hop]], notes: Notes,
+                bases: dict[tuple[int, int], int], steps: int) -> list[Finding]:
+    """One message a transport delivered whole to several receivers (a PUB's), where a
+    receiver went on with a part of it: all but one copy, per sender and seam name."""
+    times = {pid: [h.t_ns for h in hs] for pid, hs in mine.items()}
+    extra: dict[tuple[str, str], float] = defaultdict(float)
+    labels: dict[tuple[str, str], set[str]] = defaultdict(set)
+    shown: dict[tuple[str, str], int] = defaultdict(int)
+    for group in fanouts(hops):
+        world = len(group)
+        for h in group:
+            if h.arrived is None or h.arrived[0] not in mine:
+                continue
+            pid, storages = h.arrived  # the receiver, and its ids of what arrived
+            got = replace(h, pid=pid, storages=storages)
+            if _keeps_a_part(got, mine[pid], bisect_right(times[pid], h.t_ns), world, notes,
+                             bases):
+                key = (role_of(h.src), h.name)
+                sizes = [carried(x) for x in group]
+                extra[key] += sum(sizes) - max(sizes)
+                labels[key].update(seam_label(x.seam) for x in group)
+                shown[key] += 1
+                break
+    out = []
+    for (src, name), nbytes in extra.items():
+        bps = nbytes / steps
+        out.append(Finding(
+            DUPLICATE, sorted(labels[(src, name)]), bps,
+            f"{src}'s `{name}` reaches every receiver whole, and they go on with a part of "
+            f"it ({shown[(src, name)]} messages show it): {per_step(bps)} beyond one copy; "
+            "send each receiver its own part instead."))
     return out
 
 
@@ -132,7 +168,7 @@ def _keeps_a_part(got: Hop, mine: list[Hop], start: int, world: int, notes: Note
             if h.step is not None and got.step is not None and h.step > got.step:
                 break
             continue
-        if _broadcast(h) == this:
+        if this is not None and _broadcast(h) == this:
             if _carried(h) == _carried(got):
                 break  # the next round of the same broadcast
             continue  # another payload broadcast beside it (tokens, then advantages)

@@ -16,11 +16,16 @@ A collective sends to every rank in one call: a root's `scatter` or
 slot is: the object of an earlier slot again) sends the same data whole to
 several ranks, each of which needed its own part. Its extra bytes are the
 root's bytes less one rank's share.
+
+One message a transport delivers to several receivers (a PUB socket's, to each
+subscriber) is no copy the sender made: weights every subscriber uses whole are
+sent so. Whether the receivers went on with a part is `broadcast_parts`'s to read.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from flowmap.findings.common import DUPLICATE, Finding, RoleKey, norm_path, one_each, per_step
@@ -43,8 +48,11 @@ CopyKey = tuple[int, str, When, tuple[int, ...], tuple[tuple[Any, str], ...]]
 def detect(view: RunView) -> list[Finding]:
     first: dict[CopyKey, Hop] = {}
     groups: dict[CopyKey, list[Hop]] = {}  # only keys seen more than once
+    # one message the transport delivered to several receivers: not the sender's copies
+    # (`flowmap.findings.broadcast_parts` reads whether they went on with a part)
+    fanned = {id(h) for group in fanouts(view.events.hops) for h in group}
     for h in view.events.hops:
-        if h.storages and h.transport not in NO_COPY:
+        if h.storages and h.transport not in NO_COPY and id(h) not in fanned:
             when: When = h.step if h.step is not None else ("t", h.t_ns // WINDOW_NS)
             key = (h.pid, h.src, when, h.storages,
                    tuple((leaf.shape, leaf.dtype) for leaf in h.leaves))
@@ -128,6 +136,16 @@ def _repeated(view: RunView) -> tuple[dict[RoleKey, float], dict[RoleKey, set[st
                 paths[rk].add(norm_path(path) or seam[2])
         labels[rk].add(seam_label(seam))
     return extra, labels, paths
+
+
+def fanouts(hops: Iterable[Hop]) -> list[list[Hop]]:
+    """Messages a transport delivered to several receivers (a PUB's, one hop per
+    subscriber): the hops of one send share its process, sender, name and time."""
+    by: dict[tuple[int, str, str, int], list[Hop]] = defaultdict(list)
+    for h in hops:
+        if h.transport == ZMQ and h.dst != UNTRACED:
+            by[(h.pid, h.src, h.name, h.t_ns)].append(h)
+    return [group for group in by.values() if len({h.dst for h in group}) >= 2]
 
 
 def carried(h: Hop) -> int:

@@ -107,3 +107,18 @@ def test_two_tensors_broadcast_in_turn_are_each_a_duplicate_when_the_rows_go_on(
         w.close(10_000)
     (f,) = broadcast_parts.detect(flowmap.load(path).view)
     assert f.bytes_per_step == B * T * (8 + 4) / 2
+
+
+def test_one_message_a_socket_delivered_to_several_receivers_is_a_fan_out_not_copies():
+    """GIVEN a PUB message joined to two subscribers (one send: its process, sender, name and
+    time) and two PUSH sends of one storage to two workers THEN only the first is a fan-out:
+    the second's copies are the sender's."""
+    from flowmap.findings.duplicates import fanouts
+    from flowmap.read.events import Hop
+
+    def hop(t: int, dst: str, name: str) -> Hop:
+        return Hop(t, 1, "trainer", dst, name, 4096, (), (5,), 0, None, "zmq", ())
+
+    pub = [hop(10, "rollout/0", "PUB tcp://127.0.0.1:*"), hop(10, "rollout/1", "PUB tcp://127.0.0.1:*")]
+    push = [hop(20, "rollout/0", "PUSH tcp://127.0.0.1:*"), hop(21, "rollout/1", "PUSH tcp://127.0.0.1:*")]
+    assert fanouts([*pub, *push]) == [pub]
