@@ -38,7 +38,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from flowmap.capture import leaf_notes, state, step_hooks, values
+from flowmap.capture import state, step_hooks, values
 from flowmap.capture.api import current_owner, set_process_owner
 from flowmap.integrations.transports import dist_ops, flight, record
 from flowmap.integrations.transports.flight_entries import ranks_text, recorders
@@ -179,6 +179,8 @@ def _rooted(fn: Callable[..., Any], op: dist_ops.Op) -> Callable[..., Any]:
 def _note_pickled(src: str, dst: str, name: str, payload: Any) -> None:
     """An object collective pickles what it sends, so a view in it carries its whole storage
     (`flowmap.capture.leaf_notes`; noted as `pickle`, the transport that moves it)."""
+    from flowmap.capture import leaf_notes  # here: importing torch arms this module, lean
+
     found = leaf_notes.collect(payload, "pickle", values.enabled())
     if found:
         record.notes(src, dst, name, "pickle", getattr(state.tracer, "step", None), found)
