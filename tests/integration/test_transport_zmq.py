@@ -216,10 +216,14 @@ for turn in range(3):
         dealer.send_pyobj({"turn": turn})
     with flowmap.owner("engine"):
         ident = router.recv()  # the identity frame alone, then the request
+        if turn == 0:  # a whole message sent meanwhile is not the request's rest
+            router.send_multipart([ident, b"ack"])
         assert router.recv_pyobj() == {"turn": turn}
         router.send(ident, zmq.SNDMORE)  # as a ROUTER replies with send_pyobj
         router.send_pyobj({"reply": b"r" * (1000 * (turn + 1))})
     with flowmap.owner("agent"):
+        if turn == 0:
+            assert dealer.recv() == b"ack"
         assert dealer.recv_pyobj() == {"reply": b"r" * (1000 * (turn + 1))}
 router.close(); dealer.close(); ctx.term()
 '''
@@ -227,7 +231,8 @@ router.close(); dealer.close(); ctx.term()
 
 def test_a_router_message_begun_frame_by_frame_pairs_with_its_peer(tmp_path, run_cli):
     # GIVEN a ROUTER that receives and replies with its identity frame on its own, then
-    # `recv_pyobj` / `send_pyobj`: one message each way, as the DEALER sees it
+    # `recv_pyobj` / `send_pyobj`: one message each way, as the DEALER sees it; once, a whole
+    # message sent between the identity and the rest of a request
     script = tmp_path / "router.py"
     script.write_text(ROUTER_FRAME_BY_FRAME)
     r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
@@ -236,6 +241,6 @@ def test_a_router_message_begun_frame_by_frame_pairs_with_its_peer(tmp_path, run
     # THEN every message joins its receiver: no half goes to or comes from (untraced)
     request = len(pickle.dumps({"turn": 0}, pickle.DEFAULT_PROTOCOL))
     assert sorted((h.src, h.dst, h.nbytes) for h in run.hops) == sorted(
-        [("agent", "engine", request)] * 3 + [
+        [("agent", "engine", request)] * 3 + [("engine", "agent", 5 + 3)] + [
             ("engine", "agent", 5 + len(pickle.dumps({"reply": b"r" * (1000 * (t + 1))},
                                                     pickle.DEFAULT_PROTOCOL))) for t in range(3)])

@@ -99,10 +99,13 @@ def _wrap_message(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any
         if state.tracer is None or getattr(_tl, "message", None) is not None:
             return fn(self, *args, **kwargs)
         try:
-            # frames sent or received one by one before it (a ROUTER's `send(identity,
-            # SNDMORE)`, then `send_pyobj`) begin this message
-            msg = (_partial.pop(self.underlying, None) if _partial else None) \
-                or _Message(_is_router(self))
+            # frames sent (or received) one by one before it, a ROUTER's `send(identity,
+            # SNDMORE)` then `send_pyobj`, begin this message; not those of the other way
+            msg = _partial.get(self.underlying) if _partial else None
+            if msg is not None and (msg.payload is not None) == sending:  # a list when sent
+                del _partial[self.underlying]
+            else:
+                msg = _Message(_is_router(self))
             msg.payload = args[0] if sending and args else None
             _tl.message = msg
         except Exception as exc:
