@@ -3,7 +3,8 @@
 A hop's bytes are shared evenly among the items it carried; only hops up to
 the drop count. A `flowmap.drop([], reason)` without item ids (what a framework
 can say when its messages carry no ids) drops the message that last reached the
-dropping owner before it, each message once: its bytes, on the seam that
+dropping owner before it (by when its receiver took it, not when it was sent: a queue's
+messages may wait), each message once: its bytes, on the seam that
 brought it. Ids that no message carried (the program's own uids, the dropped
 objects themselves: `flowmap.drop(stale, "stale")`) are as many items of the
 last messages that reached the owner, a message that held a list of k arrays
@@ -88,6 +89,12 @@ def _advice(reason: str, rode: dict[SeamKey, float]) -> str:
             "is known there, or produce fewer")
 
 
+def _reached(h: Hop) -> int:
+    """When a message reached its receiver: its receive half's time, where it was joined to
+    one (a queue's messages may wait there long after they were put), else its send's."""
+    return h.t_ns if h.received_ns is None else h.received_ns
+
+
 def _carries_data(h: Hop) -> bool:
     return bool(h.storages) or any(x.kind in ARRAY_KINDS or x.kind == "bytes" for x in h.leaves)
 
@@ -110,10 +117,10 @@ def _messages_dropped(view: RunView, untracked: list[tuple[Drop, int]]) -> list[
     into: dict[str, list[tuple[int, int, SeamKey]]] = defaultdict(list)
     for i, h in enumerate(view.events.hops):
         if h.transport != "ref" and _carries_data(h):
-            into[role_of(h.dst)].append((h.t_ns, i, h.seam))
+            into[role_of(h.dst)].append((_reached(h), i, h.seam))
     for i, h in enumerate(view.events.hops):
         if h.transport != "ref" and not _carries_data(h) and role_of(h.dst) not in into:
-            into[role_of(h.dst)].append((h.t_ns, i, h.seam))
+            into[role_of(h.dst)].append((_reached(h), i, h.seam))
     for hops in into.values():
         hops.sort()
     left: dict[int, int] = {}  # message -> its items not yet charged
@@ -126,8 +133,8 @@ def _messages_dropped(view: RunView, untracked: list[tuple[Drop, int]]) -> list[
         role = role_of(d.owner)
         key = (d.reason, role)
         want = n or None  # None: one whole message
-        for _, i, _ in reversed(into.get(role, [])):
-            if hops_of[i].t_ns > d.t_ns:
+        for reached, i, _ in reversed(into.get(role, [])):
+            if reached > d.t_ns:
                 continue
             units = _units(hops_of[i])
             have = left.setdefault(i, units)

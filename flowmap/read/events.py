@@ -46,6 +46,9 @@ class Hop:
     wire_bytes: int | None = None  # what crossed a transport's channel (pickled size), if known
     # A transport hop whose receiver named the storages it unpickled: (its pid, their ids)
     arrived: tuple[int, tuple[int, ...]] | None = None
+    # When its receiver took it (a transport hop joined to its receive half); `t_ns` is the
+    # send's: through a queue, what was put first may be taken long after
+    received_ns: int | None = None
 
     @property
     def seam(self) -> tuple[str, str, str]:

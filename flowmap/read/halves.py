@@ -353,10 +353,11 @@ def joined_hop(s: SendHalf, dst: str, r: ReceiveHalf | None = None) -> Hop:
     """The hop of a send half received by `dst` (`r`, whose storages say what it unpickled)."""
     h = s.hop
     arrived = (r.pid, r.storages) if r is not None and r.storages else None
-    if h.dst == dst and arrived is None:
+    if h.dst == dst and r is None:
         return h
     return Hop(h.t_ns, h.pid, h.src, dst, h.name, h.nbytes, h.leaves, h.storages, h.step,
-               h.version, h.transport, h.items, h.wire_bytes, arrived)  # (`replace`: 10x this)
+               h.version, h.transport, h.items, h.wire_bytes, arrived,
+               None if r is None else r.t_ns)  # (`replace`: 10x this)
 
 
 def _untraced_sender(r: ReceiveHalf) -> Hop:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from runs import ShardWriter, tensor
+from runs import ShardWriter, items_json, tensor
 
 import flowmap
 from flowmap.capture.leaf_notes import collect
@@ -242,3 +242,34 @@ def test_pickled_lists_of_floats_are_bloat_against_a_float32_array(tmp_path):
     w.hop(1, "scorer", "learner", "dict", [floats], step=0, transport="pickle", nbytes=37_164)
     (f,) = _of(_view(tmp_path, w), "serialisation")
     assert f.bytes_per_step == 37_164 - 4096 * 4
+
+
+def test_a_drop_without_ids_charges_the_message_taken_just_before_it_not_the_last_sent(tmp_path):
+    # GIVEN two actors that put all their trajectories on one queue at once, each its own
+    # size; the learner takes them later, actor/0's first, and drops actor/1's (stale) right
+    # after taking each
+    os.makedirs(tmp_path / "run", exist_ok=True)
+    actors = [ShardWriter(str(tmp_path / "run" / f"h-{pid}-0001.flowmap.jsonl"), pid)
+              for pid in (1, 2)]
+    learner = ShardWriter(str(tmp_path / "run" / "h-3-0001.flowmap.jsonl"), 3)
+    sizes = (4096, 1024)  # actor/0's and actor/1's trajectories
+    for a, w in enumerate(actors):
+        for s in range(2):  # actor/0 sends last: by send time, its messages come last
+            leaf = tensor("obs", (sizes[a] // 4,))
+            w.writer.send_half(20 - 10 * a + s, f"actor/{a}", "(untraced)", "dict", [leaf],
+                               sizes[a], "", s, None, "pickle", items_json(None), "mp:q",
+                               f"{a}-{s}", sizes[a])
+    t = 100
+    for a in (1, 0):  # taken: actor/1's, each dropped at once, then actor/0's, kept
+        for s in range(2):
+            learner.writer.receive_half(t, "learner", "dict", "pickle", "mp:q", f"{a}-{s}",
+                                        sizes[a])
+            if a == 1:
+                learner.drop(t + 1, "learner", "stale", [])
+            t += 10
+    for w in actors:
+        w.close(10**6)
+    # THEN each drop is actor/1's message, taken just before it
+    (f,) = _of(_view(tmp_path, learner), "dropped")
+    assert f.seams == ["actor/1 -> learner : dict"]
+    assert f.bytes_per_step == 2 * sizes[1] / 2
