@@ -236,6 +236,8 @@ TRANSPORTS = (REF, COPY, SHM, PICKLE, RPC, COLLECTIVE, ZMQ, CUDA_IPC)
 # The owner on the far side of a transport message whose other half was never traced: a
 # send nobody traced received, a receipt whose sender was not traced.
 UNTRACED = "(untraced)"
+# A collective's group as an owner: `group[0,1]`, `group[0-7]` (its global ranks)
+GROUP = "group["
 # Hops a reader keeps one by one, for the whole run (shared among its shards); past it,
 # hops are folded per seam and step. The built-in trainer's ~7,000 hops stay far inside it.
 DETAIL_HOPS = 100_000

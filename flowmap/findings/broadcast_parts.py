@@ -33,7 +33,7 @@ from flowmap.findings.duplicates import carried, fanouts, group_size
 from flowmap.model.format import seam_label
 from flowmap.model.types import ARRAY_KINDS, role_of
 from flowmap.read.events import Hop, Leaf, storage_bases
-from flowmap.trace_format import UNTRACED
+from flowmap.trace_format import GROUP, UNTRACED
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -137,9 +137,9 @@ def _broadcast(h: Hop) -> Group | None:
     """(group, op) of a hop that carries a broadcast's data, at the root or at a receiver."""
     if h.transport != "collective" or "broadcast" not in h.name or not h.leaves:
         return None
-    if h.dst.startswith("group["):
+    if h.dst.startswith(GROUP):
         return (h.dst, h.name)
-    if h.src.startswith("group["):
+    if h.src.startswith(GROUP):
         return (h.src, h.name)
     return None
 
@@ -172,7 +172,7 @@ def _keeps_a_part(got: Hop, mine: list[Hop], start: int, world: int, notes: Note
             if _carried(h) == _carried(got):
                 break  # the next round of the same broadcast
             continue  # another payload broadcast beside it (tokens, then advantages)
-        if h.src.startswith("group[") or h.src == UNTRACED:
+        if h.src.startswith(GROUP) or h.src == UNTRACED:
             continue  # what arrived here, not what this rank sent on
         if _shows_a_part(h, whole, sizes, world, noted.get((h.src, h.name), []), bases):
             return True

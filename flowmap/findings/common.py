@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowmap.model.format import fmt_per_step
 from flowmap.model.types import SeamKey, SeamStats, role_of
-from flowmap.trace_format import PICKLE, RPC, SHM, ZMQ
+from flowmap.trace_format import GROUP, PICKLE, RPC, SHM, ZMQ
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -42,7 +42,6 @@ STORAGE_TRANSPORTS = (PICKLE, SHM, RPC, ZMQ)
 
 RoleKey = tuple[str, str, str]  # (src role, dst role, payload name)
 _NUMBERS = re.compile(r"\d+")
-GROUP = "group["  # a collective's group, as `flowmap.integrations.transports.dist` labels it
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from flowmap.findings.common import PASS_THROUGH, Finding, per_step, role_key
 from flowmap.findings.pass_through import made_by_middle
 from flowmap.model.types import ARRAY_KINDS, SeamKey
+from flowmap.trace_format import GROUP
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -85,7 +86,7 @@ def funnels(view: RunView) -> dict[tuple[SeamKey, SeamKey], tuple[int, int]]:
                 got[0] += 1
                 got[1] += arrival.nbytes
                 break
-        if h.transport == "collective" and h.dst.startswith("group["):
+        if h.transport == "collective" and h.dst.startswith(GROUP):
             continue  # a rank's side of a collective: its group is the transfer, not a stage
         waiting[h.dst].append(_Arrival(seam, parts, sum(p[3] * n for p, n in parts.items())))
     # where storage identity followed the data into the middle's process, it decides: a

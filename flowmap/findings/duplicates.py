@@ -32,7 +32,7 @@ from flowmap.findings.common import DUPLICATE, Finding, RoleKey, norm_path, one_
 from flowmap.model.format import seam_label
 from flowmap.model.types import ARRAY_KINDS, NO_COPY, role_of
 from flowmap.read.events import Hop
-from flowmap.trace_format import PICKLE, RPC, SHM, UNTRACED, ZMQ
+from flowmap.trace_format import GROUP, PICKLE, RPC, SHM, UNTRACED, ZMQ
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -161,7 +161,7 @@ def repeats_a_slot(h: Hop) -> bool:
     """A root's scatter whose list holds one object in several ranks' slots, or the same
     tensor inside several slots (each its own small dict around the whole batch)."""
     return (h.transport == "collective" and "scatter" in h.name and "reduce" not in h.name
-            and h.dst.startswith("group[")
+            and h.dst.startswith(GROUP)
             and (any(leaf.kind == "ref" and _is_slot(leaf.path) for leaf in h.leaves)
                  or len(set(h.storages)) < len(h.storages)))
 

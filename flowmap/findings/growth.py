@@ -78,11 +78,12 @@ def chains(stream: list[Message],
                 with_turns += 1
                 found.append(messages)
             continue
-        for fit in (False, True):  # turns linked the first way, or else the second
-            forward = _rounds(messages) or _link(messages, fit)
+        rounds, back = _rounds(messages), _rounds(messages[::-1])
+        for fit in (False,) if rounds else (False, True):  # linked one way, or else the other
+            forward = rounds or _link(messages, fit)
             # Any stream of varied lengths links into rising chains now and then; read
             # backwards it links as well. Conversations do only forwards: turns come in order.
-            backward = _rounds(messages[::-1]) or _link(messages[::-1], fit)
+            backward = back or _link(messages[::-1], fit)
             covered = _covered(forward)
             if covered >= MIN_COVERED * len(messages) \
                     and _covered(backward) <= MAX_BACKWARD * covered:
