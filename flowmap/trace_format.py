@@ -33,6 +33,7 @@ element is its kind:
     ["i", t_us, key, value]                         what this process learnt of itself
     ["v", t_us, src, dst, name, transport, step, figures]
                                                     value figures of a sampled hop (--values)
+    ["t", t_us, src, dst, name, keys]               the strings the hop just recorded carried
     ["b", storage, of]                              a view's storage id lies in storage `of`
     ["o", storage, owner]                           a storage made before recording, by `owner`
     ["end", t_us, {"events": n, "errors": n}]       clean close
@@ -89,6 +90,12 @@ otherwise read as made by the first stage that hands it on. The watch saw which 
 returned it, and the line says so, once per storage, as recording opens; readers that
 follow data (the flow) take that stage as its producer.
 
+A `t` event follows a hop of text (strings, no tensor) with `keys`, ids of the
+first strings it carried (flowmap/capture/text_identity.py): ids per shard, one
+per string object, never given to two strings (the writer holds each string while
+it keeps its id). A relay hands on the strings it got, under the same ids; text a
+stage writes (completions for prompts) has new ones. The flow reads them.
+
 A `v` event is written only under `flowmap trace --values`, which reads data
 (flowmap/capture/values.py): after a sampled hop that moved bytes, `figures`
 lists `[path, min, max, sum, zero_tail, elements]` per host array or list of
@@ -143,6 +150,7 @@ DROP_FOLD = "D"
 LEAF_NOTES = "n"
 PROCESS_INFO = "i"
 VALUES = "v"
+TEXT_KEYS = "t"
 PART = "b"
 ORIGIN = "o"
 END = "end"
@@ -213,6 +221,8 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                  ("transport", STR_REF), ("step", OPT_INT), ("notes", NOTES)),
     VALUES: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
              ("transport", STR_REF), ("step", OPT_INT), ("figures", FIGURES)),
+    TEXT_KEYS: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+                ("keys", INTS)),
     PART: (("storage", COUNT), ("of", COUNT)),
     ORIGIN: (("storage", COUNT), ("owner", STR_REF)),
 }

@@ -24,7 +24,7 @@ from typing import Any
 
 from flowmap import rundir
 from flowmap import trace_format as tf
-from flowmap.capture import describe_lazy, identity, step_hooks
+from flowmap.capture import describe_lazy, identity, step_hooks, text_identity
 from flowmap.capture.names import NOT_READ, items_list, items_text, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 from flowmap.writer.encoder import TraceWriter, dumps, encode_line
@@ -54,6 +54,7 @@ class Tracer:
         self.explicit_steps = False
         self.closed = False
         self.fold: Any = None  # a `fold.ProcessFolder` under `flowmap trace --aggregate`
+        self.texts = text_identity.TextKeys()  # ids of the strings hops of text carried
         # Called once when capture stops for good (a full disk): the session forgets us.
         self.on_stop: Callable[[Tracer], None] | None = None
         self.file: ShardFile | None = None
@@ -266,9 +267,15 @@ class Tracer:
             if self.closed:
                 return
             w = self.writer
-            w.hop(t, src, dst, name, d.leaves, d.nbytes,
-                  w.storage_ids(d.storages, d.holders) if d.storages else "",  # none: a hop of objects
-                  self.step if step is None else step, version, transport, ids)
+            if d.storages:
+                w.hop(t, src, dst, name, d.leaves, d.nbytes, w.storage_ids(d.storages, d.holders),
+                      self.step if step is None else step, version, transport, ids)
+            elif w.hop(t, src, dst, name, d.leaves, d.nbytes, "",  # none: a hop of objects
+                       self.step if step is None else step, version, transport, ids):
+                # text has no storage: its strings are its identity (`text_identity`)
+                strings = text_identity.strings_of(payload)
+                if strings:
+                    w.text_keys(t, src, dst, name, self.texts.keys(strings))
 
     def _past_detail(self) -> bool:
         """Whether `--aggregate` has folded past its detail window (no per-hop detail then)."""

@@ -16,7 +16,7 @@ stage, the two hops share a storage: that is a producer -> consumer edge.
   before, is an edge of its own, `src -> dst`.
 
 Storages are per process (one shard's ids, which a freed tensor's address never
-carries over to new data: flowmap/writer/encoder.py): a transport hop whose receiver
+carries over to new data: flowmap/writer/storage_table.py): a transport hop whose receiver
 named the storages it unpickled (`Hop.arrived`) carries its producer over, so
 data relayed through another process still comes from where it was made. Stages are
 ordered along the data's path: each after the stages whose tensors it
@@ -36,6 +36,7 @@ from flowmap.read.events import Hop
 from flowmap.trace_format import UNTRACED
 
 _TENSORS = ("tensor", "ndarray")
+MAX_TEXTS_HELD = 16  # texts of the same figures a stage is known to hold, the latest
 # The owner of code nobody named (`flowmap.capture.state.default_owner`): a script's driver.
 UNNAMED_DRIVER = "main"
 
@@ -90,8 +91,8 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
     link_args: dict[int, str] = {}  # link -> the consumer's name for the data (its leaf's root)
     passed: set[int] = set()  # links whose consumer only handed the storage on
     first_seen: dict[str, int] = {}
-    # (holder, what a text payload is made of) -> (its producer, links that brought it there)
-    held: dict[tuple[str, tuple[Any, ...]], tuple[str, list[int]]] = {}
+    # (holder, what a text payload is made of) -> the latest such texts it got
+    held: dict[tuple[str, tuple[Any, ...]], list[_Text]] = defaultdict(list)
     texts: set[int] = set()  # links of text payloads: data, as tensors are
     hand_offs = 0
     for i, h in enumerate(ordered):
@@ -100,15 +101,17 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
         if not h.storages:  # no tensor to follow: one link, from its sender, unless text
             text = _text(h)
             if text is not None:
-                got = held.get((h.src, text))
-                made_by = got[0] if got is not None else h.src
+                got = _text_held(held.get((h.src, text)), h)
+                made_by = got.made_by if got is not None else h.src
                 if made_by == h.dst:
                     continue  # back to its producer
                 if got is not None:
-                    passed.update(got[1])  # h.src only handed it on
+                    passed.update(got.links)  # h.src only handed it on
                     hand_offs += 1
-                    got[1].clear()
-                held[(h.dst, text)] = (made_by, [len(links)])
+                    got.links.clear()
+                kept = held[(h.dst, text)]
+                kept.append(_Text(made_by, [len(links)], h.pid, frozenset(h.texts)))
+                del kept[:-MAX_TEXTS_HELD]
                 texts.add(len(links))
                 links.append((i, made_by, h.dst, h.nbytes))
                 continue
@@ -149,11 +152,38 @@ def _text(h: Hop) -> tuple[Any, ...] | None:
     shape, bytes and count, whatever its path (a dict put around it on the way is the same
     text), and the payload's bytes; None without a string. Text handed on arrives and
     leaves with the same figures; text a stage writes (completions for prompts) has others.
-    Numbers alone are no identity: a list of 16 advantages is shaped as the 16 rewards."""
+    Numbers alone are no identity: a list of 16 advantages is shaped as the 16 rewards.
+    Within one process the strings themselves decide where the hop says which they were
+    (`Hop.texts`): text written with the figures of what came in is not what came in."""
     if not any(leaf.kind in ("str", "bytes") and leaf.nbytes for leaf in h.leaves):
         return None
     return (h.nbytes, *sorted((leaf.kind, leaf.dtype, repr(leaf.shape), leaf.nbytes, leaf.count)
                               for leaf in h.leaves))
+
+
+@dataclass(slots=True)
+class _Text:
+    """Text a stage got: who made it, the links that brought it, the strings it was."""
+
+    made_by: str
+    links: list[int]
+    pid: int
+    keys: frozenset[int]  # the ids of its strings in `pid` (empty: not known)
+
+
+def _text_held(kept: list[_Text] | None, h: Hop) -> _Text | None:
+    """Which text `h.src` got that `h` hands on, of those with `h`'s figures: the one with
+    its very strings, where this process knows both sides' strings; else the latest."""
+    if not kept:
+        return None
+    if not h.texts:
+        return kept[-1]
+    for got in reversed(kept):
+        if got.pid == h.pid and got.keys and not got.keys.isdisjoint(h.texts):
+            return got
+    # the same figures, but other strings than any this process knows it got: written here
+    others = [got for got in kept if got.pid != h.pid or not got.keys]
+    return others[-1] if others else None
 
 
 def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],

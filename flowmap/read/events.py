@@ -49,6 +49,8 @@ class Hop:
     # When its receiver took it (a transport hop joined to its receive half); `t_ns` is the
     # send's: through a queue, what was put first may be taken long after
     received_ns: int | None = None
+    # Ids of the strings a hop of text carried (event `t`; per shard, one per string object)
+    texts: tuple[int, ...] = ()
 
     @property
     def seam(self) -> tuple[str, str, str]:

@@ -322,6 +322,16 @@ class Decoder:
                         for path, nbytes, storage, real in ev[7])
         sh.num_events += 1
 
+    def _text_keys(self, ev: list[Any]) -> None:
+        """Give the hop just read (unless it was folded) the ids of the strings it carried."""
+        hops = self.shard.hops
+        if hops:
+            h, s = hops[-1], self.strings
+            if (h.t_ns == self.t0 + ev[1] * 1000 and h.src == s[ev[2]] and h.dst == s[ev[3]]
+                    and h.name == s[ev[4]]):
+                h.texts = tuple(ev[5])
+        self.shard.num_events += 1
+
     def _values(self, ev: list[Any]) -> None:
         sh = self.shard
         s = self.strings
@@ -379,6 +389,6 @@ BUILDERS = {
     tf.STEP: Decoder._step, tf.ERROR: Decoder._error, tf.END: Decoder._end,
     tf.SEND_HALF: Decoder._half, tf.RECEIVE_HALF: Decoder._half,
     **dict.fromkeys(folded.BUILDERS, Decoder._folded_event), tf.LEAF_NOTES: Decoder._notes,
-    tf.PROCESS_INFO: Decoder._info,
+    tf.PROCESS_INFO: Decoder._info, tf.TEXT_KEYS: Decoder._text_keys,
     tf.VALUES: Decoder._values, tf.PART: Decoder._part, tf.ORIGIN: Decoder._origin,
 }

@@ -18,37 +18,22 @@ from __future__ import annotations
 
 import json
 import threading
-import weakref
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import is_
 from typing import Any
 
-from flowmap import environment
 from flowmap import trace_format as tf
-from flowmap.writer.storage_refs import array_root, base_getter, storage_of
+from flowmap.writer.storage_table import StorageTable
 from flowmap.writer.tally import HopTally
 
 # Names longer than this are cut (with a note of how much): a line must stay within
 # what readers take (trace_format.MAX_LINE), even if a character needs a 6-byte escape.
 MAX_NAME = 256 * 1024
-# Storage ids are kept per shard so cross-hop identity can be analysed; the table is
-# cleared past this many, trading a little identity resolution for bounded memory.
-MAX_STORAGE_IDS = 100_000
 
 # A leaf as a schema line holds it: (path, kind, shape, dtype, device, nbytes, count, dims).
 Leaf = tuple[Any, ...]
 Sink = Callable[[str], None]
-
-# The C twin of `storage_ids`' common case (`_ids.c`), where it was built (as the describers'
-# C loops: compiled at install when a compiler is there, off under FLOWMAP_PURE_PYTHON=1).
-known_ids: Callable[[dict[Any, Any], list[Any]], str | None] | None = None
-if not environment.pure_python():
-    try:
-        from flowmap.writer._ids import known_ids
-    except ImportError:
-        pass
-
 
 def _opaque(obj: Any) -> str:
     return f"<{type(obj).__name__}>"  # never the object's own str(): that is user code
@@ -75,6 +60,10 @@ def items_json(items: Sequence[Any] | None) -> str:
     return dumps(list(items))
 
 
+def _has_text(leaves: Sequence[Leaf]) -> bool:
+    return any(leaf[1] == "str" for leaf in leaves)
+
+
 def _opt(n: int | None) -> str:
     return "null" if n is None else str(int(n))
 
@@ -93,18 +82,16 @@ def clamp_number(x: float) -> float:
     return min(max(x, -tf.MAX_NUMBER), tf.MAX_NUMBER)
 
 
-class TraceWriter:
-    """The interning tables of one shard, and a method per line kind that writes it."""
+class TraceWriter(StorageTable):
+    """The interning tables of one shard, and a method per line kind that writes it (its
+    storages' ids: `flowmap.writer.storage_table`)."""
 
     def __init__(self, write: Sink, emit: Sink | None = None) -> None:
-        self.write = write
+        super().__init__(write)
         self.emit = write if emit is None else emit
         self.lock = threading.Lock()
         self.strings: dict[str, int] = {}
         self.schemas: dict[tuple[Leaf, ...], int] = {}
-        # key -> (its id as JSON text, a weak reference to what holds the storage)
-        self.storages: dict[Hashable, tuple[str, weakref.ref[Any]]] = {}
-        self.next_storage = 0
         self.seams: dict[tuple[str, str, str], str] = {}  # -> "src,dst,name" string ids
         # Per seam, the last hop's [leaves, schema id, "seam,schema" text]: a seam mostly
         # repeats its schema, and comparing with the last one spares hashing every leaf.
@@ -159,95 +146,8 @@ class TraceWriter:
             last[0] = leaves
             return last[1]  # type: ignore[no-any-return]
         schema = self.schema_id(leaves)
-        self.last_schema[seam] = [leaves, schema, f"{seam},{schema}"]
+        self.last_schema[seam] = [leaves, schema, f"{seam},{schema}", _has_text(leaves)]
         return schema
-
-    def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None) -> str:
-        """The `storages` list of a hop line, without its brackets: one id per key.
-
-        A key is an address, and a freed storage's address is handed to the next one: an id
-        is kept only while the object that first showed it (`holders`, in step with `keys`;
-        a view's base in its place) lives, which a weak reference tells when the key is met
-        again (no callback: a free costs the program nothing). A key met with no holder, or
-        one not weakly referable, gets an id of its own."""
-        if not keys:
-            return ""
-        table = self.storages
-        if known_ids is not None and type(keys) is list:
-            text = known_ids(table, keys)  # every storage met before and alive: the common hop
-            if text is not None:
-                return text
-            if len(keys) == 1 and len(table) < MAX_STORAGE_IDS - 1:  # one new storage
-                return self.new_storage(keys[0], holders[0] if holders and len(holders) == 1 else None)
-        # One C-level pass; not join's TypeError on a new one: raising it costs more than a
-        # hop's other work, and a training step's tensors are mostly new storages.
-        entries = list(map(table.get, keys))
-        aligned = holders is not None and len(holders) == len(keys)
-        if len(table) + len(keys) >= MAX_STORAGE_IDS:  # the table may be cleared midway
-            return ",".join([self.storage_id(k, holders[i] if aligned else None)  # type: ignore[index]
-                             for i, k in enumerate(keys)])
-        ids: list[str] = []
-        for i, entry in enumerate(entries):
-            if entry is not None and entry[1]() is not None:
-                ids.append(entry[0])
-                continue
-            key = keys[i]
-            now = table.get(key)  # a storage met twice in this hop has its id by now
-            if now is not entry and now is not None and now[1]() is not None:
-                ids.append(now[0])
-                continue
-            ids.append(self.new_storage(key, holders[i] if aligned else None))  # type: ignore[index]
-        return ",".join(ids)
-
-    def storage_id(self, key: Hashable, holder: Any = None) -> str:
-        """The id of the storage `key` (an address, say), as JSON text; no line is written."""
-        entry = self.storages.get(key)
-        if entry is not None and entry[1]() is not None:
-            return entry[0]
-        if len(self.storages) >= MAX_STORAGE_IDS:
-            self.storages.clear()  # bounded memory: a link is lost, none is made
-        return self.new_storage(key, holder)
-
-    def new_storage(self, key: Hashable, holder: Any) -> str:
-        """A new id for `key`, kept in the table while `holder`'s storage (else its base, else
-        itself) lives: a storage outlives the tensor that showed it where an alias (`detach()`,
-        a view kept in a buffer) still holds it, and is the same data then."""
-        i = str(self.next_storage)  # a counter, not the table's size: unique across clears
-        self.next_storage += 1
-        if holder is None:
-            self.storages.pop(key, None)
-            return i
-        try:
-            storage = storage_of(holder)
-            if storage is not None:
-                self.part_of(i, key, storage, storage.data_ptr())
-                holder = storage
-            else:
-                base = base_getter(type(holder))  # torch's getter, read on the class
-                if base is not None:
-                    owner = base.__get__(holder, type(holder))
-                    if owner is not None:
-                        holder = owner
-            if holder is not None and type(holder).__name__ == "ndarray":
-                root = array_root(holder)
-                if root is not holder:
-                    self.part_of(i, key, root, root.__array_interface__["data"][0])
-            self.storages[key] = (i, weakref.ref(holder))
-        except Exception:  # not weakly referable: an id of its own, never met again
-            self.storages.pop(key, None)
-        return i
-
-    def part_of(self, i: str, key: Hashable, storage: Any, start: int) -> None:
-        """A `b` line when the new storage id `i` (a view at `key`) lies in a storage already
-        named, alive, whose data starts at `start`: a row of a received batch sent on is
-        that batch's data, though it starts elsewhere. Only for views at an offset, off
-        the common hop's path (a known storage never comes here)."""
-        base = start if type(key) is int else (start, key[1]) if type(key) is tuple else None
-        if base is None or base == key:
-            return
-        entry = self.storages.get(base)
-        if entry is not None and entry[1]() is storage:
-            self.write(f'["{tf.PART}",{i},{entry[0]}]')
 
     def origin(self, storage: str, owner: str) -> None:
         """An `o` line: `owner` made the storage `storage` before the recording opened."""
@@ -276,22 +176,23 @@ class TraceWriter:
     # -- events -------------------------------------------------------------------
     def hop(self, t_us: int, src: str, dst: str, name: str, leaves: Sequence[Leaf], nbytes: int,
             storages: str, step: int | None, version: int | None, transport: str,
-            items: str) -> None:
+            items: str) -> bool:
         """An `h` line. `storages` is `storage_ids`' text; `items` the JSON of the ids
-        (`items_json`)."""
+        (`items_json`). Returns whether its schema has a string leaf (known per schema)."""
         seam = self.seams.get((src, dst, name)) or self.seam(src, dst, name)
         last = self.last_schema.get(seam)  # `seam_schema`, inlined: this runs once per hop
         if last is not None and last[0] == leaves:
             last[0] = leaves
         else:  # `seam_schema`'s miss: a new schema is looked up once
             schema = self.schema_id(leaves)
-            last = self.last_schema[seam] = [leaves, schema, f"{seam},{schema}"]
+            last = self.last_schema[seam] = [leaves, schema, f"{seam},{schema}", _has_text(leaves)]
         self.emit(
             f'["h",{t_us},{last[2]},{nbytes},[{storages}],'
             f"{'null' if step is None else int(step)},"
             f"{'null' if version is None else int(version)},"
             f"{self.id_texts.get(transport) or self.id_text(transport)},{items}]"
         )
+        return last[3]  # type: ignore[no-any-return]
 
     def send_half(self, t_us: int, src: str, dst: str, name: str, leaves: Sequence[Leaf],
                   nbytes: int, storages: str, step: int | None, version: int | None,
@@ -335,6 +236,11 @@ class TraceWriter:
         sid = self.string_id
         self.emit(dumps([tf.LEAF_NOTES, t_us, sid(src), sid(dst), sid(name), sid(transport), step,
                          notes]))
+
+    def text_keys(self, t_us: int, src: str, dst: str, name: str, keys: list[int]) -> None:
+        """A `t` line: the ids of the strings the hop just written carried."""
+        self.emit(f'["{tf.TEXT_KEYS}",{t_us},{self.seam(src, dst, name)},'
+                  f'[{",".join(map(int.__repr__, keys))}]]')
 
     def value_figures(self, t_us: int, src: str, dst: str, name: str, transport: str,
                       step: int | None, figures: list[list[Any]]) -> None:

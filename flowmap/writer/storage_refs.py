@@ -1,7 +1,7 @@
 """What a storage id is kept alive by: the storage object behind a tensor, or a view's owner.
 
 An id is kept in the writer's table only while the object that first showed its
-address lives (`flowmap.writer.encoder.TraceWriter.new_storage`), so a freed address
+address lives (`flowmap.writer.storage_table.StorageTable.new_storage`), so a freed address
 never links two tensors. These helpers find that object without calling the program's
 code: torch's storage object (one Python object per live storage), a view's `_base`
 read through the class's own getter, a numpy view's owning array.
@@ -74,3 +74,32 @@ def base_getter(t: type) -> Any:
         _BASES.clear()
     _BASES[id(t)] = (t, getter)
     return getter
+
+
+def start_span(view: Any, storage: Any) -> int | None:
+    """The bytes into its storage that a view starting at the storage's start reaches (its
+    last element's end), when short of the storage's end; None otherwise. Read only on a
+    plain tensor `storage_of` accepted, or a numpy array (`storage` its owning array), so
+    no hook of the program's sees the reads."""
+    try:
+        if type(view).__name__ == "ndarray":
+            whole = storage.nbytes
+            if view.nbytes >= whole:
+                return None  # the whole array: the common case, two reads
+            shape, strides, item = view.shape, view.strides, view.itemsize
+        else:
+            whole = storage.nbytes()
+            if view.nbytes >= whole or view.storage_offset():
+                return None
+            item = view.element_size()
+            shape, strides = view.size(), [n * item for n in view.stride()]
+        reach = item
+        for n, stride in zip(shape, strides):
+            if n == 0:
+                return 0
+            if stride < 0:
+                return None  # its start is not its lowest address
+            reach += (n - 1) * stride
+        return reach if reach < whole else None
+    except Exception:
+        return None

@@ -151,8 +151,8 @@ def test_the_wheel_carries_the_c_loops_and_capture_uses_them(installed, tmp_path
               "from flowmap.capture.describers import accel; "
               "print(accel.tensor_entries is not None, accel.disjoint_total([(0, 4, 4), (8, 9, 1)]), "
               "accel.fold_columns(['ab', 'c'], '[*]', 1, lambda t: None)); "
-              "import weakref; from flowmap.writer import encoder; held = encoder.TraceWriter; "
-                  "print(encoder.known_ids({5: ('0', weakref.ref(held))}, [5, 5]))"],
+              "import weakref; from flowmap.writer import encoder, storage_table; held = encoder.TraceWriter; "
+                  "print(storage_table.known_ids({5: ('0', weakref.ref(held))}, [5, 5]))"],
              cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
     first, ids = r.stdout.strip().splitlines()

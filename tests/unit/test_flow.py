@@ -259,6 +259,57 @@ def test_text_handed_on_comes_from_its_producer_and_text_a_stage_writes_from_it(
                      ("controller", "trainer", ("summary",))}
 
 
+def test_text_a_stage_writes_with_its_input_s_figures_is_its_own_through_the_tracer(tmp_path):
+    # GIVEN a generator that writes as many completions as it got prompts, of the same
+    # lengths, and a controller that hands both on (re-wrapped in a dict on one way)
+    import random
+    import string
+
+    import flowmap
+
+    rnd = random.Random(0)
+
+    def text(n: int) -> str:
+        return "".join(rnd.choice(string.ascii_lowercase) for _ in range(n))
+
+    with flowmap.tracing(tmp_path / "run"):
+        for s in range(6):
+            flowmap.step(s)
+            prompts = [text(24) for _ in range(8)]
+            flowmap.hop("loader", "controller", prompts, name="prompts")
+            flowmap.hop("controller", "generator", prompts, name="prompts")
+            completions = [p[::-1].upper() for p in prompts]  # new strings, the same lengths
+            flowmap.hop("generator", "controller", completions, name="completions")
+            flowmap.hop("controller", "trainer", {"batch": prompts}, name="prompts")
+            flowmap.hop("controller", "trainer", completions, name="completions")
+    edges = {(e.src, e.dst, e.names) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN each edge leaves the stage that wrote the text, whatever its figures
+    assert edges == {("loader", "generator", ("prompts",)), ("loader", "trainer", ("prompts",)),
+                     ("generator", "trainer", ("completions",))}
+
+
+def test_rows_two_stages_fill_in_one_buffer_are_each_their_own_through_the_tracer(tmp_path):
+    # GIVEN one preallocated staging buffer per kind (torch, numpy): the loader fills row 0,
+    # the generator row 1 from it
+    import numpy as np
+    import torch
+
+    import flowmap
+
+    tbuf, nbuf = torch.empty(2, 8, 16), np.empty((2, 8, 16), dtype=np.float32)
+    with flowmap.tracing(tmp_path / "run"):
+        for s in range(4):
+            flowmap.step(s)
+            for buf, kind in ((tbuf, "t"), (nbuf, "n")):
+                buf[0] = torch.randn(8, 16) if kind == "t" else np.random.rand(8, 16)
+                flowmap.hop("loader", "generator", buf[0], name=f"prompts_{kind}")
+                buf[1] = buf[0] * 3
+                flowmap.hop("generator", "trainer", buf[1], name=f"traj_{kind}")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the generator's row is the generator's: the loader's row did not reach that far
+    assert edges == {("loader", "generator"), ("generator", "trainer")}
+
+
 def test_numbers_alone_are_no_identity_for_the_flow():
     # advantages shaped as the rewards they came from are the controller's own
     hops = [Hop(k * 1000, 1, src, dst, name, 128,

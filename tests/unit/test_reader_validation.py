@@ -31,6 +31,7 @@ GOOD = {
     tf.MARK_FOLD: ["M", 10, 0, 1, 3, 7, 4],
     tf.DROP_FOLD: ["D", 10, 0, 1, None, 2, 5, 4],
     tf.LEAF_NOTES: ["n", 10, 0, 1, 0, 2, 3, [["row", 4096, 4194304, None], ["mask", 16, None, 9]]],
+    tf.TEXT_KEYS: ["t", 10, 0, 1, 0, [1, 2, 3]],
     tf.PROCESS_INFO: ["i", 10, "ray_node_id", "5f1c"],
     tf.VALUES: ["v", 10, 0, 1, 0, 2, 3, [["ids", 0, 63, None, 120, 4096],
                                          ["lengths[*]", 3, 90.5, 200, None, 4]]],

@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 import flowmap
-from flowmap.writer import HopTally, TraceWriter, encode_line, encoder, items_json
+from flowmap.writer import HopTally, TraceWriter, encode_line, items_json, storage_table
 
 LEAVES = [("x", "tensor", (4, 8), "float32", "cpu", 128, 1, ("tokens", "dim"))]
 
@@ -76,10 +76,10 @@ def test_storage_ids_are_those_interning_one_by_one_gives(monkeypatch: pytest.Mo
     """Ids in order of first sight, one per storage (also when a hop names it twice), and
     unique in the shard across the clearing of a full table; with the C twin of the common
     case (`_ids.c`) and without it."""
-    monkeypatch.setattr(encoder, "MAX_STORAGE_IDS", 16)
+    monkeypatch.setattr(storage_table, "MAX_STORAGE_IDS", 16)
     if not c_twin:
-        monkeypatch.setattr(encoder, "known_ids", None)
-    elif encoder.known_ids is None:
+        monkeypatch.setattr(storage_table, "known_ids", None)
+    elif storage_table.known_ids is None:
         pytest.skip("the C twin is not built here (or FLOWMAP_PURE_PYTHON=1)")
     rng = random.Random(3)
     batched, single = TraceWriter(lambda s: None), TraceWriter(lambda s: None)
@@ -96,16 +96,16 @@ def test_the_c_twin_of_storage_ids_is_built_here() -> None:
     # Without it, the C case above would be skipped and prove nothing.
     if os.environ.get("FLOWMAP_PURE_PYTHON"):
         pytest.skip("FLOWMAP_PURE_PYTHON=1: the C twins are off")
-    assert encoder.known_ids is not None
+    assert storage_table.known_ids is not None
     live, dead = Held(), Held()
     ref, gone = weakref.ref(live), weakref.ref(dead)
     del dead
     table = {5: ("0", ref), (5, "cuda:0"): ("1", ref)}
-    assert encoder.known_ids(table, [5, (5, "cuda:0"), 5]) == "0,1,0"
-    assert encoder.known_ids(table, [5, 6]) is None
-    assert encoder.known_ids({**table, 7: ("2", gone)}, [5, 7]) is None  # freed: not that storage
-    assert encoder.known_ids({5: "0"}, [5]) is None  # not an (id, ref) entry
-    assert encoder.known_ids({}, []) == ""
+    assert storage_table.known_ids(table, [5, (5, "cuda:0"), 5]) == "0,1,0"
+    assert storage_table.known_ids(table, [5, 6]) is None
+    assert storage_table.known_ids({**table, 7: ("2", gone)}, [5, 7]) is None  # freed: not that storage
+    assert storage_table.known_ids({5: "0"}, [5]) is None  # not an (id, ref) entry
+    assert storage_table.known_ids({}, []) == ""
 
 
 @pytest.mark.parametrize("c_twin", [True, False], ids=["C", "Python"])
@@ -113,7 +113,7 @@ def test_an_address_whose_holder_died_gets_a_new_id(monkeypatch: pytest.MonkeyPa
                                                       c_twin: bool) -> None:
     """The allocator hands a freed storage's address to the next one: never the old id."""
     if not c_twin:
-        monkeypatch.setattr(encoder, "known_ids", None)
+        monkeypatch.setattr(storage_table, "known_ids", None)
     w = TraceWriter(lambda s: None)
     first, other = Held(), Held()
     a = w.storage_ids([100, 200], [first, other])
@@ -123,4 +123,4 @@ def test_an_address_whose_holder_died_gets_a_new_id(monkeypatch: pytest.MonkeyPa
     assert b.split(",")[0] not in a.split(",") and b.split(",")[1] == a.split(",")[1]
     assert w.storage_ids([300, 300], None) == "3,4"  # no holder: never met again
     with pytest.raises(TypeError):
-        encoder.known_ids({}, (5,))  # type: ignore[arg-type]
+        storage_table.known_ids({}, (5,))  # type: ignore[arg-type]

@@ -1,0 +1,136 @@
+"""Storage ids: one per storage a shard's hops carried, never given to two storages.
+
+A hop line names each tensor's storage by an id (`flowmap.trace_format`), so later
+analysis tells a reference (the same storage) from a copy, and follows data through
+stages. A key is an address, and a freed storage's address is handed to the next one,
+so an id is kept only while what holds the storage lives (`flowmap.writer.storage_refs`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from flowmap import environment
+from flowmap import trace_format as tf
+from flowmap.writer.storage_refs import array_root, base_getter, start_span, storage_of
+
+# Storage ids are kept per shard so cross-hop identity can be analysed; the table is
+# cleared past this many, trading a little identity resolution for bounded memory.
+MAX_STORAGE_IDS = 100_000
+
+# The C twin of `storage_ids`' common case (`_ids.c`), where it was built (as the describers'
+# C loops: compiled at install when a compiler is there, off under FLOWMAP_PURE_PYTHON=1).
+known_ids: Callable[[dict[Any, Any], list[Any]], str | None] | None = None
+if not environment.pure_python():
+    try:
+        from flowmap.writer._ids import known_ids
+    except ImportError:
+        pass
+
+
+class StorageTable:
+    """A shard's storage ids, and the `b` lines that say a view lies in a storage named before."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        # key -> (its id as JSON text, a weak reference to what holds the storage)
+        self.storages: dict[Hashable, tuple[str, weakref.ref[Any]]] = {}
+        self.next_storage = 0
+        self.spans: dict[Hashable, int | None] = {}  # a storage's start -> what was named there reaches
+
+    def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None) -> str:
+        """The `storages` list of a hop line, without its brackets: one id per key.
+
+        A key is an address, and a freed storage's address is handed to the next one: an id
+        is kept only while the object that first showed it (`holders`, in step with `keys`;
+        a view's base in its place) lives, which a weak reference tells when the key is met
+        again (no callback: a free costs the program nothing). A key met with no holder, or
+        one not weakly referable, gets an id of its own."""
+        if not keys:
+            return ""
+        table = self.storages
+        if known_ids is not None and type(keys) is list:
+            text = known_ids(table, keys)  # every storage met before and alive: the common hop
+            if text is not None:
+                return text
+            if len(keys) == 1 and len(table) < MAX_STORAGE_IDS - 1:  # one new storage
+                return self.new_storage(keys[0], holders[0] if holders and len(holders) == 1 else None)
+        # One C-level pass; not join's TypeError on a new one: raising it costs more than a
+        # hop's other work, and a training step's tensors are mostly new storages.
+        entries = list(map(table.get, keys))
+        aligned = holders is not None and len(holders) == len(keys)
+        if len(table) + len(keys) >= MAX_STORAGE_IDS:  # the table may be cleared midway
+            return ",".join([self.storage_id(k, holders[i] if aligned else None)  # type: ignore[index]
+                             for i, k in enumerate(keys)])
+        ids: list[str] = []
+        for i, entry in enumerate(entries):
+            if entry is not None and entry[1]() is not None:
+                ids.append(entry[0])
+                continue
+            key = keys[i]
+            now = table.get(key)  # a storage met twice in this hop has its id by now
+            if now is not entry and now is not None and now[1]() is not None:
+                ids.append(now[0])
+                continue
+            ids.append(self.new_storage(key, holders[i] if aligned else None))  # type: ignore[index]
+        return ",".join(ids)
+
+    def storage_id(self, key: Hashable, holder: Any = None) -> str:
+        """The id of the storage `key` (an address, say), as JSON text; no line is written."""
+        entry = self.storages.get(key)
+        if entry is not None and entry[1]() is not None:
+            return entry[0]
+        if len(self.storages) >= MAX_STORAGE_IDS:
+            self.storages.clear()  # bounded memory: a link is lost, none is made
+            self.spans.clear()
+        return self.new_storage(key, holder)
+
+    def new_storage(self, key: Hashable, holder: Any) -> str:
+        """A new id for `key`, kept in the table while `holder`'s storage (else its base, else
+        itself) lives: a storage outlives the tensor that showed it where an alias (`detach()`,
+        a view kept in a buffer) still holds it, and is the same data then."""
+        i = str(self.next_storage)  # a counter, not the table's size: unique across clears
+        self.next_storage += 1
+        if holder is None:
+            self.storages.pop(key, None)
+            return i
+        try:
+            storage = storage_of(holder)
+            if storage is not None:
+                self.part_of(i, key, storage, storage.data_ptr(), holder)
+                holder = storage
+            else:
+                base = base_getter(type(holder))  # torch's getter, read on the class
+                if base is not None:
+                    owner = base.__get__(holder, type(holder))
+                    if owner is not None:
+                        holder = owner
+            if holder is not None and type(holder).__name__ == "ndarray":
+                root = array_root(holder)
+                if root is not holder:
+                    self.part_of(i, key, root, root.__array_interface__["data"][0], holder)
+            self.storages[key] = (i, weakref.ref(holder))
+        except Exception:  # not weakly referable: an id of its own, never met again
+            self.storages.pop(key, None)
+        return i
+
+    def part_of(self, i: str, key: Hashable, storage: Any, start: int, view: Any = None) -> None:
+        """A `b` line when the new storage id `i` (a view at `key`) lies in what was named at
+        the start of its storage, alive, whose data starts at `start`: a row of a received
+        batch sent on is that batch's data, though it starts elsewhere. Rows of a buffer
+        that stages fill in turn are not one another's: a view named at the start
+        (`view`) that ends short of the storage reaches only that far (`spans`). Only for
+        views new to the table, off the common hop's path."""
+        base = start if type(key) is int else (start, key[1]) if type(key) is tuple else None
+        if base is None:
+            return
+        if base == key:
+            self.spans[base] = start_span(view, storage) if view is not None else None
+            return
+        entry = self.storages.get(base)
+        span = self.spans.get(base)
+        if entry is not None and entry[1]() is storage and (
+                span is None or (key if type(key) is int else key[0]) - start < span):  # type: ignore[index]
+            self.write(f'["{tf.PART}",{i},{entry[0]}]')
