@@ -244,3 +244,64 @@ def test_a_router_message_begun_frame_by_frame_pairs_with_its_peer(tmp_path, run
         [("agent", "engine", request)] * 3 + [("engine", "agent", 5 + 3)] + [
             ("engine", "agent", 5 + len(pickle.dumps({"reply": b"r" * (1000 * (t + 1))},
                                                     pickle.DEFAULT_PROTOCOL))) for t in range(3)])
+
+
+ASYNC_RELAY = '''
+import asyncio, torch, zmq, zmq.asyncio, flowmap
+
+ctx, actx = zmq.Context(), zmq.asyncio.Context()
+push, pull_out = ctx.socket(zmq.PUSH), ctx.socket(zmq.PULL)
+apull, apush = actx.socket(zmq.PULL), actx.socket(zmq.PUSH)
+port = apull.bind_to_random_port("tcp://127.0.0.1")
+push.connect(f"tcp://127.0.0.1:{port}")
+out = pull_out.bind_to_random_port("tcp://127.0.0.1")
+apush.connect(f"tcp://127.0.0.1:{out}")
+
+
+async def gateway():
+    with flowmap.owner("gateway"):
+        try:  # a receipt cancelled before anything came is no message
+            await asyncio.wait_for(apull.recv_pyobj(), 0.05)
+        except asyncio.TimeoutError:
+            pass
+        for step in range(4):
+            waiting = asyncio.ensure_future(apull.recv_pyobj())  # before the frame: deferred
+            await asyncio.sleep(0.05)
+            with flowmap.owner("rollout"):
+                push.send_pyobj({"ids": torch.randint(0, 9, (4, 256)), "logp": torch.randn(4, 256)})
+            group = await waiting
+            if step % 2:  # the frame there already: taken at once
+                with flowmap.owner("rollout"):
+                    push.send_pyobj({"ids": torch.randint(0, 9, (4, 256)), "logp": torch.randn(4, 256)})
+                await asyncio.sleep(0.05)
+                await apull.recv_pyobj()
+            await apush.send_pyobj({"step": step, "groups": [group]})  # handed on, re-wrapped
+            with flowmap.owner("learner"):
+                pull_out.recv_pyobj()
+        push.send_multipart([b"raw", b"frames"])
+        assert await apull.recv_multipart() == [b"raw", b"frames"]
+
+asyncio.run(gateway())
+for s in (push, pull_out, apull, apush):
+    s.close(linger=1000)
+ctx.term(); actx.term()
+'''
+
+
+def test_an_asyncio_relay_knows_the_tensors_it_loaded(tmp_path, run_cli):
+    # GIVEN a gateway on zmq.asyncio that awaits `recv_pyobj` (before the message came, and
+    # after) and hands each group on, re-wrapped, to the learner
+    script = tmp_path / "relay.py"
+    script.write_text(ASYNC_RELAY)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    seams = sorted((h.src, h.dst) for h in run.hops)
+    # THEN each message is one hop, joined to its receiver, none lost or counted twice
+    assert seams == sorted([("rollout", "gateway")] * 6 + [("gateway", "learner")] * 4
+                           + [("gateway", "gateway")]), seams
+    # AND each receipt of a pickled group names the tensors it loaded, so the relay is seen
+    groups = [h for h in run.hops if h.src == "rollout"]
+    assert all(h.arrived is not None and len(h.arrived[1]) == 2 for h in groups)
+    flow = run.view.flow
+    assert ("rollout", "learner") in {(e.src, e.dst) for e in flow.edges}, flow.edges

@@ -5,8 +5,10 @@ pyzmq's `send`/`recv` live in its compiled backend; the Python socket class
 `send_json`, `send_string` (and their `recv_` twins) on top of them. The
 wrappers go on that class: the outermost call records, the `send`/`recv`
 it makes only add their frames to the message. asyncio sockets
-(`zmq.asyncio`) do their I/O through a plain shadow socket, so they are
-recorded there.
+(`zmq.asyncio`) do their I/O through a plain shadow socket, so a send is
+recorded there; a receipt that loads its frame (`recv_pyobj`) returns a future,
+and is recorded when that is done, with the object it loaded (a relay's
+receiver knows the tensors it got).
 
 A message is one send half on the sending side and one receive half on each
 receiving side, keyed by a digest of its frames (routing envelopes of ROUTER
@@ -24,6 +26,7 @@ timeout or full queue): the exception reaches the program unchanged.
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import threading
@@ -46,6 +49,8 @@ MAX_SOCKETS = 10_000
 _tl = threading.local()
 _endpoints: dict[int, list[str]] = {}  # socket address (shared with its shadows) -> endpoints
 _partial: dict[int, _Message] = {}  # frames of a message sent or received frame by frame
+# An asyncio socket's receipts whose frames its shadow has yet to take, oldest first
+_awaited: dict[int, collections.deque[_Message]] = {}
 
 
 class _Message:
@@ -94,6 +99,9 @@ def install(module: Any) -> None:
 def _wrap_message(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any]:
     """A whole message: its frames go through `send`/`recv`, recorded once here."""
 
+    # on an asyncio socket, these take one frame through the shadow's `recv`, then load it
+    loads_a_frame = fn.__name__ in ("recv_pyobj", "recv_json", "recv_string")
+
     @functools.wraps(fn)
     def flowmap_message(self: Any, *args: Any, **kwargs: Any) -> Any:
         if state.tracer is None or getattr(_tl, "message", None) is not None:
@@ -115,7 +123,9 @@ def _wrap_message(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any
             out = fn(self, *args, **kwargs)
         finally:
             _tl.message = None
-        if msg.frames:  # an asyncio socket's deferred I/O records on its shadow later
+        if not sending and callable(getattr(type(out), "add_done_callback", None)):
+            _await(self, msg, out, loads_a_frame)  # an asyncio socket: recorded with what it loads
+        elif msg.frames:  # an asyncio socket's deferred send records on its shadow later
             _record(self, msg, sending, out)
         return out
 
@@ -136,8 +146,14 @@ def _wrap_frame(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any]:
             if msg is not None:
                 msg.add(frame)
                 return out
-            # Frame by frame: SNDMORE (sending) or RCVMORE (receiving) says more follow.
             addr = self.underlying
+            awaited = None if sending or not _awaited else _awaited.get(addr)
+            if awaited:  # the shadow of an asyncio socket takes an awaited message's frame
+                awaited[0].add(frame)
+                if not self.get(RCVMORE):
+                    awaited.popleft()
+                return out
+            # Frame by frame: SNDMORE (sending) or RCVMORE (receiving) says more follow.
             msg = _partial.pop(addr, None) or _Message(_is_router(self), [] if sending else None)
             msg.add(frame)
             if sending:
@@ -159,6 +175,32 @@ def _wrap_frame(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any]:
         return out
 
     return flowmap_frame
+
+
+def _await(sock: Any, msg: _Message, future: Any, loads_a_frame: bool) -> None:
+    """An asyncio socket's receipt (`recv_pyobj` returns a future): its frames come now or
+    later, through its shadow socket, and the object is loaded after them. Recorded when
+    the future is done, with what it loaded, so a relay's receiver knows its tensors; a
+    receipt cancelled before its frames came is no message. (A later `recv_multipart`
+    records on the shadow itself: the frames are what the program gets.)"""
+    addr = sock.underlying
+    if not msg.frames and loads_a_frame:
+        if len(_awaited) >= MAX_SOCKETS:
+            _awaited.clear()
+        _awaited.setdefault(addr, collections.deque()).append(msg)
+
+    def done(f: Any) -> None:
+        try:
+            waiting = _awaited.get(addr)
+            if waiting and msg in waiting:
+                waiting.remove(msg)  # cancelled, or failed, before a frame came
+            if msg.frames:
+                ok = not f.cancelled() and f.exception() is None
+                _record(sock, msg, False, f.result() if ok else None)
+        except Exception as exc:
+            record.error(exc)
+
+    future.add_done_callback(done)
 
 
 def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
