@@ -23,7 +23,7 @@ element is its kind:
     ["e", t_us, message]                            tracer error (counted)
     ["x", t_us, src, dst, name, schema, nbytes, storages, step, version,
      transport, items, channel, key, wire_bytes]    send half of a transport hop
-    ["y", t_us, owner, name, transport, channel, key, wire_bytes, storages]
+    ["y", t_us, owner, name, transport, channel, key, wire_bytes, storages, schema]
                                                     receive half of a transport hop
     ["a", t_us, src, dst, name, schema, step, transport, hops, nbytes_sum,
      nbytes_min, nbytes_max, wire_bytes_sum, num_items, version_min,
@@ -58,6 +58,9 @@ string: digest of the bytes that crossed, or a sequence number) into one hop
 `wire_bytes` is what crossed the channel (the pickled size), or null. A
 receive half's `storages` (optional) are the receiver's ids of the tensors it
 unpickled, in leaf order: the same data sent on from there (a relay) shares them.
+Its `schema` (optional) is what it unpickled, where that is more than bytes: a sender
+that passed raw frames (`pickle.dumps` of a dict of arrays) has only their lengths,
+so the joined hop takes the receiver's leaves.
 
 An `n` event follows a hop (or send half) that moved bytes (transport not
 `ref`) when one of its tensors has something its schema cannot say
@@ -194,7 +197,7 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
     RECEIVE_HALF: (("t_us", TIME), ("owner", STR_REF), ("name", STR_REF), ("transport", STR_REF),
                    ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT),
-                   ("storages", INTS)),
+                   ("storages", INTS), ("schema", SCHEMA_REF)),
     AGGREGATE: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
                 ("schema", SCHEMA_REF), ("step", OPT_INT), ("transport", STR_REF),
                 ("hops", COUNT), ("nbytes_sum", COUNT), ("nbytes_min", COUNT),

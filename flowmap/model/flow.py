@@ -114,8 +114,14 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                 del kept[:-MAX_TEXTS_HELD]
                 texts.add(len(links))
                 links.append((i, made_by, h.dst, h.nbytes))
-                continue
-            links.append((i, h.src, h.dst, h.nbytes))
+            else:
+                made_by = h.src
+                links.append((i, made_by, h.dst, h.nbytes))
+            if h.arrived is not None:  # tensors its receiver loaded from raw frames
+                pid, there = h.arrived
+                for storage in there:
+                    producer.setdefault((pid, storage), made_by)
+                    waiting[(pid, storage, h.dst)].append(len(links) - 1)
             continue
         forwarded = False
         roots = _roots(h)

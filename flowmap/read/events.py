@@ -274,6 +274,7 @@ class ReceiveHalf:
     key: str
     wire_bytes: int | None
     storages: tuple[int, ...] = ()  # the receiver's ids of the tensors it unpickled
+    leaves: tuple[Leaf, ...] = ()  # what it unpickled, when more than bytes
 
 
 @dataclass(slots=True)

@@ -207,11 +207,14 @@ class TraceWriter(StorageTable):
         )
 
     def receive_half(self, t_us: int, owner: str, name: str, transport: str, channel: str,
-                     key: str, wire_bytes: int | None, storages: str = "") -> None:
+                     key: str, wire_bytes: int | None, storages: str = "",
+                     leaves: Sequence[Leaf] = ()) -> None:
         """A `y` line: `owner` took the message `key` from `channel`; `storages` (`storage_ids`'
-        text) names the storages of what it unpickled, so the same data sent on is known."""
+        text) names the storages of what it unpickled, so the same data sent on is known;
+        `leaves`, what it unpickled, when more than bytes."""
         sid = self.string_id
-        tail = f",[{storages}]" if storages else ""
+        tail = (f",[{storages}],{self.schema_id(leaves)}" if leaves
+                else f",[{storages}]" if storages else "")
         self.emit(f'["{tf.RECEIVE_HALF}",{t_us},{sid(owner)},{sid(name)},{sid(transport)},'
                   f"{sid(channel)},{dumps(key)},{_opt(wire_bytes)}{tail}]")
 

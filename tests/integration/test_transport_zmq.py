@@ -305,3 +305,47 @@ def test_an_asyncio_relay_knows_the_tensors_it_loaded(tmp_path, run_cli):
     assert all(h.arrived is not None and len(h.arrived[1]) == 2 for h in groups)
     flow = run.view.flow
     assert ("rollout", "learner") in {(e.src, e.dst) for e in flow.edges}, flow.edges
+
+
+RAW_FRAMES = '''
+import pickle, numpy as np, zmq, flowmap
+
+ctx = zmq.Context()
+router, dealer = ctx.socket(zmq.ROUTER), ctx.socket(zmq.DEALER)
+port = router.bind_to_random_port("tcp://127.0.0.1")
+dealer.connect(f"tcp://127.0.0.1:{port}")
+pull = ctx.socket(zmq.PULL)
+push = ctx.socket(zmq.PUSH)
+push.connect(f"tcp://127.0.0.1:{pull.bind_to_random_port('tcp://127.0.0.1')}")
+for turn in range(3):
+    with flowmap.owner("agent"):
+        dealer.send_pyobj({"turn": turn})
+    with flowmap.owner("engine"):
+        ident, _ = router.recv_multipart()
+        reply = {"ids": np.arange(64 * (turn + 1), dtype=np.int32)}
+        router.send_multipart([ident, pickle.dumps(reply)])  # raw frames: lengths only
+    with flowmap.owner("agent"):
+        got = dealer.recv_pyobj()
+        push.send_pyobj([got["ids"]])  # handed on as it came
+    with flowmap.owner("trainer"):
+        pull.recv_pyobj()
+for s in (router, dealer, pull, push):
+    s.close()
+ctx.term()
+'''
+
+
+def test_raw_frames_a_receiver_loads_read_as_what_it_loaded(tmp_path, run_cli):
+    # GIVEN an engine that replies with `pickle.dumps` frames, which the agent loads with
+    # `recv_pyobj` and hands on to the trainer
+    script = tmp_path / "raw.py"
+    script.write_text(RAW_FRAMES)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    replies = sorted((h for h in run.hops if h.src == "engine"), key=lambda h: h.t_ns)
+    # THEN each reply's leaves are the array the agent loaded, its length growing turn by turn
+    assert [[(leaf.kind, leaf.shape) for leaf in h.leaves] for h in replies] == [
+        [("ndarray", (64 * (t + 1),))] for t in range(3)]
+    # AND the agent only handed the engine's arrays on
+    assert ("engine", "trainer") in {(e.src, e.dst) for e in run.view.flow.edges}

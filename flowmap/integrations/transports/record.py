@@ -150,7 +150,8 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
 
     `got`, what it unpickled, is described (metadata only) for its storages: the
     receiver's ids of the very tensors it got, so that the same data sent on from here
-    (a relay, re-wrapped or not) is known leaf by leaf, across the process boundary."""
+    (a relay, re-wrapped or not) is known leaf by leaf, across the process boundary; and
+    for its leaves, which say what a sender of raw bytes could not."""
     t = tracer()
     if t is None:
         return
@@ -163,7 +164,13 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
     with w.lock:
         if not t.closed:
             w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire,
-                           w.storage_ids(d.storages, d.holders) if d is not None else "")
+                           w.storage_ids(d.storages, d.holders) if d is not None else "",
+                           d.leaves if d is not None and not bytes_only(d.leaves) else ())
+
+
+def bytes_only(leaves: Any) -> bool:
+    """Whether a payload's leaves are raw bytes alone (frames): lengths, and no shape."""
+    return all(leaf[1] == "bytes" for leaf in leaves)
 
 
 def notes(src: str, dst: str, name: str, transport: str, step: int | None,
