@@ -10,6 +10,7 @@ read through the class's own getter, a numpy view's owning array.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -32,23 +33,30 @@ def array_root(a: Any) -> Any:
 _torch_refs: list[Any] = []
 
 
+def _bound_torch() -> list[Any]:
+    """torch's (Tensor, Parameter, mode check, storage getter); empty before torch is imported."""
+    refs = _torch_refs
+    if not refs:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return refs
+        try:
+            refs.extend((torch.Tensor, torch.nn.Parameter, torch._C._is_torch_function_mode_enabled,
+                         torch._C.TensorBase.untyped_storage))
+        except Exception:  # torch half imported: next time
+            del refs[:]
+    return refs
+
+
 def storage_of(holder: Any) -> Any:
     """A plain tensor's storage object, or None. torch keeps one Python object per live
     storage (it is preserved while any tensor holds the storage), so a weak reference to it
     dies exactly when the storage is freed. Only for `Tensor` and `Parameter` themselves,
     with no torch-function mode on: a subclass's or a mode's hook would see the call, and
     flowmap never calls the program's hooks."""
-    refs = _torch_refs
+    refs = _torch_refs or _bound_torch()
     if not refs:
-        torch = sys.modules.get("torch")
-        if torch is None:
-            return None
-        try:
-            refs.extend((torch.Tensor, torch.nn.Parameter, torch._C._is_torch_function_mode_enabled,
-                         torch._C.TensorBase.untyped_storage))
-        except Exception:  # torch half imported: next time
-            del refs[:]
-            return None
+        return None
     t = type(holder)
     if t is not refs[0] and t is not refs[1]:
         return None
@@ -56,6 +64,17 @@ def storage_of(holder: Any) -> Any:
         return None if refs[2]() else refs[3](holder)
     except Exception:  # sparse and other layouts without one storage
         return None
+
+
+def versions_of(holders: Sequence[Any]) -> list[int | None]:
+    """Each plain tensor's version counter (torch bumps it at every in-place write to its
+    storage, through any view), None for another holder; empty when none can be read (torch
+    not imported, a torch-function mode on: its hook would see the read)."""
+    refs = _torch_refs or _bound_torch()
+    if not refs or refs[2]():
+        return []
+    tensor, parameter = refs[0], refs[1]
+    return [h._version if type(h) is tensor or type(h) is parameter else None for h in holders]
 
 
 # id(type) -> (type, its `_base` getter or None): looked up once per type, not per storage (a

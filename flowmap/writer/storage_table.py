@@ -14,7 +14,13 @@ from typing import Any
 
 from flowmap import environment
 from flowmap import trace_format as tf
-from flowmap.writer.storage_refs import array_root, base_getter, start_span, storage_of
+from flowmap.writer.storage_refs import (
+    array_root,
+    base_getter,
+    start_span,
+    storage_of,
+    versions_of,
+)
 
 # Storage ids are kept per shard so cross-hop identity can be analysed; the table is
 # cleared past this many, trading a little identity resolution for bounded memory.
@@ -39,6 +45,8 @@ class StorageTable:
         self.storages: dict[Hashable, tuple[str, weakref.ref[Any]]] = {}
         self.next_storage = 0
         self.spans: dict[Hashable, int | None] = {}  # a storage's start -> what was named there reaches
+        self.objects: dict[int, tuple[str, weakref.ref[Any]]] = {}  # id(torch storage) -> entry
+        self.versions: dict[Hashable, int] = {}  # key -> its tensor's version at its last hop
 
     def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None) -> str:
         """The `storages` list of a hop line, without its brackets: one id per key.
@@ -50,6 +58,8 @@ class StorageTable:
         one not weakly referable, gets an id of its own."""
         if not keys:
             return ""
+        if holders:
+            self.renew_rewritten(keys, holders)
         table = self.storages
         if known_ids is not None and type(keys) is list:
             text = known_ids(table, keys)  # every storage met before and alive: the common hop
@@ -77,6 +87,20 @@ class StorageTable:
             ids.append(self.new_storage(key, holders[i] if aligned else None))  # type: ignore[index]
         return ",".join(ids)
 
+    def renew_rewritten(self, keys: Sequence[Hashable], holders: Sequence[Any]) -> None:
+        """Forget the id of each storage written in place since its last hop (its tensor's
+        version counter moved): what it holds now is new data, made by whoever hops it next
+        (advantages normalised in place, weights stepped by the optimizer, a reused buffer
+        filled again), not what the last hop carried."""
+        seen = self.versions
+        for key, version in zip(keys, versions_of(holders)):
+            if version is not None and seen.get(key, version) != version:
+                entry = self.storages.pop(key, None)
+                if entry is not None:
+                    self.objects.pop(id(entry[1]()), None)
+            if version is not None:
+                seen[key] = version
+
     def storage_id(self, key: Hashable, holder: Any = None) -> str:
         """The id of the storage `key` (an address, say), as JSON text; no line is written."""
         entry = self.storages.get(key)
@@ -85,23 +109,36 @@ class StorageTable:
         if len(self.storages) >= MAX_STORAGE_IDS:
             self.storages.clear()  # bounded memory: a link is lost, none is made
             self.spans.clear()
+            self.objects.clear()
+            self.versions.clear()
         return self.new_storage(key, holder)
 
     def new_storage(self, key: Hashable, holder: Any) -> str:
         """A new id for `key`, kept in the table while `holder`'s storage (else its base, else
         itself) lives: a storage outlives the tensor that showed it where an alias (`detach()`,
-        a view kept in a buffer) still holds it, and is the same data then."""
-        i = str(self.next_storage)  # a counter, not the table's size: unique across clears
-        self.next_storage += 1
+        a view kept in a buffer) still holds it, and is the same data then. A torch storage
+        met before at another start address (moved into shared memory by `share_memory_`, as
+        torch does to what a multiprocessing queue sends) keeps its id."""
         if holder is None:
             self.storages.pop(key, None)
-            return i
+            return self._next()
         try:
             storage = storage_of(holder)
             if storage is not None:
-                self.part_of(i, key, storage, storage.data_ptr(), holder)
+                start = storage.data_ptr()
+                # by the tensor's offset, not its address: pickling may have moved the
+                # storage since the key was read (a queue's send is recorded after it)
+                at_start = holder.storage_offset() == 0
+                if at_start:
+                    known = self.objects.get(id(storage))
+                    if known is not None and known[1]() is storage:
+                        self.storages[key] = known
+                        return known[0]
+                i = self._next()
+                self.part_of(i, key, storage, start, holder)
                 holder = storage
             else:
+                i, at_start = self._next(), False
                 base = base_getter(type(holder))  # torch's getter, read on the class
                 if base is not None:
                     owner = base.__get__(holder, type(holder))
@@ -111,9 +148,17 @@ class StorageTable:
                 root = array_root(holder)
                 if root is not holder:
                     self.part_of(i, key, root, root.__array_interface__["data"][0], holder)
-            self.storages[key] = (i, weakref.ref(holder))
+            entry = self.storages[key] = (i, weakref.ref(holder))
+            if at_start:
+                self.objects[id(storage)] = entry
         except Exception:  # not weakly referable: an id of its own, never met again
             self.storages.pop(key, None)
+            return self._next()
+        return i
+
+    def _next(self) -> str:
+        i = str(self.next_storage)  # a counter, not the table's size: unique across clears
+        self.next_storage += 1
         return i
 
     def part_of(self, i: str, key: Hashable, storage: Any, start: int, view: Any = None) -> None:

@@ -310,6 +310,79 @@ def test_rows_two_stages_fill_in_one_buffer_are_each_their_own_through_the_trace
     assert edges == {("loader", "generator"), ("generator", "trainer")}
 
 
+def test_data_rewritten_in_place_is_new_data_of_the_stage_that_rewrote_it(tmp_path):
+    # GIVEN rewards normalised in place into advantages, a buffer the driver hands out empty
+    # and the loader fills, and weights the trainer steps in place and syncs each step
+    import torch
+
+    import flowmap
+
+    buf, weights = torch.empty(8, 16), torch.zeros(64)
+    with flowmap.tracing(tmp_path / "run"):
+        for step in range(3):
+            flowmap.step(step)
+            flowmap.hop("driver", "loader", buf, name="buffer")
+            with flowmap.owner("loader"):
+                buf.normal_()  # filled where it lies
+            flowmap.hop("loader", "reward", buf, name="prompts")
+            with flowmap.owner("reward"):
+                r = buf.sum(1)
+            flowmap.hop("reward", "driver", r, name="rewards")
+            flowmap.hop("driver", "adv", r, name="rewards")
+            with flowmap.owner("adv"):
+                r.sub_(r.mean()).div_(r.std() + 1e-6)  # r holds the advantages now
+            flowmap.hop("adv", "driver", r, name="advantages")
+            flowmap.hop("driver", "trainer", r, name="advantages")
+            with flowmap.owner("trainer"):
+                weights.add_(0.1)  # an optimizer step
+            flowmap.hop("trainer", "rollout", weights, name="weights")
+    edges = {(e.src, e.dst, e.names) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN each edge leaves the stage that wrote the data last
+    assert edges == {("driver", "loader", ("buffer",)), ("loader", "reward", ("prompts",)),
+                     ("reward", "adv", ("rewards",)), ("adv", "trainer", ("advantages",)),
+                     ("trainer", "rollout", ("weights",))}, edges
+
+
+def test_a_tensor_a_relay_sends_through_a_pipe_stays_its_producer_s(tmp_path, run_cli):
+    # GIVEN a driver that hands the loader's prompts to a worker process through a Pipe:
+    # torch moves the tensor into shared memory as it pickles it
+    script = tmp_path / "pipe.py"
+    script.write_text(PIPE_RELAY)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import flowmap
+
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the worker got the loader's data, and what it sends back is its own
+    assert ("loader", "worker") in edges and ("worker", "trainer") in edges, edges
+    assert not {e for e in edges if e[0] == "driver"}, edges
+
+
+PIPE_RELAY = """
+import multiprocessing as mp, torch, flowmap
+
+def worker(conn):
+    flowmap.set_owner("worker")
+    for _ in range(3):
+        prompts = conn.recv()
+        conn.send(prompts * 2)
+
+if __name__ == "__main__":
+    flowmap.set_owner("driver")
+    parent, child = mp.get_context("spawn").Pipe()
+    w = mp.get_context("spawn").Process(target=worker, args=(child,))
+    w.start()
+    for step in range(3):
+        flowmap.step(step)
+        with flowmap.owner("loader"):
+            prompts = torch.randint(0, 100, (4, 8))
+        flowmap.hop("loader", "driver", prompts, name="prompts")
+        parent.send(prompts)
+        flowmap.hop("driver", "trainer", parent.recv(), name="sequences")
+    w.join()
+"""
+
+
 def test_numbers_alone_are_no_identity_for_the_flow():
     # advantages shaped as the rewards they came from are the controller's own
     hops = [Hop(k * 1000, 1, src, dst, name, 128,

@@ -116,3 +116,41 @@ def test_a_detached_alias_keeps_the_storage_s_id_after_the_tensor_that_showed_it
     assert ids["log_probs"] == ids["old_log_probs"]
     flow = flowmap.load(str(tmp_path / "run")).view.flow
     assert ("policy", "loss") in {(e.src, e.dst) for e in flow.edges}
+
+
+def _ids(run: Path) -> list[tuple[int, ...]]:
+    return [h.storages for h in sorted(flowmap.load(run).view.events.hops, key=lambda h: h.t_ns)]
+
+
+def test_a_storage_written_in_place_gets_a_new_id_and_one_read_keeps_it(tmp_path: Path,
+                                                                       loops: str) -> None:
+    t = torch.zeros(32, 32)
+    with flowmap.tracing(tmp_path / "run"):
+        flowmap.hop("a", "b", {"x": t, "y": torch.ones(4)}, name="first")
+        _ = t.sum()  # read: the same data
+        flowmap.hop("b", "c", {"x": t}, name="read")
+        t[3].add_(1.0)  # written through a view: the whole storage is new data
+        flowmap.hop("c", "d", {"x": t}, name="written")
+        flowmap.hop("d", "e", {"x": t[0]}, name="row")
+    first, read, written, row = _ids(tmp_path / "run")
+    assert read[0] == first[0] and written[0] != first[0] and row == (written[0],)
+
+
+def test_a_storage_moved_into_shared_memory_keeps_its_id(tmp_path: Path, loops: str) -> None:
+    # torch moves a tensor's storage into shared memory as a multiprocessing queue pickles it:
+    # another address, the same data
+    t = torch.randn(64, 64)
+    with flowmap.tracing(tmp_path / "run"):
+        flowmap.hop("a", "b", t, name="before")
+        before = t.data_ptr()
+        t.share_memory_()
+        assert t.data_ptr() != before
+        flowmap.hop("b", "c", t, name="after")
+        flowmap.hop("c", "d", t[8:16], name="rows")
+    got = _ids(tmp_path / "run")
+    assert got[1] == got[0], got
+    run = flowmap.load(tmp_path / "run")
+    from flowmap.read.events import storage_bases
+
+    assert storage_bases(run.view.events.shards).get((run.view.events.hops[0].pid,
+                                                      got[2][0])) == got[0][0]

@@ -50,7 +50,7 @@ _tl = threading.local()
 # id(obj) -> [(t_ns, owner, step, leaf notes)] of puts not yet fed: a message belongs to the
 # step it was put in, whenever the feeder thread gets to it; its leaf notes are taken at the
 # put too, while its storages are as the program left them (pickling shares them)
-_pending: dict[int, list[tuple[int, str, int | None, list[Any]]]] = {}
+_pending: dict[int, list[tuple[int, str, int | None, list[Any], Any]]] = {}
 _installed: set[str] = set()
 _real_pickler: Any = None
 
@@ -128,7 +128,9 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
     def flowmap_put(self: Any, obj: Any, *args: Any, **kwargs: Any) -> Any:
         if state.tracer is None:
             return put(self, obj, *args, **kwargs)
-        entry = (record.now_ns(), current_owner(), _step(), _notes_now(obj))
+        # described now, before pickling: torch moves a tensor's storage into shared memory
+        # as it pickles it, and the moved storage is at another address
+        entry = (record.now_ns(), current_owner(), _step(), _notes_now(obj), _described(obj))
         if len(_pending) >= MAX_PENDING_PUTS:
             _pending.clear()
         _pending.setdefault(id(obj), []).append(entry)
@@ -141,7 +143,7 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_put
 
 
-def _forget(key: int, entry: tuple[int, str, int | None, list[Any]]) -> None:
+def _forget(key: int, entry: tuple[int, str, int | None, list[Any], Any]) -> None:
     entries = _pending.get(key)
     if entries and entry in entries:
         entries.remove(entry)
@@ -184,12 +186,13 @@ def _fed(send_bytes: Callable[[Any], Any], writer: Any) -> Callable[[Any], Any]:
             if state.tracer is not None and pickled is buf:
                 entries = _pending.get(id(obj))
                 if entries:
-                    t_ns, owner, step, notes = entries.pop(0)
+                    t_ns, owner, step, notes, d = entries.pop(0)
                     if not entries:
                         _pending.pop(id(obj), None)
                 else:
-                    t_ns, owner, step, notes = record.now_ns(), state.default_owner, _step(), []
-                _record_send(owner, obj, buf, channel, t_ns, step, notes)
+                    t_ns, owner, step, notes, d = (record.now_ns(), state.default_owner, _step(),
+                                                   [], None)
+                _record_send(owner, obj, buf, channel, t_ns, step, notes, d)
         finally:
             sigterm.release()
         return out
@@ -205,7 +208,7 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
         if state.tracer is None or _internal():
             return send(self, obj)
         t_ns = record.now_ns()
-        notes = _notes_now(obj)
+        notes, d = _notes_now(obj), _described(obj)  # before torch moves storages (`_wrap_put`)
         outer = getattr(_tl, "seen", None)
         seen = _tl.seen = _Seen()
         sigterm.hold()  # a Pool's terminate comes as soon as its last result is in
@@ -216,7 +219,7 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
                 _tl.seen = outer
             if seen.buf is not None:
                 owner, step = mp_pool.submitter(obj) or (current_owner(), _step())
-                _record_send(owner, obj, seen.buf, _channel(conn_of(self)), t_ns, step, notes)
+                _record_send(owner, obj, seen.buf, _channel(conn_of(self)), t_ns, step, notes, d)
         finally:
             sigterm.release()
         return out
@@ -238,11 +241,21 @@ def _notes_now(obj: Any) -> list[Any]:
         return []
 
 
+def _described(obj: Any) -> Description | None:
+    """`obj` described (metadata only); None if that failed (it is tried again, later)."""
+    try:
+        return describe(obj)
+    except Exception as exc:
+        record.error(exc)
+        return None
+
+
 def _record_send(owner: str, obj: Any, buf: Any, channel: str, t_ns: int,
-                 step: int | None, notes: list[Any]) -> None:
+                 step: int | None, notes: list[Any], d: Description | None = None) -> None:
     try:
         key, wire = record.key_of(buf)
-        d = describe(obj)
+        if d is None:
+            d = describe(obj)
         shm = _has_tensors(d) and _torch_shares_tensors()
         transport = "shm" if shm else "pickle"
         record.send_half(owner, record.UNTRACED, type(obj).__name__, d,
