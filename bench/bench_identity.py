@@ -1,7 +1,7 @@
 """What sound storage identity costs a hop: a weak reference per new storage, and its callback.
 
 A storage's id is kept only while the tensor that first showed it lives
-(`flowmap/writer/encoder.py`), so each new storage costs a weak reference and two dict
+(`flowmap/writer/storage_table.py`), so each new storage costs a weak reference and two dict
 entries when it is first hopped, and a callback when it is freed. A storage met before costs
 nothing more. This times hops of ten tensors, fresh each hop (allocated, hopped, freed) and
 the same ones each hop, with the writer as shipped and with address-only ids (the old way:

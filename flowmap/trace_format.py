@@ -23,7 +23,8 @@ element is its kind:
     ["e", t_us, message]                            tracer error (counted)
     ["x", t_us, src, dst, name, schema, nbytes, storages, step, version,
      transport, items, channel, key, wire_bytes]    send half of a transport hop
-    ["y", t_us, owner, name, transport, channel, key, wire_bytes, storages, schema]
+    ["y", t_us, owner, name, transport, channel, key, wire_bytes, storages, schema,
+     texts]
                                                     receive half of a transport hop
     ["a", t_us, src, dst, name, schema, step, transport, hops, nbytes_sum,
      nbytes_min, nbytes_max, wire_bytes_sum, num_items, version_min,
@@ -60,7 +61,9 @@ receive half's `storages` (optional) are the receiver's ids of the tensors it
 unpickled, in leaf order: the same data sent on from there (a relay) shares them.
 Its `schema` (optional) is what it unpickled, where that is more than bytes: a sender
 that passed raw frames (`pickle.dumps` of a dict of arrays) has only their lengths,
-so the joined hop takes the receiver's leaves.
+so the joined hop takes the receiver's leaves. Its `texts` (optional) are the ids of
+the strings and floats it unpickled, as a `t` line names a hop's: the same text sent
+on from there is known, and text written there is not taken for it.
 
 An `n` event follows a hop (or send half) that moved bytes (transport not
 `ref`) when one of its tensors has something its schema cannot say
@@ -93,8 +96,8 @@ otherwise read as made by the first stage that hands it on. The watch saw which 
 returned it, and the line says so, once per storage, as recording opens; readers that
 follow data (the flow) take that stage as its producer.
 
-A `t` event follows a hop of text (strings, no tensor) with `keys`, ids of the
-first strings it carried (flowmap/capture/text_identity.py): ids per shard, one
+A `t` event follows a hop or send half of text (strings or floats, no tensor) with
+`keys`, ids of the first strings and floats it carried (flowmap/capture/text_identity.py): ids per shard, one
 per string object, never given to two strings (the writer holds each string while
 it keeps its id). A relay hands on the strings it got, under the same ids; text a
 stage writes (completions for prompts) has new ones. The flow reads them.
@@ -197,7 +200,7 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
                 ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT)),
     RECEIVE_HALF: (("t_us", TIME), ("owner", STR_REF), ("name", STR_REF), ("transport", STR_REF),
                    ("channel", STR_REF), ("key", TEXT), ("wire_bytes", OPT_INT),
-                   ("storages", INTS), ("schema", SCHEMA_REF)),
+                   ("storages", INTS), ("schema", SCHEMA_REF), ("texts", INTS)),
     AGGREGATE: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
                 ("schema", SCHEMA_REF), ("step", OPT_INT), ("transport", STR_REF),
                 ("hops", COUNT), ("nbytes_sum", COUNT), ("nbytes_min", COUNT),

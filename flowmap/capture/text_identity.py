@@ -1,11 +1,13 @@
-"""Which strings a hop of text carries, as ids that never link two different strings.
+"""Which strings (and floats) a hop of text carries, as ids that never link two different ones.
 
 A payload of text has no storage to follow: the flow (`flowmap.model.flow`) tells
 prompts handed on from completions written for them by their figures alone (count,
 lengths), and a generator that writes as many strings of the prompts' lengths reads
 as passing the prompts on. The string objects themselves tell: a relay hands on the
-very objects it got, a generator makes new ones. But an object's address is handed
-to the next object once it is freed, and strings cannot be weakly referenced. So the
+very objects it got, a generator makes new ones. Numbers alike: a list of rewards
+handed on is the very float objects, advantages computed from them are new ones (ints
+are not taken: CPython shares the small ones). But an object's address is handed
+to the next object once it is freed, and neither can be weakly referenced. So the
 table *holds* each string it has given an id, for as long as it keeps the id: while
 held, no other object can have its address. The oldest are let go past
 `MAX_HELD` strings or `MAX_HELD_CHARS` characters (then that string, met again, gets a
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-MAX_STRINGS = 16  # strings taken per hop: the first found, walking the payload in order
+MAX_STRINGS = 16  # objects taken per hop: the first found, walking the payload in order
+PER_CONTAINER = 4  # of each list or tuple, its first elements
 MAX_NODES = 64  # containers and leaves walked per hop, at most
 MAX_DEPTH = 4
 MIN_CHARS = 2  # shorter strings are shared singletons (CPython caches one-character strings)
@@ -29,14 +32,17 @@ MAX_HELD_CHARS = 16 << 20  # characters held at most
 MAX_STRING_CHARS = 1 << 20  # a longer string is not held: it gets no id
 
 
-def strings_of(payload: Any) -> list[str]:
-    """The first strings of `payload`, in walk order: only exact `str`, `list`, `tuple` and
-    `dict` are entered (never a subclass, so none of the program's code runs), dict values
-    only (keys are field names, the same in every message)."""
+def strings_of(payload: Any) -> list[Any]:
+    """The first strings and floats of `payload`, in walk order, at most `PER_CONTAINER` of
+    each list or tuple (so a dict of prompts and completions names both): only exact
+    `str`, `float`, `list`, `tuple` and `dict` are entered (never a subclass, so none of
+    the program's code runs), dict values only (keys are field names, the same in every
+    message)."""
     if type(payload) is list and payload and type(payload[0]) is str:  # the common text hop
-        found = [s for s in payload[:MAX_NODES] if type(s) is str and len(s) >= MIN_CHARS]
-        if len(found) >= MAX_STRINGS or len(found) == len(payload):
-            return [s for s in found[:MAX_STRINGS] if len(s) <= MAX_STRING_CHARS]
+        found = [s for s in payload[:PER_CONTAINER] if type(s) is str
+                 and MIN_CHARS <= len(s) <= MAX_STRING_CHARS]
+        if len(found) == min(len(payload), PER_CONTAINER):
+            return found
     found = []
     stack: list[tuple[Any, int]] = [(payload, 0)]
     nodes = 0
@@ -44,14 +50,14 @@ def strings_of(payload: Any) -> list[str]:
         obj, depth = stack.pop()
         nodes += 1
         t = type(obj)
-        if t is str:
-            if MIN_CHARS <= len(obj) <= MAX_STRING_CHARS:
+        if t is str or t is float:
+            if t is float or MIN_CHARS <= len(obj) <= MAX_STRING_CHARS:
                 found.append(obj)
                 if len(found) >= MAX_STRINGS:
                     break
         elif depth < MAX_DEPTH:
             if t is list or t is tuple:
-                stack.extend((v, depth + 1) for v in reversed(obj[:MAX_NODES]))
+                stack.extend((v, depth + 1) for v in reversed(obj[:PER_CONTAINER]))
             elif t is dict:
                 values = list(dict.values(obj))[:MAX_NODES]
                 stack.extend((v, depth + 1) for v in reversed(values))
@@ -62,12 +68,12 @@ class TextKeys:
     """This process's ids of the strings its hops carried, each held while its id is kept."""
 
     def __init__(self) -> None:
-        self.held: dict[int, tuple[int, str]] = {}  # address -> (id, the string itself)
+        self.held: dict[int, tuple[int, Any]] = {}  # address -> (id, the object itself)
         self.chars = 0
         self.next_id = 1
 
-    def keys(self, strings: list[str]) -> list[int]:
-        """One id per string; a string met before and still held keeps its id."""
+    def keys(self, strings: list[Any]) -> list[int]:
+        """One id per object; one met before and still held keeps its id."""
         held = self.held
         out = []
         for s in strings:
@@ -76,10 +82,10 @@ class TextKeys:
                 entry = (self.next_id, s)
                 self.next_id += 1
                 held[id(s)] = entry
-                self.chars += len(s)
+                self.chars += len(s) if type(s) is str else 1
             out.append(entry[0])
         while len(held) > MAX_HELD or self.chars > MAX_HELD_CHARS:  # let the oldest go
             _, (_, s) = next(iter(held.items()))
             del held[id(s)]
-            self.chars -= len(s)
+            self.chars -= len(s) if type(s) is str else 1
         return out

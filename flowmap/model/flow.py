@@ -30,13 +30,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from flowmap.model import flow_text
 from flowmap.read.events import Hop
 from flowmap.trace_format import UNTRACED
 
 _TENSORS = ("tensor", "ndarray")
-MAX_TEXTS_HELD = 16  # texts of the same figures a stage is known to hold, the latest
 # The owner of code nobody named (`flowmap.capture.state.default_owner`): a script's driver.
 UNNAMED_DRIVER = "main"
 
@@ -91,32 +90,35 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
     link_args: dict[int, str] = {}  # link -> the consumer's name for the data (its leaf's root)
     passed: set[int] = set()  # links whose consumer only handed the storage on
     first_seen: dict[str, int] = {}
-    # (holder, what a text payload is made of) -> the latest such texts it got
-    held: dict[tuple[str, tuple[Any, ...]], list[_Text]] = defaultdict(list)
+    held: dict[str, list[flow_text.Text]] = defaultdict(list)  # holder -> texts it got
     texts: set[int] = set()  # links of text payloads: data, as tensors are
     hand_offs = 0
     for i, h in enumerate(ordered):
         first_seen.setdefault(h.src, h.t_ns)
         first_seen.setdefault(h.dst, h.t_ns)
         if not h.storages:  # no tensor to follow: one link, from its sender, unless text
-            text = _text(h)
-            if text is not None:
-                got = _text_held(held.get((h.src, text)), h)
-                made_by = got.made_by if got is not None else h.src
-                if made_by == h.dst:
-                    continue  # back to its producer
-                if got is not None:
-                    passed.update(got.links)  # h.src only handed it on
-                    hand_offs += 1
-                    got.links.clear()
-                kept = held[(h.dst, text)]
-                kept.append(_Text(made_by, [len(links)], h.pid, frozenset(h.texts)))
-                del kept[:-MAX_TEXTS_HELD]
-                texts.add(len(links))
+            made_by = h.src
+            text = flow_text.figures(h)
+            if text is None:
                 links.append((i, made_by, h.dst, h.nbytes))
             else:
-                made_by = h.src
-                links.append((i, made_by, h.dst, h.nbytes))
+                got_by, kept = held[h.dst], held[h.src]
+                found = flow_text.sources(kept, h, *text)
+                to_receiver = flow_text.receiver(h)
+                for got, keys in found:
+                    made_by = got.made_by if got is not None else h.src
+                    if made_by == h.dst:
+                        continue  # back to its producer
+                    if got is not None:
+                        passed.update(got.links)  # h.src only handed it on
+                        hand_offs += 1
+                        got.links.clear()
+                    share = len(keys) / len(h.texts) if len(found) > 1 else 1.0
+                    held_as = to_receiver(keys) if to_receiver is not None else (h.pid, keys)
+                    got_by.append(flow_text.Text(made_by, [len(links)], *held_as, text[0]))
+                    texts.add(len(links))
+                    links.append((i, made_by, h.dst, round(h.nbytes * share)))
+                del got_by[:-flow_text.MAX_HELD]
             if h.arrived is not None:  # tensors its receiver loaded from raw frames
                 pid, there = h.arrived
                 for storage in there:
@@ -151,45 +153,6 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                     waiting[(pid, storage, h.dst)].append(link)
         hand_offs += forwarded
     return _assemble(ordered, links, passed, first_seen, hand_offs, link_args, texts)
-
-
-def _text(h: Hop) -> tuple[Any, ...] | None:
-    """What a payload without tensors holding text is made of: each leaf's kind, dtype,
-    shape, bytes and count, whatever its path (a dict put around it on the way is the same
-    text), and the payload's bytes; None without a string. Text handed on arrives and
-    leaves with the same figures; text a stage writes (completions for prompts) has others.
-    Numbers alone are no identity: a list of 16 advantages is shaped as the 16 rewards.
-    Within one process the strings themselves decide where the hop says which they were
-    (`Hop.texts`): text written with the figures of what came in is not what came in."""
-    if not any(leaf.kind in ("str", "bytes") and leaf.nbytes for leaf in h.leaves):
-        return None
-    return (h.nbytes, *sorted((leaf.kind, leaf.dtype, repr(leaf.shape), leaf.nbytes, leaf.count)
-                              for leaf in h.leaves))
-
-
-@dataclass(slots=True)
-class _Text:
-    """Text a stage got: who made it, the links that brought it, the strings it was."""
-
-    made_by: str
-    links: list[int]
-    pid: int
-    keys: frozenset[int]  # the ids of its strings in `pid` (empty: not known)
-
-
-def _text_held(kept: list[_Text] | None, h: Hop) -> _Text | None:
-    """Which text `h.src` got that `h` hands on, of those with `h`'s figures: the one with
-    its very strings, where this process knows both sides' strings; else the latest."""
-    if not kept:
-        return None
-    if not h.texts:
-        return kept[-1]
-    for got in reversed(kept):
-        if got.pid == h.pid and got.keys and not got.keys.isdisjoint(h.texts):
-            return got
-    # the same figures, but other strings than any this process knows it got: written here
-    others = [got for got in kept if got.pid != h.pid or not got.keys]
-    return others[-1] if others else None
 
 
 def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],

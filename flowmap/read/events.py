@@ -51,6 +51,9 @@ class Hop:
     received_ns: int | None = None
     # Ids of the strings a hop of text carried (event `t`; per shard, one per string object)
     texts: tuple[int, ...] = ()
+    # A transport hop of text: the receiver's ids of the strings it unpickled (in `arrived`'s
+    # process), in the order of `texts`
+    arrived_texts: tuple[int, ...] = ()
 
     @property
     def seam(self) -> tuple[str, str, str]:
@@ -275,6 +278,7 @@ class ReceiveHalf:
     wire_bytes: int | None
     storages: tuple[int, ...] = ()  # the receiver's ids of the tensors it unpickled
     leaves: tuple[Leaf, ...] = ()  # what it unpickled, when more than bytes
+    texts: tuple[int, ...] = ()  # the receiver's ids of the strings and floats it unpickled
 
 
 @dataclass(slots=True)

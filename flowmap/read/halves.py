@@ -66,7 +66,8 @@ def decode(ev: list[Any], t_ns: int, pid: int, s: Callable[[int], str],
                   ev[14])
         return SendHalf(hop, s(ev[12]), str(ev[13]))
     return ReceiveHalf(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), s(ev[5]), str(ev[6]), ev[7],
-                       tuple(ev[8]) if len(ev) > 8 else (), schemas[ev[9]] if len(ev) > 9 else ())
+                       tuple(ev[8]) if len(ev) > 8 else (), schemas[ev[9]] if len(ev) > 9 else (),
+                       tuple(ev[10]) if len(ev) > 10 else ())
 
 
 @dataclass(slots=True)
@@ -353,7 +354,7 @@ def joined_hop(s: SendHalf, dst: str, r: ReceiveHalf | None = None) -> Hop:
     """The hop of a send half received by `dst` (`r`, whose storages say what it unpickled,
     and whose leaves stand for a sender's raw frames)."""
     h = s.hop
-    arrived = (r.pid, r.storages) if r is not None and r.storages else None
+    arrived = (r.pid, r.storages) if r is not None and (r.storages or r.texts) else None
     if h.dst == dst and r is None:
         return h
     leaves = h.leaves  # raw frames say only their lengths: what the receiver loaded says more
@@ -361,7 +362,8 @@ def joined_hop(s: SendHalf, dst: str, r: ReceiveHalf | None = None) -> Hop:
         leaves = r.leaves
     return Hop(h.t_ns, h.pid, h.src, dst, h.name, h.nbytes, leaves, h.storages, h.step,
                h.version, h.transport, h.items, h.wire_bytes, arrived,
-               None if r is None else r.t_ns)  # (`replace`: 10x this)
+               None if r is None else r.t_ns, h.texts,
+               () if r is None else r.texts)  # (`replace`: 10x this)
 
 
 def _untraced_sender(r: ReceiveHalf) -> Hop:

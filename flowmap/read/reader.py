@@ -323,14 +323,17 @@ class Decoder:
         sh.num_events += 1
 
     def _text_keys(self, ev: list[Any]) -> None:
-        """Give the hop just read (unless it was folded) the ids of the strings it carried."""
-        hops = self.shard.hops
-        if hops:
-            h, s = hops[-1], self.strings
-            if (h.t_ns == self.t0 + ev[1] * 1000 and h.src == s[ev[2]] and h.dst == s[ev[3]]
+        """Give the hop (or send half) just read, unless it was folded, the ids of the strings
+        and floats it carried."""
+        sh, s, t_ns = self.shard, self.strings, self.t0 + ev[1] * 1000
+        last = sh.halves[-1] if sh.halves else None
+        for h in (sh.hops[-1] if sh.hops else None,
+                  last.hop if isinstance(last, SendHalf) else None):
+            if (h is not None and h.t_ns == t_ns and h.src == s[ev[2]] and h.dst == s[ev[3]]
                     and h.name == s[ev[4]]):
                 h.texts = tuple(ev[5])
-        self.shard.num_events += 1
+                break
+        sh.num_events += 1
 
     def _values(self, ev: list[Any]) -> None:
         sh = self.shard

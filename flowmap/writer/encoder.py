@@ -61,7 +61,8 @@ def items_json(items: Sequence[Any] | None) -> str:
 
 
 def _has_text(leaves: Sequence[Leaf]) -> bool:
-    return any(leaf[1] == "str" for leaf in leaves)
+    """Whether a hop of these leaves gets a `t` line (`flowmap.capture.text_identity`)."""
+    return any(leaf[1] == "str" or leaf[1] == "float" for leaf in leaves)
 
 
 def _opt(n: int | None) -> str:
@@ -208,13 +209,16 @@ class TraceWriter(StorageTable):
 
     def receive_half(self, t_us: int, owner: str, name: str, transport: str, channel: str,
                      key: str, wire_bytes: int | None, storages: str = "",
-                     leaves: Sequence[Leaf] = ()) -> None:
+                     leaves: Sequence[Leaf] = (), texts: Sequence[int] = ()) -> None:
         """A `y` line: `owner` took the message `key` from `channel`; `storages` (`storage_ids`'
         text) names the storages of what it unpickled, so the same data sent on is known;
-        `leaves`, what it unpickled, when more than bytes."""
+        `leaves`, what it unpickled, when more than bytes, and `texts` the ids of its strings
+        and floats (`text_keys`), with leaves only."""
         sid = self.string_id
         tail = (f",[{storages}],{self.schema_id(leaves)}" if leaves
                 else f",[{storages}]" if storages else "")
+        if texts and leaves:
+            tail += f',[{",".join(map(int.__repr__, texts))}]'
         self.emit(f'["{tf.RECEIVE_HALF}",{t_us},{sid(owner)},{sid(name)},{sid(transport)},'
                   f"{sid(channel)},{dumps(key)},{_opt(wire_bytes)}{tail}]")
 

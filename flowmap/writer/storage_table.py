@@ -166,8 +166,9 @@ class StorageTable:
         the start of its storage, alive, whose data starts at `start`: a row of a received
         batch sent on is that batch's data, though it starts elsewhere. Rows of a buffer
         that stages fill in turn are not one another's: a view named at the start
-        (`view`) that ends short of the storage reaches only that far (`spans`). Only for
-        views new to the table, off the common hop's path."""
+        (`view`) that ends short of the storage reaches only that far (`spans`), and a
+        storage written since that hop holds other data. Only for views new to the table,
+        off the common hop's path."""
         base = start if type(key) is int else (start, key[1]) if type(key) is tuple else None
         if base is None:
             return
@@ -176,6 +177,18 @@ class StorageTable:
             return
         entry = self.storages.get(base)
         span = self.spans.get(base)
-        if entry is not None and entry[1]() is storage and (
-                span is None or (key if type(key) is int else key[0]) - start < span):  # type: ignore[index]
+        at: int = key if type(key) is int else key[0]  # type: ignore[index]
+        if entry is not None and entry[1]() is storage and (span is None or at - start < span) \
+                and not self._written_since(base, view):
             self.write(f'["{tf.PART}",{i},{entry[0]}]')
+
+    def _written_since(self, base: Hashable, view: Any) -> bool:
+        """Whether the storage was written in place since what was named at its start last
+        hopped (a view shares its base's version counter): what the view holds then is
+        not that data, but what the stage that wrote it made (columns of one buffer that
+        two stages fill in turn)."""
+        seen = self.versions.get(base)
+        if view is None or seen is None:
+            return False
+        now = versions_of((view,))
+        return bool(now) and now[0] is not None and now[0] != seen

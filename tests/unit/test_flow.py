@@ -288,6 +288,43 @@ def test_text_a_stage_writes_with_its_input_s_figures_is_its_own_through_the_tra
                      ("generator", "trainer", ("completions",))}
 
 
+def test_text_of_two_stages_in_one_payload_and_numbers_come_from_who_made_them(tmp_path):
+    # GIVEN a driver that hands the trainer prompts and completions in one dict, rewards
+    # handed on as the reward stage made them, and advantages computed from them (a list
+    # of floats shaped as the rewards)
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        for s in range(3):
+            flowmap.step(s)
+            with flowmap.owner("loader"):
+                prompts = [f"question {s}.{i}: what is {i}+{i}?" for i in range(8)]
+            flowmap.hop("loader", "driver", prompts, name="prompts")
+            flowmap.hop("driver", "gen", prompts, name="prompts")
+            with flowmap.owner("gen"):
+                completions = ["".join(reversed(p)) for p in prompts]  # the same lengths
+            flowmap.hop("gen", "driver", completions, name="completions")
+            flowmap.hop("driver", "trainer", {"p": prompts, "c": completions}, name="text")
+            with flowmap.owner("reward"):
+                rewards = [float(len(c) % 3) for c in completions]
+            flowmap.hop("reward", "driver", rewards, name="rewards")
+            flowmap.hop("driver", "adv", rewards, name="rewards")
+            with flowmap.owner("adv"):
+                mean = sum(rewards) / len(rewards)
+                advantages = [r - mean for r in rewards]
+            flowmap.hop("adv", "driver", advantages, name="advantages")
+            flowmap.hop("driver", "trainer", advantages, name="advantages")
+    flow = flowmap.load(tmp_path / "run").view.flow
+    edges = {(e.src, e.dst, e.names) for e in flow.edges}
+    # THEN the dict is the loader's and the generator's, in equal shares; the numbers are
+    # followed by their objects
+    assert edges == {("loader", "gen", ("prompts",)), ("loader", "trainer", ("text",)),
+                     ("gen", "trainer", ("text",)), ("reward", "adv", ("rewards",)),
+                     ("adv", "trainer", ("advantages",))}, edges
+    text = {e.src: e.nbytes for e in flow.edges if e.names == ("text",)}
+    assert text["loader"] == text["gen"]
+
+
 def test_rows_two_stages_fill_in_one_buffer_are_each_their_own_through_the_tracer(tmp_path):
     # GIVEN one preallocated staging buffer per kind (torch, numpy): the loader fills row 0,
     # the generator row 1 from it
@@ -356,6 +393,58 @@ def test_a_tensor_a_relay_sends_through_a_pipe_stays_its_producer_s(tmp_path, ru
     # THEN the worker got the loader's data, and what it sends back is its own
     assert ("loader", "worker") in edges and ("worker", "trainer") in edges, edges
     assert not {e for e in edges if e[0] == "driver"}, edges
+
+
+def test_text_across_processes_is_followed_by_the_strings_each_side_named(tmp_path, run_cli):
+    # GIVEN prompts sent to a worker process through a queue, which writes completions of the
+    # same count and lengths, and a relay process that hands the prompts on unchanged
+    script = tmp_path / "text.py"
+    script.write_text(TEXT_PROCESSES)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import flowmap
+
+    flow = flowmap.load(tmp_path / "run").view.flow
+    made = {(e.src, e.dst, e.names) for e in flow.edges}
+    # THEN the completions are the worker's, the relayed prompts still the loader's
+    assert ("worker", "trainer", ("completions",)) in made, made
+    assert ("loader", "trainer", ("prompts",)) in made, made
+    assert not {e for e in made if e[0] in ("driver", "relay")}, made
+
+
+TEXT_PROCESSES = """
+import multiprocessing as mp, flowmap
+
+def worker(qin, qout):
+    flowmap.set_owner("worker")
+    for _ in range(3):
+        qout.put(["".join(reversed(p)) for p in qin.get()])  # new strings, the same lengths
+
+def relay(qin, qout):
+    flowmap.set_owner("relay")
+    for _ in range(3):
+        qout.put(qin.get())  # handed on as they came
+
+if __name__ == "__main__":
+    flowmap.set_owner("driver")
+    ctx = mp.get_context("fork")
+    to_worker, from_worker, to_relay, from_relay = (ctx.Queue() for _ in range(4))
+    procs = [ctx.Process(target=worker, args=(to_worker, from_worker)),
+             ctx.Process(target=relay, args=(to_relay, from_relay))]
+    for p in procs:
+        p.start()
+    for step in range(3):
+        flowmap.step(step)
+        with flowmap.owner("loader"):
+            prompts = [f"prompt {step}.{i}: {'x' * i}" for i in range(6)]
+        flowmap.hop("loader", "driver", prompts, name="prompts")
+        to_worker.put(prompts)
+        to_relay.put(prompts)
+        flowmap.hop("driver", "trainer", from_worker.get(), name="completions")
+        flowmap.hop("driver", "trainer", from_relay.get(), name="prompts")
+    for p in procs:
+        p.join()
+"""
 
 
 PIPE_RELAY = """

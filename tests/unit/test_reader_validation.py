@@ -23,7 +23,7 @@ GOOD = {
     tf.ERROR: ["e", 10, "boom"],
     tf.END: ["end", 10, {"events": 3, "errors": 0}],
     tf.SEND_HALF: ["x", 10, 0, 1, 0, 0, 96, [], 3, None, 2, None, 1, "digest", 120],
-    tf.RECEIVE_HALF: ["y", 10, 1, 0, 2, 1, "digest", None, [3, 4], 0],
+    tf.RECEIVE_HALF: ["y", 10, 1, 0, 2, 1, "digest", None, [3, 4], 0, [5, 6]],
     tf.AGGREGATE: ["a", 10, 0, 1, 0, 0, 3, 2, 5, 480, 64, 128, None, 9, None, 2, 4],
     tf.SEND_FOLD: ["X", 10, 0, 1, 0, 0, 3, 2, 5, 480, 64, 128, 500, 0, None, None, 4, 1],
     tf.RECEIVE_FOLD: ["Y", 10, 1, 0, 2, 1, None, 5, 500, 4],

@@ -1,4 +1,4 @@
-"""Text identity: the strings a hop carried, by ids that never link two different strings.
+"""Text identity: the strings (and floats) a hop carried, by ids that never link two of them.
 
 GIVEN payloads of text, as a program hands them between stages,
 WHEN their strings are taken and given ids,
@@ -18,6 +18,9 @@ def test_the_walk_takes_strings_of_lists_tuples_and_dict_values_in_order():
     a, b, c = "first prompt", "second prompt", "third prompt"
     assert strings_of([a, (b, {"role": "x", "text": c})]) == [a, b, c]  # "x": one character
     assert strings_of({"prompt": a}) == [a]  # values, never the keys
+    rewards = [0.5, 1.5]
+    got = strings_of({"rewards": rewards, "step": 3})
+    assert got == rewards and all(x is y for x, y in zip(got, rewards))  # floats, never ints
 
 
 def test_the_walk_never_enters_a_subclass_and_stays_bounded():
@@ -34,7 +37,9 @@ def test_the_walk_never_enters_a_subclass_and_stays_bounded():
     assert strings_of(Hostile(["never seen"])) == []
     assert strings_of([Text("a subclass")]) == []
     many = [f"prompt number {i}" for i in range(10_000)]
-    assert strings_of(many) == many[:text_identity.MAX_STRINGS]
+    assert strings_of(many) == many[:text_identity.PER_CONTAINER]
+    both = {"prompts": many, "completions": [p[::-1] for p in many]}
+    assert strings_of(both) == many[:4] + both["completions"][:4]  # each list is named
     deep: list = ["too deep"]
     for _ in range(text_identity.MAX_DEPTH + 1):
         deep = [deep]
@@ -80,8 +85,8 @@ def test_a_traced_hop_of_text_reads_back_with_its_strings_ids(tmp_path):
             flowmap.hop("generator", "trainer", [f"late text {i}"], name="late")
     hops = flowmap.load(tmp_path / "run").view.events.hops
     handed, again, written, count = hops[:4]
-    assert len(handed.texts) == 8 and again.texts == handed.texts
-    assert len(written.texts) == 8 and not set(written.texts) & set(handed.texts)
+    assert len(handed.texts) == 4 and again.texts == handed.texts  # its first strings
+    assert len(written.texts) == 4 and not set(written.texts) & set(handed.texts)
     assert count.texts == ()
     kept = flowmap.load(tmp_path / "run", detail_hops=6).view.events.hops
     late = [h for h in kept if h.name == "late"]

@@ -260,7 +260,7 @@ def _record_send(owner: str, obj: Any, buf: Any, channel: str, t_ns: int,
         transport = "shm" if shm else "pickle"
         record.send_half(owner, record.UNTRACED, type(obj).__name__, d,
                          d.nbytes if shm else wire, transport, channel, key,
-                         wire, t_ns, step, item_tags.take(obj))
+                         wire, t_ns, step, item_tags.take(obj), obj)
         if notes:
             record.notes(owner, record.UNTRACED, type(obj).__name__, transport, step, notes)
         if values.enabled():

@@ -20,7 +20,7 @@ import time
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from flowmap.capture import describe_lazy, state
+from flowmap.capture import describe_lazy, state, text_identity
 from flowmap.capture.tracer import Tracer
 from flowmap.trace_format import UNTRACED as UNTRACED  # re-exported: the transports name it
 from flowmap.writer.encoder import items_json
@@ -119,12 +119,13 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
               channel: str, key: str, wire: int | None, t_ns: int, step: Any = NOW,
-              items: list[Any] | None = None) -> None:
+              items: list[Any] | None = None, payload: Any = None) -> None:
     """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it.
 
     `step` is the step the message was sent in (a queue's feeder thread records it
     later, when the sender may be in the next step); by default the process's step now.
-    `items`: the ids the program tagged the message with (`flowmap.tag_items`).
+    `items`: the ids the program tagged the message with (`flowmap.tag_items`). `payload`,
+    what was sent, names its strings and floats where it has no tensor (`text_objects`).
     """
     t = tracer()
     if t is None:
@@ -135,13 +136,17 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
         src, fallback, name, d, nbytes, transport, channel, wire, _t_us(t, t_ns), step
     ):
         return  # folded (`trace --aggregate`, past the detail window)
+    objects = text_objects(payload, d)
     w = t.writer
     with w.lock:
         if not t.closed:
-            w.send_half(_t_us(t, t_ns), src, fallback, name, d.leaves, nbytes,
+            t_us = _t_us(t, t_ns)
+            w.send_half(t_us, src, fallback, name, d.leaves, nbytes,
                         w.storage_ids(d.storages, d.holders), step, None, transport, items_json(items),
                         channel, key,
                         wire)
+            if objects:
+                w.text_keys(t_us, src, fallback, name, t.texts.keys(objects))
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
@@ -160,12 +165,22 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
     ):
         return
     d = describe(got) if got is not None else None
+    objects = text_objects(got, d) if d is not None else []
     w = t.writer
     with w.lock:
         if not t.closed:
+            leaves = d.leaves if d is not None and not bytes_only(d.leaves) else ()
             w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire,
                            w.storage_ids(d.storages, d.holders) if d is not None else "",
-                           d.leaves if d is not None and not bytes_only(d.leaves) else ())
+                           leaves, t.texts.keys(objects) if objects and leaves else ())
+
+
+def text_objects(payload: Any, d: Description) -> list[Any]:
+    """The strings and floats a message without tensors carries, by which the flow tells
+    text handed on from text written anew (`flowmap.capture.text_identity`); none else."""
+    if payload is None or d.storages or not any(leaf[1] in ("str", "float") for leaf in d.leaves):
+        return []
+    return text_identity.strings_of(payload)
 
 
 def bytes_only(leaves: Any) -> bool:

@@ -213,7 +213,7 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
             owner = current_owner()
             record.send_half(owner, record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
-                             items=item_tags.take(payload))
+                             items=item_tags.take(payload), payload=payload)
             if _has_arrays(d):  # a view's storage, a small mask's positions
                 # `send_pyobj` pickles a view's storage
                 found = leaf_notes.collect(payload, "zmq", values.enabled())

@@ -1,0 +1,84 @@
+"""Where a payload without tensors came from: text, and numbers, followed through stages.
+
+Tensors are followed by their storages (`flowmap.model.flow`). Text has none: prompts
+handed on leave a stage with the very figures they arrived with (each leaf's kind,
+shape, bytes and count, whatever wraps them), and within one process the tracer names
+the string and float objects a hop carried (`Hop.texts`, flowmap/capture/text_identity.py):
+the same objects handed on are the same data, new ones were made by the stage that sends
+them, whatever their figures. A payload that mixes what two stages made (prompts and
+completions in one dict) comes from both, in the share of its objects each made.
+Numbers are followed by their objects only: a list of 16 advantages is shaped as the 16
+rewards it came from, so figures alone tell nothing of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from flowmap.read.events import Hop
+
+MAX_HELD = 64  # texts a stage is known to hold, the latest
+
+
+@dataclass(slots=True)
+class Text:
+    """Text a stage got: who made it, the links that brought it, what it was."""
+
+    made_by: str
+    links: list[int]
+    pid: int
+    keys: frozenset[int]  # the ids of its objects in `pid` (empty: not known)
+    figures: tuple[Any, ...]
+
+
+def figures(h: Hop) -> tuple[tuple[Any, ...], bool] | None:
+    """What a payload without tensors is made of (each leaf's kind, dtype, shape, bytes and
+    count, whatever its path: a dict put around it on the way is the same text), and
+    whether it holds strings; None for one with neither strings nor named objects."""
+    strings = any(leaf.kind in ("str", "bytes") and leaf.nbytes for leaf in h.leaves)
+    if not strings and not h.texts:
+        return None
+    return tuple(sorted((leaf.kind, leaf.dtype, repr(leaf.shape), leaf.nbytes, leaf.count)
+                        for leaf in h.leaves)), strings
+
+
+def sources(kept: list[Text], h: Hop, shape: tuple[Any, ...],
+            strings: bool) -> list[tuple[Text | None, frozenset[int]]]:
+    """Where what `h` carries came from, of what `h.src` got (`kept`, oldest first): each
+    source with the ids of `h`'s objects it holds; None: made by `h.src`."""
+    if h.texts:
+        mine = set(h.texts)
+        found: list[tuple[Text | None, frozenset[int]]] = []
+        for got in reversed(kept):
+            if got.pid == h.pid and got.keys and not got.keys.isdisjoint(mine):
+                common = frozenset(got.keys & mine)
+                found.append((got, common))
+                mine -= common
+                if not mine:
+                    break
+        if found:
+            if mine:
+                found.append((None, frozenset(mine)))
+            return found
+        if not strings:
+            return [(None, frozenset(h.texts))]  # numbers: their objects, or nothing
+    # by figures: among what this process cannot tell apart by its objects
+    for got in reversed(kept):
+        if got.figures == shape and not (h.texts and got.pid == h.pid and got.keys):
+            return [(got, frozenset(h.texts))]
+    return [(None, frozenset(h.texts))]
+
+
+def receiver(h: Hop) -> Callable[[frozenset[int]], tuple[int, frozenset[int]]] | None:
+    """For a transport hop whose receiver named the objects it unpickled: the receiver's
+    process and ids for a set of the sender's ids (in the same order on both sides, the
+    same walk of the same structure); None for a hop within a process."""
+    if h.arrived is None or not h.arrived_texts:
+        return None
+    pid, there = h.arrived[0], h.arrived_texts
+    if len(there) != len(h.texts):  # not known leaf by leaf: all of it, for each part
+        return lambda keys: (pid, frozenset(there))
+    to_there = dict(zip(h.texts, there))
+    return lambda keys: (pid, frozenset(to_there[k] for k in keys if k in to_there))
