@@ -74,7 +74,18 @@ def versions_of(holders: Sequence[Any]) -> list[int | None]:
     if not refs or refs[2]():
         return []
     tensor, parameter = refs[0], refs[1]
-    return [h._version if type(h) is tensor or type(h) is parameter else None for h in holders]
+    try:
+        return [h._version if type(h) is tensor or type(h) is parameter else None for h in holders]
+    except RuntimeError:  # an inference tensor (`torch.inference_mode`) has no counter
+        return [_version(h) if type(h) is tensor or type(h) is parameter else None
+                for h in holders]
+
+
+def _version(t: Any) -> int | None:
+    try:
+        return t._version  # type: ignore[no-any-return]
+    except RuntimeError:
+        return None
 
 
 # id(type) -> (type, its `_base` getter or None): looked up once per type, not per storage (a

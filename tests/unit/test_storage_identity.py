@@ -154,3 +154,18 @@ def test_a_storage_moved_into_shared_memory_keeps_its_id(tmp_path: Path, loops: 
 
     assert storage_bases(run.view.events.shards).get((run.view.events.hops[0].pid,
                                                       got[2][0])) == got[0][0]
+
+
+def test_inference_tensors_which_have_no_version_counter_are_recorded(tmp_path: Path,
+                                                                     loops: str) -> None:
+    # a rollout engine's outputs, made under `torch.inference_mode`, beside a plain tensor
+    with torch.inference_mode():
+        made = torch.randn(8, 8)
+    plain = torch.zeros(4)
+    with flowmap.tracing(tmp_path / "run"):
+        flowmap.hop("engine", "driver", {"ids": made, "mask": plain}, name="out")
+        flowmap.hop("driver", "trainer", {"ids": made, "mask": plain}, name="batch")
+    run = flowmap.load(tmp_path / "run")
+    first, second = _ids(tmp_path / "run")
+    assert len(first) == 2 and second == first  # the same data, handed on
+    assert not any(sh.errors for sh in run.view.events.shards)
