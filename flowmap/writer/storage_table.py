@@ -25,6 +25,7 @@ from flowmap.writer.storage_refs import (
 # Storage ids are kept per shard so cross-hop identity can be analysed; the table is
 # cleared past this many, trading a little identity resolution for bounded memory.
 MAX_STORAGE_IDS = 100_000
+MAX_REGIONS = 64  # views of one storage whose keys are kept, the first named
 
 # The C twin of `storage_ids`' common case (`_ids.c`), where it was built (as the describers'
 # C loops: compiled at install when a compiler is there, off under FLOWMAP_PURE_PYTHON=1).
@@ -47,6 +48,8 @@ class StorageTable:
         self.spans: dict[Hashable, int | None] = {}  # a storage's start -> what was named there reaches
         self.objects: dict[int, tuple[str, weakref.ref[Any]]] = {}  # id(torch storage) -> entry
         self.versions: dict[Hashable, int] = {}  # key -> its tensor's version at its last hop
+        # id(torch storage) -> (a weak reference to it, the keys of its views named so far)
+        self.regions: dict[int, tuple[weakref.ref[Any], list[Hashable]]] = {}
 
     def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None) -> str:
         """The `storages` list of a hop line, without its brackets: one id per key.
@@ -94,12 +97,25 @@ class StorageTable:
         filled again), not what the last hop carried."""
         seen = self.versions
         for key, version in zip(keys, versions_of(holders)):
-            if version is not None and seen.get(key, version) != version:
+            if version is not None and seen.get(key, version) != version \
+                    and not self._written_elsewhere(key, version):
                 entry = self.storages.pop(key, None)
                 if entry is not None:
                     self.objects.pop(id(entry[1]()), None)
             if version is not None:
                 seen[key] = version
+
+    def _written_elsewhere(self, key: Hashable, version: int) -> bool:
+        """Whether the write that moved the counter was another region's: a view of the
+        same storage starting elsewhere was hopped at this very version (rows of one
+        buffer that stages fill in turn; a view shares its storage's counter)."""
+        entry = self.storages.get(key)
+        storage = entry[1]() if entry is not None else None
+        region = self.regions.get(id(storage)) if storage is not None else None
+        if region is None or region[0]() is not storage:
+            return False
+        seen = self.versions
+        return any(other != key and seen.get(other) == version for other in region[1])
 
     def storage_id(self, key: Hashable, holder: Any = None) -> str:
         """The id of the storage `key` (an address, say), as JSON text; no line is written."""
@@ -111,6 +127,7 @@ class StorageTable:
             self.spans.clear()
             self.objects.clear()
             self.versions.clear()
+            self.regions.clear()
         return self.new_storage(key, holder)
 
     def new_storage(self, key: Hashable, holder: Any) -> str:
@@ -151,6 +168,12 @@ class StorageTable:
             entry = self.storages[key] = (i, weakref.ref(holder))
             if at_start:
                 self.objects[id(storage)] = entry
+            if storage is not None:  # the views of it named so far (`_written_elsewhere`)
+                region = self.regions.get(id(storage))
+                if region is None or region[0]() is not storage:
+                    region = self.regions[id(storage)] = (entry[1], [])
+                if len(region[1]) < MAX_REGIONS:
+                    region[1].append(key)
         except Exception:  # not weakly referable: an id of its own, never met again
             self.storages.pop(key, None)
             return self._next()

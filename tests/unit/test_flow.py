@@ -380,6 +380,29 @@ def test_data_rewritten_in_place_is_new_data_of_the_stage_that_rewrote_it(tmp_pa
                      ("trainer", "rollout", ("weights",))}, edges
 
 
+def test_rows_of_one_buffer_filled_in_turn_keep_their_filler_as_producer(tmp_path):
+    # GIVEN a buffer whose rows two engines fill in turn, in place, each handing its rows
+    # back; then the driver hands each row block on (the buffer's counter moved at both
+    # fills: a view shares its storage's version counter)
+    import torch
+
+    import flowmap
+
+    buf = torch.zeros(4, 8)
+    with flowmap.tracing(tmp_path / "run"):
+        for step in range(2):
+            flowmap.step(step)
+            for engine, rows in (("engine_a", slice(0, 2)), ("engine_b", slice(2, 4))):
+                with flowmap.owner(engine):
+                    buf[rows].copy_(torch.randn(2, 8) + step)
+                flowmap.hop(engine, "driver", buf[rows], name="filled")
+            flowmap.hop("driver", "trainer_a", buf[0:2], name="rows")
+            flowmap.hop("driver", "trainer_b", buf[2:4], name="rows")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN each engine's rows are its own: the other engine's write was elsewhere
+    assert edges == {("engine_a", "trainer_a"), ("engine_b", "trainer_b")}, edges
+
+
 def test_a_tensor_a_relay_sends_through_a_pipe_stays_its_producer_s(tmp_path, run_cli):
     # GIVEN a driver that hands the loader's prompts to a worker process through a Pipe:
     # torch moves the tensor into shared memory as it pickles it
