@@ -47,7 +47,9 @@ class StorageTable:
         self.next_storage = 0
         self.spans: dict[Hashable, int | None] = {}  # a storage's start -> what was named there reaches
         self.objects: dict[int, tuple[str, weakref.ref[Any]]] = {}  # id(torch storage) -> entry
-        self.versions: dict[Hashable, int] = {}  # key -> its tensor's version at its last hop
+        # key -> its tensor's version at its last hop, and that hop's number (`hops_seen`)
+        self.versions: dict[Hashable, tuple[int, int]] = {}
+        self.hops_seen = 0
         # id(torch storage) -> (a weak reference to it, the keys of its views named so far)
         self.regions: dict[int, tuple[weakref.ref[Any], list[Hashable]]] = {}
 
@@ -95,27 +97,31 @@ class StorageTable:
         version counter moved): what it holds now is new data, made by whoever hops it next
         (advantages normalised in place, weights stepped by the optimizer, a reused buffer
         filled again), not what the last hop carried."""
-        seen = self.versions
+        seen, hop = self.versions, self.hops_seen
+        self.hops_seen += 1
         for key, version in zip(keys, versions_of(holders)):
-            if version is not None and seen.get(key, version) != version \
-                    and not self._written_elsewhere(key, version):
+            if version is not None and seen.get(key, (version,))[0] != version \
+                    and not self._written_elsewhere(key, version, hop):
                 entry = self.storages.pop(key, None)
                 if entry is not None:
                     self.objects.pop(id(entry[1]()), None)
             if version is not None:
-                seen[key] = version
+                seen[key] = (version, hop)
 
-    def _written_elsewhere(self, key: Hashable, version: int) -> bool:
+    def _written_elsewhere(self, key: Hashable, version: int, hop: int) -> bool:
         """Whether the write that moved the counter was another region's: a view of the
-        same storage starting elsewhere was hopped at this very version (rows of one
-        buffer that stages fill in turn; a view shares its storage's counter)."""
+        same storage starting elsewhere was hopped, by an earlier hop than this one, at
+        this very version (rows of one buffer that stages fill in turn; a view shares its
+        storage's counter). Views hopped together (a state dict of one flat buffer's
+        views) were all written."""
         entry = self.storages.get(key)
         storage = entry[1]() if entry is not None else None
         region = self.regions.get(id(storage)) if storage is not None else None
         if region is None or region[0]() is not storage:
             return False
         seen = self.versions
-        return any(other != key and seen.get(other) == version for other in region[1])
+        return any(other != key and seen.get(other, (None, hop))[0] == version
+                   and seen[other][1] < hop for other in region[1])
 
     def storage_id(self, key: Hashable, holder: Any = None) -> str:
         """The id of the storage `key` (an address, say), as JSON text; no line is written."""
@@ -214,4 +220,4 @@ class StorageTable:
         if view is None or seen is None:
             return False
         now = versions_of((view,))
-        return bool(now) and now[0] is not None and now[0] != seen
+        return bool(now) and now[0] is not None and now[0] != seen[0]

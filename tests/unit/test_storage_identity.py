@@ -169,3 +169,17 @@ def test_inference_tensors_which_have_no_version_counter_are_recorded(tmp_path: 
     first, second = _ids(tmp_path / "run")
     assert len(first) == 2 and second == first  # the same data, handed on
     assert not any(sh.errors for sh in run.view.events.shards)
+
+
+def test_views_of_one_flat_buffer_stepped_in_place_are_all_new_data(tmp_path: Path,
+                                                                   loops: str) -> None:
+    # weights as views of one flat buffer (FSDP's flat parameter): loaded by the checkpoint
+    # stage, stepped in place by the trainer, then sent on together
+    flat = torch.zeros(4 * 64)
+    views = {f"layer{i}": flat[i * 64:(i + 1) * 64] for i in range(4)}
+    with flowmap.tracing(tmp_path / "run"):
+        flowmap.hop("ckpt", "trainer", views, name="weights")
+        flat.add_(0.1)  # the optimizer's step, through the buffer
+        flowmap.hop("trainer", "rollout", views, name="weights")
+    loaded, synced = _ids(tmp_path / "run")
+    assert len(set(synced)) == 4 and not set(synced) & set(loaded)

@@ -123,8 +123,9 @@ def _wrap_message(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any
             out = fn(self, *args, **kwargs)
         finally:
             _tl.message = None
-        if not sending and callable(getattr(type(out), "add_done_callback", None)):
-            _await(self, msg, out, loads_a_frame)  # an asyncio socket: recorded with what it loads
+        future = None if sending else getattr(type(self), "_Future", None)  # asyncio sockets'
+        if future is not None and issubclass(type(out), future):  # (never the program's class)
+            _await(self, msg, out, loads_a_frame)  # recorded with what it loads
         elif msg.frames:  # an asyncio socket's deferred send records on its shadow later
             _record(self, msg, sending, out)
         return out
