@@ -272,10 +272,14 @@ class Tracer:
                       self.step if step is None else step, version, transport, ids)
             elif w.hop(t, src, dst, name, d.leaves, d.nbytes, "",  # none: a hop of objects
                        self.step if step is None else step, version, transport, ids):
-                # text has no storage: its strings are its identity (`text_identity`)
-                strings = text_identity.strings_of(payload)
-                if strings:
-                    w.text_keys(t, src, dst, name, self.texts.keys(strings))
+                self.name_objects(t, src, dst, name, payload)
+
+    def name_objects(self, t_us: int, src: str, dst: str, name: str, payload: Any) -> None:
+        """The `t` line of the hop (or send half) of text just written, lock held: text has
+        no storage, its strings and floats are its identity (`text_identity`)."""
+        objects = text_identity.strings_of(payload)
+        if objects:
+            self.writer.text_keys(t_us, src, dst, name, self.texts.keys(objects))
 
     def _past_detail(self) -> bool:
         """Whether `--aggregate` has folded past its detail window (no per-hop detail then)."""

@@ -60,8 +60,9 @@ def items_json(items: Sequence[Any] | None) -> str:
     return dumps(list(items))
 
 
-def _has_text(leaves: Sequence[Leaf]) -> bool:
-    """Whether a hop of these leaves gets a `t` line (`flowmap.capture.text_identity`)."""
+def has_text(leaves: Sequence[Leaf]) -> bool:
+    """Whether a payload of these leaves gets a `t` line: strings or floats, named by their
+    objects (`flowmap.capture.text_identity`)."""
     return any(leaf[1] == "str" or leaf[1] == "float" for leaf in leaves)
 
 
@@ -147,7 +148,7 @@ class TraceWriter(StorageTable):
             last[0] = leaves
             return last[1]  # type: ignore[no-any-return]
         schema = self.schema_id(leaves)
-        self.last_schema[seam] = [leaves, schema, f"{seam},{schema}", _has_text(leaves)]
+        self.last_schema[seam] = [leaves, schema, f"{seam},{schema}", has_text(leaves)]
         return schema
 
     def origin(self, storage: str, owner: str) -> None:
@@ -186,7 +187,7 @@ class TraceWriter(StorageTable):
             last[0] = leaves
         else:  # `seam_schema`'s miss: a new schema is looked up once
             schema = self.schema_id(leaves)
-            last = self.last_schema[seam] = [leaves, schema, f"{seam},{schema}", _has_text(leaves)]
+            last = self.last_schema[seam] = [leaves, schema, f"{seam},{schema}", has_text(leaves)]
         self.emit(
             f'["h",{t_us},{last[2]},{nbytes},[{storages}],'
             f"{'null' if step is None else int(step)},"
@@ -198,14 +199,16 @@ class TraceWriter(StorageTable):
     def send_half(self, t_us: int, src: str, dst: str, name: str, leaves: Sequence[Leaf],
                   nbytes: int, storages: str, step: int | None, version: int | None,
                   transport: str, items: str, channel: str, key: str,
-                  wire_bytes: int | None) -> None:
-        """An `x` line: a hop to `dst` unless a receive half on `channel` with `key` joins it."""
+                  wire_bytes: int | None) -> bool:
+        """An `x` line: a hop to `dst` unless a receive half on `channel` with `key` joins it.
+        Returns whether its schema has strings or floats (as `hop` does)."""
         seam = self.seam(src, dst, name)
         self.emit(
             f'["{tf.SEND_HALF}",{t_us},{seam},{self.seam_schema(seam, leaves)},{int(nbytes)},'
             f"[{storages}],{_opt(step)},{_opt(version)},{self.string_id(transport)},{items},"
             f"{self.string_id(channel)},{dumps(key)},{_opt(wire_bytes)}]"
         )
+        return self.last_schema[seam][3]  # type: ignore[no-any-return]
 
     def receive_half(self, t_us: int, owner: str, name: str, transport: str, channel: str,
                      key: str, wire_bytes: int | None, storages: str = "",

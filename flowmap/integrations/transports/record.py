@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from flowmap.capture import describe_lazy, state, text_identity
 from flowmap.capture.tracer import Tracer
 from flowmap.trace_format import UNTRACED as UNTRACED  # re-exported: the transports name it
-from flowmap.writer.encoder import items_json
+from flowmap.writer.encoder import has_text, items_json
 
 if TYPE_CHECKING:
     from flowmap.capture.describe import Description
@@ -125,7 +125,7 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     `step` is the step the message was sent in (a queue's feeder thread records it
     later, when the sender may be in the next step); by default the process's step now.
     `items`: the ids the program tagged the message with (`flowmap.tag_items`). `payload`,
-    what was sent, names its strings and floats where it has no tensor (`text_objects`).
+    what was sent, names its strings and floats where it has no tensor (`Tracer.name_objects`).
     """
     t = tracer()
     if t is None:
@@ -136,17 +136,15 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
         src, fallback, name, d, nbytes, transport, channel, wire, _t_us(t, t_ns), step
     ):
         return  # folded (`trace --aggregate`, past the detail window)
-    objects = text_objects(payload, d)
     w = t.writer
     with w.lock:
         if not t.closed:
             t_us = _t_us(t, t_ns)
-            w.send_half(t_us, src, fallback, name, d.leaves, nbytes,
-                        w.storage_ids(d.storages, d.holders), step, None, transport, items_json(items),
-                        channel, key,
-                        wire)
-            if objects:
-                w.text_keys(t_us, src, fallback, name, t.texts.keys(objects))
+            if w.send_half(t_us, src, fallback, name, d.leaves, nbytes,
+                           w.storage_ids(d.storages, d.holders), step, None, transport,
+                           items_json(items), channel, key, wire) \
+                    and payload is not None and not d.storages:
+                t.name_objects(t_us, src, fallback, name, payload)
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
@@ -165,7 +163,8 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
     ):
         return
     d = describe(got) if got is not None else None
-    objects = text_objects(got, d) if d is not None else []
+    objects = (text_identity.strings_of(got) if d is not None and not d.storages
+               and has_text(d.leaves) else [])
     w = t.writer
     with w.lock:
         if not t.closed:
@@ -173,14 +172,6 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
             w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire,
                            w.storage_ids(d.storages, d.holders) if d is not None else "",
                            leaves, t.texts.keys(objects) if objects and leaves else ())
-
-
-def text_objects(payload: Any, d: Description) -> list[Any]:
-    """The strings and floats a message without tensors carries, by which the flow tells
-    text handed on from text written anew (`flowmap.capture.text_identity`); none else."""
-    if payload is None or d.storages or not any(leaf[1] in ("str", "float") for leaf in d.leaves):
-        return []
-    return text_identity.strings_of(payload)
 
 
 def bytes_only(leaves: Any) -> bool:

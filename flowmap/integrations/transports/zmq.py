@@ -125,7 +125,10 @@ def _wrap_message(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any
             _tl.message = None
         future = None if sending else getattr(type(self), "_Future", None)  # asyncio sockets'
         if future is not None and issubclass(type(out), future):  # (never the program's class)
-            _await(self, msg, out, loads_a_frame)  # recorded with what it loads
+            try:
+                _await(self, msg, out, loads_a_frame)  # recorded with what it loads
+            except Exception as exc:
+                record.error(exc)
         elif msg.frames:  # an asyncio socket's deferred send records on its shadow later
             _record(self, msg, sending, out)
         return out
