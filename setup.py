@@ -40,9 +40,9 @@ for name, folder in ROOTS.items():
 accel = [
     Extension(f"flowmap.{folder.replace('/', '.')}.{name}", [f"flowmap/{folder}/{name}.c"],
               optional=True)
-    for folder, name in (("capture/describers", "_walk"), ("capture/describers", "_columns"),
-                         ("writer", "_ids"), ("capture", "_sigterm"),
-                         ("discover", "_relay"))
+    for folder, name in (("capture/describers", "cwalk"), ("capture/describers", "ccolumns"),
+                         ("writer", "cids"), ("capture", "csigterm"),
+                         ("discover", "crelay"))
 ]
 
 setup(packages=packages, package_dir=package_dir, ext_modules=accel)

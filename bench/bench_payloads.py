@@ -2,7 +2,7 @@
 
 Runs `examples/grpo_tiny.py` once in this process with `flowmap.hop` replaced by a
 recorder (the payloads are kept, nothing is traced), then describes every recorded
-payload again and again: with the C column reads (`_columns.c`), with the Python
+payload again and again: with the C column reads (`ccolumns.c`), with the Python
 twin (`columns.py`, as `FLOWMAP_PURE_PYTHON=1` runs it), and with every element
 walked one by one (the reference). The
 figure per mode is CPU time, best of `--rounds`; the three must describe alike.

@@ -21,7 +21,7 @@ fi
 # (dev) and test.sh (dev,integrations) alternate without reinstalling each other's.
 # When an install is needed it installs the union, so the next alternation is quick too.
 stamp=.venv/.flowmap-installed
-hash="$(cat pyproject.toml setup.py flowmap/capture/describers/_*.c flowmap/capture/_*.c flowmap/writer/_*.c | sha256sum | cut -c1-16)"
+hash="$(cat pyproject.toml setup.py flowmap/capture/describers/*.c flowmap/capture/*.c flowmap/writer/*.c flowmap/discover/*.c | sha256sum | cut -c1-16)"
 extras_set() { tr ', ' '\n\n' | sed '/^$/d' | sort -u; }
 want_extras="$(printf '%s' "$EXTRAS" | extras_set)"
 have_hash="" have_extras=""

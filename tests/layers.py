@@ -128,8 +128,8 @@ def unplaced(graph: nx.DiGraph) -> list[str]:
 
 
 def extension_modules(root: str) -> set[str]:
-    """The C twins (`_walk.c` beside the Python it stands in for): modules built from C,
-    imported by their private name like any extension module, never names of a Python one."""
+    """The C twins (`cwalk.c` beside the Python it stands in for): modules built from C, so
+    with no `.py` of their own, named and checked like any other module."""
     out: set[str] = set()
     for folder, package in ROOTS.items():
         base = os.path.join(root, folder)
@@ -147,7 +147,7 @@ def _private(name: str) -> bool:
 def private_names_used(root: str) -> list[tuple[str, str]]:
     """(module, name) for each private name (`_x`) a module takes from another module of the
     project: imported (`from a import _x`, `import a._x`), or read off a module it imported
-    (`a._x`). A C twin (`extension_modules`) is a module of its own, not a private name."""
+    (`a._x`). A C twin (`extension_modules`) counts like a module written in Python."""
     mods = modules(root)
     extensions = extension_modules(root)
     out: set[tuple[str, str]] = set()
@@ -160,7 +160,7 @@ def private_names_used(root: str) -> list[tuple[str, str]]:
                 for alias in node.names:
                     if alias.name in mods or alias.name in extensions:
                         parts = alias.name.split(".")
-                        if alias.name not in extensions and any(map(_private, parts)):
+                        if any(map(_private, parts)):
                             out.add((name, alias.name))
                         if alias.asname:
                             bound[alias.asname] = alias.name
@@ -175,13 +175,12 @@ def private_names_used(root: str) -> list[tuple[str, str]]:
                     full = f"{base}.{alias.name}"
                     if full in mods or full in extensions:
                         bound[alias.asname or alias.name] = full
-                    if _private(alias.name) and full not in extensions and base != name:
+                    if _private(alias.name) and base != name:
                         out.add((name, full))
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                     and _private(node.attr) and node.value.id in bound
-                    and bound[node.value.id] != name
-                    and f"{bound[node.value.id]}.{node.attr}" not in extensions):
+                    and bound[node.value.id] != name):
                 out.add((name, f"{bound[node.value.id]}.{node.attr}"))
     return sorted(out)
 

@@ -8,7 +8,7 @@ program expects:
   thread goes to sleep (a `Pool` worker entering `get` as `terminate` comes)
   interrupts nothing, and the process that SIG_DFL would have ended sleeps for
   ever: about one run in ten of a traced `with Pool(2)` block, under load. The
-  C half (`_sigterm.c`, Linux) sends the signal to the main thread again until
+  C half (`csigterm.c`, Linux) sends the signal to the main thread again until
   the handler has run.
 - A transport wrapper sends first and records after (the bytes it records are
   the ones that went out). Handled between the two, SIGTERM would close the
@@ -49,7 +49,7 @@ os.register_at_fork(after_in_child=_forget_holds)
 
 def finish_on_sigterm(fn: Callable[[], None]) -> bool:
     """Run `fn` (close the shard) on SIGTERM, then die of SIGTERM as the program would have.
-    Whether a handler that is sent SIGTERM again until it runs (`_sigterm.c`) is in place."""
+    Whether a handler that is sent SIGTERM again until it runs (`csigterm.c`) is in place."""
     try:
         if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
             return False  # the program's own, or ours already
@@ -57,10 +57,10 @@ def finish_on_sigterm(fn: Callable[[], None]) -> bool:
     except (ValueError, OSError):  # not the main thread, or no signals here
         return False
     try:
-        from flowmap.capture import _sigterm
+        from flowmap.capture import csigterm
     except ImportError:  # not built (no compiler at install): the handler alone, as before
         return False
-    return _sigterm.arm()
+    return csigterm.arm()
 
 
 def hold() -> None:

@@ -2,7 +2,7 @@
 
 Python 3.11 and older report every call and return, C calls included, to one profile
 function per thread (`sys.setprofile`, and `threading.setprofile` for threads started
-later); no line events, unlike `settrace`. Where `_relay.c` is built, that function is a C
+later); no line events, unlike `settrace`. Where `crelay.c` is built, that function is a C
 relay: it answers the C events and the code the watch decided to leave alone itself, so
 the Python hook below sees a call of code not decided yet and the calls and returns of
 code it follows. Being C, it also pushes no Python frame at each event, which made CPython
@@ -23,10 +23,10 @@ from typing import Any, Protocol
 from flowmap import environment
 from flowmap.discover.filters import CodeInfo
 
-_relay: ModuleType | None = None
+crelay: ModuleType | None = None
 if not environment.pure_python():
     try:
-        from flowmap.discover import _relay
+        from flowmap.discover import crelay
     except ImportError:  # not compiled (an install without a C compiler): the Python hook alone
         pass
 
@@ -49,7 +49,7 @@ class Hook:
     """One watch's hold on the interpreter: the C relay (kept across a restart after a fork,
     its decisions with it) or the sys.monitoring tool id."""
 
-    relay: Any = None  # `_relay.Relay`
+    relay: Any = None  # `crelay.Relay`
     tool: int | None = None
 
 
@@ -60,12 +60,12 @@ def start(watched: Watched, hook: Hook | None) -> Hook:
         hook.tool = _start_monitoring(watched)
         return hook
     python_hook = profile_hook(watched)
-    if _relay is None:  # not built: every event reaches the Python hook
+    if crelay is None:  # not built: every event reaches the Python hook
         threading.setprofile(python_hook)
         sys.setprofile(python_hook)
         return hook
     if hook.relay is None:
-        hook.relay = _relay.Relay(watched.cache, python_hook)
+        hook.relay = crelay.Relay(watched.cache, python_hook)
     threading.setprofile(hook.relay)
     hook.relay.install()
     return hook
@@ -91,8 +91,8 @@ def quiet_import(plain: Callable[..., Any], hook: Hook | None,
     """`plain` (builtins.__import__) run with the profile function off, while it is on and
     the watch has not stopped: an import runs millions of calls, none a hand-over. In C with
     the relay (no Python frame at each `import` statement run)."""
-    if hook is not None and hook.relay is not None and _relay is not None:
-        in_c: Callable[..., Any] = _relay.QuietImport(plain, hook.relay)
+    if hook is not None and hook.relay is not None and crelay is not None:
+        in_c: Callable[..., Any] = crelay.QuietImport(plain, hook.relay)
         return in_c
 
     def quiet(*args: Any, **kwargs: Any) -> Any:

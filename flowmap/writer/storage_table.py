@@ -27,12 +27,12 @@ from flowmap.writer.storage_refs import (
 MAX_STORAGE_IDS = 100_000
 MAX_REGIONS = 64  # views of one storage whose keys are kept, the first named
 
-# The C twin of `storage_ids`' common case (`_ids.c`), where it was built (as the describers'
+# The C twin of `storage_ids`' common case (`cids.c`), where it was built (as the describers'
 # C loops: compiled at install when a compiler is there, off under FLOWMAP_PURE_PYTHON=1).
 known_ids: Callable[[dict[Any, Any], list[Any]], str | None] | None = None
 if not environment.pure_python():
     try:
-        from flowmap.writer._ids import known_ids
+        from flowmap.writer.cids import known_ids
     except ImportError:
         pass
 

@@ -141,8 +141,8 @@ def test_the_cli_entry_point_runs_from_the_wheel(installed, tmp_path):
 def test_the_wheel_carries_the_c_loops_and_capture_uses_them(installed, tmp_path):
     """This machine has a compiler: the regular install runs capture's hot loops in C."""
     wheel, env_dir = installed
-    for module in ("capture/describers/_walk", "capture/describers/_columns", "writer/_ids",
-                   "discover/_relay"):
+    for module in ("capture/describers/cwalk", "capture/describers/ccolumns", "writer/cids",
+                   "discover/crelay"):
         assert any(n.startswith(f"flowmap/{module}.") and n.endswith(".so")
                    for n in zipfile.ZipFile(wheel).namelist()), module
     env = {k: v for k, v in os.environ.items()

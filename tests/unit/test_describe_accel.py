@@ -1,4 +1,4 @@
-"""The C loops (`_walk.c`) describe every payload exactly as the Python loops they stand in for.
+"""The C loops (`cwalk.c`) describe every payload exactly as the Python loops they stand in for.
 
 Each payload is described twice, once with the C loops and once with them turned
 off (the Python loops, the reference), and every field of the two descriptions

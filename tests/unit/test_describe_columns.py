@@ -1,5 +1,5 @@
 """Sequences of alike elements read column by column (`columns.py`, and its C twin
-`_columns.c`) describe exactly as the element-by-element walk does: same leaves, bytes, storages,
+`ccolumns.c`) describe exactly as the element-by-element walk does: same leaves, bytes, storages,
 walked nodes and bound.
 
 Each payload is described three ways: with the C twin (where it is built), with the Python twin,
@@ -337,7 +337,7 @@ def test_alike_records_are_read_by_column(mode: str, monkeypatch: pytest.MonkeyP
 @pytest.mark.skipif(bool(os.environ.get("FLOWMAP_PURE_PYTHON")),
                     reason="FLOWMAP_PURE_PYTHON=1: the C twin is off")
 def test_the_c_twin_is_built_here() -> None:
-    # Without it the comparisons above would leave `_columns.c` untested.
+    # Without it the comparisons above would leave `ccolumns.c` untested.
     assert "c" in MODES
 
 

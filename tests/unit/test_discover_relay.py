@@ -1,4 +1,4 @@
-"""The watch's C profile relay (`_relay.c`): which events reach the Python hook, and its imports.
+"""The watch's C profile relay (`crelay.c`): which events reach the Python hook, and its imports.
 
 The relay decides nothing itself: it keeps the Python hook's decisions (its cache) on the code
 objects and answers the events that need no hook. So what the hook is shown must be exactly
@@ -20,7 +20,7 @@ import pytest
 if sys.version_info >= (3, 12):
     pytest.skip("3.12+ watches through sys.monitoring, with no profile function",
                 allow_module_level=True)
-_relay = pytest.importorskip("flowmap.discover._relay")
+crelay = pytest.importorskip("flowmap.discover.crelay")
 
 
 def followed() -> int:
@@ -57,7 +57,7 @@ def profiled(relay: Any, fn: Any) -> None:
 
 def test_only_undecided_calls_and_followed_code_reach_the_hook():
     hook = Hook()
-    relay = _relay.Relay(hook.cache, hook)
+    relay = crelay.Relay(hook.cache, hook)
     # WHEN both functions run three times under the relay
     profiled(relay, lambda: [left_alone() for _ in range(3)])
     # THEN the left-alone code reached the hook once (its first call, to be decided), never
@@ -71,17 +71,17 @@ def test_only_undecided_calls_and_followed_code_reach_the_hook():
 def test_a_second_relay_decides_anew():
     # GIVEN code decided by one relay's watch
     first = Hook()
-    profiled(_relay.Relay(first.cache, first), left_alone)
+    profiled(crelay.Relay(first.cache, first), left_alone)
     # WHEN another watch (its own cache) runs the same code
     second = Hook()
-    profiled(_relay.Relay(second.cache, second), left_alone)
+    profiled(crelay.Relay(second.cache, second), left_alone)
     # THEN it is asked again: a decision kept on the code belongs to the relay that kept it
     assert ("call", "left_alone") in second.events
 
 
 def test_off_takes_the_relay_off_at_the_next_event():
     hook = Hook()
-    relay = _relay.Relay(hook.cache, hook)
+    relay = crelay.Relay(hook.cache, hook)
     relay.install()
     try:
         relay.off = 1
@@ -94,7 +94,7 @@ def test_off_takes_the_relay_off_at_the_next_event():
 
 def test_a_new_thread_takes_the_relay_through_threading_setprofile():
     hook = Hook()
-    relay = _relay.Relay(hook.cache, hook)
+    relay = crelay.Relay(hook.cache, hook)
     seen: list[Any] = []
 
     def body() -> None:
@@ -119,7 +119,7 @@ def test_a_hook_that_raises_is_taken_off_and_its_error_propagates():
         if frame.f_code is followed.__code__:
             raise RuntimeError("hook failed")
 
-    relay = _relay.Relay({}, hook)
+    relay = crelay.Relay({}, hook)
     relay.install()
     try:
         with pytest.raises(RuntimeError, match="hook failed"):
@@ -130,15 +130,15 @@ def test_a_hook_that_raises_is_taken_off_and_its_error_propagates():
 
 
 def test_relay_rejects_what_is_not_a_profile_call():
-    relay = _relay.Relay({}, Hook())
+    relay = crelay.Relay({}, Hook())
     with pytest.raises(TypeError):
         relay(1, 2)
     with pytest.raises(TypeError):
         relay(None, "call", None)  # not a frame
     with pytest.raises(TypeError):
-        _relay.Relay([], Hook())  # the cache is a dict
+        crelay.Relay([], Hook())  # the cache is a dict
     with pytest.raises(TypeError):
-        _relay.Relay({}, 3)
+        crelay.Relay({}, 3)
 
 
 MODULE = """
@@ -158,9 +158,9 @@ def test_an_import_runs_with_the_relay_off_and_it_comes_back(tmp_path, monkeypat
     def hook(frame: FrameType, event: str, arg: Any) -> None:
         seen.append(frame.f_code.co_name)
 
-    relay = _relay.Relay({}, hook)
+    relay = crelay.Relay({}, hook)
     plain = builtins.__import__
-    quiet = _relay.QuietImport(plain, relay)
+    quiet = crelay.QuietImport(plain, relay)
     builtins.__import__ = quiet
     relay.install()
     try:
@@ -179,8 +179,8 @@ def test_an_import_runs_with_the_relay_off_and_it_comes_back(tmp_path, monkeypat
 
 
 def test_quiet_import_passes_through_once_the_relay_is_off():
-    relay = _relay.Relay({}, Hook())
-    quiet = _relay.QuietImport(builtins.__import__, relay)
+    relay = crelay.Relay({}, Hook())
+    quiet = crelay.QuietImport(builtins.__import__, relay)
     relay.install()
     try:
         relay.off = 1

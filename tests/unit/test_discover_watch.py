@@ -167,9 +167,9 @@ def test_the_watch_reads_the_same_with_and_without_its_c_relay(pipe, monkeypatch
     # with the Python hook alone
     from flowmap.discover import hooks
 
-    built = hooks._relay is not None and sys.version_info < (3, 12)
+    built = hooks.crelay is not None and sys.version_info < (3, 12)
     with_relay, rec = watch(lambda: pipe.loop(3))
-    monkeypatch.setattr(hooks, "_relay", None)
+    monkeypatch.setattr(hooks, "crelay", None)
     alone, rec_alone = watch(lambda: pipe.loop(3))
     # THEN every function's figures are the same
     assert with_relay.hook is not None and alone.hook is not None

@@ -21,9 +21,9 @@ def _tree(tmp_path):
     shutil.copy(os.path.join(REPO, "scripts", "setup.sh"), tmp_path / "scripts")
     for name in ("pyproject.toml", "setup.py"):
         shutil.copy(os.path.join(REPO, name), tmp_path)
-    for folder in (("capture",), ("capture", "describers"), ("writer",)):
+    for folder in (("capture",), ("capture", "describers"), ("writer",), ("discover",)):
         os.makedirs(tmp_path.joinpath("flowmap", *folder), exist_ok=True)
-        for c in glob.glob(os.path.join(REPO, "flowmap", *folder, "_*.c")):
+        for c in glob.glob(os.path.join(REPO, "flowmap", *folder, "*.c")):
             shutil.copy(c, tmp_path.joinpath("flowmap", *folder))
     os.makedirs(tmp_path / ".venv" / "bin")
     py = tmp_path / ".venv" / "bin" / "python"

@@ -75,7 +75,7 @@ def test_storage_ids_are_those_interning_one_by_one_gives(monkeypatch: pytest.Mo
                                                           c_twin: bool) -> None:
     """Ids in order of first sight, one per storage (also when a hop names it twice), and
     unique in the shard across the clearing of a full table; with the C twin of the common
-    case (`_ids.c`) and without it."""
+    case (`cids.c`) and without it."""
     monkeypatch.setattr(storage_table, "MAX_STORAGE_IDS", 16)
     if not c_twin:
         monkeypatch.setattr(storage_table, "known_ids", None)

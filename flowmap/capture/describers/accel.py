@@ -1,4 +1,4 @@
-"""The C twins of the hot loops of a hop (`_walk.c`, `_columns.c`), or None where not built.
+"""The C twins of the hot loops of a hop (`cwalk.c`, `ccolumns.c`), or None where not built.
 
 `pip install` compiles them when a C compiler is there; without one the build
 skips them and capture runs the Python loops, which stay the reference (the
@@ -20,19 +20,19 @@ configure_columns: Callable[..., None] | None = None
 
 if not environment.pure_python():
     try:
-        from flowmap.capture.describers import _walk
+        from flowmap.capture.describers import cwalk
     except ImportError:  # not built (no compiler at install), or built for another Python
         pass
     else:
-        tensor_entries = _walk.tensor_entries
-        disjoint_total = _walk.disjoint_total
-        array_data = getattr(_walk, "array_data", None)  # None in a build older than it
+        tensor_entries = cwalk.tensor_entries
+        disjoint_total = cwalk.disjoint_total
+        array_data = getattr(cwalk, "array_data", None)  # None in a build older than it
     try:
-        from flowmap.capture.describers import _columns
+        from flowmap.capture.describers import ccolumns
     except ImportError:
         pass
     else:
-        fold_columns = _columns.fold_columns
-        configure_columns = _columns.configure
+        fold_columns = ccolumns.fold_columns
+        configure_columns = ccolumns.configure
 
 __all__ = ["array_data", "configure_columns", "disjoint_total", "fold_columns", "tensor_entries"]

@@ -17,7 +17,7 @@ whole only if the budget left then covers it: the fold reports how much room
 its inner lists need, and `columns` checks it against the final count, an
 upper bound of what was counted at any point before.
 
-`_columns.c` is the C twin of `_fold`: there a column costs a few hundred
+`ccolumns.c` is the C twin of `_fold`: there a column costs a few hundred
 nanoseconds, so even a lone record's fields are read as a column of one
 (`record`; a trajectory record 30 → 7 µs, a batch of 53 of them 946 → 64 µs).
 In Python, reading by column only pays from a few elements up (`MIN_ITEMS`).
@@ -142,7 +142,7 @@ def fold_columns(items: list[Any] | tuple[Any, ...], star: str, depth: int,
     """(merged leaves, nodes of the first element, nodes of all, ids of the containers entered,
     nodes the total must leave spare under the budget, the leaves' bytes) of `items` walked at
     `star` and `depth`, or None; `fields`, where given, is how the first item's class is read.
-    `_columns.c` is the C twin."""
+    `ccolumns.c` is the C twin."""
     if not items:
         return None
     if fields is not None:

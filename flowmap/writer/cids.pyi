@@ -1,4 +1,4 @@
-# Types of the C twin in _ids.c (see encoder.py).
+# Types of the C twin in cids.c (see encoder.py).
 from typing import Any
 
 def known_ids(table: dict[Any, tuple[str, Any]], keys: list[Any], /) -> str | None: ...

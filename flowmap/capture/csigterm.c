@@ -116,9 +116,9 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_sigterm",
+    PyModuleDef_HEAD_INIT, "csigterm",
     "A refiring SIGTERM handler in front of Python's (see flowmap/capture/sigterm.py).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__sigterm(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_csigterm(void) { return PyModule_Create(&module); }

@@ -1,4 +1,4 @@
-# Types of the C loops in _walk.c (see accel.py).
+# Types of the C loops in cwalk.c (see accel.py).
 from typing import Any
 
 def tensor_entries(

@@ -415,11 +415,11 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_walk", "The hot loops of describing a dict of CPU tensors, in C.", -1,
+    PyModuleDef_HEAD_INIT, "cwalk", "The hot loops of describing a dict of CPU tensors, in C.", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__walk(void) {
+PyMODINIT_FUNC PyInit_cwalk(void) {
     s_tensor = PyUnicode_InternFromString("tensor");
     s_cpu = PyUnicode_InternFromString("cpu");
     one = PyLong_FromLong(1);

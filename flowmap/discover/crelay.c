@@ -276,17 +276,17 @@ static int quiet_init(PyObject *op, PyObject *args, PyObject *kwargs) {
 static PyTypeObject QuietType = {PyVarObject_HEAD_INIT(NULL, 0)};
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_relay",
+    PyModuleDef_HEAD_INIT, "crelay",
     "The watch's profile hook in front of its Python half (see watch.py).", -1, NULL,
 };
 
-PyMODINIT_FUNC PyInit__relay(void) {
+PyMODINIT_FUNC PyInit_crelay(void) {
     RelayType.tp_members = relay_members;
     RelayType.tp_methods = relay_methods;
-    if (ready(&RelayType, "flowmap.discover._relay.Relay", sizeof(Relay), relay_init,
+    if (ready(&RelayType, "flowmap.discover.crelay.Relay", sizeof(Relay), relay_init,
               "Relay(cache, hook): a profile function that calls hook only for code not "
               "decided in cache and code decided to follow.") < 0
-            || ready(&QuietType, "flowmap.discover._relay.QuietImport", sizeof(Quiet), quiet_init,
+            || ready(&QuietType, "flowmap.discover.crelay.QuietImport", sizeof(Quiet), quiet_init,
                      "QuietImport(plain, relay): __import__ run with relay off as the thread's "
                      "profile function, while it is on and not stopped.") < 0)
         return NULL;

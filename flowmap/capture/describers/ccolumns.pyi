@@ -1,4 +1,4 @@
-# Types of the C twin in _columns.c (see accel.py and columns.py).
+# Types of the C twin in ccolumns.c (see accel.py and columns.py).
 from collections.abc import Callable
 from typing import Any
 

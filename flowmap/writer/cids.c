@@ -89,10 +89,10 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ids", "The storage ids of a hop's line, in C.", -1,
+    PyModuleDef_HEAD_INIT, "cids", "The storage ids of a hop's line, in C.", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__ids(void) {
+PyMODINIT_FUNC PyInit_cids(void) {
     return PyModule_Create(&module);
 }

@@ -684,12 +684,12 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_columns",
+    PyModuleDef_HEAD_INIT, "ccolumns",
     "A sequence of alike elements folded column by column, in C (see columns.py).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__columns(void) {
+PyMODINIT_FUNC PyInit_ccolumns(void) {
     s_str = PyUnicode_InternFromString("str");
     s_none = PyUnicode_InternFromString("none");
     s_empty = PyUnicode_InternFromString("empty");

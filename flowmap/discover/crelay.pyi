@@ -1,4 +1,4 @@
-# Types of the C half of watch.py's profile hook (_relay.c).
+# Types of the C half of watch.py's profile hook (crelay.c).
 from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any
