@@ -25,7 +25,7 @@ def trace(
     process: Annotated[str | None, typer.Option("--process", help="A name for the main process in the run.")] = None,  # noqa: UP007
     seams: Annotated[Optional[list[str]], typer.Option("--seams", metavar="FILE", help="A seam map (YAML) naming functions to record as seams; repeatable.")] = None,  # noqa: UP007, UP045
     preset: Annotated[Optional[list[str]], typer.Option("--preset", metavar="NAME", help="A seam map shipped with flowmap (e.g. trl); repeatable.")] = None,  # noqa: UP007, UP045
-    no_transport: Annotated[Optional[list[str]], typer.Option("--no-transport", metavar="NAMES", help="Do not capture these transports: dist, mp, zmq, cuda_ipc (comma list, or all); repeatable.")] = None,  # noqa: UP007, UP045
+    no_transport: Annotated[Optional[list[str]], typer.Option("--no-transport", metavar="NAMES", help="Do not capture these transports: dist, mp, zmq, cuda_ipc, queue (comma list, or all); repeatable.")] = None,  # noqa: UP007, UP045
     aggregate: Annotated[bool, typer.Option("--aggregate", help="For long runs: past each process's first steps, fold hops into per-seam, per-step aggregates.")] = False,
     detail_steps: Annotated[int | None, typer.Option("--detail-steps", metavar="N", help="With --aggregate: the steps each process writes hop by hop (default 3).")] = None,  # noqa: UP007
     values: Annotated[bool, typer.Option("--values", help="Read data: on sampled hops, record each leaf's min, max and zero tail (for the padding and wide-ids findings).")] = False,

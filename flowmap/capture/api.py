@@ -51,6 +51,7 @@ def hop(
             items, step, version, transport,
             {k: tuple(v) for k, v in dims.items()} if dims else None,
         )
+        state.hopped(payload)
         if transport != "ref":  # bytes moved: what a view or a mask adds (`leaf_notes`)
             note(src, dst, name if name is not None else type(payload).__name__, payload,
                  step, transport)

@@ -6,6 +6,7 @@ Kept in a module of its own so the hot path is a single attribute load
 
 from __future__ import annotations
 
+from _thread import get_ident
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -39,3 +40,21 @@ def declared() -> None:
             hook()
         except Exception:  # never into the user's program
             pass
+
+
+# Each thread's last `flowmap.hop` payload, by id: a program that records a hand-off itself
+# and then puts the same object on a queue has told that hop already
+# (flowmap/integrations/transports/thread_queue.py records queue hops, not twice).
+last_hop: dict[int, int] = {}
+
+
+def hopped(payload: object) -> None:
+    """Note `payload` as this thread's last recorded hop."""
+    if len(last_hop) >= 1024:
+        last_hop.clear()  # threads come and go: only the latest matter
+    last_hop[get_ident()] = id(payload)
+
+
+def hopped_last(payload: object) -> bool:
+    """Whether `payload` is the one this thread last recorded with `flowmap.hop`."""
+    return last_hop.get(get_ident()) == id(payload)

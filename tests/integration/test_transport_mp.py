@@ -228,7 +228,7 @@ def test_an_unknown_transport_is_a_usage_error(tmp_path, run_cli):
                 cwd=tmp_path)
     assert r.returncode == 2 and "ran" not in r.stdout
     assert r.stderr.strip().splitlines() == [
-        "flowmap: --no-transport: unknown transport nccl; choose from dist, mp, zmq, cuda_ipc or all"]
+        "flowmap: --no-transport: unknown transport nccl; choose from dist, mp, zmq, cuda_ipc, queue or all"]
 
 
 def test_a_queued_message_belongs_to_the_step_it_was_put_in(tmp_path, run_cli):

@@ -3,7 +3,9 @@
 - `dist`: torch.distributed collectives and point-to-point calls (`dist.py`);
 - `mp`: multiprocessing / torch.multiprocessing queues and pipes (`mp.py`);
 - `zmq`: pyzmq sockets (`zmq.py`);
-- `cuda_ipc`: CUDA tensors shared by IPC handle, from torch's own reductions (`cuda_ipc.py`).
+- `cuda_ipc`: CUDA tensors shared by IPC handle, from torch's own reductions (`cuda_ipc.py`);
+- `queue`: `queue.Queue` and `asyncio.Queue` between threads and tasks of one process
+  (`thread_queue.py`).
 
 Each is installed by the patch-on-import hook when the program imports the
 library, so a `from torch.distributed import all_reduce` made afterwards
@@ -23,7 +25,7 @@ from flowmap import environment
 from flowmap.capture import importhook
 
 ENV = environment.TRANSPORTS
-NAMES = ("dist", "mp", "zmq", "cuda_ipc")
+NAMES = ("dist", "mp", "zmq", "cuda_ipc", "queue")
 
 
 def enabled(value: str | None = None) -> set[str]:
@@ -65,6 +67,9 @@ def install_hooks() -> None:
         importhook.on_import("zmq.sugar.socket", _zmq)
     if "cuda_ipc" in on:
         importhook.on_import("torch.multiprocessing.reductions", _cuda_ipc)
+    if "queue" in on:
+        importhook.on_import("queue", _queue)
+        importhook.on_import("asyncio.queues", _asyncio_queues)
 
 
 def _dist(module: ModuleType) -> None:
@@ -101,3 +106,15 @@ def _cuda_ipc(module: ModuleType) -> None:
     from flowmap.integrations.transports import cuda_ipc
 
     cuda_ipc.install(module)
+
+
+def _queue(module: ModuleType) -> None:
+    from flowmap.integrations.transports import thread_queue
+
+    thread_queue.install_queue(module)
+
+
+def _asyncio_queues(module: ModuleType) -> None:
+    from flowmap.integrations.transports import thread_queue
+
+    thread_queue.install_asyncio(module)

@@ -1,0 +1,46 @@
+"""Who a thread or an asyncio task is, for a queue hand-off with no owner set
+(flowmap/integrations/transports/thread_queue.py): the program's threads and tasks by
+their names, the standard library's and installed packages' by nobody's."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import queue
+import threading
+
+from flowmap.integrations.transports.thread_queue import role_of, task_role
+
+
+def rollout() -> None:
+    pass
+
+
+class Learner(threading.Thread):
+    def run(self) -> None:
+        pass
+
+
+def test_a_programs_thread_is_its_given_name_else_its_targets_else_its_class():
+    assert role_of(threading.Thread(target=rollout)) == "rollout"
+    assert role_of(threading.Thread(target=functools.partial(rollout))) == "rollout"
+    assert role_of(threading.Thread(target=rollout, name="actor/0")) == "actor/0"
+    assert role_of(Learner()) == "Learner"
+
+
+def test_a_thread_the_standard_library_runs_has_no_role():
+    assert role_of(threading.Thread(target=queue.Queue().put, args=(1,))) is None
+    assert role_of(threading.Thread()) is None  # no target, no run of its own
+
+
+async def reward() -> str | None:
+    return task_role(asyncio.current_task())
+
+
+async def main() -> tuple[str | None, ...]:
+    named = asyncio.create_task(reward(), name="scorer")
+    return (await asyncio.create_task(reward()), await named, task_role(asyncio.current_task()))
+
+
+def test_a_programs_task_is_its_given_name_else_its_coroutines_and_main_is_the_program():
+    assert asyncio.run(main()) == ("reward", "scorer", None)
