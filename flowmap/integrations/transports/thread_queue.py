@@ -33,7 +33,6 @@ it was made for, never by a later one at a freed address. An object taken off
 from __future__ import annotations
 
 import functools
-import re
 import sys
 import threading
 import weakref
@@ -44,8 +43,6 @@ from flowmap.capture import forksafe, item_tags, state
 from flowmap.integrations.transports import record
 
 MAX_NOTES = 10_000  # notes kept per queue at most: a queue filled and never drained
-_DEFAULT_NAME = re.compile(r"^Thread-\d+( \(.*\))?$")  # threading's own `Thread-3 (target)`
-_DEFAULT_TASK = re.compile(r"^Task-\d+$")  # asyncio's own
 _LIBRARY_DIRS = ("site-packages", "dist-packages")
 
 # queue -> id(object) -> [(object, t_ns, owner, step)]: the puts not taken yet
@@ -208,7 +205,7 @@ def role_of(thread: threading.Thread) -> str | None:
     if code is None or _library_code(code.co_filename):
         return None
     name = thread.name
-    if name and not _DEFAULT_NAME.match(name):
+    if name and not _numbered(name, "Thread-"):
         return name
     if target is not None:
         return getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
@@ -224,10 +221,16 @@ def task_role(task: Any) -> str | None:
     if code is None or _library_code(code.co_filename):
         return None
     name = task.get_name()
-    if name and not _DEFAULT_TASK.match(name):
+    if name and not _numbered(name, "Task-"):
         return str(name)
     qualname = getattr(coro, "__qualname__", None)
     return qualname if isinstance(qualname, str) and qualname != "main" else None
+
+
+def _numbered(name: str, prefix: str) -> bool:
+    """Whether `name` is one the library gave: `Thread-3`, `Thread-3 (rollout)`, `Task-7`."""
+    number = name[len(prefix):].split(" (", 1)[0] if name.startswith(prefix) else ""
+    return number.isdigit()
 
 
 def _current_task(aio: Any) -> Any:
