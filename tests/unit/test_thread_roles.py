@@ -44,3 +44,25 @@ async def main() -> tuple[str | None, ...]:
 
 def test_a_programs_task_is_its_given_name_else_its_coroutines_and_main_is_the_program():
     assert asyncio.run(main()) == ("reward", "scorer", None)
+
+
+def test_a_wrapped_library_function_is_still_the_librarys():
+    # GIVEN a Queue class whose put flowmap wrapped (as tracing leaves queue.Queue), and one
+    # wrapped by the program's own decorator
+    from types import SimpleNamespace
+
+    from flowmap.integrations.transports.thread_queue import install_queue
+
+    class Queue(queue.Queue):  # a subclass, so the real queue.Queue stays as it is
+        pass
+
+    install_queue(SimpleNamespace(__name__="test_thread_roles.queue", __file__="", Queue=Queue))
+    assert Queue.put is not queue.Queue.put
+
+    @functools.wraps(queue.Queue.get)
+    def get(*args: object) -> object:
+        return queue.Queue.get(*args)  # type: ignore[arg-type]
+
+    # THEN a thread whose target is either wrapper is still the standard library's
+    assert role_of(threading.Thread(target=Queue().put, args=(1,))) is None
+    assert role_of(threading.Thread(target=get)) is None

@@ -33,6 +33,7 @@ it was made for, never by a later one at a freed address. An object taken off
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 import weakref
@@ -53,6 +54,9 @@ _roles: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
 _installed: set[str] = set()
 _QUEUE_FILES: set[str] = set()  # the patched modules' own files: their frames are skipped
 _library_files: dict[str, bool] = {}
+# flowmap's own code, the wrappers of the queues' methods included (the built-in trainer is
+# a program: checked out, trainer/ lies beside this folder; installed, in site-packages)
+_FLOWMAP_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 def install_queue(module: Any) -> None:
@@ -199,7 +203,10 @@ def role_of(thread: threading.Thread) -> str | None:
     target = getattr(thread, "_target", None)
     while isinstance(target, functools.partial):
         target = target.func
-    code = getattr(getattr(target, "__func__", target), "__code__", None)
+    function: Any = getattr(target, "__func__", target)
+    while hasattr(function, "__wrapped__"):  # a wrapper (flowmap's own, of `Queue.put`)
+        function = function.__wrapped__
+    code = getattr(function, "__code__", None)
     if code is None and type(thread).run is not threading.Thread.run:
         code = getattr(type(thread).run, "__code__", None)
     if code is None or _library_code(code.co_filename):
@@ -250,12 +257,13 @@ def _program_put(frame: Any) -> bool:
 
 
 def _library_code(filename: str) -> bool:
-    """Whether code lives in the standard library or an installed package (cached by file)."""
+    """Whether code lives in the standard library, an installed package or flowmap (cached
+    by file)."""
     known = _library_files.get(filename)
     if known is None:
         stdlib = getattr(sys, "_stdlib_dir", None) or ""
-        known = any(d in filename for d in _LIBRARY_DIRS) or bool(stdlib) and \
-            filename.startswith(stdlib)
+        known = any(d in filename for d in _LIBRARY_DIRS) or filename.startswith(_FLOWMAP_DIR) \
+            or bool(stdlib) and filename.startswith(stdlib)
         if len(_library_files) < 4096:
             _library_files[filename] = known
     return known
