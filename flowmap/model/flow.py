@@ -11,7 +11,9 @@ stage, the two hops share a storage: that is a producer -> consumer edge.
   run with no seam map made in its watched first step).
 - A hop that carries it into `X` makes an edge `producer -> X`, unless `X`
   later hands that same storage on: then `X` only passed it along (the
-  driver's hand-off), and the edge goes to where it was consumed instead.
+  driver's hand-off), and the edge goes to where it was consumed instead. A stage
+  that hands it on beside data it made since (first seen in that hop: a scorer
+  sending the sequences on with their scores) used it, and keeps its edge.
 - A hop with no tensor leaf, or with leaves whose storage nobody produced
   before, is an edge of its own, `src -> dst`.
 
@@ -125,25 +127,30 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                     producer.setdefault((pid, storage), made_by)
                     waiting[(pid, storage, h.dst)].append(len(links) - 1)
             continue
-        forwarded = False
+        forwarded = own = False  # own: data h.src made, first seen in this hop
+        handed_on: list[int] = []  # links that brought h.src data it hands on here
         roots = _roots(h)
         carried = _storages(h)
         link_of: list[int | None] = []  # per storage, the link it made (None: back home)
         for view, nbytes in carried:
             storage = bases.get((h.pid, view), view)
+            new = (h.pid, storage) not in producer
             made_by = producer.setdefault((h.pid, storage),
                                           made_before.get((h.pid, storage), h.src))
+            own = own or new and made_by == h.src
             if made_by == h.dst:
                 link_of.append(None)
                 continue  # back to its producer (a result that is the input): no new edge
             if made_by != h.src:
                 forwarded = True  # someone else's data, handed on by h.src
-                passed.update(waiting.pop((h.pid, storage, h.src), ()))
+                handed_on += waiting.pop((h.pid, storage, h.src), ())
             waiting[(h.pid, storage, h.dst)].append(len(links))
             if storage in roots:
                 link_args[len(links)] = roots[storage]
             link_of.append(len(links))
             links.append((i, made_by, h.dst, nbytes))
+        if not own:  # h.src only handed it on; with data it made since beside it (a scorer
+            passed.update(handed_on)  # that sends new scores with the sequences) it used it
         if h.arrived is not None and len(h.arrived[1]) == len(carried):
             # the same tensors under the receiver's ids: sent on from there, they are passed
             pid, there = h.arrived
@@ -166,9 +173,11 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     fed: dict[str, int] = {}  # when tensors first reached or left each stage
     data: set[tuple[str, str]] = set()  # edges that carried tensors, not only control values
     moved: dict[str, int] = {}  # when tensors first reached or left each stage, handed on or not
+    sent: dict[str, int] = {}  # when tensors first left each stage
     for n, (i, src, dst, b) in enumerate(links):
         if ordered[i].storages or (texts and n in texts):
             t = ordered[i].t_ns
+            sent[src] = min(sent.get(src, t), t)
             for end in (src, dst):
                 if end != UNNAMED_DRIVER:
                     moved[end] = min(moved.get(end, t), t)
@@ -198,7 +207,7 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     # gets the action back) is placed by when that input reached it: before the stage it
     # called; a producer whose data the driver handed on, by when its data left it
     fed.update({s: min(t, fed[s]) for s, t in moved.items() if s in fed})
-    stages = _order({s: fed.get(s, t) for s, t in reached.items()}, data or set(hops))
+    stages = _order({s: fed.get(s, t) for s, t in reached.items()}, data or set(hops), sent)
     pos = {s: k for k, s in enumerate(stages)}
     edges = tuple(sorted(
         (FlowEdge(s, d, len(hops[(s, d)]), nbytes[(s, d)], tuple(sorted(names[(s, d)])),
@@ -208,19 +217,23 @@ def _assemble(ordered: Sequence[Hop], links: list[tuple[int, str, str, int]],
     return Flow(stages, edges, hand_offs)
 
 
-def _order(reached: dict[str, int], edges: set[tuple[str, str]]) -> tuple[str, ...]:
+def _order(reached: dict[str, int], edges: set[tuple[str, str]],
+           sent: Mapping[str, int] | None = None) -> tuple[str, ...]:
     """Along the data's path: a stage after every stage whose data it received, ties by
     when tensors first reached it, then by name. `reached` and `edges` are read from the
     hops that carried tensors where there are any: a Ray driver's calls feed every actor a
     step number, and create the trainer first, which says nothing of the path. An edge to
     a stage tensors reached before its source (weights sent back to the rollout) closes a
     loop: it does not order the stages, so a stage fed later only through the driver (a
-    buffer's sample, the weight sync) stays where the data reached it."""
+    buffer's sample, the weight sync) stays where the data reached it. Of two stages
+    reached at one moment (a caller's tensors reaching the helper it calls), the one whose
+    tensors left it then (`sent`) comes first."""
     feeds: dict[str, set[str]] = defaultdict(set)
     for src, dst in edges:
         if reached.get(dst, 0) >= reached.get(src, 0):
             feeds[dst].add(src)
     cycle = _cycles(feeds)
+    left_first = {s for s, t in (sent or {}).items() if t <= reached.get(s, t)}
     left, out = set(reached), []
     while left:
         # a stage is ready once every stage feeding its cycle is placed (a stage that calls
@@ -228,7 +241,7 @@ def _order(reached: dict[str, int], edges: set[tuple[str, str]]) -> tuple[str, .
         # together), so a stage reached later never jumps ahead of a cycle reached first
         ready = [s for s in left
                  if all(feeds[m] & left <= cycle[s] for m in cycle[s] & left)] or list(left)
-        first = min(ready, key=lambda s: (reached[s], s))
+        first = min(ready, key=lambda s: (reached[s], s not in left_first, s))
         out.append(first)
         left.remove(first)
     return tuple(out)

@@ -153,9 +153,11 @@ def test_asyncio_tasks_named_by_their_coroutines_hand_over_through_queues(tmp_pa
         ("rollout", "reward", "dict"): [ONE] * 4,
         ("reward", "learner", "dict"): [ONE + 4 * 4] * 4,
     }
-    # AND the reward stage's score is its own, the tokens and logp the rollout's
+    # AND the reward stage's score is its own, the tokens and logp the rollout's, which the
+    # reward stage used (it sends them on beside the score it made from them)
     flow = build_flow(run.hops)
-    assert {(e.src, e.dst) for e in flow.edges} == {("rollout", "learner"), ("reward", "learner")}
+    assert {(e.src, e.dst) for e in flow.edges} == {
+        ("rollout", "learner"), ("reward", "learner"), ("rollout", "reward")}
 
 
 def test_no_transport_queue_turns_it_off(tmp_path, run_cli):

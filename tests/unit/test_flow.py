@@ -565,3 +565,42 @@ def test_origins_written_by_the_tracer_are_read_back_per_storage(tmp_path):
     assert sorted(shard.origins.values()) == ["learner", "reward", "rollout"]
     edges = {(e.src, e.dst) for e in run.view.flow.edges}
     assert edges == {("rollout", "learner"), ("reward", "scorer")}
+
+
+def test_a_stage_that_sends_its_input_on_beside_new_data_of_its_own_consumed_it():
+    # GIVEN a scorer that gets the loader's sequences and sends them to the trainer beside
+    # the scores it made from them (new data, first seen in that hop)
+    s = Script()
+    for k in range(2):
+        s.hop("loader", "scorer", "x", [10 * k + 1])
+        s.hop("scorer", "trainer", "scored", [10 * k + 1, 10 * k + 2])
+    pairs = {(e.src, e.dst) for e in build_flow(s.hops).edges}
+    # THEN the scorer consumed the sequences, and so does the trainer: no hand-off collapsed
+    assert pairs == {("loader", "scorer"), ("loader", "trainer"), ("scorer", "trainer")}
+
+
+def test_a_stage_that_sends_its_input_on_beside_data_it_had_sent_before_only_handed_it_on():
+    # GIVEN a controller that had sent its own plan to the trainer before, then gets the
+    # loader's batch and sends batch and plan together (nothing new of its own)
+    s = Script()
+    s.hop("controller", "trainer", "plan", [5])
+    s.hop("loader", "controller", "batch", [1])
+    s.hop("controller", "trainer", "step", [1, 5])
+    flow = build_flow(s.hops)
+    pairs = {(e.src, e.dst) for e in flow.edges}
+    # THEN the batch goes from the loader to the trainer; the controller only handed it on
+    assert pairs == {("controller", "trainer"), ("loader", "trainer")}
+    assert flow.hand_offs == 1
+
+
+def test_a_caller_comes_before_the_helper_it_calls_and_uses():
+    # GIVEN rollout calling a mask helper with its sequences and using the mask it gets back
+    # (sent on beside a new attention mask), at the same moment the helper is reached
+    s = Script()
+    s.hop("rollout", "masker", "call", [1])
+    s.hop("masker", "rollout", "mask", [2])
+    s.hop("rollout", "loss", "rollout_data", [1, 2, 3])
+    flow = build_flow(s.hops)
+    # THEN the two form a loop, and the caller, whose tensors reached the helper, comes first
+    assert flow.stages[:2] == ("rollout", "masker")
+    assert ("masker", "rollout") in {(e.src, e.dst) for e in flow.edges}
