@@ -96,7 +96,7 @@ otherwise read as made by the first stage that hands it on. The watch saw which 
 returned it, and the line says so, once per storage, as recording opens; readers that
 follow data (the flow) take that stage as its producer.
 
-A `t` event follows a hop or send half of text (strings or floats, no tensor) with
+A `t` event follows a hop or send half of text (strings or floats, beside tensors or not) with
 `keys`, ids of the first strings and floats it carried (flowmap/capture/text_identity.py): ids per shard, one
 per string object, never given to two strings (the writer holds each string while
 it keeps its id). A relay hands on the strings it got, under the same ids; text a

@@ -267,16 +267,18 @@ class Tracer:
             if self.closed:
                 return
             w = self.writer
-            if d.storages:
-                w.hop(t, src, dst, name, d.leaves, d.nbytes, w.storage_ids(d.storages, d.holders),
-                      self.step if step is None else step, version, transport, ids)
+            if d.storages:  # tensors, and strings or floats beside them named too
+                if w.hop(t, src, dst, name, d.leaves, d.nbytes,
+                         w.storage_ids(d.storages, d.holders),
+                         self.step if step is None else step, version, transport, ids):
+                    self.name_objects(t, src, dst, name, payload)
             elif w.hop(t, src, dst, name, d.leaves, d.nbytes, "",  # none: a hop of objects
                        self.step if step is None else step, version, transport, ids):
                 self.name_objects(t, src, dst, name, payload)
 
     def name_objects(self, t_us: int, src: str, dst: str, name: str, payload: Any) -> None:
-        """The `t` line of the hop (or send half) of text just written, lock held: text has
-        no storage, its strings and floats are its identity (`text_identity`)."""
+        """The `t` line of the hop (or send half) just written with strings or floats, lock
+        held: text has no storage, its strings and floats are its identity (`text_identity`)."""
         objects = text_identity.strings_of(payload)
         if objects:
             self.writer.text_keys(t_us, src, dst, name, self.texts.keys(objects))

@@ -151,6 +151,17 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
             links.append((i, made_by, h.dst, nbytes))
         if not own:  # h.src only handed it on; with data it made since beside it (a scorer
             passed.update(handed_on)  # that sends new scores with the sequences) it used it
+        if h.texts:  # strings or floats beside the tensors: followed by their objects
+            for got, (pid, keys), made_by, nbytes in flow_text.beside(held[h.src], h):
+                if made_by == h.dst:
+                    continue  # back to its producer
+                if got is not None and not own:
+                    passed.update(got.links)  # h.src only handed it on
+                    got.links.clear()
+                held[h.dst].append(flow_text.Text(made_by, [len(links)], pid, keys, ()))
+                texts.add(len(links))
+                links.append((i, made_by, h.dst, nbytes))
+            del held[h.dst][:-flow_text.MAX_HELD]
         if h.arrived is not None and len(h.arrived[1]) == len(carried):
             # the same tensors under the receiver's ids: sent on from there, they are passed
             pid, there = h.arrived

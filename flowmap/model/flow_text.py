@@ -13,7 +13,7 @@ rewards it came from, so figures alone tell nothing of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,3 +82,18 @@ def receiver(h: Hop) -> Callable[[frozenset[int]], tuple[int, frozenset[int]]] |
         return lambda keys: (pid, frozenset(there))
     to_there = dict(zip(h.texts, there))
     return lambda keys: (pid, frozenset(to_there[k] for k in keys if k in to_there))
+
+
+def beside(kept: list[Text], h: Hop) -> Iterator[tuple[Text | None, tuple[int, frozenset[int]],
+                                                        str, int]]:
+    """The strings and floats a hop of tensors carries beside them (scores as floats next to
+    the sequences), by their objects only (a payload's figures are its tensors' too): each
+    part's source (None: made by `h.src`), its ids where it arrives, who made it, and its
+    share of the text's bytes."""
+    text_bytes = sum(leaf.nbytes for leaf in h.leaves if leaf.kind in ("str", "bytes", "float"))
+    found = sources(kept, h, (), False)
+    to_receiver = receiver(h)
+    for got, keys in found:
+        share = len(keys) / len(h.texts)
+        held_as = to_receiver(keys) if to_receiver is not None else (h.pid, keys)
+        yield got, held_as, got.made_by if got is not None else h.src, round(text_bytes * share)

@@ -604,3 +604,29 @@ def test_a_caller_comes_before_the_helper_it_calls_and_uses():
     # THEN the two form a loop, and the caller, whose tensors reached the helper, comes first
     assert flow.stages[:2] == ("rollout", "masker")
     assert ("masker", "rollout") in {(e.src, e.dst) for e in flow.edges}
+
+
+def _mixed(t: int, src: str, dst: str, name: str, storages: tuple[int, ...],
+           texts: tuple[int, ...]) -> Hop:
+    """A hop of one tensor per storage and one float per text object (named by the tracer)."""
+    leaves = (Leaf("seqs", "tensor", (4, 16), "int64", "cpu", 512, 1, None),
+              Leaf("scores[*]", "float", (len(texts),), "", "", 8 * len(texts), len(texts), None))
+    return Hop(t, 1, src, dst, name, 512 + 8 * len(texts), leaves, storages, None, None, "ref",
+               (), texts=texts)
+
+
+def test_floats_beside_the_tensors_come_from_the_stage_that_made_them():
+    # GIVEN a reward stage that sends the rollout's sequences on with new float scores, and a
+    # controller that hands both on to the trainer unchanged
+    hops = []
+    for k in range(2):
+        seqs, scores = (10 * k + 1,), (10 * k + 2, 10 * k + 3)
+        hops += [_mixed(100 * k, "rollout", "reward", "traj", seqs, ()),
+                 _mixed(100 * k + 1, "reward", "controller", "scored", seqs, scores),
+                 _mixed(100 * k + 2, "controller", "trainer", "scored", seqs, scores)]
+    flow = build_flow(hops)
+    edges = {(e.src, e.dst): e for e in flow.edges}
+    # THEN the scores are the reward stage's data, the sequences the rollout's, each reaching
+    # the trainer past the controller; the scores' edge carries the floats' bytes
+    assert set(edges) == {("rollout", "trainer"), ("reward", "trainer")}
+    assert edges[("reward", "trainer")].nbytes == 2 * 16

@@ -92,3 +92,18 @@ def test_a_traced_hop_of_text_reads_back_with_its_strings_ids(tmp_path):
     late = [h for h in kept if h.name == "late"]
     assert len(late) < 20 and len({h.texts for h in late}) == len(late)
     assert all(len(h.texts) == 1 for h in late)
+
+
+def test_strings_and_floats_beside_tensors_are_named_too(tmp_path):
+    import torch
+
+    import flowmap
+
+    seqs, scores = torch.zeros(4, 8), [0.25, 0.5, 0.75, 1.0]
+    with flowmap.tracing(tmp_path / "run"):
+        flowmap.hop("reward", "trainer", {"seqs": seqs, "scores": scores}, name="scored")
+        flowmap.hop("trainer", "logger", {"seqs": seqs, "scores": scores}, name="again")
+        flowmap.hop("trainer", "logger", {"seqs": seqs}, name="tensor only")
+    first, again, alone = flowmap.load(tmp_path / "run").view.events.hops
+    assert first.storages and len(first.texts) == 4 and again.texts == first.texts
+    assert alone.texts == ()

@@ -125,7 +125,7 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     `step` is the step the message was sent in (a queue's feeder thread records it
     later, when the sender may be in the next step); by default the process's step now.
     `items`: the ids the program tagged the message with (`flowmap.tag_items`). `payload`,
-    what was sent, names its strings and floats where it has no tensor (`Tracer.name_objects`).
+    what was sent, names its strings and floats (`Tracer.name_objects`).
     """
     t = tracer()
     if t is None:
@@ -142,8 +142,7 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
             t_us = _t_us(t, t_ns)
             if w.send_half(t_us, src, fallback, name, d.leaves, nbytes,
                            w.storage_ids(d.storages, d.holders), step, None, transport,
-                           items_json(items), channel, key, wire) \
-                    and payload is not None and not d.storages:
+                           items_json(items), channel, key, wire) and payload is not None:
                 t.name_objects(t_us, src, fallback, name, payload)
 
 
@@ -163,8 +162,7 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
     ):
         return
     d = describe(got) if got is not None else None
-    objects = (text_identity.strings_of(got) if d is not None and not d.storages
-               and has_text(d.leaves) else [])
+    objects = text_identity.strings_of(got) if d is not None and has_text(d.leaves) else []
     w = t.writer
     with w.lock:
         if not t.closed:
