@@ -56,11 +56,11 @@ def strings_of(payload: Any) -> list[Any]:
                 if len(found) >= MAX_STRINGS:
                     break
         elif depth < MAX_DEPTH:
+            below = depth + 1
             if t is list or t is tuple:
-                stack.extend((v, depth + 1) for v in reversed(obj[:PER_CONTAINER]))
+                stack += [(v, below) for v in obj[:PER_CONTAINER][::-1]]
             elif t is dict:
-                values = list(dict.values(obj))[:MAX_NODES]
-                stack.extend((v, depth + 1) for v in reversed(values))
+                stack += [(v, below) for v in [*dict.values(obj)][:MAX_NODES][::-1]]
     return found
 
 
