@@ -14,8 +14,8 @@ run records nothing, however clearly its stages are named.
   the putter, the object is described then and recorded as a `ref` hop, putter -> getter,
   as `flowmap.hop` records one: the same object moved, so no bytes were copied, and its
   storages keep their ids (a collector that regroups a rollout's tensors hands the
-  rollout's data on). A hand-off within one owner records nothing: a thread pool's
-  work queue, a DataLoader's pin-memory thread, a logging listener cost a note each.
+  rollout's data on). A hand-off within one owner records nothing (a scratch queue of
+  one stage): its note and look-up are all it costs.
 - A thread's owner is its `flowmap.owner`/`set_owner`; else, for a thread the program
   started, its name (`Thread(name="rollout")`), its target's (`Thread(target=rollout)`)
   or its class's (a subclass with its own `run`), as a multiprocessing child is named
