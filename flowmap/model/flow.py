@@ -149,10 +149,14 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                 link_args[len(links)] = roots[storage]
             link_of.append(len(links))
             links.append((i, made_by, h.dst, nbytes))
+        # strings or floats beside the tensors, followed by their objects; new ones (scores
+        # as floats) are data h.src made, as new storages are
+        beside = list(flow_text.beside(held[h.src], h)) if h.texts else []
+        own = own or any(got is None for got, *_ in beside)
         if not own:  # h.src only handed it on; with data it made since beside it (a scorer
             passed.update(handed_on)  # that sends new scores with the sequences) it used it
-        if h.texts:  # strings or floats beside the tensors: followed by their objects
-            for got, (pid, keys), made_by, nbytes in flow_text.beside(held[h.src], h):
+        if beside:
+            for got, (pid, keys), made_by, nbytes in beside:
                 if made_by == h.dst:
                     continue  # back to its producer
                 if got is not None and not own:

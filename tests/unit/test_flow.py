@@ -627,6 +627,7 @@ def test_floats_beside_the_tensors_come_from_the_stage_that_made_them():
     flow = build_flow(hops)
     edges = {(e.src, e.dst): e for e in flow.edges}
     # THEN the scores are the reward stage's data, the sequences the rollout's, each reaching
-    # the trainer past the controller; the scores' edge carries the floats' bytes
-    assert set(edges) == {("rollout", "trainer"), ("reward", "trainer")}
+    # the trainer past the controller; the scores' edge carries the floats' bytes; and the
+    # reward stage, which sent new scores beside the sequences, used them
+    assert set(edges) == {("rollout", "trainer"), ("reward", "trainer"), ("rollout", "reward")}
     assert edges[("reward", "trainer")].nbytes == 2 * 16
