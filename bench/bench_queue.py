@@ -6,7 +6,9 @@ switch is timed), best of several repeats, per put+get:
 - untraced;
 - traced, put and got by one owner: a note at the put, its look-up at the get, no hop;
 - traced, put by one owner and got by another (`flowmap.owner` blocks): the hop
-  `flowmap.hop` would record, of a dict of one small tensor.
+  `flowmap.hop` would record, of a dict of one small tensor;
+- the same on an `asyncio.Queue` (`await q.put(x); await q.get()` in one task), untraced
+  and traced with one owner.
 
 Run: python bench/bench_queue.py [--messages 5000] [--repeats 7]   (a few seconds)
 """
@@ -14,6 +16,7 @@ Run: python bench/bench_queue.py [--messages 5000] [--repeats 7]   (a few second
 from __future__ import annotations
 
 import argparse
+import asyncio
 import queue
 import tempfile
 import timeit
@@ -54,13 +57,31 @@ def main() -> None:
             pass
 
     plain = _timed(same_owner, args.messages, args.repeats)
+    aio_plain = _awaited(args.messages, args.repeats)  # before tracing wraps the queues
     with tempfile.TemporaryDirectory() as d, flowmap.tracing(d):
         noted = _timed(same_owner, args.messages, args.repeats)
         hop = _timed(two_owners, args.messages, args.repeats) - \
             _timed(owner_blocks, args.messages, args.repeats)
+    with tempfile.TemporaryDirectory() as d, flowmap.tracing(d):
+        aio_noted = _awaited(args.messages, args.repeats)
     print(f"{'untraced':>32}: {plain:.2f} µs a put and get")
     print(f"{'traced, one owner (no hop)':>32}: {noted:.2f} µs")
     print(f"{'traced, two owners (a hop)':>32}: {hop:.2f} µs")
+    print(f"{'asyncio.Queue, untraced':>32}: {aio_plain:.2f} µs")
+    print(f"{'asyncio.Queue, traced, one owner':>32}: {aio_noted:.2f} µs")
+
+
+def _awaited(n: int, repeats: int) -> float:
+    """Best µs per awaited put and get on one asyncio.Queue, in one task."""
+    async def loop() -> float:
+        q: asyncio.Queue[object] = asyncio.Queue()
+        start = timeit.default_timer()
+        for _ in range(n):
+            await q.put(PAYLOAD)
+            await q.get()
+        return (timeit.default_timer() - start) / n * 1e6
+
+    return min(asyncio.run(loop()) for _ in range(repeats))
 
 
 if __name__ == "__main__":

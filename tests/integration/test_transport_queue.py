@@ -73,8 +73,9 @@ TASKS = '''
 import asyncio, torch
 
 async def rollout(q):
-    for i in range(4):
-        await q.put({"tokens": torch.full((4, 8), i), "logp": torch.randn(4, 8)})
+    for i in range(4):  # a put awaited in a task of its own, as wait_for makes on 3.11
+        item = {"tokens": torch.full((4, 8), i), "logp": torch.randn(4, 8)}
+        await asyncio.wait_for(q.put(item), timeout=5)
     await q.put(None)
 
 async def reward(qin, qout):
@@ -84,7 +85,7 @@ async def reward(qin, qout):
 
 async def trainer(q):
     n = 0
-    while (b := await q.get()) is not None:
+    while (b := await asyncio.create_task(q.get())) is not None:  # a get in a task of its own
         n += 1
     return n
 
@@ -95,6 +96,7 @@ async def main():
     assert got[2] == 4
 
 asyncio.run(main())
+assert asyncio.iscoroutinefunction(asyncio.Queue.get)
 '''
 
 
@@ -145,7 +147,8 @@ def test_a_hop_the_program_recorded_is_not_recorded_again_by_its_queue(tmp_path,
 
 
 def test_asyncio_tasks_named_by_their_coroutines_hand_over_through_queues(tmp_path, run_cli):
-    # GIVEN three tasks of one event loop, one named by the program
+    # GIVEN three tasks of one event loop, one named by the program, whose puts and gets
+    # partly run in tasks the standard library makes (wait_for, create_task)
     run = _trace(tmp_path, run_cli, TASKS)
     seams = _seams(run)
     # THEN the hand-offs are hops between the coroutines (the named task by its name)

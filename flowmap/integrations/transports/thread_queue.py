@@ -33,11 +33,13 @@ it was made for, never by a later one at a freed address. An object taken off
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import threading
 import weakref
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from flowmap.capture import forksafe, item_tags, state
@@ -54,6 +56,8 @@ _roles: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
 _installed: set[str] = set()
 _QUEUE_FILES: set[str] = set()  # the patched modules' own files: their frames are skipped
 _library_files: dict[str, bool] = {}
+# (owner, whether the program called) of the asyncio `put`/`get` running in this context
+_caller: ContextVar[tuple[str, bool] | None] = ContextVar("flowmap_queue_caller", default=None)
 # flowmap's own code, the wrappers of the queues' methods included (the built-in trainer is
 # a program: checked out, trainer/ lies beside this folder; installed, in site-packages)
 _FLOWMAP_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
@@ -65,7 +69,13 @@ def install_queue(module: Any) -> None:
 
 
 def install_asyncio(module: Any) -> None:
-    """Patch `asyncio.queues.Queue` (`put` and `get` end in the `_nowait` ones); idempotent."""
+    """Patch `asyncio.queues.Queue` (`put` and `get` end in the `_nowait` ones); idempotent.
+    `put` and `get` themselves are wrapped to know who called them: awaited in a task of
+    their own (`wait_for(q.get(), 1)`, `create_task(q.get())`, `gather`), the `_nowait`
+    call runs in a task the standard library made, not in the caller's."""
+    if module.__name__ not in _installed:
+        module.Queue.put = _wrap_coroutine(module.Queue.put)
+        module.Queue.get = _wrap_coroutine(module.Queue.get)
     _install(module, "put_nowait", "get_nowait")
 
 
@@ -78,14 +88,49 @@ def _install(module: Any, put: str, get: str) -> None:
     setattr(module.Queue, get, _wrap_get(getattr(module.Queue, get)))
 
 
+def _wrap_coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`asyncio.Queue.put` or `get`, made to run as its caller: who called it, and whether
+    the program did, are taken when it is called and held while it runs (`_caller`)."""
+
+    @functools.wraps(fn)
+    def flowmap_coroutine(self: Any, *args: Any, **kwargs: Any) -> Any:
+        coro = fn(self, *args, **kwargs)
+        if state.tracer is None:
+            return coro
+        try:  # a library's own awaits (an engine's output queues) pay this check alone
+            if not _program_put(sys._getframe(1)):
+                return coro
+            caller = (owner_here(), True)
+        except Exception as exc:
+            record.error(exc)
+            return coro
+        return _as_caller(coro, caller)
+
+    aio = sys.modules.get("asyncio")  # still a coroutine function to asyncio's own check
+    flowmap_coroutine._is_coroutine = getattr(  # type: ignore[attr-defined]
+        getattr(aio, "coroutines", None), "_is_coroutine", None)
+    mark = getattr(inspect, "markcoroutinefunction", None)  # Python 3.12+
+    return mark(flowmap_coroutine) if mark is not None else flowmap_coroutine
+
+
+async def _as_caller(coro: Any, caller: tuple[str, bool]) -> Any:
+    token = _caller.set(caller)
+    try:
+        return await coro
+    finally:
+        _caller.reset(token)
+
+
 def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(put)
     def flowmap_put(self: Any, item: Any, *args: Any, **kwargs: Any) -> Any:
         entry = None
         if state.tracer is not None and item is not None:
             try:  # noted before it is in: a consumer may take it before `put` returns
-                if _program_put(sys._getframe(1)) and not state.hopped_last(item):
-                    entry = _note(self, item)
+                caller = _caller.get()
+                program = caller[1] if caller is not None else _program_put(sys._getframe(1))
+                if program and not state.hopped_last(item):
+                    entry = _note(self, item, caller[0] if caller is not None else owner_here())
             except Exception as exc:
                 record.error(exc)
         if entry is None:
@@ -113,8 +158,8 @@ def _wrap_get(get: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_get
 
 
-def _note(queue: Any, item: Any) -> tuple[Any, int, str, int | None]:
-    entry = (item, record.now_ns(), owner_here(), _step())
+def _note(queue: Any, item: Any, owner: str) -> tuple[Any, int, str, int | None]:
+    entry = (item, record.now_ns(), owner, _step())
     with _lock:
         notes = _notes.get(queue)
         if notes is None:
@@ -161,7 +206,8 @@ def _took(queue: Any, item: Any) -> None:
     if entry is None:
         return
     _, _, src, step = entry
-    dst = owner_here()
+    caller = _caller.get()
+    dst = caller[0] if caller is not None else owner_here()
     t = state.tracer
     if src != dst and t is not None:
         t.hop(src, dst, item, type(item).__name__, item_tags.take(item) or (), step, None,
