@@ -9,12 +9,11 @@ the user's program does.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from flowmap.capture import calls, state, values
+from flowmap.capture import calls, forksafe, state, values
 
 if TYPE_CHECKING:
     from flowmap.capture.tracer import Tracer
@@ -189,7 +188,7 @@ def _say_owner(name: str) -> None:
 
 
 _declared: set[tuple[int, str]] = set()  # (tracer, owner) this process said it runs
-os.register_at_fork(after_in_child=_declared.clear)
+forksafe.at_fork(after_in_child=_declared.clear)
 
 
 class owner:

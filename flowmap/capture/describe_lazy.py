@@ -15,10 +15,11 @@ of the import, and a process that never hops still never imports the describers.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from flowmap.capture import forksafe
 
 if TYPE_CHECKING:
     from flowmap.capture.describe import Description
@@ -77,5 +78,5 @@ def _after_fork_in_child() -> None:
 
 describe: Callable[[Any, Mapping[str, tuple[str, ...]] | None], Description] = _first
 
-os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
-                    after_in_child=_after_fork_in_child)
+forksafe.at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                 after_in_child=_after_fork_in_child)

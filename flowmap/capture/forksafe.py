@@ -13,9 +13,11 @@ released lock over it is consistent.
 
 from __future__ import annotations
 
+import _thread
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 _locks: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -36,4 +38,30 @@ def _release_in_child() -> None:
             pass
 
 
-os.register_at_fork(after_in_child=_release_in_child)
+def at_fork(*, before: Callable[[], None] | None = None,
+            after_in_parent: Callable[[], None] | None = None,
+            after_in_child: Callable[[], None] | None = None) -> None:
+    """`os.register_at_fork`, each hook handing on a Ctrl-C that lands in it.
+
+    A signal that arrives during `fork()` runs its Python handler at the first Python
+    instruction after it, which may be one of these hooks. CPython prints an exception
+    raised in a fork hook ("Exception ignored in ...") and goes on: the program's
+    KeyboardInterrupt would be lost, and a loop that forks DataLoader workers run on
+    after Ctrl-C. The hook asks for it again instead, from a thread of its own: asked
+    from inside the hook, it would land in the hooks again."""
+    hooks = {"before": before, "after_in_parent": after_in_parent,
+             "after_in_child": after_in_child}
+    os.register_at_fork(**{k: _handing_on(f) for k, f in hooks.items() if f is not None})
+
+
+def _handing_on(hook: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            hook()
+        except KeyboardInterrupt:  # raised again once the hooks are done, where the program
+            _thread.start_new_thread(_thread.interrupt_main, ())  # runs next: not in here
+
+    return run
+
+
+at_fork(after_in_child=_release_in_child)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from flowmap import environment
-from flowmap.capture import fold, sigterm, state
+from flowmap.capture import fold, forksafe, sigterm, state
 from flowmap.capture.tracer import Tracer
 
 ENV_RUN_DIR = environment.RUN_DIR
@@ -93,8 +93,8 @@ def _install_process_hooks() -> None:
     if not _hooks_installed:
         _hooks_installed = True
         atexit.register(stop)
-        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
-                            after_in_child=_after_fork_child)
+        forksafe.at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
+                         after_in_child=_after_fork_child)
         finish_with_multiprocessing()
     finish_on_sigterm()
 

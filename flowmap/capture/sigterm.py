@@ -30,6 +30,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from flowmap.capture import forksafe
+
 GIVE_UP_S = 0.5
 
 _holding: dict[int, int] = {}  # thread id -> depth of its send windows (each thread writes its own)
@@ -44,7 +46,7 @@ def _forget_holds() -> None:
         state.clear()
 
 
-os.register_at_fork(after_in_child=_forget_holds)
+forksafe.at_fork(after_in_child=_forget_holds)
 
 
 def finish_on_sigterm(fn: Callable[[], None]) -> bool:

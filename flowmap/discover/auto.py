@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from flowmap import rundir
-from flowmap.capture import api, importhook, state
+from flowmap.capture import api, forksafe, importhook, state
 from flowmap.capture.describe import describe
 from flowmap.discover import hooks, naming, process, seammap
 from flowmap.discover.candidates import Candidate, analyse
@@ -81,7 +81,7 @@ class AutoSeams:
         """Count updates and watch, from now on."""
         importhook.on_import("torch.optim.optimizer", self._count_updates)
         state.on_declared = self._declared
-        os.register_at_fork(after_in_child=self._forked)
+        forksafe.at_fork(after_in_child=self._forked)
         self.watching = True
         self.started = time.monotonic()
         self.watcher.start()

@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 from flowmap import environment
-from flowmap.capture import importhook, session
+from flowmap.capture import forksafe, importhook, session
 from flowmap.discover.filters import Filters
 from flowmap.discover.watch import Budget, Watcher, process_id
 
@@ -64,7 +64,7 @@ def start(directory: str, filters: Filters, budget: Budget) -> Watcher:
     watcher = Watcher(filters, budget, step_targets(), on_stop=lambda: write(directory))
     _watcher = watcher
     atexit.register(finish)
-    os.register_at_fork(after_in_child=_after_fork_child)
+    forksafe.at_fork(after_in_child=_after_fork_child)
     # the exits that skip atexit: multiprocessing workers (os._exit), a Pool's SIGTERM
     session.finish_with_multiprocessing(finish)
     session.finish_on_sigterm(finish)

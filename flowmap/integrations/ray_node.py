@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-from flowmap.capture import state
+from flowmap.capture import forksafe, state
 
 MAX_OWNERS = 256  # owners one process says it runs (tasks of many functions share workers)
 
@@ -61,4 +61,4 @@ def forget() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=forget)
+    forksafe.at_fork(after_in_child=forget)
