@@ -12,8 +12,9 @@ stage, the two hops share a storage: that is a producer -> consumer edge.
 - A hop that carries it into `X` makes an edge `producer -> X`, unless `X`
   later hands that same storage on: then `X` only passed it along (the
   driver's hand-off), and the edge goes to where it was consumed instead. A stage
-  that hands it on beside data it made since (first seen in that hop: a scorer
-  sending the sequences on with their scores) used it, and keeps its edge.
+  that hands it on beside data it made since (new storages first seen in that hop,
+  or strings and floats it did not get: a scorer sending the sequences on with their
+  scores, a generator the prompts with their completions) used it, and keeps its edge.
 - A hop with no tensor leaf, or with leaves whose storage nobody produced
   before, is an edge of its own, `src -> dst`.
 
@@ -107,14 +108,17 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                 got_by, kept = held[h.dst], held[h.src]
                 found = flow_text.sources(kept, h, *text)
                 to_receiver = flow_text.receiver(h)
+                # text it got beside text it wrote (prompts with their completions): used
+                used = len(found) > 1 and any(got is None for got, _ in found)
                 for got, keys in found:
                     made_by = got.made_by if got is not None else h.src
                     if made_by == h.dst:
                         continue  # back to its producer
                     if got is not None:
-                        passed.update(got.links)  # h.src only handed it on
                         hand_offs += 1
-                        got.links.clear()
+                        if not used:
+                            passed.update(got.links)  # h.src only handed it on
+                            got.links.clear()
                     share = len(keys) / len(h.texts) if len(found) > 1 else 1.0
                     held_as = to_receiver(keys) if to_receiver is not None else (h.pid, keys)
                     got_by.append(flow_text.Text(made_by, [len(links)], *held_as, text[0]))

@@ -631,3 +631,21 @@ def test_floats_beside_the_tensors_come_from_the_stage_that_made_them():
     # reward stage, which sent new scores beside the sequences, used them
     assert set(edges) == {("rollout", "trainer"), ("reward", "trainer"), ("rollout", "reward")}
     assert edges[("reward", "trainer")].nbytes == 2 * 16
+
+
+def _text(t: int, src: str, dst: str, name: str, texts: tuple[int, ...]) -> Hop:
+    leaves = (Leaf("[*]", "str", (len(texts),), "", "", 40 * len(texts), len(texts), None),)
+    return Hop(t, 1, src, dst, name, 40 * len(texts), leaves, (), None, None, "ref", (),
+               texts=texts)
+
+
+def test_a_stage_that_sends_the_prompts_on_with_its_completions_used_them():
+    # GIVEN a generator that gets the loader's prompts and sends prompts and completions on
+    # in one payload, and a controller that only hands the prompts on
+    hops = [_text(0, "loader", "generator", "prompts", (1, 2)),
+            _text(1, "generator", "trainer", "pairs", (1, 2, 3, 4)),
+            _text(2, "loader", "controller", "prompts", (5, 6)),
+            _text(3, "controller", "trainer", "prompts", (5, 6))]
+    pairs = {(e.src, e.dst) for e in build_flow(hops).edges}
+    # THEN the generator keeps its input edge, the controller does not
+    assert pairs == {("loader", "generator"), ("loader", "trainer"), ("generator", "trainer")}
