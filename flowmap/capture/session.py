@@ -106,7 +106,10 @@ def _forget(tracer: Tracer) -> None:
 
 
 def stop() -> None:
-    """Close this process's shard (idempotent)."""
+    """Close this process's shard (idempotent), once the sends other threads have in flight
+    are recorded (`sigterm.settle`)."""
+    if state.tracer is not None:
+        sigterm.settle()
     tracer = state.tracer
     state.tracer = None
     if tracer is not None:

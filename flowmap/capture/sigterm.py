@@ -27,6 +27,7 @@ import functools
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +70,23 @@ def hold() -> None:
     """This thread is between sending a message and recording it."""
     ident = threading.get_ident()
     _holding[ident] = _holding.get(ident, 0) + 1
+
+
+def settle(timeout: float = GIVE_UP_S) -> None:
+    """Wait, `timeout` at most, for the sends other threads have in flight to be recorded.
+
+    A process that ends without joining its queue's feeder thread (torch's DataLoader
+    worker cancels that join once it is told to stop) would close its shard between a
+    message the feeder sent, which the receiver got, and its record: the receiver's half
+    would then come from `(untraced)`. Never raises."""
+    try:
+        me = threading.get_ident()
+        deadline = time.monotonic() + timeout
+        while not _give_up and any(t != me for t in list(_holding)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.001)
+    except Exception:
+        pass
 
 
 def release() -> None:

@@ -45,3 +45,4 @@ def _run(register: str) -> str:
 def test_a_ctrl_c_landing_in_a_fork_hook_reaches_the_program():
     assert _run("os") == "lost"  # what CPython does with a hook's exception
     assert _run("flowmap") == "interrupted"
+
