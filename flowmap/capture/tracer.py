@@ -267,14 +267,10 @@ class Tracer:
             if self.closed:
                 return
             w = self.writer
-            if d.storages:  # tensors, and strings or floats beside them named too
-                if w.hop(t, src, dst, name, d.leaves, d.nbytes,
-                         w.storage_ids(d.storages, d.holders),
-                         self.step if step is None else step, version, transport, ids):
-                    self.name_objects(t, src, dst, name, payload)
-            elif w.hop(t, src, dst, name, d.leaves, d.nbytes, "",  # none: a hop of objects
-                       self.step if step is None else step, version, transport, ids):
-                self.name_objects(t, src, dst, name, payload)
+            storages = w.storage_ids(d.storages, d.holders) if d.storages else ""  # "": objects
+            if w.hop(t, src, dst, name, d.leaves, d.nbytes, storages,
+                     self.step if step is None else step, version, transport, ids):
+                self.name_objects(t, src, dst, name, payload)  # strings or floats, tensors or not
 
     def name_objects(self, t_us: int, src: str, dst: str, name: str, payload: Any) -> None:
         """The `t` line of the hop (or send half) just written with strings or floats, lock

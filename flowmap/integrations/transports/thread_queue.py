@@ -98,7 +98,7 @@ def _wrap_coroutine(fn: Callable[..., Any]) -> Callable[..., Any]:
         if state.tracer is None:
             return coro
         try:  # a library's own awaits (an engine's output queues) pay this check alone
-            if not _program_put(sys._getframe(1)):
+            if not _program_call(sys._getframe(1)):
                 return coro
             caller = (owner_here(), True)
         except Exception as exc:
@@ -128,9 +128,9 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
         if state.tracer is not None and item is not None:
             try:  # noted before it is in: a consumer may take it before `put` returns
                 caller = _caller.get()
-                program = caller[1] if caller is not None else _program_put(sys._getframe(1))
+                program = caller[1] if caller is not None else _program_call(sys._getframe(1))
                 if program and not state.hopped_last(item):
-                    entry = _note(self, item, caller[0] if caller is not None else owner_here())
+                    entry = _note(self, item, owner_here())
             except Exception as exc:
                 record.error(exc)
         if entry is None:
@@ -206,8 +206,7 @@ def _took(queue: Any, item: Any) -> None:
     if entry is None:
         return
     _, _, src, step = entry
-    caller = _caller.get()
-    dst = caller[0] if caller is not None else owner_here()
+    dst = owner_here()
     t = state.tracer
     if src != dst and t is not None:
         t.hop(src, dst, item, type(item).__name__, item_tags.take(item) or (), step, None,
@@ -215,32 +214,34 @@ def _took(queue: Any, item: Any) -> None:
 
 
 def owner_here() -> str:
-    """The owner of the code running now (`flowmap.capture.api.current_owner`), or the role
-    of the thread the program started it in."""
+    """The owner of the code running now: the caller of the asyncio `put`/`get` under way
+    (`_caller`), else `flowmap.capture.api.current_owner`, else the role of the task or
+    thread the program started it in."""
+    caller = _caller.get()
+    if caller is not None:
+        return caller[0]
     owner = state.current_owner.get()
     if owner:
         return owner
     aio = sys.modules.get("asyncio")
     task = _current_task(aio) if aio is not None else None
-    if task is not None:
-        try:
-            role = _roles[task]
-        except KeyError:
-            role = _roles[task] = task_role(task)
-        except TypeError:
-            role = task_role(task)
-        if role:
-            return role
+    if task is not None and (role := _role(task, task_role)):
+        return role
     thread = threading.current_thread()
     if thread is threading.main_thread():
         return state.default_owner
+    return _role(thread, role_of) or state.default_owner
+
+
+def _role(runner: Any, of: Callable[[Any], str | None]) -> str | None:
+    """`of(runner)`, kept per thread or task while it lives."""
     try:
-        role = _roles[thread]
+        return _roles[runner]
     except KeyError:
-        role = _roles[thread] = role_of(thread)
-    except TypeError:  # a thread object that cannot be weakly referenced: not cached
-        role = role_of(thread)
-    return role or state.default_owner
+        role = _roles[runner] = of(runner)
+        return role
+    except TypeError:  # one that cannot be weakly referenced: not kept
+        return of(runner)
 
 
 def role_of(thread: threading.Thread) -> str | None:
@@ -294,7 +295,7 @@ def _current_task(aio: Any) -> Any:
         return None
 
 
-def _program_put(frame: Any) -> bool:
+def _program_call(frame: Any) -> bool:
     """Whether the put was called by the program's code: the first caller outside the queue
     modules (`put_nowait` and asyncio's `put` call the patched one)."""
     while frame is not None and frame.f_code.co_filename in _QUEUE_FILES:
