@@ -30,7 +30,7 @@ ONCE_WINDOW_S = 1.0  # `--once`: the seconds between its two reads, over which r
 
 def top_once(path: str, console: Console, sort: str = "rate") -> Frame:
     """Print one screen and return its frame (`--once`): two polls a second apart, so rates show."""
-    watch = Watch(path, final_read=False)  # one screen, now: not the finished run's read
+    watch = Watch(path)
     while watch.update().behind:  # a script wants the whole run so far, however large
         pass
     time.sleep(ONCE_WINDOW_S)
@@ -46,8 +46,8 @@ def _rows(console: Console) -> int:
 
 def top(path: str, console: Console, sort: str = "rate") -> Frame:
     """Redraw until `q` (or Ctrl-C); returns the last frame."""
-    # without a terminal, top ends with the program: the live frame (exact sums) is its last
-    watch = Watch(path, final_read=_interactive())
+    # without a terminal, top ends with the program: the ended run's frame is its last
+    watch = Watch(path)
     paused = False
     frame = watch.update()
     with _keys() as read_key, Live(screen(frame, sort=sort, rows=_rows(console),

@@ -12,29 +12,28 @@ small share of a core.
 Steps older than a horizon are held in blocks (`flowmap.read.blocks`), so a long run's
 frames keep every sum exact and read per-step figures from each block's own.
 Findings, the costliest part, wait for the second update (the first screen
-comes without them) and are recomputed at most every `FINDINGS_EVERY_S`. Once
-the program has ended (and nothing more comes), the run is read once more as
-`flowmap report` reads it, in a thread of its own, so the last screen and page
-become the report's, findings included; meanwhile the live frame, whose sums
-are exact, is shown at once (a viewer that ends with the program does not wait
-for that read: `final_read=False`). A run directory removed and made anew (a
-tracer starts over in it) is watched anew from its start.
+comes without them) and are recomputed at most every `FINDINGS_EVERY_S`. The
+reader holds `flowmap report`'s detail window while frames read a smaller one
+(`flowmap.read.live_window`), so once the program has ended and its last bytes
+are read, the last frame is a snapshot of what the reader holds, in the report's
+window, with its findings found at once: the report's figures and findings, not
+a second read of the run. A run directory removed and made anew (a tracer
+starts over in it) is watched anew from its start.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass
 
-from flowmap.errors import FlowmapError
 from flowmap.findings import Finding, findings
 from flowmap.live.rates import Rates
 from flowmap.live.status import RUNNING, Status, status
-from flowmap.model.run import Run, load
+from flowmap.model.run import Run
 from flowmap.model.types import SeamKey
 from flowmap.read.blocks import StepBlocks
+from flowmap.read.fold import DETAIL_HOPS
 from flowmap.read.incremental import LIVE_DETAIL_HOPS, IncrementalReader, RunGone
 
 UPDATE_S = 1.0  # read and rebuild: a hop shows within this, plus one read and one rebuild
@@ -62,20 +61,21 @@ class Frame:
 class Watch:
     """One viewer's hold on a run: the reader, the latest frame, and what rebuilding costs."""
 
-    def __init__(self, path: str, detail_hops: int | None = LIVE_DETAIL_HOPS,
-                 blocks: StepBlocks | None = None, final_read: bool = True) -> None:
-        self._args = (path, detail_hops)
-        self.final_read = final_read
+    def __init__(self, path: str, live_hops: int = LIVE_DETAIL_HOPS,
+                 blocks: StepBlocks | None = None) -> None:
+        self._args = (path, live_hops)
         self.epoch = -1
         self._start(blocks)
 
     def _start(self, blocks: StepBlocks | None = None) -> None:
         """Watch the run from its start (again, once it was made anew)."""
-        path, detail_hops = self._args
+        path, live_hops = self._args
         self.epoch += 1
         # old steps held in blocks past a horizon (`flowmap.read.blocks`): what the watch
-        # holds and rebuilds stays bounded however long the run
-        self.reader = IncrementalReader(path, detail_hops, blocks or StepBlocks())
+        # holds and rebuilds stays bounded however long the run; frames read `live_hops`
+        # hops of each process one by one, the end the report's window
+        self.reader = IncrementalReader(path, DETAIL_HOPS, blocks or StepBlocks(),
+                                        live_hops=live_hops)
         self.rates = Rates()
         self.frame: Frame | None = None
         self._built_s = 0.0
@@ -85,10 +85,8 @@ class Watch:
         self._found_run: Run | None = None  # the run the frame's findings were found in
         self._pending = False  # bytes read that the model does not show yet
         self.behind = False  # the last update stopped reading with bytes left: catching up
-        self._final = False  # the finished run's read, as `report` reads it, was started
-        self._final_got: tuple[int, Run, tuple[Finding, ...]] | None = None  # its result
+        self._whole = False  # the frame is the ended run in the report's window
         self._fresh_s = 0.0
-        self._quiet = False  # the last poll read nothing
 
     @property
     def path(self) -> str:
@@ -131,56 +129,47 @@ class Watch:
             self.rates.add(time.time(), frame.run.seams)
             frame.rates = self.rates.per_second()
         frame.fresh_s, frame.epoch = self._fresh_s, self.epoch
-        if frame.status.state != RUNNING and not self.behind and not self._pending:
-            self._finish(frame)
+        if (frame.status.state != RUNNING and frame.status.final and not self.behind
+                and not self._pending and not self._whole):
+            frame = self._finish(frame, now)
         return frame
 
-    def _finish(self, frame: Frame) -> None:
-        """The program has ended: once nothing more comes, read the run as `flowmap report`
-        reads it (its detail window, not the live one), in a thread, so the viewer stays
-        responsive; its result becomes the frame unless bytes came since."""
-        got = self._final_got
-        if got is not None and got[0] == self.reader.bytes_read and frame.run is not got[1]:
-            _, frame.run, frame.findings = got
-            frame.updated_s = time.time()
-            frame.found_s = self._findings_s = time.monotonic()
-            self._found_run = frame.run
-        if self._final or not self.final_read or not self._quiet:
-            return
-        self._final = True
-        read_at, path = self.reader.bytes_read, self.reader.path
-
-        def final() -> None:
-            try:
-                run = load(path)
-                self._final_got = (read_at, run, tuple(findings(run.view)))
-            except FlowmapError:
-                pass  # removed or unreadable since: the live read stays
-
-        threading.Thread(target=final, name="flowmap-final-read", daemon=True).start()
+    def _finish(self, frame: Frame, now: float) -> Frame:
+        """The program has ended and its last bytes are built: the last frame is the run in
+        `flowmap report`'s window, a snapshot of what the reader holds (not a second read of
+        the run), with its findings, found now."""
+        self._rebuild(now, whole=True)
+        last = self.frame
+        assert last is not None
+        last.status, last.rates, last.fresh_s, last.epoch = (
+            frame.status, frame.rates, frame.fresh_s, frame.epoch)
+        t = time.thread_time()
+        last.findings = tuple(findings(last.run.view))
+        self._findings_cost_s = time.thread_time() - t
+        last.found_s = self._findings_s = now
+        self._found_run = last.run
+        return last
 
     def _read(self) -> None:
         """Poll until nothing is new or the time for one update is spent: a large run is
         read in pieces, so the first screen comes fast and later ones keep their pace."""
         end = time.monotonic() + READ_BUDGET_S
-        self._quiet = True
         while True:
             got = self.reader.poll()
             if got > 0:
-                self._pending, self._quiet, self._fresh_s = True, False, time.time()
+                self._pending, self._fresh_s = True, time.time()
             more = self.reader.more  # a shard had more than one read's worth waiting
             self.behind = more and time.monotonic() >= end
             if not more or self.behind:
                 return
 
-    def _rebuild(self, now: float) -> None:
+    def _rebuild(self, now: float, whole: bool = False) -> None:
         t = time.thread_time()  # CPU time: a busy machine does not make it look costly
-        run = self.reader.records(Run)
+        run = self.reader.records(Run, whole)
         _ = run.seams, run.owners, run.counters
-        self._build_cost_s = time.thread_time() - t
-        self._built_s, self._pending = now, False
-        if self._final_got is None or self._final_got[0] != self.reader.bytes_read:
-            self._final = False  # bytes came since the finished run's read: read it again
+        if not whole:  # what a frame costs (the end's, in the larger window, is built once)
+            self._build_cost_s = time.thread_time() - t
+        self._built_s, self._pending, self._whole = now, False, whole
         old = self.frame
         self.frame = Frame(run, Status(RUNNING, "reading the run so far") if self.behind
                            else status(run), {}, old.findings if old else (), time.time(),

@@ -56,6 +56,19 @@ class Cut:
         return Cut(step, min(self.t_ns, other.t_ns))
 
 
+def past_window(cut: Cut, step: int | None, t_ns: int, kept: int, keep: int) -> bool:
+    """Whether a hop lies past a detail window whose budget of `keep` ran out at `cut`, with
+    `kept` hops kept so far: the window ends at the budget's last step (hops of steps up to it
+    are still kept, to at most FINISH_STEP_FACTOR times the budget; past that, it ends at the
+    budget's time). The reader's rule, and a live watch's over the reader's kept hops."""
+    past = step > cut.step if step is not None and cut.step is not None else t_ns > cut.t_ns
+    if not past:
+        if kept < FINISH_STEP_FACTOR * keep:
+            return False
+        cut.step = None  # the rest folds; the run folds kept hops past `cut.t_ns`
+    return True
+
+
 class _Cell(HopTally):
     """A seam's hops in one step (times in ns), the schemas they carried, and its record."""
 
@@ -134,12 +147,12 @@ def fold_hops(hops: Iterable[Hop]) -> list[SeamStep]:
         if f is None:
             f = folders[h.pid] = SeamStepFolder(h.pid)
         f.add_hop(h)
-    out = [s for f in folders.values() for s in f.seam_steps(str, _same_leaves)]
+    out = [s for f in folders.values() for s in f.seam_steps(str, same_leaves)]
     out.sort(key=lambda s: s.t_ns)
     return out
 
 
-def _same_leaves(leaves: tuple[Leaf, ...]) -> tuple[Leaf, ...]:
+def same_leaves(leaves: tuple[Leaf, ...]) -> tuple[Leaf, ...]:
     return leaves
 
 

@@ -5,7 +5,10 @@ the live page and `/metrics` read through this one reader, so a growing run read
 finished run reads the same bytes. A watch's state stays bounded (docs/live.md, "The
 incremental reader"): hops fold past a detail window, counter samples past `MAX_RECORDS`
 (`flowmap.read.bounds`), transport halves once joined (`flowmap.read.settle`), and steps
-past a horizon into blocks (`flowmap.read.blocks`).
+past a horizon into blocks (`flowmap.read.blocks`), all held in `flowmap.read.live_bounds`.
+A watch holds `flowmap report`'s window and reads its frames in a smaller one
+(`live_hops`), so the run's end is a snapshot of what it holds (`records(whole=True)`),
+not a second read.
 """
 
 from __future__ import annotations
@@ -13,20 +16,20 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from itertools import chain
 from typing import Any, TypeVar
 
 from flowmap import trace_format as tf
 from flowmap.errors import FlowmapError, NotATrace
 from flowmap.read.blocks import StepBlocks
-from flowmap.read.events import SendFold, SendHalf, Shard
+from flowmap.read.events import Shard
 from flowmap.read.fold import shard_budget
 from flowmap.read.identity import host_key, host_labels, run_pids
+from flowmap.read.live_bounds import LiveBounds
 from flowmap.read.plain import show_path
 from flowmap.read.ray_transport import name_ray_transports
 from flowmap.read.reader import read_header
 from flowmap.read.run_meta import read_run_meta
-from flowmap.read.settle import HalfSettler, give_records
+from flowmap.read.settle import HalfSettler
 from flowmap.read.shards import scan_run
 from flowmap.read.tail import ShardTail
 
@@ -51,18 +54,18 @@ class IncrementalReader:
 
     def __init__(self, path: str | os.PathLike[str], detail_hops: int | None = LIVE_DETAIL_HOPS,
                  blocks: StepBlocks | None = None, settler: HalfSettler | None = None,
-                 finished: bool = False) -> None:
+                 finished: bool = False, live_hops: int | None = None) -> None:
         self.path = os.fspath(path)
         # A finished run (`flowmap.load`): one poll reads every shard to its end, an empty
         # file is an empty shard, and a lone file that is not a shard raises NotATrace.
         self.finished = finished
         self.detail_hops = detail_hops
         # A live watch's bounds: old steps held in blocks past a horizon, transport halves
-        # joined once (`settler`, with blocks only); None: every step and half kept, and the
-        # records are exactly those `flowmap.load` reads from the same bytes.
-        self.blocks = blocks
-        self.settler = None if blocks is None else settler or HalfSettler(
-            keep_hops=LIVE_DETAIL_HOPS if detail_hops is None else detail_hops)
+        # joined once (`settler`), frames in a window of `live_hops`; without blocks, every
+        # step and half kept, and the records are exactly those `flowmap.load` reads.
+        self.bounds = None if blocks is None else LiveBounds(blocks, settler or HalfSettler(
+            keep_hops=LIVE_DETAIL_HOPS if detail_hops is None else detail_hops,
+            live_hops=live_hops), live_hops)
         self.tails: dict[str, ShardTail] = {}
         self.skipped: list[str] = []  # entries of the directory that are not shard files
         self.bytes_read = 0
@@ -89,6 +92,8 @@ class IncrementalReader:
                 if p not in self.tails:
                     self.tails[p] = ShardTail(p, budget, pid if h else None,
                                               labels.get(host_key(h), ""))
+                    if self.bounds is not None:
+                        self.bounds.opened(p, len(paths))
         if self.finished:
             for p in new:
                 try:
@@ -136,45 +141,24 @@ class IncrementalReader:
                             else f"{show_path(self.path)} holds no readable shards")
         return problems
 
-    def records(self, cls: Callable[[str, list[Shard], dict[str, Any], list[str], set[str]], R]
-                ) -> R:
+    @property
+    def settler(self) -> HalfSettler | None:
+        return self.bounds.settler if self.bounds is not None else None
+
+    def records(self, cls: Callable[[str, list[Shard], dict[str, Any], list[str], set[str]], R],
+                whole: bool = False) -> R:
         """The run as read so far, as `cls.read(path, detail_hops)` would read the bytes
         handled (`flowmap.model.run.Run` for the figures), old steps in blocks where the
-        reader has them; a new one each call: the model is built whole."""
-        shards = self.shards()
-        if self.blocks is not None and self.settler is not None:
-            self._bound(shards, self.blocks, self.settler)
+        reader has them, in the frames' window (`live_hops`) unless `whole`; a new one each
+        call: the model is built whole."""
+        bounds = self.bounds
+        shards = self.shards() if bounds is None else bounds.snapshot(self.tails, whole)
         problems = self.problems(shards)
         meta = (read_run_meta(os.path.join(self.path, tf.RUN_META), problems)
                 if os.path.isdir(self.path) else {})
         name_ray_transports(shards)  # idempotent: a kept hop is renamed once
-        return cls(self.path, shards, meta, problems, self.settler.shared if self.settler else set())
-
-    def _bound(self, shards: list[Shard], blocks: StepBlocks, settler: HalfSettler) -> None:
-        """Settle the halves whose join is settled, then move the folded steps past the horizon
-        of the run's newest step into `blocks` (the tails and `settler` forget them), and give
-        the snapshot's `shards` what both hold in their place."""
-        newest = _newest_step(shards)
-        live = {t.path: t.shard.halves for t in self.tails.values() if t.shard is not None}
-        settler.settle(list(live.values()), None if newest is None else blocks.before(newest))
-        for sh in shards:  # the snapshot's halves, less those settled
-            sh.halves = list(live[sh.path])
-        settler.give(shards)
-        newest = _newest_step(shards)
-        if newest is not None and blocks.take(shards, before := blocks.before(newest)):
-            for t in self.tails.values():
-                t.retire(before)
-            settler.retire(before)
-        give_records(shards, (), blocks.records())
+        return cls(self.path, shards, meta, problems, bounds.settler.shared if bounds else set())
 
 
 def _gone(path: str) -> RunGone:
     return RunGone(f"the run {show_path(path)} was removed while watched")
-
-
-def _newest_step(shards: list[Shard]) -> int | None:
-    """The run's newest step so far: of its folded and kept hops, and of its sends."""
-    sends = (h.step for sh in shards for h in sh.halves if isinstance(h, (SendHalf, SendFold)))
-    steps = chain((st.step for sh in shards for st in sh.seam_steps),
-                  (h.step for sh in shards for h in sh.hops), sends)
-    return max((step for step in steps if step is not None), default=None)

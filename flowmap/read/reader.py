@@ -29,7 +29,7 @@ from flowmap.read.events import LeafNote, SendHalf, ValueFigure
 from flowmap.read.events import Mark as Mark
 from flowmap.read.events import Shard as Shard
 from flowmap.read.fields import Fields, Interned
-from flowmap.read.fold import FINISH_STEP_FACTOR, Cut, SeamStepFolder
+from flowmap.read.fold import Cut, SeamStepFolder, past_window
 from flowmap.read.hop_lines import HopLines
 from flowmap.read.plain import as_int, as_text, clean, count, loads_strict, show_path
 from flowmap.read.shared_once import SharedOnce
@@ -124,14 +124,15 @@ class ShardFeed:
         """Decode the complete lines `data[:end]` (`end`: the last one's newline)."""
         self.decoder.batch(data[:end].split(b"\n"))
 
-    def snapshot(self, copy: bool = True) -> Shard:
+    def snapshot(self, copy: bool = True, hops: list[Hop] | None = None) -> Shard:
         """The shard as read so far, its folded hops' records made: a copy, that more bytes
-        fed leave as it is, or (a finished file, nothing more comes) the shard itself."""
+        fed leave as it is, or (a finished file, nothing more comes) the shard itself.
+        `hops`: the copy's kept hops instead of the shard's (a watch's frame window)."""
         d = self.decoder
         sh = d.shard
         if copy:
             sh = dataclasses.replace(
-                sh, hops=list(sh.hops), counters=list(sh.counters), marks=list(sh.marks),
+                sh, hops=list(sh.hops if hops is None else hops), counters=list(sh.counters), marks=list(sh.marks),
                 drops=list(sh.drops), errors=list(sh.errors), halves=list(sh.halves),
                 seam_steps=list(sh.seam_steps), counter_folds=list(sh.counter_folds),
                 mark_folds=list(sh.mark_folds), drop_folds=list(sh.drop_folds),
@@ -182,21 +183,15 @@ class Decoder:
     def fold_hop(self, ev: list[Any]) -> bool:
         """Whether the (checked) hop event `ev` is past this shard's detail window; if so, fold it.
 
-        The window ends at the budget's last step (hops of steps up to it are
-        still kept, to at most FINISH_STEP_FACTOR times the budget; past that,
-        it ends at the budget's time). See `flowmap.read.fold`.
+        Where the window ends: `flowmap.read.fold.past_window`.
         """
         t_ns = self.t0 + ev[1] * 1000
         cut, folder = self.cut, self.folder
         if cut is None or folder is None:
             self.cut, self.folder = Cut(ev[8], t_ns), SeamStepFolder(self.shard.pid)
             return False
-        step = ev[8]
-        past = step > cut.step if step is not None and cut.step is not None else t_ns > cut.t_ns
-        if not past:
-            if len(self.shard.hops) < FINISH_STEP_FACTOR * (self.keep or 0):
-                return False
-            cut.step = None  # the rest folds; the run folds kept hops past `cut.t_ns`
+        if not past_window(cut, ev[8], t_ns, len(self.shard.hops), self.keep or 0):
+            return False
         folder.add_event(ev, t_ns)
         return True
 

@@ -4,8 +4,10 @@
 doing so would hold two records per message and join them all again at each update.
 So the halves whose join is settled are joined once, by the join's own rules, kept as
 the hops they made (the first `keep_hops`, the rest folded per seam and step), and
-forgotten: what stays held is what is still in flight. What settles when, and where
-that is not exact, is in docs/live.md ("nor per message").
+forgotten: what stays held is what is still in flight. A watch's frames read fewer of
+them one by one (`live_hops`: the rest folded too, as they come; `whole` is what the
+run's end reads). What settles when, and where that is not exact, is in docs/live.md
+("nor per message").
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from flowmap.read import events
 from flowmap.read.events import Half, Hop, ReceiveHalf, SeamStep, SendHalf, Shard
 from flowmap.read.fold import fold_hops, merge_seam_steps
 from flowmap.read.halves import claimed_sender, digest_keyed, family, join_halves, joined_hop, pair
+from flowmap.read.live_window import StepIndex
 
 MAX_HALVES = 8192  # the bound on halves waiting (half of it for sends, half for receives)
 
@@ -27,13 +30,17 @@ _Message = tuple[str, str]  # channel (or family), key
 class HalfSettler:
     """What the settled halves of a watched run made: kept hops and per-step records."""
 
-    def __init__(self, max_halves: int = MAX_HALVES, keep_hops: int = 0) -> None:
+    def __init__(self, max_halves: int = MAX_HALVES, keep_hops: int = 0,
+                 live_hops: int | None = None) -> None:
         if max_halves < 4:
             raise ValueError("a bound of at least 4 halves")
         self.max_halves = max_halves
         self.keep_hops = keep_hops  # settled hops kept one by one (the first ones)
+        self.live_hops = live_hops  # of those, the frame's (None: all)
         self.hops: list[Hop] = []
         self.steps: dict[tuple[object, ...], SeamStep] = {}  # the rest, per seam, step, process
+        self.live_steps: dict[tuple[object, ...], SeamStep] = {}  # kept hops past `live_hops`
+        self.by_step = StepIndex()  # with `live_hops`: kept hops of steps not yet in blocks
         self.shared: set[str] = set()  # channels whose folded sends were shared out
         # Senders of settled messages, for copies received later: two generations of
         # `max_halves` sends (a full one becomes the old, the old is dropped).
@@ -105,12 +112,20 @@ class HalfSettler:
     def _hold(self, hops: list[Hop], folded: Iterable[SeamStep]) -> None:
         """Keep the first settled hops one by one, and fold the rest per seam and step."""
         room = max(0, self.keep_hops - len(self.hops))
+        start = len(self.hops)
         self.hops += hops[:room]
-        for st in [*fold_hops(hops[room:]), *folded]:
-            got = self.steps.get(key := (st.src, st.dst, st.name, st.step, st.transport, st.pid))
-            self.steps[key] = st if got is None else merge_seam_steps(got, st)
+        _merge(self.steps, [*fold_hops(hops[room:]), *folded])
+        if self.live_hops is not None:
+            _merge(self.live_steps, fold_hops(self.hops[max(start, self.live_hops):]))
+            self.by_step.add(self.hops[start:])
 
-    def give(self, shards: list[Shard]) -> None:
+    def records(self, whole: bool = True) -> tuple[list[Hop], list[SeamStep]]:
+        """The hops kept and the records folded, in the frame's window unless `whole`."""
+        if whole or self.live_hops is None:
+            return self.hops, list(self.steps.values())
+        return self.hops[:self.live_hops], [*self.steps.values(), *self.live_steps.values()]
+
+    def give(self, shards: list[Shard], whole: bool = True) -> None:
         """Add what settled to the shards (a snapshot's), and show the receives held of a
         copy of a settled message as its hops: they settle so at the next update, once
         their sender's shard has been read again."""
@@ -120,11 +135,14 @@ class HalfSettler:
         if copies:
             for sh in shards:
                 sh.halves = [h for h in sh.halves if id(h) not in copies]
-        give_records(shards, [*self.hops, *copies.values()], self.steps.values())
+        hops, steps = self.records(whole)
+        give_records(shards, [*hops, *copies.values()], steps)
 
     def retire(self, before: int) -> None:
         """Forget the records of steps below `before` (the blocks hold them now)."""
-        self.steps = {k: st for k, st in self.steps.items() if st.step is None or st.step >= before}
+        self.steps = _since(self.steps, before)
+        self.live_steps = _since(self.live_steps, before)
+        self.by_step.retire(before)
 
 
 def give_records(shards: list[Shard], hops: Iterable[Hop], steps: Iterable[SeamStep]) -> None:
@@ -136,6 +154,17 @@ def give_records(shards: list[Shard], hops: Iterable[Hop], steps: Iterable[SeamS
         by_pid.get(h.pid, shards[0]).hops.append(h)
     for st in steps:
         by_pid.get(st.pid, shards[0]).seam_steps.append(st)
+
+
+def _merge(into: dict[tuple[object, ...], SeamStep], steps: Iterable[SeamStep]) -> None:
+    for st in steps:
+        got = into.get(key := (st.src, st.dst, st.name, st.step, st.transport, st.pid))
+        into[key] = st if got is None else merge_seam_steps(got, st)
+
+
+def _since(steps: dict[tuple[object, ...], SeamStep], before: int
+           ) -> dict[tuple[object, ...], SeamStep]:
+    return {k: st for k, st in steps.items() if st.step is None or st.step >= before}
 
 
 def _index(table: dict[_Message, SendHalf], s: SendHalf) -> None:

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import runs
@@ -24,6 +23,7 @@ import flowmap
 from flowmap.findings import findings
 from flowmap.live.status import CUT_SHORT, EXITED, RUNNING
 from flowmap.live.watch import Watch
+from flowmap.model.run import Run
 
 
 def _shard(path: str, pid: int, ppid: int, hops: int, *, t0_wall_ns: int, clean: bool) -> None:
@@ -80,7 +80,7 @@ def test_a_killed_main_process_is_cut_short_while_its_child_runs(tmp_path):
                t0_wall_ns=1_000, clean=False)
         _shard(os.path.join(run, f"h-{child.pid}-1.flowmap.jsonl"), child.pid, main.pid, 3,
                t0_wall_ns=2_000, clean=False)
-        watch = Watch(run, final_read=False)
+        watch = Watch(run)
         assert watch.update().status.state == RUNNING
         # WHEN the main process is killed (SIGKILL: it cannot close its shard)
         main.send_signal(signal.SIGKILL)
@@ -102,54 +102,54 @@ def test_a_killed_main_process_is_cut_short_while_its_child_runs(tmp_path):
                 p.wait()
 
 
-def _ended_run(tmp_path) -> str:
-    path = runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=3))
+def _ended_run(tmp_path, steps: int = 3) -> str:
+    path = runs.write_rl_run(str(tmp_path / "run"), runs.RLRunSpec(steps=steps))
     with open(os.path.join(path, "run.json"), "w") as f:
         json.dump({"flowmap": "run", "schema": 1, "exit_code": 0}, f)
     return path
 
 
-def test_a_piped_top_ends_with_the_program_without_reading_the_run_again(tmp_path, monkeypatch):
+def _figures(run: Run) -> tuple[object, ...]:
+    return (run.num_hops, {k: (s.hops, s.total_bytes, s.bytes_per_step_max, s.p50_bytes,
+                               s.max_bytes) for k, s in run.seams.items()},
+            {n: (o.bytes_in, o.bytes_out) for n, o in run.owners.items()},
+            [f.message for f in findings(run.view)])
+
+
+def test_a_piped_top_ends_with_the_program_with_the_reports_figures(tmp_path, monkeypatch):
     # GIVEN a run whose program has ended, and `top` without a terminal
-    import flowmap.live.watch as watch_module
     from flowmap.live.top import top
 
-    reads = []
-    real = watch_module.load
-    monkeypatch.setattr(watch_module, "load", lambda *a, **k: reads.append(a) or real(*a, **k))
     monkeypatch.setattr(sys, "stdin", io.StringIO())
-    # WHEN it runs; THEN it ends with the live frame (exact sums), not after a second,
-    # whole read of the run (13-14 s on a 72 MB run)
+    # WHEN it runs; THEN it ends with the program, its last frame the report's: every seam's
+    # figures, every owner's bytes, the findings
     frame = top(_ended_run(tmp_path), Console(file=io.StringIO(), width=120))
-    assert frame.status.state == EXITED and reads == []
-    # AND its figures are the report's: every seam's hops and bytes, every owner's bytes
     report = flowmap.load(str(tmp_path / "run"))
-    assert frame.run.num_hops == report.num_hops and report.num_hops > 0
-    assert {k: (s.hops, s.total_bytes) for k, s in frame.run.seams.items()} == {
-        k: (s.hops, s.total_bytes) for k, s in report.seams.items()}
-    assert {n: (o.bytes_in, o.bytes_out) for n, o in frame.run.owners.items()} == {
-        n: (o.bytes_in, o.bytes_out) for n, o in report.owners.items()}
+    assert frame.status.state == EXITED and report.num_hops > 0
+    assert _figures(frame.run) == _figures(report)
+    assert [f.message for f in frame.findings] == [f.message for f in findings(report.view)]
 
 
-def test_a_viewer_that_stays_gets_the_reports_read_from_a_thread(tmp_path, monkeypatch):
-    # GIVEN a watch that stays after the end (an interactive top, serve)
-    import flowmap.live.watch as watch_module
-
-    threads = []
-    real = watch_module.load
-    monkeypatch.setattr(watch_module, "load", lambda *a, **k: threads.append(
-        threading.current_thread()) or real(*a, **k))
-    path = _ended_run(tmp_path)
+def test_the_end_is_a_snapshot_in_the_reports_window_not_a_second_read(tmp_path):
+    # GIVEN an ended run longer than a frame's window (500 hops a process) and its horizon
+    # (64 steps): frames fold much of it, `flowmap report` keeps it all one by one
+    path = _ended_run(tmp_path, steps=150)
+    report = flowmap.load(path)
     watch = Watch(path)
+    # WHEN the watch sees the program ended, with its last bytes read
     frame = watch.update()
-    # WHEN the program has ended: THEN the run is read as `report` reads it, off the
-    # viewer's thread (its keys and requests are answered meanwhile), and becomes the frame
-    deadline = time.monotonic() + 30
-    while frame.findings != tuple(findings(flowmap.load(path).view)) \
-            and time.monotonic() < deadline:
-        time.sleep(0.05)
-        frame = watch.update()
-    assert threads and all(t is not threading.current_thread() for t in threads)
+    # THEN its frames while the run went read the smaller window ...
+    frames = watch.reader.records(Run)
+    assert frames.view.detail.folded and not report.view.detail.folded
+    assert _figures(frames) != _figures(report)  # the window shows: the test can fail
+    # ... and the last frame is the report's run, findings included, found at once (no wait
+    # of FINDINGS_EVERY_S)
     assert frame.status.state == EXITED
-    assert [f.message for f in frame.findings] == [
-        f.message for f in findings(flowmap.load(path).view)]
+    assert _figures(frame.run) == _figures(report)
+    assert [f.message for f in frame.findings] == [f.message for f in findings(report.view)]
+    # ... and every byte of the run was read once: the end is a snapshot, not a re-read
+    size = sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path)
+               if n.endswith(".flowmap.jsonl"))
+    assert watch.reader.bytes_read == size
+    # AND a later update, with nothing more come, keeps that frame
+    assert watch.update() is frame

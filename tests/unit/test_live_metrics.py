@@ -30,7 +30,7 @@ def _frame(tmp_path, name: str, seams: dict[tuple[str, str, str], list[tuple[int
             w.hop(t, src, dst, seam, [runs.tensor("t", (nbytes // 4,))], transport=transport)
             t += 10
     w.close(t, clean=state != RUNNING)
-    frame = Watch(str(tmp_path / name), final_read=False).update()
+    frame = Watch(str(tmp_path / name)).update()
     return dataclasses.replace(frame, status=Status(state, state))
 
 

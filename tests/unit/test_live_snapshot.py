@@ -98,3 +98,34 @@ def test_snapshots_of_a_growing_run_equal_one_read_of_the_same_bytes(tmp_path):
         folded += bool(run.seam_steps) and bool(run.hops)
     assert compared == points
     assert folded > points // 2  # kept hops and folded steps both: the window was passed
+
+
+def test_a_watchs_frames_read_a_smaller_window_and_its_end_the_larger_one(tmp_path):
+    # GIVEN a reader as a watch holds it: the larger window (the report's) kept, frames read
+    # a smaller one (`live_hops`), old steps in blocks
+    data = _write(str(tmp_path / "src"))
+    dst = tmp_path / "live"
+    dst.mkdir()
+    reader = IncrementalReader(str(dst), detail_hops=200, blocks=StepBlocks(4, 4), live_hops=30)
+
+    def at_once(detail: int) -> Run:
+        once = IncrementalReader(str(dst), detail_hops=detail, blocks=StepBlocks(4, 4))
+        once.poll()
+        return once.records(Run)
+
+    names = list(data)
+    lines = {n: data[n].split(b"\n") for n in names}
+    points, differ = 20, 0
+    for k in range(1, points + 1):
+        for name in names:
+            upto = len(lines[name]) * k // points
+            with open(dst / name, "wb") as f:
+                f.write(b"\n".join(lines[name][:upto]) + (b"\n" if upto else b""))
+        reader.poll()
+        # WHEN it snapshots as the run grows: THEN a frame is what a reader of the smaller
+        # window reads of the same bytes, and the whole view what one of the larger reads
+        frame, whole = reader.records(Run), reader.records(Run, whole=True)
+        assert _figures(frame) == _figures(at_once(30)), k
+        assert _figures(whole) == _figures(at_once(200)), k
+        differ += _figures(frame) != _figures(whole)
+    assert differ > points // 2  # the two windows differ: the test can fail

@@ -163,6 +163,38 @@ def test_settled_halves_keep_every_figure_a_full_read_has(tmp_path, every):
     assert live.seams[("rollout", "queue:log", "stats")].hops == STEPS
 
 
+@pytest.mark.parametrize("every", [1, 4])
+def test_frames_read_a_smaller_window_than_the_whole_view_of_settled_halves(tmp_path, every):
+    # GIVEN a watch's reader: the larger window kept (settled hops too), frames read DETAIL
+    lines, ends = _write(str(tmp_path / "src"))
+    dst = tmp_path / "live"
+    dst.mkdir()
+    settler = HalfSettler(MAX_HALVES, keep_hops=10 * DETAIL, live_hops=DETAIL)
+    reader = IncrementalReader(str(dst), detail_hops=10 * DETAIL, blocks=StepBlocks(HORIZON, 4),
+                               settler=settler, live_hops=DETAIL)
+    # and beside it, a reader of the smaller window alone (as a watch's was)
+    small = IncrementalReader(str(dst), detail_hops=DETAIL, blocks=StepBlocks(HORIZON, 4),
+                              settler=HalfSettler(MAX_HALVES, keep_hops=DETAIL))
+    differ = 0
+    for s in range(every - 1, STEPS, every):
+        last = s == STEPS - 1
+        for name, ls in lines.items():
+            upto = len(ls) if last else ends[s][name]
+            (dst / name).write_bytes(b"".join(ls[:upto]) + (b"" if last else b"\0" * 4096))
+        reader.poll()
+        small.poll()
+        # WHEN it snapshots: THEN a frame has the figures of a read in the smaller window and
+        # keeps the hops that reader keeps, the whole view has those of one in the larger
+        frame, whole = reader.records(Run), reader.records(Run, whole=True)
+        assert len(frame.hops) == len(small.records(Run).hops), s
+        assert exact_figures(frame) == exact_figures(flowmap.load(str(dst), detail_hops=DETAIL)), s
+        assert exact_figures(whole) == exact_figures(
+            flowmap.load(str(dst), detail_hops=10 * DETAIL)), s
+        assert whole.num_hops == frame.num_hops
+        differ += len(whole.hops) > len(frame.hops)
+    assert settler.settled > 10 * MAX_HALVES and differ > 0  # the windows differ: it can fail
+
+
 def test_a_receive_read_before_its_send_waits_for_it(tmp_path):
     # GIVEN the producer's shard read a step behind the others' (a moment earlier in each
     # poll): the trainer's receive of the heartbeat, the same bytes every step, comes
