@@ -113,6 +113,14 @@ def _write(path: str) -> tuple[dict[str, list[bytes]], list[dict[str, int]]]:
     return {os.path.basename(w.path): [encode_line(x) for x in w.lines] for w in ws}, ends
 
 
+def _write_to_step(dst, lines: dict[str, list[bytes]], ends: list[dict[str, int]], s: int) -> None:
+    """The shards as written by the end of step `s` (the last: all of them, closed)."""
+    last = s == STEPS - 1
+    for name, ls in lines.items():
+        upto = len(ls) if last else ends[s][name]
+        (dst / name).write_bytes(b"".join(ls[:upto]) + (b"" if last else b"\0" * 4096))
+
+
 def _held(reader: IncrementalReader) -> tuple[int, int]:
     """The full halves the reader holds, and the folded ones."""
     held = [h for t in reader.tails.values() if t.shard for h in t.shard.halves]
@@ -130,10 +138,7 @@ def test_settled_halves_keep_every_figure_a_full_read_has(tmp_path, every):
                                settler=settler)
     held = []
     for s in range(every - 1, STEPS, every):
-        last = s == STEPS - 1
-        for name, ls in lines.items():
-            upto = len(ls) if last else ends[s][name]
-            (dst / name).write_bytes(b"".join(ls[:upto]) + (b"" if last else b"\0" * 4096))
+        _write_to_step(dst, lines, ends, s)
         reader.poll()
         live = reader.records(Run)
         full = flowmap.load(str(dst), detail_hops=DETAIL)
@@ -177,10 +182,7 @@ def test_frames_read_a_smaller_window_than_the_whole_view_of_settled_halves(tmp_
                               settler=HalfSettler(MAX_HALVES, keep_hops=DETAIL))
     differ = 0
     for s in range(every - 1, STEPS, every):
-        last = s == STEPS - 1
-        for name, ls in lines.items():
-            upto = len(ls) if last else ends[s][name]
-            (dst / name).write_bytes(b"".join(ls[:upto]) + (b"" if last else b"\0" * 4096))
+        _write_to_step(dst, lines, ends, s)
         reader.poll()
         small.poll()
         # WHEN it snapshots: THEN a frame has the figures of a read in the smaller window and
