@@ -148,6 +148,12 @@ class ProcessFolder:
                 self.begin(step)
         return self.entered > self.detail_steps
 
+    def past_detail(self) -> bool:
+        """Whether events now come past the detail window (no per-hop detail then)."""
+        if self.top is not None:
+            return self.entered > self.detail_steps
+        return self.stepless >= self.detail_hops
+
     def _added(self, t_us: int) -> None:
         """One more event folded (lock held): a process without steps writes on its own clock."""
         if not self.pending:

@@ -58,7 +58,7 @@ def start(run_dir: str, process: str | None = None, aggregate: int | None = None
         return None
     detail = fold.detail_from_environment() if aggregate is None and environment else aggregate
     if detail is not None:
-        tracer.fold = fold.ProcessFolder(tracer, detail)
+        tracer.sink = fold.ProcessFolder(tracer, detail)
     tracer.on_stop = _forget
     state.tracer = tracer
     _install_process_hooks()
@@ -152,8 +152,8 @@ def _after_fork_child() -> None:
     parent.closed = True
     # the parent's detail window, read without opening a pending parent's shard
     own = vars(parent)
-    fold_ = own.get("fold")
-    detail = own.get("aggregate") if fold_ is None else fold_.detail_steps
+    sink = own.get("sink")
+    detail = sink.detail_steps if isinstance(sink, fold.ProcessFolder) else own.get("aggregate")
     state.tracer = _PendingShard(parent.run_dir, parent.process, detail)  # type: ignore[assignment]
 
 

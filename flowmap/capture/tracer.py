@@ -5,7 +5,8 @@ One `Tracer` lives in each traced process. Every event is formatted by the shard
 use them) and copied straight into the shard's file mapping (`ShardFile`): it is on disk once
 the call that recorded it returns, so a SIGKILL at any moment, even inside a long C call,
 loses nothing recorded. There is no buffer and no flusher thread; `--aggregate` folds events
-instead of writing them (`fold.ProcessFolder`).
+instead of writing them: each write call offers its event to the sink chosen as tracing
+starts (`flowmap.capture.sink`).
 
 Failure policy: nothing here raises into the user's program. An internal error is counted (and
 its first messages kept in the trace). A full disk stops capture with one warning; the shard
@@ -27,6 +28,7 @@ from flowmap import trace_format as tf
 from flowmap.capture import describe_lazy, identity, step_hooks, text_identity
 from flowmap.capture.names import NOT_READ, items_list, items_text, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
+from flowmap.capture.sink import STREAM, Sink
 from flowmap.writer.encoder import TraceWriter, dumps, encode_line
 
 MAX_ERROR_EVENTS = 20
@@ -53,7 +55,7 @@ class Tracer:
         # from then on, steps inferred from its optimizer are ignored.
         self.explicit_steps = False
         self.closed = False
-        self.fold: Any = None  # a `fold.ProcessFolder` under `flowmap trace --aggregate`
+        self.sink: Sink = STREAM  # `fold.ProcessFolder` under `flowmap trace --aggregate`
         self.texts = text_identity.TextKeys()  # ids of the strings hops of text carried
         # Called once when capture stops for good (a full disk): the session forgets us.
         self.on_stop: Callable[[Tracer], None] | None = None
@@ -186,8 +188,7 @@ class Tracer:
             if self.closed:
                 return
             self._check_file()
-            if self.fold is not None:
-                self.fold.write()  # the aggregates of the step under way
+            self.sink.write()  # what was folded of the step under way
             self._write(self._end_line())
             self.closed = True
             if self.file is not None:
@@ -257,7 +258,7 @@ class Tracer:
                 return
             src, dst, name, transport = names
         d = describe_lazy.describe(payload, dims)  # the describers load at the first hop
-        if self.fold is not None and self.fold.hop(src, dst, name, d, items, step, version, transport, t):
+        if self.sink.hop(src, dst, name, d, items, step, version, transport, t):
             return
         ids = "null" if type(items) is tuple and not items else items_text(items)
         if ids is None:  # a type not read: one warning, the hop is kept without items
@@ -279,19 +280,13 @@ class Tracer:
         if objects:
             self.writer.text_keys(t_us, src, dst, name, self.texts.keys(objects))
 
-    def _past_detail(self) -> bool:
-        """Whether `--aggregate` has folded past its detail window (no per-hop detail then)."""
-        fold = self.fold
-        return fold is not None and (fold.entered > fold.detail_steps if fold.top is not None
-                                     else fold.stepless >= fold.detail_hops)
-
     def notes(self, src: str, dst: str, name: str, transport: str, step: int | None,
               notes: list[list[Any]]) -> None:
         """What the schema of the hop just recorded cannot say (`flowmap.capture.leaf_notes`).
 
         Under `--aggregate` only inside the detail window: notes come per hop, and a folded
         trace must grow with seams and steps, not hops."""
-        if self._past_detail():
+        if self.sink.past_detail():
             return
         t = self.now_us()
         with self.lock:
@@ -306,7 +301,7 @@ class Tracer:
         Under `--aggregate` only inside the detail window, like leaf notes."""
         from flowmap.capture import values
 
-        if self._past_detail() or not values.due(src, dst, name):
+        if self.sink.past_detail() or not values.due(src, dst, name):
             return
         found = values.sample(payload)
         if not found:
@@ -328,7 +323,7 @@ class Tracer:
             self.warn_once("counter:nan", f"counter {name} got {value}; such samples "
                            "are not recorded (trace files hold finite numbers only)")
             return
-        if self.fold is not None and self.fold.counter(owner, name, value, t):
+        if self.sink.counter(owner, name, value, t):
             return
         with self.lock:
             if not self.closed:
@@ -339,7 +334,7 @@ class Tracer:
         names = self._names(owner, name)
         if names is None:
             return
-        if self.fold is not None and self.fold.mark(names[0], names[1], t):
+        if self.sink.mark(names[0], names[1], t):
             return
         with self.lock:
             if not self.closed:
@@ -357,7 +352,7 @@ class Tracer:
         if names is None:
             return
         item_list = self.read_items(items)
-        if self.fold is not None and self.fold.drop(names[0], names[1], len(item_list or ()), t):
+        if self.sink.drop(names[0], names[1], len(item_list or ()), t):
             return
         with self.lock:
             if not self.closed:
@@ -377,8 +372,7 @@ class Tracer:
                 return
             if not inferred:
                 self.explicit_steps = True
-            if self.fold is not None:
-                self.fold.step_moved(step)
+            self.sink.step_moved(step)
             self.step = step
             if not self.closed:
                 self.writer.step(t, step)

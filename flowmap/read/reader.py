@@ -132,9 +132,10 @@ class ShardFeed:
         sh = d.shard
         if copy:
             sh = dataclasses.replace(
-                sh, hops=list(sh.hops if hops is None else hops), counters=list(sh.counters), marks=list(sh.marks),
-                drops=list(sh.drops), errors=list(sh.errors), halves=list(sh.halves),
-                seam_steps=list(sh.seam_steps), counter_folds=list(sh.counter_folds),
+                sh, hops=list(sh.hops if hops is None else hops), counters=list(sh.counters),
+                marks=list(sh.marks), drops=list(sh.drops), errors=list(sh.errors),
+                halves=list(sh.halves), seam_steps=list(sh.seam_steps),
+                counter_folds=list(sh.counter_folds),
                 mark_folds=list(sh.mark_folds), drop_folds=list(sh.drop_folds),
                 bad_notes=list(sh.bad_notes))
         if d.folder is not None and d.cut is not None:

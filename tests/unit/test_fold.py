@@ -317,3 +317,22 @@ def test_counters_and_marks_per_hop_keep_the_trace_within_the_seam_step_bound(tm
         sizes[per_step] = after / 39
         assert sizes[per_step] <= 5 * 200, sizes
     assert sizes[100] < sizes[10] * 1.15, sizes
+
+
+def test_the_sink_is_chosen_once_and_says_when_detail_ends(tmp_path):
+    # GIVEN tracing without --aggregate: every event streams, whatever the step
+    from flowmap.capture import state
+    from flowmap.capture.sink import STREAM
+
+    with flowmap.tracing(str(tmp_path / "plain"), children=False):
+        for s in range(4):
+            flowmap.step(s)
+        assert state.tracer.sink is STREAM and not state.tracer.sink.past_detail()
+    # AND with a detail window of 1 step: the folder, past its window from the 2nd step on
+    with flowmap.tracing(str(tmp_path / "agg"), children=False, aggregate=1):
+        sink = state.tracer.sink
+        assert isinstance(sink, fold.ProcessFolder) and not sink.past_detail()
+        flowmap.step(0)
+        assert not sink.past_detail()
+        flowmap.step(1)
+        assert sink.past_detail()

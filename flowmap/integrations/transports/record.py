@@ -104,7 +104,7 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
     t = tracer()
     if t is None:
         return
-    if t.fold is not None and t.fold.hop(
+    if t.sink.hop(
         src, dst, name, d, (), None if step is NOW else step, None, transport,
         _t_us(t, t_ns), nbytes, exact_step=step is not NOW
     ):
@@ -132,7 +132,7 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
         return
     if step is NOW:
         step = t.step
-    if t.fold is not None and t.fold.send_half(
+    if t.sink.send_half(
         src, fallback, name, d, nbytes, transport, channel, wire, _t_us(t, t_ns), step
     ):
         return  # folded (`trace --aggregate`, past the detail window)
@@ -157,7 +157,7 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
     t = tracer()
     if t is None:
         return
-    if t.fold is not None and t.fold.receive_half(
+    if t.sink.receive_half(
         owner, name, transport, channel, wire, _t_us(t, t_ns)
     ):
         return
