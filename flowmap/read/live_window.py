@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from itertools import chain, islice
+from itertools import chain
 
 from flowmap.read.events import Hop, Shard
 from flowmap.read.fold import Cut, SeamStepFolder, past_window, same_leaves
@@ -38,7 +38,7 @@ class LiveWindow:
     def follow(self) -> None:
         """Take the reader's kept hops that came since the last call (it only appends)."""
         kept = self.feed.shard.hops
-        new = list(islice(kept, self.seen, None))
+        new = kept[self.seen:]  # (a slice: what came since, not a walk from the start)
         for h in new:
             if self._past(h):
                 self.folder.add_hop(h)
