@@ -222,11 +222,19 @@ for step in range(3):
 
 
 @pytest.mark.slow
-def test_an_instrumented_program_gets_no_seams_of_the_watchs_own(tmp_path, run_cli):
+@pytest.mark.parametrize("where", ["script", "its_library"])
+def test_an_instrumented_program_gets_no_seams_of_the_watchs_own(tmp_path, run_cli, where):
     # GIVEN a program that tells its own story (flowmap.step before its first hop, then
-    # flowmap.hop), after set-up calls the watch would take for a seam
+    # flowmap.hop), after set-up calls the watch would take for a seam: in the script itself
+    # (not watched at all), or in a module the script imports (watched until that first call)
     script = tmp_path / "instrumented.py"
-    script.write_text(INSTRUMENTED_SCRIPT)
+    if where == "script":
+        script.write_text(INSTRUMENTED_SCRIPT)
+    else:
+        (tmp_path / "pipeline.py").write_text(INSTRUMENTED_SCRIPT.replace(
+            "for step in range(3):", "def main():\n  for step in range(3):").replace(
+            "\n    ", "\n      "))
+        script.write_text("import pipeline\n\npipeline.main()\n")
     # WHEN it runs under `flowmap trace` with no map
     traced = run_cli(["trace", "-o", "run", str(script)], cwd=tmp_path, timeout=600)
     # THEN the watch stands down: no map is written and only the program's own seam is recorded
