@@ -36,7 +36,7 @@ element is its kind:
                                                     value figures of a sampled hop (--values)
     ["t", t_us, src, dst, name, keys]               the strings the hop just recorded carried
     ["b", storage, of]                              a view's storage id lies in storage `of`
-    ["o", storage, owner]                           a storage made before recording, by `owner`
+    ["o", storage, owner]                           what a storage holds was made by `owner`
     ["end", t_us, {"events": n, "errors": n}]       clean close
 
 Strings are UTF-8; a lone surrogate (a name decoded from bytes that are not

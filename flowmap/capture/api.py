@@ -204,11 +204,13 @@ class owner:
         self._tokens: list[Any] = []
 
     def __enter__(self) -> owner:
-        self._tokens.append(state.current_owner.set(self.name))
+        self._tokens.append((state.current_owner.set(self.name), state.owner_runs(self.name)))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        state.current_owner.reset(self._tokens.pop())
+        token, since = self._tokens.pop()
+        state.current_owner.reset(token)
+        state.owner_ran(self.name, since)
 
     def __call__(self, fn: F) -> F:
         import inspect  # here, not at the top: `flowmap` is imported at every traced child's start-up
@@ -218,21 +220,23 @@ class owner:
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                token = state.current_owner.set(name)
+                token, since = state.current_owner.set(name), state.owner_runs(name)
                 try:
                     return await fn(*args, **kwargs)
                 finally:
                     state.current_owner.reset(token)
+                    state.owner_ran(name, since)
 
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            token = state.current_owner.set(name)
+            token, since = state.current_owner.set(name), state.owner_runs(name)
             try:
                 return fn(*args, **kwargs)
             finally:
                 state.current_owner.reset(token)
+                state.owner_ran(name, since)
 
         return wrapper  # type: ignore[return-value]
 

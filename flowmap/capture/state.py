@@ -58,3 +58,28 @@ def hopped(payload: object) -> None:
 def hopped_last(payload: object) -> bool:
     """Whether `payload` is the one this thread last recorded with `flowmap.hop`."""
     return last_hop.get(get_ident()) == id(payload)
+
+
+
+def owner_runs(name: str | None) -> int:
+    """`name`'s code starts (an owner block, a seam's body): it is running until `owner_ran`.
+    Returns the number of the tracer's next hop, for `owner_ran`. Never raises."""
+    t = tracer
+    if t is not None and type(name) is str:
+        try:
+            return t.writer.owner_runs(name)
+        except Exception:
+            pass
+    return 0
+
+
+def owner_ran(name: str | None, since: int) -> None:
+    """`name`'s code ran from hop number `since` (`owner_runs`) until now: an owner
+    block or a seam's body ended. A storage written in place since its last hop was most
+    likely written by a stage that ran (`flowmap.writer.storage_table`). Never raises."""
+    t = tracer
+    if t is not None and type(name) is str:
+        try:
+            t.writer.owner_ran(name, since)
+        except Exception:
+            pass

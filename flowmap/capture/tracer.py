@@ -268,7 +268,7 @@ class Tracer:
             if self.closed:
                 return
             w = self.writer
-            storages = w.storage_ids(d.storages, d.holders) if d.storages else ""  # "": objects
+            storages = w.storage_ids(d.storages, d.holders, src, dst) if d.storages else ""
             if w.hop(t, src, dst, name, d.leaves, d.nbytes, storages,
                      self.step if step is None else step, version, transport, ids):
                 self.name_objects(t, src, dst, name, payload)  # strings or floats, tensors or not

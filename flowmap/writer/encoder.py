@@ -152,7 +152,8 @@ class TraceWriter(StorageTable):
         return schema
 
     def origin(self, storage: str, owner: str) -> None:
-        """An `o` line: `owner` made the storage `storage` before the recording opened."""
+        """An `o` line: `owner` made what the storage `storage` holds, before the hop that
+        first carries it (before the recording opened, or written in place since its last)."""
         self.write(f'["{tf.ORIGIN}",{storage},{self.string_id(owner)}]')
 
     # -- header and end ---------------------------------------------------------

@@ -26,6 +26,8 @@ from flowmap.writer.storage_refs import (
 # cleared past this many, trading a little identity resolution for bounded memory.
 MAX_STORAGE_IDS = 100_000
 MAX_REGIONS = 64  # views of one storage whose keys are kept, the first named
+RUNNING = 1 << 62  # the end of a stage's code that has not ended yet (`ran`)
+MAX_HELD = 8  # stages a storage was handed to that are kept: who may have written it since
 
 # The C twin of `storage_ids`' common case (`cids.c`), where it was built (as the describers'
 # C loops: compiled at install when a compiler is there, off under FLOWMAP_PURE_PYTHON=1).
@@ -47,24 +49,30 @@ class StorageTable:
         self.next_storage = 0
         self.spans: dict[Hashable, int | None] = {}  # a storage's start -> what was named there reaches
         self.objects: dict[int, tuple[str, weakref.ref[Any]]] = {}  # id(torch storage) -> entry
-        # key -> its tensor's version at its last hop, and that hop's number (`hops_seen`)
-        self.versions: dict[Hashable, tuple[int, int]] = {}
+        # key -> [its tensor's version at its last hop, that hop's number (`hops_seen`), the
+        # stages it was handed to, the stage that made what it holds] (`_writer`)
+        self.versions: dict[Hashable, list[Any]] = {}
         self.hops_seen = 0
+        self.hop_ends: tuple[str | None, str | None] = (None, None)  # this hop's src and dst
+        # stage -> the numbers of the next hop as its code last started and ended (an owner
+        # block, a seam's body): who may have written a storage in place between two hops
+        self.ran: dict[str, tuple[int, int]] = {}
         # id(torch storage) -> (a weak reference to it, the keys of its views named so far)
         self.regions: dict[int, tuple[weakref.ref[Any], list[Hashable]]] = {}
 
-    def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None) -> str:
+    def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None,
+                    src: str | None = None, dst: str | None = None) -> str:
         """The `storages` list of a hop line, without its brackets: one id per key.
 
         A key is an address, and a freed storage's address is handed to the next one: an id
         is kept only while the object that first showed it (`holders`, in step with `keys`;
         a view's base in its place) lives, which a weak reference tells when the key is met
         again (no callback: a free costs the program nothing). A key met with no holder, or
-        one not weakly referable, gets an id of its own."""
+        one not weakly referable, gets an id of its own. `src` and `dst` are the hop's ends."""
         if not keys:
             return ""
         if holders:
-            self.renew_rewritten(keys, holders)
+            self.renew_rewritten(keys, holders, src, dst)
         table = self.storages
         if known_ids is not None and type(keys) is list:
             text = known_ids(table, keys)  # every storage met before and alive: the common hop
@@ -92,21 +100,94 @@ class StorageTable:
             ids.append(self.new_storage(key, holders[i] if aligned else None))  # type: ignore[index]
         return ",".join(ids)
 
-    def renew_rewritten(self, keys: Sequence[Hashable], holders: Sequence[Any]) -> None:
-        """Forget the id of each storage written in place since its last hop (its tensor's
-        version counter moved): what it holds now is new data, made by whoever hops it next
-        (advantages normalised in place, weights stepped by the optimizer, a reused buffer
-        filled again), not what the last hop carried."""
+    def renew_rewritten(self, keys: Sequence[Hashable], holders: Sequence[Any],
+                        src: str | None = None, dst: str | None = None) -> None:
+        """Give a new id to each storage written in place since its last hop (its tensor's
+        version counter moved): what it holds now is new data (advantages normalised in
+        place, weights stepped by the optimizer, a reused buffer filled again), not what the
+        last hop carried. Its maker is whoever wrote it (`_writer`), said by an `o` line
+        where that is not this hop's sender."""
         seen, hop = self.versions, self.hops_seen
         self.hops_seen += 1
-        for key, version in zip(keys, versions_of(holders)):
-            if version is not None and seen.get(key, (version,))[0] != version \
-                    and not self._written_elsewhere(key, version, hop):
-                entry = self.storages.pop(key, None)
-                if entry is not None:
-                    self.objects.pop(id(entry[1]()), None)
-            if version is not None:
-                seen[key] = (version, hop)
+        self.hop_ends = (src, dst)
+        for i, version in enumerate(versions_of(holders)):
+            if version is None:
+                continue
+            key = keys[i]
+            last = seen.get(key)
+            if last is None:
+                seen[key] = [version, hop, (dst,), src]
+            elif last[0] == version:  # the common hop: the same data again
+                last[1] = hop
+                if dst not in last[2] and len(last[2]) < MAX_HELD:
+                    last[2] += (dst,)
+            else:
+                self._rewritten(key, holders[i], version, last, hop)
+
+    def _rewritten(self, key: Hashable, holder: Any, version: int, last: list[Any],
+                   hop: int) -> None:
+        """The counter of the storage at `key` moved since its last hop: a new id, said to
+        be its writer's, unless the write was another view's, or the storage is new here
+        (its address held another before)."""
+        src, dst = self.hop_ends
+        table = self.storages
+        named = table.get(key)
+        if named is None or named[1]() is None:  # a new storage: `new_storage` renews `last`
+            last[:] = [version, hop, (dst,), src]
+        elif self._written_elsewhere(key, version, hop):
+            last[0], last[1] = version, hop
+        else:
+            maker = self._writer(last, src) or src
+            del table[key]
+            self.objects.pop(id(named[1]()), None)
+            if maker is not None and maker != src and len(table) < MAX_STORAGE_IDS - 1:
+                self.origin(self.new_storage(key, holder), maker)
+            last[:] = [version, hop, (dst,), maker]
+
+    def _writer(self, last: list[Any], src: str | None) -> str | None:
+        """Who wrote a storage in place since its last hop, among the stages whose code ran
+        since (`ran`), those that started since first (the stage whose block sent the last
+        hop ran on only to its end): the stage that made it (weights the trainer steps
+        again after handing them to the rollout); else the one stage it was handed to that
+        ran (advantages normalised by the stage given the scores), or the hop's sender if
+        it is one of several; else the one stage that ran. None where that does not
+        decide: the hop's sender is taken then, as where no stage is named."""
+        _, since, held, maker = last
+        ran = [s for s, (start, end) in self.ran.items() if end > since]
+        started = [s for s in ran if self.ran[s][0] > since]
+        for stages in (started, ran):
+            if not stages:
+                continue
+            if maker in stages:
+                return maker
+            holding = [s for s in stages if s in held]
+            if len(holding) == 1:
+                return holding[0]
+            if src in holding:
+                return src
+            return stages[0] if len(stages) == 1 else None
+        return None
+
+    def origin(self, storage: str, owner: str) -> None:
+        """Say that `owner` made what the storage `storage` holds (the trace writer's `o`
+        line; a bare table keeps ids only)."""
+
+    def owner_runs(self, owner: str) -> int:
+        """`owner`'s code starts, and runs until `owner_ran` (`ran`): a write by the block a hop
+        is sent from is its sender's. Returns the number of the next hop."""
+        ran = self.ran
+        if len(ran) >= MAX_REGIONS * 64 and owner not in ran:
+            ran.clear()
+        ran[owner] = (self.hops_seen, RUNNING)
+        return self.hops_seen
+
+    def owner_ran(self, owner: str, since: int) -> None:
+        """`owner`'s code ran from hop number `since` until now (`ran`); bounded, as owners
+        are few."""
+        ran = self.ran
+        if len(ran) >= MAX_REGIONS * 64 and owner not in ran:
+            ran.clear()
+        ran[owner] = (since, self.hops_seen)
 
     def _written_elsewhere(self, key: Hashable, version: int, hop: int) -> bool:
         """Whether the write that moved the counter was another region's: a view of the
@@ -134,6 +215,7 @@ class StorageTable:
             self.objects.clear()
             self.versions.clear()
             self.regions.clear()
+            self.ran.clear()
         return self.new_storage(key, holder)
 
     def new_storage(self, key: Hashable, holder: Any) -> str:
@@ -142,6 +224,9 @@ class StorageTable:
         a view kept in a buffer) still holds it, and is the same data then. A torch storage
         met before at another start address (moved into shared memory by `share_memory_`, as
         torch does to what a multiprocessing queue sends) keeps its id."""
+        last = self.versions.get(key)
+        if last is not None and last[1] == self.hops_seen - 1:  # what its address held before
+            last[2], last[3] = (self.hop_ends[1],), self.hop_ends[0]  # made, handed: not this
         if holder is None:
             self.storages.pop(key, None)
             return self._next()

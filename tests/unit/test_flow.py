@@ -7,6 +7,8 @@ THEN a stage whose output is a later stage's input feeds it directly, in the ord
 
 from __future__ import annotations
 
+import pytest
+
 from flowmap.model.flow import build_flow
 from flowmap.read.events import Hop, Leaf
 
@@ -378,6 +380,94 @@ def test_data_rewritten_in_place_is_new_data_of_the_stage_that_rewrote_it(tmp_pa
     assert edges == {("driver", "loader", ("buffer",)), ("loader", "reward", ("prompts",)),
                      ("reward", "adv", ("rewards",)), ("adv", "trainer", ("advantages",)),
                      ("trainer", "rollout", ("weights",))}, edges
+
+
+def _normalise_in_a_block(flowmap, scores):
+    with flowmap.owner("adv"):
+        scores.sub_(scores.mean()).div_(scores.std())
+
+
+def _normalise_in_a_seam(flowmap, scores):
+    @flowmap.seam("adv", result=False)
+    def normalize_(x):  # verl's compute_advantage: writes the batch, returns nothing
+        x.sub_(x.mean()).div_(x.std())
+
+    normalize_(scores)
+
+
+@pytest.mark.parametrize("normalise", [_normalise_in_a_block, _normalise_in_a_seam])
+def test_data_a_stage_writes_in_place_and_the_driver_hands_on_is_that_stages(tmp_path, normalise):
+    # GIVEN scores the driver hands to `adv`, which normalises them where they lie and hands
+    # nothing back: the driver sends them on to the trainer itself
+    import torch
+
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        for step in range(2):
+            flowmap.step(step)
+            with flowmap.owner("reward"):
+                scores = torch.randn(8)
+            flowmap.hop("reward", "driver", scores, name="scores")
+            flowmap.hop("driver", "adv", scores, name="adv_in")
+            normalise(flowmap, scores)
+            flowmap.hop("driver", "trainer", scores, name="train_in")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the trainer's input is the advantage stage's, not the driver's (the hop's sender)
+    assert edges == {("reward", "adv"), ("adv", "trainer")}, edges
+
+
+def test_weights_their_maker_steps_again_are_its_though_the_receiver_ran_and_the_driver_sends(
+        tmp_path):
+    # GIVEN weights the trainer steps in place each step, that the driver syncs to the
+    # rollout, which generates in between (so both ran since the last sync)
+    import torch
+
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        with flowmap.owner("init"):
+            model = torch.nn.Linear(8, 8)
+        flowmap.hop("init", "trainer", model.state_dict(), name="init_weights")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(3):
+            flowmap.step(step)
+            with flowmap.owner("rollout"):
+                torch.randn(4, 8).sum()
+            with flowmap.owner("trainer"):
+                model(torch.randn(4, 8)).pow(2).mean().backward()
+                opt.step()
+                opt.zero_grad()
+            flowmap.hop("driver", "rollout", model.state_dict(), name="weights")
+    edges = {(e.src, e.dst, e.hops) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN every sync carries the trainer's weights: not the driver's, not the rollout's
+    assert edges == {("init", "trainer", 1), ("trainer", "rollout", 3)}, edges
+
+
+def test_a_fresh_tensor_at_a_freed_ones_address_has_no_writer_of_that_ones(tmp_path):
+    # GIVEN a loop whose fresh tensors are scaled in place by a stage, then freed: the next
+    # step's tensor may lie at the same address, its version counter behind the last one's
+    import torch
+
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        for step in range(4):
+            flowmap.step(step)
+            with flowmap.owner("loader"):
+                x = torch.randn(16, 16)
+                flowmap.hop("loader", "scaler", x, name="x")
+            with flowmap.owner("scaler"):
+                x.mul_(2.0).add_(1.0)
+                flowmap.hop("scaler", "model", x, name="x_scaled")
+            with flowmap.owner("model"):
+                h = (x @ x.T).relu_()
+                flowmap.hop("model", "head", h.detach(), name="hidden")
+            del x, h
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN each step's data is its own step's stages': none is credited to the stage that
+    # wrote the tensor the address held before
+    assert edges == {("loader", "scaler"), ("scaler", "model"), ("model", "head")}, edges
 
 
 def test_rows_of_one_buffer_filled_in_turn_keep_their_filler_as_producer(tmp_path):
