@@ -22,6 +22,7 @@ MESSAGE = {"tokens": list(range(300)), "text": "x" * 120, "reward": 0.5}
 REPLY = ["ok", 300]
 SIMPLE = ("traj", 7, b"\x00" * 64)
 BYTES = b"raw" * 50
+RAW = bytes(range(256)) * 3
 
 PROGRAM = '''
 import multiprocessing as mp, sys, threading, flowmap
@@ -29,6 +30,7 @@ import multiprocessing as mp, sys, threading, flowmap
 MESSAGE = {message!r}
 REPLY = {reply!r}
 SIMPLE = {simple!r}
+RAW = {raw!r}
 
 
 def learner(q, jq, sq, conn, simplex_reader):
@@ -38,6 +40,7 @@ def learner(q, jq, sq, conn, simplex_reader):
     assert conn.recv() == REPLY
     conn.send(MESSAGE)
     assert simplex_reader.recv() == SIMPLE
+    assert simplex_reader.recv_bytes() == RAW  # bytes the program serialised itself
     sq.put(SIMPLE)
 
 
@@ -58,6 +61,7 @@ if __name__ == "__main__":
     here.send(REPLY)
     assert here.recv() == MESSAGE
     writer.send(SIMPLE)
+    writer.send_bytes(b"--" + RAW + b"--", 2, len(RAW))
     assert sq.get() == SIMPLE
     p.join()
     assert p.exitcode == 0
@@ -80,7 +84,7 @@ def hops_by_seam(run):
 def test_queues_and_pipes_are_hops_between_the_two_owners(tmp_path, run_cli, method):
     # GIVEN a program that moves messages through every kind of queue and pipe
     script = write(tmp_path / "prog.py", PROGRAM.format(message=MESSAGE, reply=REPLY,
-                                                        simple=SIMPLE))
+                                                        simple=SIMPLE, raw=RAW))
     r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script), method], cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     run = flowmap.load(str(tmp_path / "run"))
@@ -95,6 +99,7 @@ def test_queues_and_pipes_are_hops_between_the_two_owners(tmp_path, run_cli, met
         ("learner", "driver", "dict"): msg,      # duplex Pipe, the other way
         ("driver", "learner", "tuple"): simple,  # one-way Pipe
         ("learner", "driver", "tuple"): simple,  # SimpleQueue
+        ("driver", "learner", "bytes"): len(RAW),  # send_bytes of a slice, recv_bytes
     }
     assert {k: [h.nbytes for h in v] for k, v in seams.items()} == \
         {k: [v] for k, v in expected.items()}
@@ -117,7 +122,7 @@ def test_an_untraced_consumer_gets_exactly_what_was_put(tmp_path):
             assert multiprocessing.queues._ForkingPickler is multiprocessing.reduction.ForkingPickler
             got = q.get()
             conn.send_bytes(pickle.dumps(got))
-            conn.send_bytes(pickle.dumps(conn.recv()))
+            conn.send_bytes(pickle.dumps([conn.recv()]))  # not an echo of the very bytes
 
         if __name__ == "__main__":
             with flowmap.tracing(sys.argv[1], children=False):
@@ -127,7 +132,7 @@ def test_an_untraced_consumer_gets_exactly_what_was_put(tmp_path):
                 p = ctx.Process(target=consume, args=(q, b)); p.start()
                 q.put({MESSAGE!r})
                 a.send({BYTES!r})
-                got = [pickle.loads(a.recv_bytes()), pickle.loads(a.recv_bytes())]
+                got = [pickle.loads(a.recv_bytes()), pickle.loads(a.recv_bytes())[0]]
                 p.join()
             print(repr(got))
     ''')
@@ -138,11 +143,13 @@ def test_an_untraced_consumer_gets_exactly_what_was_put(tmp_path):
     got = eval(r.stdout.strip())  # noqa: S307 - our own program's repr
     assert got == [MESSAGE, BYTES]
     assert [pickle.dumps(g) for g in got] == [pickle.dumps(MESSAGE), pickle.dumps(BYTES)]
-    # and the sends show, to an untraced receiver
+    # and the sends show, to an untraced receiver, and the raw bytes it sent back, from it
     run = flowmap.load(str(tmp_path / "run"))
     assert sorted((h.src, h.dst, h.name, h.nbytes) for h in run.hops) == sorted([
         ("producer", "(untraced)", "dict", len(pickle.dumps(MESSAGE))),
         ("producer", "(untraced)", "bytes", len(pickle.dumps(BYTES))),
+        ("(untraced)", "producer", "bytes", len(pickle.dumps(MESSAGE))),
+        ("(untraced)", "producer", "bytes", len(pickle.dumps([BYTES]))),
     ])
 
 
@@ -215,7 +222,7 @@ def test_torch_multiprocessing_tensors_are_shm_hops(tmp_path, run_cli):
 
 def test_no_transport_mp_records_nothing(tmp_path, run_cli):
     script = write(tmp_path / "prog.py", PROGRAM.format(message=MESSAGE, reply=REPLY,
-                                                        simple=SIMPLE))
+                                                        simple=SIMPLE, raw=RAW))
     r = run_cli(["trace", "-o", str(tmp_path / "run"), "--no-transport", "mp", str(script),
                  "spawn"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -275,3 +282,46 @@ def test_a_pool_s_tasks_and_results_are_the_submitting_owner_s(tmp_path, run_cli
     assert len(tasks) == 3 and {h.dst.split("/")[0] for h in tasks} == {"pool"}
     assert len(results) == 3 and {h.src.split("/")[0] for h in results} == {"pool"}
     assert {h.step for h in tasks} == {3}
+
+
+LIBRARY_PLUMBING = '''
+import concurrent.futures, multiprocessing as mp
+from multiprocessing.connection import Client, Listener
+import flowmap
+
+
+def square(x):
+    return x * x
+
+
+def serve(listener):
+    with listener.accept() as conn:  # the authentication handshake: raw bytes both ways
+        conn.send_bytes(conn.recv_bytes() + b"!")
+
+
+if __name__ == "__main__":
+    flowmap.set_owner("driver")
+    with Listener(("127.0.0.1", 0), authkey=b"secret") as listener:
+        p = mp.get_context("fork").Process(target=serve, args=(listener,))
+        p.start()
+        with Client(listener.address, authkey=b"secret") as conn:
+            conn.send_bytes(b"ping")
+            assert conn.recv_bytes() == b"ping!"
+        p.join()
+    with concurrent.futures.ProcessPoolExecutor(2) as pool:  # its wake-up pipe: raw bytes
+        assert list(pool.map(square, range(4))) == [0, 1, 4, 9]
+'''
+
+
+def test_the_standard_library_s_own_raw_bytes_are_not_the_program_s_messages(tmp_path, run_cli):
+    # GIVEN a Listener and Client that authenticate (a challenge and its answer, raw bytes
+    # sent by multiprocessing.connection itself) and a process pool (whose wake-up pipe
+    # sends empty bytes), and the program's own two raw messages
+    script = write(tmp_path / "prog.py", LIBRARY_PLUMBING)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run = flowmap.load(str(tmp_path / "run"))
+    assert run.health.tracer_errors == 0, run.health.error_messages
+    raw = sorted(h.nbytes for h in run.hops if h.name == "bytes")
+    # THEN the program's two messages are hops of raw bytes, and nothing of the handshake
+    assert raw == [4, 5], [(h.seam, h.nbytes) for h in run.hops]

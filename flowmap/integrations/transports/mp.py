@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowmap.capture import item_tags, sigterm, state, values
 from flowmap.capture.api import current_owner
-from flowmap.integrations.transports import mp_pool, record
+from flowmap.integrations.transports import mp_pool, record, relay_bytes
 from flowmap.integrations.transports.record import describe
 
 if TYPE_CHECKING:
@@ -58,13 +58,14 @@ _real_pickler: Any = None
 class _Seen:
     """What the observing pickler saw inside one watched call."""
 
-    __slots__ = ("obj", "buf", "key", "wire")
+    __slots__ = ("obj", "buf", "key", "wire", "sample")
 
     def __init__(self) -> None:
         self.obj: Any = None
         self.buf: Any = None
         self.key: str | None = None
         self.wire = 0
+        self.sample: bytes | None = None  # of the bytes received (`relay_bytes`)
 
 
 def install_queues(module: Any) -> None:
@@ -90,6 +91,8 @@ def install_connection(module: Any) -> None:
     base = module._ConnectionBase
     base.send = _wrap_send(base.send, lambda c: c)
     base.recv = _wrap_get(base.recv, lambda c: c)
+    base.send_bytes = _wrap_send_bytes(base.send_bytes)
+    base.recv_bytes = _wrap_recv_bytes(base.recv_bytes)
 
 
 def _observing(real: Any) -> Any:
@@ -115,6 +118,7 @@ def _loads(data: Any, *args: Any, **kwargs: Any) -> Any:
     if seen is not None:
         try:
             seen.key, seen.wire = record.key_of(data)
+            seen.sample = relay_bytes.sample_of(data)
         except Exception as exc:
             record.error(exc)
     return _real_pickler.loads(data, *args, **kwargs)
@@ -288,12 +292,63 @@ def _wrap_get(get: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Callabl
                 by = mp_pool.submitter(out)
                 record.receive_half(by[0] if by else current_owner(), type(out).__name__, "pickle",
                                     _channel(conn_of(self)), seen.key, seen.wire,
-                                    record.now_ns(), out)
+                                    record.now_ns(), out, seen.sample)
             except Exception as exc:
                 record.error(exc)
         return out
 
     return flowmap_get
+
+
+# -- raw bytes: a program's own serialisation -------------------------------------------
+def _wrap_send_bytes(send_bytes: Callable[..., Any]) -> Callable[..., Any]:
+    """Connection.send_bytes called by the program (bytes it serialised itself: a pickle,
+    msgpack): a send half of those bytes, carrying on the storages of a message this
+    process received whose bytes they contain (`relay_bytes`). Queues and `send` reach
+    the pipe through it or beside it already recorded, and the standard library's own
+    (an authentication handshake, a pool's wake-up) is not the program's data."""
+
+    @functools.wraps(send_bytes)
+    def flowmap_send_bytes(self: Any, buf: Any, offset: int = 0, size: int | None = None) -> Any:
+        if state.tracer is None or getattr(_tl, "seen", None) is not None or _from_library():
+            return send_bytes(self, buf, offset, size)
+        t_ns = record.now_ns()
+        sigterm.hold()
+        try:
+            out = send_bytes(self, buf, offset, size)
+            try:
+                m = memoryview(buf).cast("B")
+                message = m[offset:] if size is None else m[offset : offset + size]
+                key, n = record.key_of(message)
+                record.send_half(current_owner(), record.UNTRACED, type(buf).__name__,
+                                 record.describe(buf), n, "pickle", _channel(self), key, n,
+                                 t_ns, _step(), relayed=relay_bytes.carried(buf))
+            except Exception as exc:
+                record.error(exc)
+        finally:
+            sigterm.release()
+        return out
+
+    return flowmap_send_bytes
+
+
+def _wrap_recv_bytes(recv_bytes: Callable[..., Any]) -> Callable[..., Any]:
+    """Connection.recv_bytes called by the program: the receive half of raw bytes."""
+
+    @functools.wraps(recv_bytes)
+    def flowmap_recv_bytes(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.tracer is None or getattr(_tl, "seen", None) is not None or _from_library():
+            return recv_bytes(self, *args, **kwargs)
+        out = recv_bytes(self, *args, **kwargs)
+        try:
+            key, n = record.key_of(out)
+            record.receive_half(current_owner(), type(out).__name__, "pickle", _channel(self),
+                                key, n, record.now_ns())
+        except Exception as exc:
+            record.error(exc)
+        return out
+
+    return flowmap_recv_bytes
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -320,6 +375,16 @@ def _channel(conn: Any) -> str:
 def _internal() -> bool:
     caller = sys._getframe(2).f_globals.get("__name__", "")
     return caller in _INTERNAL_CALLERS
+
+
+# Modules whose raw sends are their own plumbing, not a program's messages: a Listener's
+# authentication, a process pool's wake-up pipe, torch's handing over of file descriptors.
+_LIBRARY_CALLERS = ("multiprocessing", "concurrent.futures", "torch.multiprocessing")
+
+
+def _from_library() -> bool:
+    caller: str = sys._getframe(2).f_globals.get("__name__", "")
+    return caller.startswith(_LIBRARY_CALLERS)
 
 
 def _has_tensors(d: Description) -> bool:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowmap.capture import describe_lazy, state, text_identity
 from flowmap.capture.tracer import Tracer
+from flowmap.integrations.transports import relay_bytes
 from flowmap.trace_format import UNTRACED as UNTRACED  # re-exported: the transports name it
 from flowmap.writer.encoder import has_text, items_json
 
@@ -113,19 +114,21 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
     with w.lock:
         if not t.closed:
             w.hop(_t_us(t, t_ns), src, dst, name, d.leaves, int(nbytes),
-                  w.storage_ids(d.storages, d.holders), t.step if step is NOW else step, None, transport,
+                  w.storage_ids(d.storages, d.holders, src, dst), t.step if step is NOW else step, None,
+                  transport,
                   "null")
 
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
               channel: str, key: str, wire: int | None, t_ns: int, step: Any = NOW,
-              items: list[Any] | None = None, payload: Any = None) -> None:
+              items: list[Any] | None = None, payload: Any = None, relayed: str = "") -> None:
     """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it.
 
     `step` is the step the message was sent in (a queue's feeder thread records it
     later, when the sender may be in the next step); by default the process's step now.
     `items`: the ids the program tagged the message with (`flowmap.tag_items`). `payload`,
-    what was sent, names its strings and floats (`Tracer.name_objects`).
+    what was sent, names its strings and floats (`Tracer.name_objects`). `relayed`: the
+    storage ids raw bytes carry on where the payload has no storage (`relay_bytes`).
     """
     t = tracer()
     if t is None:
@@ -140,20 +143,21 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     with w.lock:
         if not t.closed:
             t_us = _t_us(t, t_ns)
-            if w.send_half(t_us, src, fallback, name, d.leaves, nbytes,
-                           w.storage_ids(d.storages, d.holders), step, None, transport,
+            ids = w.storage_ids(d.storages, d.holders, src, fallback) if d.storages else relayed
+            if w.send_half(t_us, src, fallback, name, d.leaves, nbytes, ids, step, None, transport,
                            items_json(items), channel, key, wire) and payload is not None:
                 t.name_objects(t_us, src, fallback, name, payload)
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
-                 wire: int | None, t_ns: int, got: Any = None) -> None:
+                 wire: int | None, t_ns: int, got: Any = None, sample: bytes | None = None) -> None:
     """The receiver's half: who got the message with `key` on `channel`.
 
     `got`, what it unpickled, is described (metadata only) for its storages: the
     receiver's ids of the very tensors it got, so that the same data sent on from here
     (a relay, re-wrapped or not) is known leaf by leaf, across the process boundary; and
-    for its leaves, which say what a sender of raw bytes could not."""
+    for its leaves, which say what a sender of raw bytes could not. `sample`, of the
+    message's bytes (`relay_bytes`), finds those storages in raw bytes sent on."""
     t = tracer()
     if t is None:
         return
@@ -163,13 +167,14 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
         return
     d = describe(got) if got is not None else None
     objects = text_identity.strings_of(got) if d is not None and has_text(d.leaves) else []
-    w = t.writer
+    w, ids = t.writer, ""
     with w.lock:
         if not t.closed:
             leaves = d.leaves if d is not None and not bytes_only(d.leaves) else ()
-            w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire,
-                           w.storage_ids(d.storages, d.holders) if d is not None else "",
+            ids = w.storage_ids(d.storages, d.holders, None, owner) if d is not None else ""
+            w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire, ids,
                            leaves, t.texts.keys(objects) if objects and leaves else ())
+    relay_bytes.keep(sample, ids)
 
 
 def bytes_only(leaves: Any) -> bool:

@@ -35,7 +35,7 @@ from typing import Any
 
 from flowmap.capture import importhook, item_tags, leaf_notes, state, values
 from flowmap.capture.api import current_owner
-from flowmap.integrations.transports import record
+from flowmap.integrations.transports import record, relay_bytes
 from flowmap.integrations.transports.record import describe
 
 SENDS = ("send_multipart", "send_pyobj", "send_json", "send_string", "send_serialized")
@@ -56,7 +56,7 @@ _awaited: dict[int, collections.deque[_Message]] = {}
 class _Message:
     """One message being sent or received: its key, its bytes, what the program passed."""
 
-    __slots__ = ("key", "nbytes", "frames", "envelope", "payload", "t_ns")
+    __slots__ = ("key", "nbytes", "frames", "envelope", "payload", "t_ns", "sample")
 
     def __init__(self, router: bool, payload: Any = None) -> None:
         self.key = record.MessageKey()
@@ -66,12 +66,15 @@ class _Message:
         self.envelope = 1 if router else 0
         self.payload = payload
         self.t_ns = record.now_ns()
+        self.sample: bytes | None = None  # of a large frame received (`relay_bytes`)
 
     def add(self, frame: Any) -> None:
         m = memoryview(frame)
         n = m.nbytes
         self.nbytes += n
         self.frames += 1
+        if n >= relay_bytes.MIN_BYTES and self.payload is None and self.sample is None:
+            self.sample = relay_bytes.sample_of(m)
         if self.envelope > 0:
             self.envelope -= 1
             return
@@ -217,7 +220,8 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
             owner = current_owner()
             record.send_half(owner, record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
-                             items=item_tags.take(payload), payload=payload)
+                             items=item_tags.take(payload), payload=payload,
+                             relayed="" if d.storages else _relayed(payload))
             if _has_arrays(d):  # a view's storage, a small mask's positions
                 # `send_pyobj` pickles a view's storage
                 found = leaf_notes.collect(payload, "zmq", values.enabled())
@@ -228,9 +232,15 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
                 record.values(owner, name, "zmq", None, payload)
         else:
             record.receive_half(current_owner(), name, "zmq", channel, key, msg.nbytes,
-                                record.now_ns(), out)
+                                record.now_ns(), out, msg.sample)
     except Exception as exc:
         record.error(exc)
+
+
+def _relayed(payload: Any) -> str:
+    """The storages raw frames carry on from messages received here (`relay_bytes`)."""
+    frames = payload if type(payload) in (list, tuple) else (payload,)
+    return ",".join(ids for ids in map(relay_bytes.carried, frames) if ids)
 
 
 def _has_arrays(d: Any) -> bool:
