@@ -19,9 +19,10 @@ import flowmap
 
 WORLD, BATCH, TOKENS, STEPS = 2, 64, 512, 3
 BATCH_BYTES = BATCH * TOKENS * (8 + 4)  # int64 ids and float32 advantages
-# a collective's seams run through its group: trainer/rank0 -> group[0,1]
+# a collective's seams run through its group: trainer/rank0 -> group[0,1]; each rank but the
+# root receives the batch whole and keeps 1/WORLD of it
 EXPECT = {"kind": "duplicate", "seam": "trainer -> group[0,1]",
-          "bytes_per_step": (WORLD - 1) * BATCH_BYTES}
+          "bytes_per_step": (WORLD - 1) * BATCH_BYTES * (WORLD - 1) // WORLD}
 
 
 def run(rank: int, port: int) -> None:

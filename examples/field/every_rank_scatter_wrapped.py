@@ -2,8 +2,9 @@
 whole batch (and the rank's index): every rank gets the whole batch and reads its stride.
 
 Hand figure: ids torch int64[64,1024] = 524,288 B whole in each of the 2 slots, where each
-rank needed half of it: 2 x 524,288 B sent for 524,288 B of parts, 524,288 B/step extra.
-Expected: duplicate on rank0 -> group[0,1] scatter_object_list, ~524 KB/step.
+rank needed half of it: rank 1 receives 524,288 B for a 262,144 B part, 262,144 B/step extra
+(rank 0's own slot never leaves it).
+Expected: duplicate on rank0 -> group[0,1] scatter_object_list, ~262 KB/step.
 """
 import os
 
@@ -15,7 +16,7 @@ import flowmap
 
 STEPS = 3
 W = 2
-EXPECT = {"kind": "duplicate", "seam": "trainer -> group[0,1]", "bytes_per_step": W * 64 * 1024 * 8 // 2}
+EXPECT = {"kind": "duplicate", "seam": "trainer -> group[0,1]", "bytes_per_step": (W - 1) * 64 * 1024 * 8 // W}
 
 
 def run(rank, port):

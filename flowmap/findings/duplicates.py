@@ -14,8 +14,9 @@ is more likely refilled in place than repeated.
 A collective sends to every rank in one call: a root's `scatter` or
 `scatter_object_list` whose list repeats a slot (a `ref` leaf where a rank's
 slot is: the object of an earlier slot again) sends the same data whole to
-several ranks, each of which needed its own part. Its extra bytes are the
-root's bytes less one rank's share.
+several ranks, each of which needed its own part. Its extra bytes are what each
+rank but the root received beyond its part, as a broadcast's (`broadcast_parts`):
+the root's own slot never leaves it.
 
 One message a transport delivers to several receivers (a PUB socket's, to each
 subscriber) is no copy the sender made: weights every subscriber uses whole are
@@ -75,7 +76,8 @@ def detect(view: RunView) -> list[Finding]:
     for h in view.events.hops:
         if repeats_a_slot(h):
             rk = (role_of(h.src), h.dst, h.name)
-            scattered[rk] += h.nbytes * (1 - 1 / group_size(h.dst))
+            world = group_size(h.dst)  # each rank but the root got its slot, 1/world its own
+            scattered[rk] += h.nbytes / world * (world - 1) * (1 - 1 / world)
             labels[rk].add(seam_label(h.seam))
 
     def in_slots(rk: RoleKey, bps: float) -> str:
