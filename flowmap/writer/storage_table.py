@@ -146,26 +146,23 @@ class StorageTable:
 
     def _writer(self, last: list[Any], src: str | None) -> str | None:
         """Who wrote a storage in place since its last hop, among the stages whose code ran
-        since (`ran`), those that started since first (the stage whose block sent the last
-        hop ran on only to its end): the stage that made it (weights the trainer steps
-        again after handing them to the rollout); else the one stage it was handed to that
-        ran (advantages normalised by the stage given the scores), or the hop's sender if
-        it is one of several; else the one stage that ran. None where that does not
-        decide: the hop's sender is taken then, as where no stage is named."""
+        since (`ran`) and had it: those that started since first (the stage whose block
+        sent the last hop ran on only to its end). The stage that made it (weights the
+        trainer steps again after handing them to the rollout); else the one stage it was
+        handed to (advantages normalised by the stage given the scores), or the hop's
+        sender if it is one of several. None where that does not decide, or no stage that
+        had it ran (code of no named stage wrote it): the hop's sender is taken then."""
         _, since, held, maker = last
         ran = [s for s, (start, end) in self.ran.items() if end > since]
         started = [s for s in ran if self.ran[s][0] > since]
         for stages in (started, ran):
-            if not stages:
-                continue
             if maker in stages:
                 return maker
             holding = [s for s in stages if s in held]
             if len(holding) == 1:
                 return holding[0]
-            if src in holding:
-                return src
-            return stages[0] if len(stages) == 1 else None
+            if holding:  # several had it and ran: the sender, if it is one of them
+                return src if src in holding else None
         return None
 
     def origin(self, storage: str, owner: str) -> None:

@@ -417,6 +417,27 @@ def test_data_a_stage_writes_in_place_and_the_driver_hands_on_is_that_stages(tmp
     assert edges == {("reward", "adv"), ("adv", "trainer")}, edges
 
 
+def test_a_write_by_no_stage_that_had_the_data_is_the_senders_not_a_bystanders(tmp_path):
+    # GIVEN scores handed to `adv`, which never runs; the driver's own code (no owner block)
+    # rescales them in place while a logger that never had them runs a block of its own
+    import torch
+
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        with flowmap.owner("reward"):
+            scores = torch.randn(8)
+        flowmap.hop("reward", "driver", scores, name="scores")
+        flowmap.hop("driver", "adv", scores, name="adv_in")
+        with flowmap.owner("logger"):
+            torch.randn(4).sum()
+        scores.mul_(2.0)
+        flowmap.hop("driver", "trainer", scores, name="train_in")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the rescaled scores are the sender's: the logger made nothing the trainer got
+    assert edges == {("reward", "adv"), ("driver", "trainer")}, edges
+
+
 def test_weights_their_maker_steps_again_are_its_though_the_receiver_ran_and_the_driver_sends(
         tmp_path):
     # GIVEN weights the trainer steps in place each step, that the driver syncs to the
