@@ -110,7 +110,8 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                 to_receiver = flow_text.receiver(h)
                 # text it got beside text it wrote (prompts with their completions): used
                 used = len(found) > 1 and any(got is None for got, _ in found)
-                for got, keys in found:
+                for (got, keys), (share, part) in zip(found, flow_text.parts(h, found, text[0]),
+                                                      strict=True):
                     made_by = got.made_by if got is not None else h.src
                     if made_by == h.dst:
                         continue  # back to its producer
@@ -119,9 +120,8 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                         if not used:
                             passed.update(got.links)  # h.src only handed it on
                             got.links.clear()
-                    share = len(keys) / len(h.texts) if len(found) > 1 else 1.0
                     held_as = to_receiver(keys) if to_receiver is not None else (h.pid, keys)
-                    got_by.append(flow_text.Text(made_by, [len(links)], *held_as, text[0]))
+                    got_by.append(flow_text.Text(made_by, [len(links)], *held_as, part))
                     texts.add(len(links))
                     links.append((i, made_by, h.dst, round(h.nbytes * share)))
                 del got_by[:-flow_text.MAX_HELD]

@@ -6,13 +6,14 @@ shape, bytes and count, whatever wraps them), and within one process the tracer 
 the string and float objects a hop carried (`Hop.texts`, flowmap/capture/text_identity.py):
 the same objects handed on are the same data, new ones were made by the stage that sends
 them, whatever their figures. A payload that mixes what two stages made (prompts and
-completions in one dict) comes from both, in the share of its objects each made.
+completions in one dict) comes from both, each its leaves' bytes (`parts`).
 Numbers are followed by their objects only: a list of 16 advantages is shaped as the 16
 rewards it came from, so figures alone tell nothing of them.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -69,6 +70,31 @@ def sources(kept: list[Text], h: Hop, shape: tuple[Any, ...],
         if got.figures == shape and not (h.texts and got.pid == h.pid and got.keys):
             return [(got, frozenset(h.texts))]
     return [(None, frozenset(h.texts))]
+
+
+def parts(h: Hop, found: list[tuple[Text | None, frozenset[int]]],
+          shape: tuple[Any, ...]) -> list[tuple[float, tuple[Any, ...]]]:
+    """Each source's share of `h`'s bytes, and the figures of its part: the leaves figured
+    as those its source came with (prompts handed on beside completions made here are
+    the prompts' bytes, however short the completions), the rest `h.src`'s. By the count
+    of objects where the figures do not tell (a source's leaves merged into others)."""
+    if len(found) < 2:
+        return [(1.0, shape)] * len(found)
+    left = Counter(shape)
+    total = sum(f[3] for f in shape)
+    out: list[tuple[float, tuple[Any, ...]]] = []
+    for got, _ in found:
+        if got is None:
+            continue
+        mine = [f for f in got.figures if left[f] > 0]
+        left.subtract(mine)
+        if not mine or not total:
+            n = max(1, len(h.texts))
+            return [(len(keys) / n, shape) for _, keys in found]
+        out.append((sum(f[3] for f in mine) / total, tuple(mine)))
+    rest = tuple(sorted(left.elements()))
+    made_here = (sum(f[3] for f in rest) / total, rest)
+    return [made_here if got is None else out.pop(0) for got, _ in found]
 
 
 def receiver(h: Hop) -> Callable[[frozenset[int]], tuple[int, frozenset[int]]] | None:

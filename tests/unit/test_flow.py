@@ -327,6 +327,34 @@ def test_text_of_two_stages_in_one_payload_and_numbers_come_from_who_made_them(t
     assert text["loader"] == text["gen"]
 
 
+def test_text_of_two_stages_in_one_payload_is_split_by_their_bytes_and_handed_on_so(tmp_path):
+    # GIVEN long prompts and the short answers a generator wrote for them, handed to the
+    # trainer in one dict by the generator, which the trainer hands on to a logger
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        for s in range(3):
+            flowmap.step(s)
+            with flowmap.owner("loader"):
+                prompts = [f"question {s}.{i}: " + "context " * 40 for i in range(8)]
+            flowmap.hop("loader", "gen", prompts, name="prompts")
+            with flowmap.owner("gen"):
+                answers = [f"a{i}" for i in range(8)]
+            flowmap.hop("gen", "trainer", {"prompts": prompts, "answers": answers}, name="batch")
+            flowmap.hop("trainer", "logger", {"batch": {"prompts": prompts, "answers": answers}},
+                        name="log")
+    run = flowmap.load(tmp_path / "run")
+    (leaves,) = {tuple((leaf.path, leaf.nbytes) for leaf in h.leaves)
+                 for h in run.hops if h.name == "batch"}
+    log = {h.nbytes for h in run.hops if h.name == "log"}.pop()
+    prompt_bytes = dict(leaves)["prompts[*]"] / sum(b for _, b in leaves)
+    edges = {(e.src, e.dst): e.nbytes for e in run.view.flow.edges}
+    # THEN the loader's part is the prompts' bytes, not half of the batch, though the
+    # generator and then the trainer (which only handed it on) wrapped it anew
+    assert edges == {("loader", "gen"): 3 * 2672, ("loader", "logger"): 3 * round(log * prompt_bytes),
+                     ("gen", "logger"): 3 * round(log * (1 - prompt_bytes))}, edges
+
+
 def test_rows_two_stages_fill_in_one_buffer_are_each_their_own_through_the_tracer(tmp_path):
     # GIVEN one preallocated staging buffer per kind (torch, numpy): the loader fills row 0,
     # the generator row 1 from it
