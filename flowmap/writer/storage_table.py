@@ -152,7 +152,9 @@ class StorageTable:
         handed to (advantages normalised by the stage given the scores), or the hop's
         sender if it is one of several. None where that does not decide, or no stage that
         had it ran (code of no named stage wrote it): the hop's sender is taken then."""
-        _, since, held, maker = last
+        since: int = last[1]
+        held: tuple[str | None, ...] = last[2]
+        maker: str | None = last[3]
         ran = [s for s, (start, end) in self.ran.items() if end > since]
         started = [s for s in ran if self.ran[s][0] > since]
         for stages in (started, ran):
