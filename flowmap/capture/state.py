@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from flowmap.capture.tracer import Tracer
+    from flowmap.writer.encoder import TraceWriter
 
 tracer: Tracer | None = None
 
@@ -67,8 +68,8 @@ def owner_runs(name: str | None) -> int:
     t = tracer
     if t is not None and type(name) is str:
         try:
-            return t.writer.owner_runs(name)
-        except Exception:
+            return int(_writer_of(t).owner_runs(name))
+        except Exception:  # a forked child's stand-in (`_writer_of`), or a failure of ours
             pass
     return 0
 
@@ -80,6 +81,13 @@ def owner_ran(name: str | None, since: int) -> None:
     t = tracer
     if t is not None and type(name) is str:
         try:
-            t.writer.owner_ran(name, since)
+            _writer_of(t).owner_ran(name, since)
         except Exception:
             pass
+
+
+def _writer_of(t: Tracer) -> TraceWriter:
+    """The tracer's writer; a KeyError for a forked child's stand-in, which an owner block
+    must not open (its shard opens at the child's first event)."""
+    writer: TraceWriter = vars(t)["writer"]
+    return writer

@@ -7,8 +7,9 @@ its storage's identity, so when a stage's result is later handed to another
 stage, the two hops share a storage: that is a producer -> consumer edge.
 
 - The **producer** of a storage is the source of the first hop that carried it, unless
-  the run says who made it before recording opened (an `o` line, `trace_format`: data a
-  run with no seam map made in its watched first step).
+  the run says who made it (an `o` line, `trace_format`: data a run with no seam map made
+  in its watched first step, or a storage written in place by a stage other than the
+  one that hops it next, `flowmap.writer.storage_table`).
 - A hop that carries it into `X` makes an edge `producer -> X`, unless `X`
   later hands that same storage on: then `X` only passed it along (the
   driver's hand-off), and the edge goes to where it was consumed instead. A stage
@@ -82,7 +83,7 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                origins: Mapping[tuple[int, int], str] | None = None) -> Flow:
     """The flow of `hops` (kept hops, any order); `parts` maps a view's storage to the storage
     it lies in, per process (`flowmap.read.events.storage_bases`): a slice is its base's data;
-    `origins`, a storage to the owner that made it before recording opened."""
+    `origins`, a storage to the owner that made what it holds (`o` lines)."""
     bases = parts or {}
     made_before = origins or {}
     ordered = sorted(hops, key=lambda h: h.t_ns)

@@ -338,7 +338,8 @@ class Shard:
     values: list[ValueFigure] = field(default_factory=list)  # sampled figures (`trace --values`)
     # `b` lines: a view's storage id -> the id of the storage it lies in (trace_format)
     parts: dict[int, int] = field(default_factory=dict)
-    # `o` lines: a storage id -> the owner that made it before the recording opened
+    # `o` lines: a storage id -> the owner that made what it holds (before the recording
+    # opened, or written in place since its last hop)
     origins: dict[int, str] = field(default_factory=dict)
     fold_cut: tuple[int | None, int] | None = None  # (step, t_ns) where a read began to fold
     num_events: int = 0
@@ -382,5 +383,5 @@ def storage_bases(shards: Iterable[Shard]) -> dict[tuple[int, int], int]:
 
 
 def storage_origins(shards: Iterable[Shard]) -> dict[tuple[int, int], str]:
-    """(pid, storage id) -> the owner that made it before recording opened (`o` lines)."""
+    """(pid, storage id) -> the owner that made what it holds (`o` lines)."""
     return {(sh.pid, sid): owner for sh in shards for sid, owner in sh.origins.items()}

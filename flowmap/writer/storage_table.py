@@ -155,8 +155,9 @@ class StorageTable:
         since: int = last[1]
         held: tuple[str | None, ...] = last[2]
         maker: str | None = last[3]
-        ran = [s for s, (start, end) in self.ran.items() if end > since]
-        started = [s for s in ran if self.ran[s][0] > since]
+        runs = list(self.ran.items())  # a copy: other threads' blocks start and end meanwhile
+        ran = [s for s, (_, end) in runs if end > since]
+        started = [s for s, (start, end) in runs if start > since and end > since]
         for stages in (started, ran):
             if maker in stages:
                 return maker

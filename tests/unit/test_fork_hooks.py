@@ -46,3 +46,25 @@ def test_a_ctrl_c_landing_in_a_fork_hook_reaches_the_program():
     assert _run("os") == "lost"  # what CPython does with a hook's exception
     assert _run("flowmap") == "interrupted"
 
+
+
+def test_an_owner_block_in_a_forked_child_opens_no_shard_of_its_own(tmp_path):
+    # GIVEN a traced parent whose forked child only runs an owner block and leaves (as a
+    # child forked to exec another program runs the at-fork hooks and little else)
+    run = tmp_path / "run"
+    script = textwrap.dedent(f"""
+        import os, flowmap
+        with flowmap.tracing({str(run)!r}):
+            flowmap.hop("a", "b", [1, 2], name="x")
+            pid = os.fork()
+            if pid == 0:
+                with flowmap.owner("child"):
+                    pass
+                os._exit(0)
+            os.waitpid(pid, 0)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    # THEN the run has the parent's shard only: noting that the block ran opened nothing
+    assert len(list(run.glob("*.jsonl"))) == 1, sorted(p.name for p in run.iterdir())
