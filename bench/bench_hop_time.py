@@ -90,6 +90,9 @@ def main() -> int:
     print("\n| seam | hops | per hop | of which describe | total |")
     print("|---|---:|---:|---:|---:|")
     for name, (hop_ns, describe_ns, n) in sorted(best.items(), key=lambda kv: -kv[1][0]):
+        if not n:  # described outside `Tracer.hop` only (a transport's message)
+            print(f"| {name} | 0 | – | {describe_ns / 1e3:.1f} µs in all | – |")
+            continue
         print(f"| {name} | {n} | {hop_ns / n / 1e3:.1f} µs | {describe_ns / n / 1e3:.1f} µs | "
               f"{hop_ns / 1e6:.1f} ms |")
     return 0
