@@ -61,7 +61,6 @@ def hopped_last(payload: object) -> bool:
     return last_hop.get(get_ident()) == id(payload)
 
 
-
 def owner_runs(name: str | None) -> int:
     """`name`'s code starts (an owner block, a seam's body): it is running until `owner_ran`.
     Returns the number of the tracer's next hop, for `owner_ran`. Never raises."""

@@ -86,8 +86,11 @@ def parts(h: Hop, found: list[tuple[Text | None, frozenset[int]]],
     for got, _ in found:
         if got is None:
             continue
-        mine = [f for f in got.figures if left[f] > 0]
-        left.subtract(mine)
+        mine = []
+        for f in got.figures:  # each of `h`'s leaves goes to one source only
+            if left[f] > 0:
+                left[f] -= 1
+                mine.append(f)
         if not mine or not total:
             n = max(1, len(h.texts))
             return [(len(keys) / n, shape) for _, keys in found]

@@ -788,3 +788,24 @@ def test_a_stage_that_sends_the_prompts_on_with_its_completions_used_them():
     pairs = {(e.src, e.dst) for e in build_flow(hops).edges}
     # THEN the generator keeps its input edge, the controller does not
     assert pairs == {("loader", "generator"), ("loader", "trainer"), ("generator", "trainer")}
+
+
+def test_a_text_sources_share_counts_each_leaf_of_the_payload_once():
+    # GIVEN a payload of two string lists alike in figures, and one of another length,
+    # whose first source came with the same list twice (it got two alike): only one of
+    # the payload's lists can be its
+    from flowmap.model import flow_text
+
+    def leaf(path: str, nbytes: int) -> Leaf:
+        return Leaf(path, "str", (8,), None, "cpu", nbytes, 8, None)
+
+    h = Hop(0, 1, "gen", "trainer", "batch", 900, (leaf("a[*]", 400), leaf("b[*]", 500)), (),
+            None, None, "ref", (), texts=tuple(range(1, 9)))
+    shape = flow_text.figures(h)[0]
+    alike = ("str", None, repr((8,)), 400, 8)
+    got = flow_text.Text("loader", [], 1, frozenset({1, 2, 3, 4}), (alike, alike))
+    found = [(got, frozenset({1, 2, 3, 4})), (None, frozenset({5, 6, 7, 8}))]
+    # THEN the source has the 400 bytes of one list, the sender the rest
+    (theirs, their_part), (mine, my_part) = flow_text.parts(h, found, shape)
+    assert (theirs, mine) == (400 / 900, 500 / 900)
+    assert their_part == (alike,) and my_part == (("str", None, repr((8,)), 500, 8),)
