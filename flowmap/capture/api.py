@@ -216,6 +216,10 @@ class owner:
         import inspect  # here, not at the top: `flowmap` is imported at every traced child's start-up
 
         name = self.name
+        if inspect.isgeneratorfunction(fn):
+            return _owned_generator(fn, name)  # type: ignore[return-value]
+        if inspect.isasyncgenfunction(fn):
+            return _owned_async_generator(fn, name)  # type: ignore[return-value]
         if inspect.iscoroutinefunction(fn):
 
             @functools.wraps(fn)
@@ -239,6 +243,74 @@ class owner:
                 state.owner_ran(name, since)
 
         return wrapper  # type: ignore[return-value]
+
+
+def _owned_generator(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """A generator's body runs as `name` each time it is resumed, and its caller's owner is
+    back at each `yield`: the loop that drives a decorated loader runs as itself."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        inner = fn(*args, **kwargs)
+        sent: Any = None
+        thrown: BaseException | None = None
+        while True:
+            token, since = state.current_owner.set(name), state.owner_runs(name)
+            try:
+                out = inner.send(sent) if thrown is None else inner.throw(thrown)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                state.current_owner.reset(token)
+                state.owner_ran(name, since)
+            try:
+                sent, thrown = (yield out), None
+            except GeneratorExit:
+                token, since = state.current_owner.set(name), state.owner_runs(name)
+                try:
+                    inner.close()
+                finally:
+                    state.current_owner.reset(token)
+                    state.owner_ran(name, since)
+                raise
+            except BaseException as exc:  # thrown in by the caller: on into the body
+                sent, thrown = None, exc
+
+    return wrapper
+
+
+def _owned_async_generator(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """`_owned_generator` for an `async def` with `yield`: the body runs as `name` at each
+    `asend`, the consumer's code as itself."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        inner = fn(*args, **kwargs)
+        sent: Any = None
+        thrown: BaseException | None = None
+        while True:
+            token, since = state.current_owner.set(name), state.owner_runs(name)
+            try:
+                out = await (inner.asend(sent) if thrown is None else inner.athrow(thrown))
+            except StopAsyncIteration:
+                return
+            finally:
+                state.current_owner.reset(token)
+                state.owner_ran(name, since)
+            try:
+                sent, thrown = (yield out), None
+            except GeneratorExit:
+                token, since = state.current_owner.set(name), state.owner_runs(name)
+                try:
+                    await inner.aclose()
+                finally:
+                    state.current_owner.reset(token)
+                    state.owner_ran(name, since)
+                raise
+            except BaseException as exc:
+                sent, thrown = None, exc
+
+    return wrapper
 
 
 def seam(

@@ -116,6 +116,63 @@ def test_owner_as_decorator_sync_and_async():
     assert asyncio.run(g()) == "env"
 
 
+def test_a_decorated_generator_runs_as_its_owner_and_its_consumer_as_itself():
+    seen: list[tuple[str, str]] = []
+
+    @flowmap.owner("loader")
+    def batches(n: int):
+        for i in range(n):
+            got = yield (i, flowmap.current_owner())
+            seen.append(("body", flowmap.current_owner()))
+            if got == "stop":
+                return "stopped"
+        return "done"
+
+    with flowmap.owner("driver"):
+        out = list(batches(2))
+        assert out == [(0, "loader"), (1, "loader")]
+        assert seen == [("body", "loader")] * 2
+        assert flowmap.current_owner() == "driver"
+        g = batches(5)
+        next(g)
+        assert flowmap.current_owner() == "driver"  # between two resumptions: the caller's
+        with pytest.raises(StopIteration) as stop:
+            g.send("stop")
+        assert stop.value.value == "stopped"
+
+        class Boom(Exception):
+            pass
+
+        def guarded():
+            try:
+                yield 1
+            except Boom:
+                yield flowmap.current_owner()
+            finally:
+                seen.append(("finally", flowmap.current_owner()))
+
+        h = flowmap.owner("loader")(guarded)()
+        next(h)
+        assert h.throw(Boom()) == "loader"  # thrown in: handled by the body, as its owner
+        h.close()
+        assert seen[-1] == ("finally", "loader") and flowmap.current_owner() == "driver"
+
+
+def test_a_decorated_async_generator_runs_as_its_owner():
+    @flowmap.owner("rollout")
+    async def stream(n: int):
+        for _ in range(n):
+            await asyncio.sleep(0)
+            yield flowmap.current_owner()
+
+    async def consume() -> tuple[list[str], str]:
+        got = [o async for o in stream(3)]
+        return got, flowmap.current_owner()
+
+    with flowmap.owner("driver"):
+        assert asyncio.run(consume()) == (["rollout"] * 3, "driver")
+
+
 def test_seam_records_arguments_in_and_result_out(tmp_path):
     class Learner:
         @flowmap.seam("learner", name="train_step", args=["batch"])
