@@ -208,9 +208,9 @@ class owner:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        token, since = self._tokens.pop()
+        token, started = self._tokens.pop()
         state.current_owner.reset(token)
-        state.owner_ran(self.name, since)
+        state.owner_ran(self.name, started)
 
     def __call__(self, fn: F) -> F:
         import inspect  # here, not at the top: `flowmap` is imported at every traced child's start-up
@@ -224,23 +224,23 @@ class owner:
 
             @functools.wraps(fn)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                token, since = state.current_owner.set(name), state.owner_runs(name)
+                token, started = state.current_owner.set(name), state.owner_runs(name)
                 try:
                     return await fn(*args, **kwargs)
                 finally:
                     state.current_owner.reset(token)
-                    state.owner_ran(name, since)
+                    state.owner_ran(name, started)
 
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            token, since = state.current_owner.set(name), state.owner_runs(name)
+            token, started = state.current_owner.set(name), state.owner_runs(name)
             try:
                 return fn(*args, **kwargs)
             finally:
                 state.current_owner.reset(token)
-                state.owner_ran(name, since)
+                state.owner_ran(name, started)
 
         return wrapper  # type: ignore[return-value]
 
@@ -255,23 +255,23 @@ def _owned_generator(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         sent: Any = None
         thrown: BaseException | None = None
         while True:
-            token, since = state.current_owner.set(name), state.owner_runs(name)
+            token, started = state.current_owner.set(name), state.owner_runs(name)
             try:
                 out = inner.send(sent) if thrown is None else inner.throw(thrown)
             except StopIteration as stop:
                 return stop.value
             finally:
                 state.current_owner.reset(token)
-                state.owner_ran(name, since)
+                state.owner_ran(name, started)
             try:
                 sent, thrown = (yield out), None
             except GeneratorExit:
-                token, since = state.current_owner.set(name), state.owner_runs(name)
+                token, started = state.current_owner.set(name), state.owner_runs(name)
                 try:
                     inner.close()
                 finally:
                     state.current_owner.reset(token)
-                    state.owner_ran(name, since)
+                    state.owner_ran(name, started)
                 raise
             except BaseException as exc:  # thrown in by the caller: on into the body
                 sent, thrown = None, exc
@@ -289,23 +289,23 @@ def _owned_async_generator(fn: Callable[..., Any], name: str) -> Callable[..., A
         sent: Any = None
         thrown: BaseException | None = None
         while True:
-            token, since = state.current_owner.set(name), state.owner_runs(name)
+            token, started = state.current_owner.set(name), state.owner_runs(name)
             try:
                 out = await (inner.asend(sent) if thrown is None else inner.athrow(thrown))
             except StopAsyncIteration:
                 return
             finally:
                 state.current_owner.reset(token)
-                state.owner_ran(name, since)
+                state.owner_ran(name, started)
             try:
                 sent, thrown = (yield out), None
             except GeneratorExit:
-                token, since = state.current_owner.set(name), state.owner_runs(name)
+                token, started = state.current_owner.set(name), state.owner_runs(name)
                 try:
                     await inner.aclose()
                 finally:
                     state.current_owner.reset(token)
-                    state.owner_ran(name, since)
+                    state.owner_ran(name, started)
                 raise
             except BaseException as exc:
                 sent, thrown = None, exc

@@ -112,13 +112,13 @@ def wrap_call(
             entered = enter(a, kw)
             who = owner if owner_of is None else owner_of(entered)
             token = state.current_owner.set(who) if who is not None else None
-            since = state.owner_runs(who)
+            started = state.owner_runs(who)
             try:
                 out = await fn(*a, **kw)
             finally:
                 if token is not None:
                     state.current_owner.reset(token)
-                    state.owner_ran(who, since)
+                    state.owner_ran(who, started)
             leave(entered, out)
             return out
 
@@ -131,13 +131,13 @@ def wrap_call(
         entered = enter(a, kw)
         who = owner if owner_of is None else owner_of(entered)
         token = state.current_owner.set(who) if who is not None else None
-        since = state.owner_runs(who)
+        started = state.owner_runs(who)
         try:
             out = fn(*a, **kw)
         finally:
             if token is not None:
                 state.current_owner.reset(token)
-                state.owner_ran(who, since)
+                state.owner_ran(who, started)
         leave(entered, out)
         return out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from _thread import get_ident
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from flowmap.capture.tracer import Tracer
@@ -61,26 +61,27 @@ def hopped_last(payload: object) -> bool:
     return last_hop.get(get_ident()) == id(payload)
 
 
-def owner_runs(name: str | None) -> int:
+def owner_runs(name: str | None) -> Any:
     """`name`'s code starts (an owner block, a seam's body): it is running until `owner_ran`.
-    Returns the number of the tracer's next hop, for `owner_ran`. Never raises."""
+    Returns what to give `owner_ran` (None when nothing is traced). Never raises."""
     t = tracer
     if t is not None and type(name) is str:
         try:
-            return int(_writer_of(t).owner_runs(name))
+            return _writer_of(t).owner_runs(name)
         except Exception:  # a forked child's stand-in (`_writer_of`), or a failure of ours
             pass
-    return 0
+    return None
 
 
-def owner_ran(name: str | None, since: int) -> None:
-    """`name`'s code ran from hop number `since` (`owner_runs`) until now: an owner
-    block or a seam's body ended. A storage written in place since its last hop was most
-    likely written by a stage that ran (`flowmap.writer.storage_table`). Never raises."""
+def owner_ran(name: str | None, started: Any) -> None:
+    """`name`'s code ran since `owner_runs` returned `started`: an owner block or a seam's
+    body ended. A storage written in place since its last hop was most likely written by
+    a stage that ran, or by the one whose block was seen to write it
+    (`flowmap.writer.storage_table`). Never raises."""
     t = tracer
-    if t is not None and type(name) is str:
+    if t is not None and type(name) is str and started is not None:
         try:
-            _writer_of(t).owner_ran(name, since)
+            _writer_of(t).owner_ran(name, started)
         except Exception:
             pass
 

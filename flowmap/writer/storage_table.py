@@ -14,6 +14,7 @@ from typing import Any
 
 from flowmap import environment
 from flowmap import trace_format as tf
+from flowmap.writer.block_writes import CLEARED, WROTE, BlockToken, BlockWrites
 from flowmap.writer.storage_refs import (
     array_root,
     base_getter,
@@ -50,8 +51,10 @@ class StorageTable:
         self.spans: dict[Hashable, int | None] = {}  # a storage's start -> what was named there reaches
         self.objects: dict[int, tuple[str, weakref.ref[Any]]] = {}  # id(torch storage) -> entry
         # key -> [its tensor's version at its last hop, that hop's number (`hops_seen`), the
-        # stages it was handed to, the stage that made what it holds] (`_writer`)
+        # stages it was handed to, the stage that made what it holds, the latest write a
+        # stage's block saw since, the stages whose blocks saw none] (`_writer`)
         self.versions: dict[Hashable, list[Any]] = {}
+        self.writes = BlockWrites()  # what the stages' blocks saw of their storages' counters
         self.hops_seen = 0
         self.hop_ends: tuple[str | None, str | None] = (None, None)  # this hop's src and dst
         # stage -> the numbers of the next hop as its code last started and ended (an owner
@@ -110,17 +113,23 @@ class StorageTable:
         seen, hop = self.versions, self.hops_seen
         self.hops_seen += 1
         self.hop_ends = (src, dst)
+        hold = self.writes.hold
         for i, version in enumerate(versions_of(holders)):
             if version is None:
                 continue
             key = keys[i]
             last = seen.get(key)
             if last is None:
-                seen[key] = [version, hop, (dst,), src]
+                seen[key] = [version, hop, (dst,), src, None, ()]
+                hold(src, key, holders[i])
+                hold(dst, key, holders[i])
             elif last[0] == version:  # the common hop: the same data again
                 last[1] = hop
+                if last[5]:
+                    last[4], last[5] = None, ()
                 if dst not in last[2] and len(last[2]) < MAX_HELD:
                     last[2] += (dst,)
+                    hold(dst, key, holders[i])
             else:
                 self._rewritten(key, holders[i], version, last, hop)
 
@@ -133,29 +142,37 @@ class StorageTable:
         table = self.storages
         named = table.get(key)
         if named is None or named[1]() is None:  # a new storage: `new_storage` renews `last`
-            last[:] = [version, hop, (dst,), src]
-        elif self._written_elsewhere(key, version, hop):
-            last[0], last[1] = version, hop
+            last[:] = [version, hop, (dst,), src, None, ()]
+        elif self._written_elsewhere(key, version, hop, last):
+            last[0], last[1], last[4], last[5] = version, hop, None, ()
         else:
-            maker = self._writer(last, src) or src
+            maker = self._writer(last, src, version) or src
             del table[key]
             self.objects.pop(id(named[1]()), None)
             if maker is not None and maker != src and len(table) < MAX_STORAGE_IDS - 1:
                 self.origin(self.new_storage(key, holder), maker)
-            last[:] = [version, hop, (dst,), maker]
+            last[:] = [version, hop, (dst,), maker, None, ()]
+        self.writes.hold(last[3], key, holder)
+        self.writes.hold(dst, key, holder)
 
-    def _writer(self, last: list[Any], src: str | None) -> str | None:
-        """Who wrote a storage in place since its last hop, among the stages whose code ran
-        since (`ran`) and had it: those that started since first (the stage whose block
-        sent the last hop ran on only to its end). The stage that made it (weights the
-        trainer steps again after handing them to the rollout); else the one stage it was
-        handed to (advantages normalised by the stage given the scores), or the hop's
-        sender if it is one of several. None where that does not decide, or no stage that
-        had it ran (code of no named stage wrote it): the hop's sender is taken then."""
+    def _writer(self, last: list[Any], src: str | None, version: int) -> str | None:
+        """Who wrote a storage in place since its last hop (its counter is at `version` now).
+        The stage whose block was seen to leave it so (`flowmap.writer.block_writes`);
+        else, among the stages whose code ran since (`ran`) and had it, less those whose
+        blocks saw no write: those that started since first (the stage whose block sent
+        the last hop ran on only to its end). The stage that made it (weights the trainer
+        steps again after handing them to the rollout); else the one stage it was handed
+        to (advantages normalised by the stage given the scores), or the hop's sender if
+        it is one of several. None where that does not decide, or no stage that had it
+        ran (code of no named stage wrote it): the hop's sender is taken then."""
+        wrote: tuple[str, int] | None = last[WROTE]
+        if wrote is not None and wrote[1] == version:
+            return wrote[0]
         since: int = last[1]
         held: tuple[str | None, ...] = last[2]
         maker: str | None = last[3]
-        runs = list(self.ran.items())  # a copy: other threads' blocks start and end meanwhile
+        cleared: tuple[str, ...] = last[CLEARED]
+        runs = [run for run in self.ran.items() if run[0] not in cleared]  # a copy: threads
         ran = [s for s, (_, end) in runs if end > since]
         started = [s for s, (start, end) in runs if start > since and end > since]
         for stages in (started, ran):
@@ -172,37 +189,42 @@ class StorageTable:
         """Say that `owner` made what the storage `storage` holds (the trace writer's `o`
         line; a bare table keeps ids only)."""
 
-    def owner_runs(self, owner: str) -> int:
+    def owner_runs(self, owner: str) -> BlockToken:
         """`owner`'s code starts, and runs until `owner_ran` (`ran`): a write by the block a hop
-        is sent from is its sender's. Returns the number of the next hop."""
+        is sent from is its sender's. Returns what `owner_ran` is given back."""
         ran = self.ran
         if len(ran) >= MAX_REGIONS * 64 and owner not in ran:
             ran.clear()
         ran[owner] = (self.hops_seen, RUNNING)
-        return self.hops_seen
+        return self.writes.starts(owner, self.hops_seen)
 
-    def owner_ran(self, owner: str, since: int) -> None:
-        """`owner`'s code ran from hop number `since` until now (`ran`); bounded, as owners
-        are few."""
+    def owner_ran(self, owner: str, token: BlockToken) -> None:
+        """`owner`'s code ran from `owner_runs` until now (`ran`); bounded, as owners are
+        few. What its block wrote of what it holds is noted (`block_writes`)."""
         ran = self.ran
         if len(ran) >= MAX_REGIONS * 64 and owner not in ran:
             ran.clear()
-        ran[owner] = (since, self.hops_seen)
+        ran[owner] = (token.since, self.hops_seen)
+        self.writes.ends(owner, token, self.versions)
 
-    def _written_elsewhere(self, key: Hashable, version: int, hop: int) -> bool:
+    def _written_elsewhere(self, key: Hashable, version: int, hop: int, last: list[Any]) -> bool:
         """Whether the write that moved the counter was another region's: a view of the
         same storage starting elsewhere was hopped, by an earlier hop than this one, at
         this very version (rows of one buffer that stages fill in turn; a view shares its
-        storage's counter). Views hopped together (a state dict of one flat buffer's
-        views) were all written."""
+        storage's counter), by the stage whose block was seen to write (`last`), if one
+        was. Views hopped together (a state dict of one flat buffer's views) were all
+        written."""
         entry = self.storages.get(key)
         storage = entry[1]() if entry is not None else None
         region = self.regions.get(id(storage)) if storage is not None else None
         if region is None or region[0]() is not storage:
             return False
         seen = self.versions
+        wrote = last[WROTE]
+        writer = wrote[0] if wrote is not None and wrote[1] == version else None
         return any(other != key and seen.get(other, (None, hop))[0] == version
-                   and seen[other][1] < hop for other in region[1])
+                   and seen[other][1] < hop and writer in (None, seen[other][3])
+                   for other in region[1])
 
     def storage_id(self, key: Hashable, holder: Any = None) -> str:
         """The id of the storage `key` (an address, say), as JSON text; no line is written."""
@@ -226,7 +248,7 @@ class StorageTable:
         torch does to what a multiprocessing queue sends) keeps its id."""
         last = self.versions.get(key)
         if last is not None and last[1] == self.hops_seen - 1:  # what its address held before
-            last[2], last[3] = (self.hop_ends[1],), self.hop_ends[0]  # made, handed: not this
+            last[2:] = [(self.hop_ends[1],), self.hop_ends[0], None, ()]  # made, handed: not this
         if holder is None:
             self.storages.pop(key, None)
             return self._next()

@@ -1,0 +1,122 @@
+"""Who wrote a storage in place, seen from the stages' own blocks.
+
+A storage whose version counter moved between two hops holds new data, and the stage
+that wrote it made it (`flowmap.writer.storage_table`). Which stages ran between the
+two hops says little: a loader that prefetches the next batch while the normaliser
+rewrites this one in place ran too. Each stage's block (an owner block, a seam's body)
+reads, as it starts and as it ends, the counters of the storages that stage holds
+(was handed, or sent): a counter that moved while the block ran was moved by its code,
+and one that did not was not. Only a block that ran alone says so: while another
+block started inside it, or another thread's block was open, the move is anyone's.
+
+Cost: two counter reads per held storage per block, at most `MAX_WATCHED` storages a
+stage, the latest handed (docs/performance.md). Nothing is read for a stage that holds
+no tensor.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Hashable
+from typing import Any
+
+from flowmap.writer.storage_refs import base_getter, versions_of
+
+MAX_WATCHED = 64  # storages a stage holds whose counters its blocks read, the latest handed
+MAX_STAGES = 4096  # stages watched at most (owners are few; bounded all the same)
+
+# The fields a storage's `versions` entry gains here (`StorageTable.versions`).
+WROTE = 4  # (stage, the counter its block left): the latest write a block saw
+CLEARED = 5  # stages whose blocks ran since the last hop and saw no write
+
+
+class BlockToken:
+    """What a block's start noted, for its end."""
+
+    __slots__ = ("since", "block", "alone", "before")
+
+    def __init__(self, since: int, block: int, alone: bool,
+                 before: dict[Hashable, int]) -> None:
+        self.since = since  # the number of the next hop as the block started
+        self.block = block  # blocks started in this process before this one, and it
+        self.alone = alone  # no other thread's block was open as it started
+        self.before = before  # key -> the counter of each storage watched, as it started
+
+
+class BlockWrites:
+    """The storages each stage holds, and what its blocks saw of their counters."""
+
+    def __init__(self) -> None:
+        self.watched: dict[str, dict[Hashable, weakref.ref[Any]]] = {}
+        self.blocks = 0  # blocks started in this process
+        self.open: dict[int, int] = {}  # thread -> its blocks open
+
+    def hold(self, stage: str | None, key: Hashable, holder: Any) -> None:
+        """`stage` has the tensor `holder` (storage `key`): its blocks read its counter."""
+        if stage is None:
+            return
+        keys = self.watched.get(stage)
+        if keys is None:
+            if len(self.watched) >= MAX_STAGES:
+                self.watched.clear()
+            keys = self.watched[stage] = {}
+        elif key in keys:
+            del keys[key]  # to the end: the latest handed are kept
+        elif len(keys) >= MAX_WATCHED:
+            dead = [k for k, ref in keys.items() if ref() is None]
+            for k in dead or list(keys)[:1]:
+                del keys[k]
+        try:
+            base = base_getter(type(holder))  # a view dies first; its base shares its counter
+            owner = base.__get__(holder, type(holder)) if base is not None else None
+            keys[key] = weakref.ref(holder if owner is None else owner)
+        except Exception:  # not weakly referable: not watched
+            pass
+
+    def starts(self, stage: str, since: int) -> BlockToken:
+        """`stage`'s block starts, before the hop numbered `since`."""
+        me = threading.get_ident()
+        open_ = self.open
+        alone = len(open_) == 0 or (len(open_) == 1 and me in open_)
+        open_[me] = open_.get(me, 0) + 1
+        self.blocks += 1
+        keys = self.watched.get(stage)
+        before: dict[Hashable, int] = {}
+        if keys:
+            items = list(keys.items())
+            for (key, _), version in zip(items, versions_of([ref() for _, ref in items]),
+                                         strict=False):
+                if version is not None:
+                    before[key] = version
+        return BlockToken(since, self.blocks, alone, before)
+
+    def ends(self, stage: str, token: BlockToken, versions: dict[Hashable, list[Any]]) -> None:
+        """`stage`'s block ends: what it wrote of what it holds, and what it did not, go on
+        the storages' `versions` entries, if it ran alone."""
+        me = threading.get_ident()
+        open_ = self.open
+        left = open_.get(me, 1) - 1
+        if left > 0:
+            open_[me] = left
+        else:
+            open_.pop(me, None)
+        if not token.alone or self.blocks != token.block or len(open_) > (me in open_):
+            return  # a block inside it, or another thread's beside it: not its alone
+        keys = self.watched.get(stage)
+        if not keys:
+            return
+        items = list(keys.items())
+        now = versions_of([ref() for _, ref in items])
+        for (key, _), version in zip(items, now, strict=False):
+            entry = versions.get(key)
+            if version is None or entry is None:
+                continue
+            # handed during the block: from that hop; else from the block's start
+            base = entry[0] if entry[1] >= token.since else token.before.get(key)
+            if base is None:
+                continue
+            if version != base:
+                entry[WROTE] = (stage, version)
+            elif stage not in entry[CLEARED]:
+                entry[CLEARED] += (stage,)

@@ -1,0 +1,125 @@
+"""A storage written in place is its writer's, as the stages' own blocks saw it written."""
+
+from __future__ import annotations
+
+import torch
+
+import flowmap
+
+
+def _edges(path) -> set[tuple[str, str]]:
+    return {(e.src, e.dst) for e in flowmap.load(path).view.flow.edges}
+
+
+def test_a_batch_normalised_in_place_while_the_loader_prefetches_is_the_normalisers(tmp_path):
+    # GIVEN a loader that makes batch i+1 after the normaliser rewrote batch i in place, and
+    # before the normaliser hands batch i on: the loader (its maker) ran since its last hop
+    def load(i: int) -> torch.Tensor:
+        with flowmap.owner("loader"):
+            x = torch.randn(8, 32) * 3 + i
+            flowmap.hop("loader", "norm", x, name="raw")
+            return x
+
+    with flowmap.tracing(tmp_path / "run"):
+        nxt = load(0)
+        for i in range(4):
+            flowmap.step(i)
+            cur = nxt
+            with flowmap.owner("norm"):
+                cur.sub_(cur.mean(0, keepdim=True)).div_(cur.std(0, keepdim=True))
+            nxt = load(i + 1)
+            with flowmap.owner("norm"):
+                flowmap.hop("norm", "trainer", cur, name="normed")
+            with flowmap.owner("trainer"):
+                cur.pow(2).mean()
+    # THEN what the trainer gets is the normaliser's, though the loader made the storage
+    assert _edges(tmp_path / "run") == {("loader", "norm"), ("norm", "trainer")}
+
+
+def test_advantages_written_in_place_while_the_next_batch_is_scored_are_the_adv_stages(tmp_path):
+    # GIVEN rewards the driver hands to `adv`, which rewrites them in place; the reward
+    # stage scores the next batch before the driver sends these on (all inside its block)
+    def score() -> torch.Tensor:
+        with flowmap.owner("reward"):
+            r = torch.rand(16)
+        flowmap.hop("reward", "driver", r, name="rewards")
+        return r
+
+    with flowmap.tracing(tmp_path / "run"), flowmap.owner("driver"):
+        nxt = score()
+        for i in range(4):
+            flowmap.step(i)
+            r = nxt
+            flowmap.hop("driver", "adv", r, name="rewards")
+            with flowmap.owner("adv"):
+                r.sub_(r.mean()).div_(r.std())
+            nxt = score()
+            flowmap.hop("driver", "trainer", r, name="advantages")
+    edges = _edges(tmp_path / "run")
+    # THEN the trainer's input is the advantage stage's; the reward stage's goes to `adv`
+    assert ("adv", "trainer") in edges and ("reward", "trainer") not in edges, edges
+    assert ("driver", "trainer") not in edges, edges
+
+
+def test_one_buffer_two_producers_overwrite_in_turn_is_each_ones_in_its_turn(tmp_path):
+    # GIVEN A and B writing one buffer on alternate steps, each hopping it as it wrote it;
+    # the idle one reads it meanwhile, or does not run at all
+    for reads in (True, False):
+        run = tmp_path / f"run{reads}"
+        buf = torch.zeros(16, 16)
+        with flowmap.tracing(run):
+            for i in range(6):
+                flowmap.step(i)
+                writer, reader = ("A", "B") if i % 2 == 0 else ("B", "A")
+                if reads:
+                    with flowmap.owner(reader):
+                        buf.norm()
+                with flowmap.owner(writer):
+                    buf.copy_(torch.full((16, 16), float(i)))
+                    flowmap.hop(writer, "consumer", buf, name="traj")
+                with flowmap.owner("consumer"):
+                    buf.sum()
+        flow = flowmap.load(run).view.flow
+        hops = {(e.src, e.dst): e.hops for e in flow.edges}
+        # THEN each producer's three hops are its own: none the reader's, none the consumer's
+        assert hops == {("A", "consumer"): 3, ("B", "consumer"): 3}, (reads, hops)
+
+
+def test_rows_a_stage_wrote_stay_its_when_the_maker_hands_on_other_rows_between(tmp_path):
+    # GIVEN `mask` zeroing rows 0-3 of the loader's batch in place, then the loader handing
+    # rows 4-7 to a logger, then `mask` handing rows 0-3 to the trainer
+    with flowmap.tracing(tmp_path / "run"):
+        for i in range(3):
+            flowmap.step(i)
+            with flowmap.owner("loader"):
+                x = torch.full((8, 6), float(i + 1))
+                flowmap.hop("loader", "mask", x, name="batch")
+            with flowmap.owner("mask"):
+                x[:4].mul_(0.5)
+            with flowmap.owner("loader"):
+                flowmap.hop("loader", "logger", x[4:], name="sample")
+            with flowmap.owner("mask"):
+                flowmap.hop("mask", "trainer", x[:4], name="masked")
+            del x
+    # THEN the trainer's rows are the mask's, the logger's the loader's
+    assert _edges(tmp_path / "run") == {("loader", "mask"), ("loader", "logger"),
+                                        ("mask", "trainer")}
+
+
+def test_a_block_another_ran_inside_is_no_evidence_of_its_own_write(tmp_path):
+    # GIVEN scores handed to `adv` and to `scaler`; `adv`'s block holds a `scaler` block that
+    # rescales them in place; then the driver sends them on
+    with flowmap.tracing(tmp_path / "run"):
+        with flowmap.owner("reward"):
+            scores = torch.rand(8)
+            flowmap.hop("reward", "adv", scores, name="scores")
+            flowmap.hop("reward", "scaler", scores, name="scores")
+        with flowmap.owner("adv"):
+            scores.sum()
+            with flowmap.owner("scaler"):
+                scores.mul_(2.0)
+        flowmap.hop("driver", "trainer", scores, name="advantages")
+    # THEN the write is the inner block's, which saw it alone; the outer one saw the counter
+    # move around another block and says nothing
+    assert _edges(tmp_path / "run") == {("reward", "adv"), ("reward", "scaler"),
+                                        ("scaler", "trainer")}
