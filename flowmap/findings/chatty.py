@@ -21,7 +21,10 @@ a toy sampler's lengths may repeat every step), unless the lengths are a model's
 raw bytes (`tobytes()`, ZMQ frames) or flattened arrays have only a length, so
 pieces sent so read as a few sizes, each repeated within a step (layer by layer),
 from a matrix's to a vector's (`MIN_SPAN` apart), where one unit per message reads
-as about one length per message. Messages that carry item ids are not chatty either.
+as about one length per message. Messages that carry item ids are not chatty either,
+nor requests the receiver answers with data (turns of a conversation: each waits for
+the reply before it, so none can be bucketed), and a length header sent before each
+unit (a `[1]` tensor through `dist.send`, which cannot carry a shape) is no piece.
 A rooted collective's messages are counted at its root (`receipts`): the ranks'
 receipts are the same messages. The bucketed transfer needs
 `ceil(bytes per step / BUCKET_BYTES)` messages.
@@ -44,6 +47,7 @@ MIN_MESSAGES = 16
 BUCKET_BYTES = 512 << 20
 MESSAGE_COST_BYTES = 64 << 10
 MIN_SPAN = 8  # a model's pieces by length alone: its largest this many times its smallest
+HEADER_ELEMENTS = 2  # a message of one leaf this small says the next one's length
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -56,7 +60,8 @@ def detect(view: RunView) -> list[Finding]:
         if key in received:
             continue
         moved_hops = s.hops - s.transports.get("ref", 0)
-        if moved_hops and not s.items and moved_hops / view.num_steps >= MIN_MESSAGES:
+        if moved_hops and not s.items and moved_hops / view.num_steps >= MIN_MESSAGES \
+                and not _answered(view, s, moved_hops):
             candidates.add(key)
     cut = _cut_transfers(view, candidates)
     for key in candidates:
@@ -82,6 +87,16 @@ def detect(view: RunView) -> list[Finding]:
     return out
 
 
+def _answered(view: RunView, s: SeamStats, moved_hops: int) -> bool:
+    """Whether the receiver answers the seam's messages with data: as many replies at
+    least half as often, carrying more bytes than the requests (an engine that returns
+    each turn's tokens), not acknowledgements (a `ray.get` of `None` per parameter)."""
+    back = [r for r in view.seams.values() if r.src == s.dst and r.dst == s.src]
+    replies = sum(r.hops - r.transports.get("ref", 0) for r in back)
+    return 2 * replies >= moved_hops and \
+        sum(r.moved_bytes_per_step for r in back) > s.moved_bytes_per_step
+
+
 def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
     """The seams of `keys` whose every step sends the same mixed set of message kinds."""
     if not keys:
@@ -96,6 +111,8 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
         kind = kinds.get(id(h.leaves))
         if kind is None:
             kind = kinds[id(h.leaves)] = tuple((x.path, tuple(x.shape), x.dtype) for x in h.leaves)
+        if _header(kind):
+            continue
         per_step[key][h.step][kind] += 1
         sizes[kind] = max(sizes.get(kind, 0), h.nbytes)
     out = set()
@@ -108,6 +125,13 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
         if (len(sets) == 1 or n >= max(2, len(sets) - 1)) and _mixed(dict(common), sizes):
             out.add(key)
     return out
+
+
+def _header(kind: tuple[tuple[str, tuple[int, ...], str], ...]) -> bool:
+    """Whether a message of this kind is a length header: one integer or two, in a tensor
+    (the shape a `dist.send` of the next message's length has), not a piece of data."""
+    return len(kind) == 1 and "int" in kind[0][2] and len(kind[0][1]) <= 1 \
+        and math.prod(kind[0][1]) <= HEADER_ELEMENTS
 
 
 def _mixed(counts: dict[Any, int], sizes: dict[Any, int]) -> bool:

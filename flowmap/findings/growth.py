@@ -21,9 +21,11 @@ its steps count and the chains look like conversations (see `prefix_resend`);
 otherwise none are returned.
 
 A step whose messages only grow is one stream sorted by length (micro-batches, shortest
-first) or one conversation (a worker's, alone on its seam). The shapes alone cannot tell
-them apart; the turns can: a conversation's next message comes after the receiver's
-answer and holds it (`_answered`).
+first), one conversation (a worker's, alone on its seam), or a few in lockstep (turn t of
+each before turn t+1 of any, their turns adding more than their prompts differ). The
+shapes alone cannot tell them apart; the turns can: a conversation's next message comes
+after the receiver's answer and holds it (`_answered`): message i and i+K are turns of
+one conversation, for the least K under which every turn was answered.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ MIN_GROWTH = 0.05  # of the chain's first length, per growth (a turn, not a toke
 # In a fixed order of turns the least K that fits wins, and small growths let a wrong K fit
 # (every other message of three conversations rising by chance): rounds need whole turns.
 MIN_ROUND_GROWTH = 0.5
+# Conversations in lockstep whose every turn was answered: the answers rule most wrong Ks
+# out, and growths of a quarter the rest (a wrong K's chains rise by the prompts' spread)
+MIN_ANSWERED_GROWTH = 0.25
 # Chains read from the step's messages in reverse order, at most this share of those read
 # forwards: a growth that comes as often backwards as forwards is chance, not turns.
 MAX_BACKWARD = 0.5
@@ -72,11 +77,12 @@ def chains(stream: list[Message],
             continue
         steps += 1
         if _ascending(messages):
-            # one stream sorted by length (micro-batches by length), or one conversation:
-            # that, only where each turn follows the receiver's answer and holds it
-            if answers and _answered(messages, times[step], answers):
+            # one stream sorted by length (micro-batches by length), or conversations in
+            # lockstep: those, only where each turn follows the receiver's answer and holds it
+            lockstep = _answered_rounds(messages, times[step], answers) if answers else None
+            if lockstep:
                 with_turns += 1
-                found.append(messages)
+                found.extend(lockstep)
             continue
         rounds, back = _rounds(messages), _rounds(messages[::-1])
         for fit in (False,) if rounds else (False, True):  # linked one way, or else the other
@@ -97,6 +103,20 @@ def chains(stream: list[Message],
     if total / len(found) < MIN_TURNS or sum(len(c) for c in long) < MIN_COVERED * total:
         return []
     return long
+
+
+def _answered_rounds(messages: list[tuple[Leaf, int]], times: list[int],
+                    answers: list[tuple[int, Leaf]]) -> list[list[tuple[Leaf, int]]] | None:
+    """K conversations in lockstep (message i is conversation i mod K), for the least K
+    under which each turn of each follows the receiver's answer to its last, and, for more
+    than one, adds a turn, not the prompts' spread (a wrong K fits small growths); None if
+    none."""
+    for k in range(1, len(messages) // MIN_TURNS + 1):
+        split = [messages[j::k] for j in range(k)]
+        if all((k == 1 or _grows(c, MIN_ANSWERED_GROWTH)) and _answered(c, times[j::k], answers)
+               for j, c in enumerate(split)):
+            return split
+    return None
 
 
 def _answered(messages: list[tuple[Leaf, int]], times: list[int],

@@ -62,7 +62,8 @@ def detect(view: RunView) -> list[Finding]:
             continue
         projected = {leaf.path: leaf.nbytes for leaf in h.leaves}
         for leaf in t.leaves:
-            if leaf.shape and (leaf.kind in ARRAY_KINDS or _number_list(leaf)):
+            if leaf.shape and (leaf.kind in ARRAY_KINDS or _number_list(leaf)) \
+                    and not _header(leaf):
                 if t.items:
                     chains[((t.src, t.dst, t.name), t.items, leaf.path)].append(
                         (leaf, projected.get(leaf.path, leaf.nbytes)))
@@ -95,6 +96,12 @@ def detect(view: RunView) -> list[Finding]:
                 "new rows and keep the prefix at the receiver.")
 
     return one_each(PREFIX_RESEND, view, resent, labels, say)
+
+
+def _header(leaf: Leaf) -> bool:
+    """A length sent ahead of the array it sizes (`dist.send` carries no shape): a leaf of
+    one or two numbers is no sequence, and between a stream's messages it breaks no chain."""
+    return len(leaf.shape) <= 1 and isinstance(leaf.shape[0], int) and leaf.shape[0] <= 2
 
 
 def _number_list(leaf: Leaf) -> bool:

@@ -91,6 +91,42 @@ def test_growing_messages_answered_by_a_count_are_no_conversation(tmp_path):
     assert _of(_one_conversation(tmp_path / "none", None), "prefix_resend") == []
 
 
+def _lockstep(tmp_path: Path, answer: tuple[int, ...] | None, header: bool = False):
+    """3 conversations in lockstep (turn k of each before turn k+1 of any), prompts 40, 48
+    and 56 ids, each turn 48 more, every reply the whole conversation; each request the
+    agent sends between is 16 new ids (`answer`; None: the engine is not asked). With
+    `header`, a `[1]` length goes ahead of each reply (`dist.send` carries no shape)."""
+    w, t = _shard(tmp_path), 0
+    for s in range(3):
+        w.step(t, s)
+        for k in range(4):
+            for c in range(3):
+                if answer is not None:
+                    t += 5
+                    w.hop(t, "agent", "engine", "req", [tensor("tokens", answer, "int64")],
+                          step=s, transport="zmq")
+                if header:
+                    t += 1
+                    w.hop(t, "engine", "agent", "rep", [tensor("", (1,), "int64")],
+                          step=s, transport="zmq")
+                t += 5
+                w.hop(t, "engine", "agent", "rep", [tensor("ids", (40 + 8 * c + 48 * (k + 1),),
+                                                           "int64")], step=s, transport="zmq")
+    return _view(tmp_path, w)
+
+
+def test_conversations_in_lockstep_that_only_grow_are_found_by_their_answered_turns(tmp_path):
+    # GIVEN replies that rise within each step (88, 96, 104, 136, ...): sorted, by their sizes
+    (f,) = _of(_lockstep(tmp_path / "asked", (16,)), "prefix_resend")
+    # THEN turns 1..3 of each are resent: 3 x (40 + 48 + 56) + (1 + 2 + 3) x 3 x 48 ids, 8 B
+    assert f.bytes_per_step == (3 * 144 + 6 * 3 * 48) * 8
+    # a length ahead of each reply is no turn of its own, and breaks no chain
+    (g,) = _of(_lockstep(tmp_path / "headers", (16,), header=True), "prefix_resend")
+    assert g.bytes_per_step == f.bytes_per_step
+    # the same sizes never answered: a stream sorted by length
+    assert _of(_lockstep(tmp_path / "unasked", None), "prefix_resend") == []
+
+
 def test_a_batch_of_one_grows_along_its_second_dim(tmp_path):
     w, t = _shard(tmp_path), 0
     w.step(t, 0)
@@ -161,6 +197,44 @@ def test_a_broadcast_per_parameter_is_one_chatty_finding_at_its_root(tmp_path):
     (f,) = _of(flowmap.load(str(tmp_path / "run")).view, "chatty")
     assert f.seams == ["trainer/rank0 -> group[0,1] : broadcast"]
     assert f.bytes_per_step == 19 * MESSAGE_COST_BYTES
+
+
+def test_requests_the_receiver_answers_with_data_are_turns_not_a_transfer_cut_up(tmp_path):
+    # GIVEN 16 requests a step, the first of each conversation with its prompt (other
+    # leaves), each answered by the engine with the conversation's tokens; and the same
+    # requests answered by `None`-sized acknowledgements
+    for answered in (True, False):
+        w, t = _shard(tmp_path / str(answered)), 0
+        for s in range(3):
+            w.step(t, s)
+            for k in range(16):
+                t += 2
+                leaves = [scalar("rid", "str")] + (
+                    [tensor("prompt", (32 + 40 * (k % 4),), "int32")] if k < 4 else
+                    [tensor("prompt", (64, 64)), tensor("bias", (64,))][: 1 + k % 2])
+                w.hop(t, "agent", "engine", "dict", leaves, step=s, transport="zmq")
+                reply = (4096 * (1 + k // 4),) if answered else (1,)
+                w.hop(t + 1, "engine", "agent", "dict", [tensor("ids", reply, "int32")],
+                      step=s, transport="zmq")
+        got = _of(_view(tmp_path / str(answered), w), "chatty")
+        # THEN turns answered with data are a conversation; acknowledged pieces stay chatty
+        assert (got == []) is answered, (answered, got)
+
+
+def test_a_length_header_before_each_unit_makes_no_unlike_pieces(tmp_path):
+    # GIVEN 16 sequences a step through `dist.send`, each after a `[1]` int64 of its length
+    w, t, rng = _shard(tmp_path), 0, random.Random(3)
+    for s in range(3):
+        w.step(t, s)
+        for _ in range(16):
+            n = rng.choice((128, 256, 384))
+            t += 1
+            w.hop(t, "rollout", "trainer", "send", [tensor("", (1,), "int64")], step=s,
+                  transport="collective")
+            t += 1
+            w.hop(t, "rollout", "trainer", "send", [tensor("", (n, 4, 2), "uint8")], step=s,
+                  transport="collective")
+    assert _of(_view(tmp_path, w), "chatty") == []
 
 
 def _raw(path: str, n: int) -> tuple:
