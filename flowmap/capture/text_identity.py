@@ -6,7 +6,12 @@ lengths), and a generator that writes as many strings of the prompts' lengths re
 as passing the prompts on. The string objects themselves tell: a relay hands on the
 very objects it got, a generator makes new ones. Numbers alike: a list of rewards
 handed on is the very float objects, advantages computed from them are new ones (ints
-are not taken: CPython shares the small ones). But an object's address is handed
+are not taken: CPython shares the small ones). Objects a program shares are no one's
+either: the constants of its code, as a reward function's `1.0` and `0.0` (one object
+however often it returns it) and name-like strings CPython interns (`"yes"`, `"no"`).
+A list or tuple whose first elements repeat a float object, or hold an interned string,
+is named as itself instead: a relay hands on that list, a stage that scores anew builds
+another. But an object's address is handed
 to the next object once it is freed, and neither can be weakly referenced. So the
 table *holds* each string it has given an id, for as long as it keeps the id: while
 held, no other object can have its address. The oldest are let go past
@@ -22,6 +27,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from flowmap import environment
+
+interned: Any = None  # the C read of a string's interned flag (`cinterned.c`), where built
+if not environment.pure_python():
+    try:
+        from flowmap.capture.cinterned import interned
+    except ImportError:
+        pass
+
 MAX_STRINGS = 16  # objects taken per hop: the first found, walking the payload in order
 PER_CONTAINER = 4  # of each list or tuple, its first elements
 MAX_NODES = 64  # containers and leaves walked per hop, at most
@@ -30,6 +44,7 @@ MIN_CHARS = 2  # shorter strings are shared singletons (CPython caches one-chara
 MAX_HELD = 4096  # strings held at most (a few hundred hops of text)
 MAX_HELD_CHARS = 16 << 20  # characters held at most
 MAX_STRING_CHARS = 1 << 20  # a longer string is not held: it gets no id
+MAX_SHARED_LIST = 1 << 16  # a longer list of shared objects is not held: it gets no id
 
 
 def strings_of(payload: Any) -> list[Any]:
@@ -42,7 +57,9 @@ def strings_of(payload: Any) -> list[Any]:
         found = [s for s in payload[:PER_CONTAINER] if type(s) is str
                  and MIN_CHARS <= len(s) <= MAX_STRING_CHARS]
         if len(found) == min(len(payload), PER_CONTAINER):
-            return found
+            if not _shared(found):
+                return found
+            return [payload] if len(payload) <= MAX_SHARED_LIST else []
     found = []
     stack: list[tuple[Any, int]] = [(payload, 0)]
     nodes = 0
@@ -51,17 +68,47 @@ def strings_of(payload: Any) -> list[Any]:
         nodes += 1
         t = type(obj)
         if t is str or t is float:
-            if t is float or MIN_CHARS <= len(obj) <= MAX_STRING_CHARS:
+            if t is float or (MIN_CHARS <= len(obj) <= MAX_STRING_CHARS
+                              and not (interned is not None and interned(obj))):
                 found.append(obj)
                 if len(found) >= MAX_STRINGS:
                     break
         elif depth < MAX_DEPTH:
             below = depth + 1
             if t is list or t is tuple:
-                stack += [(v, below) for v in obj[:PER_CONTAINER][::-1]]
+                head = obj[:PER_CONTAINER]
+                if _shared(head):  # the program's constants: the list itself, not them
+                    if len(obj) <= MAX_SHARED_LIST:
+                        found.append(obj)
+                        if len(found) >= MAX_STRINGS:
+                            break
+                    continue
+                stack += [(v, below) for v in head[::-1]]
             elif t is dict:
                 stack += [(v, below) for v in [*dict.values(obj)][:MAX_NODES][::-1]]
     return found
+
+
+def _shared(head: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether a list's first elements are objects the program shares: one float object
+    twice (a constant of its code), or an interned string."""
+    seen: set[int] = set()
+    for v in head:
+        t = type(v)
+        if t is float:
+            if id(v) in seen:
+                return True
+            seen.add(id(v))
+        elif t is str and interned is not None and interned(v):
+            return True
+    return False
+
+
+def _weight(obj: Any) -> int:
+    """What holding `obj` counts against `MAX_HELD_CHARS`: a string's characters, a list's
+    slots (8 bytes each, in characters' stead)."""
+    t = type(obj)
+    return len(obj) if t is str else 8 * len(obj) if t is list or t is tuple else 1
 
 
 class TextKeys:
@@ -82,10 +129,10 @@ class TextKeys:
                 entry = (self.next_id, s)
                 self.next_id += 1
                 held[id(s)] = entry
-                self.chars += len(s) if type(s) is str else 1
+                self.chars += _weight(s)
             out.append(entry[0])
         while len(held) > MAX_HELD or self.chars > MAX_HELD_CHARS:  # let the oldest go
             _, (_, s) = next(iter(held.items()))
             del held[id(s)]
-            self.chars -= len(s) if type(s) is str else 1
+            self.chars -= _weight(s)
         return out

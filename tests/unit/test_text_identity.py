@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
+import flowmap
 from flowmap.capture import text_identity
 from flowmap.capture.text_identity import TextKeys, strings_of
 
@@ -107,3 +110,50 @@ def test_strings_and_floats_beside_tensors_are_named_too(tmp_path):
     first, again, alone = flowmap.load(tmp_path / "run").view.events.hops
     assert first.storages and len(first.texts) == 4 and again.texts == first.texts
     assert alone.texts == ()
+
+
+def _hit(ok: bool) -> float:
+    return 1.0 if ok else 0.0  # the same two float objects at every call
+
+
+def test_a_reward_functions_constants_are_no_stages_and_its_list_is_its_callers(tmp_path):
+    # GIVEN a format check and an accuracy check that each score with the same constants;
+    # the accuracy check got the format scores; a driver relays the accuracy list as it is
+    with flowmap.tracing(tmp_path / "run"):
+        for i in range(3):
+            flowmap.step(i)
+            texts = [f"<ans>{i * k}</ans>" if k % 2 else f"{i}" for k in range(4)]
+            flowmap.hop("gen", "format", texts, name="texts")
+            with flowmap.owner("format"):
+                fmt = [_hit(t.startswith("<ans>")) for t in texts]
+                flowmap.hop("format", "accuracy", fmt, name="format_scores")
+            with flowmap.owner("accuracy"):
+                acc = [_hit(str(i) in t) for t in texts]
+                flowmap.hop("accuracy", "driver", acc, name="scores")
+            flowmap.hop("driver", "trainer", {"scores": acc}, name="scores")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the trainer's scores are the accuracy check's (the driver only handed them on),
+    # not the format check's, whose constants they share
+    assert edges == {("gen", "format"), ("format", "accuracy"), ("accuracy", "trainer")}, edges
+
+
+@pytest.mark.skipif(text_identity.interned is None, reason="the C read of the interned flag")
+def test_name_like_string_constants_are_no_stages_and_their_list_is_its_makers(tmp_path):
+    # GIVEN a policy answering "yes"/"no" and a judge sending its own "yes"/"no" labels: the
+    # same interned objects
+    with flowmap.tracing(tmp_path / "run"):
+        for i in range(3):
+            flowmap.step(i)
+            with flowmap.owner("policy"):
+                answers = ["yes" if (i + k) % 3 else "no" for k in range(4)]
+                flowmap.hop("policy", "judge", answers, name="answers")
+            with flowmap.owner("judge"):
+                gold = ["no" if (i + k) % 2 else "yes" for k in range(4)]
+                flowmap.hop("judge", "trainer", {"gold": gold}, name="gold")
+            flowmap.hop("policy", "trainer", answers, name="answers")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    assert edges == {("policy", "judge"), ("judge", "trainer"), ("policy", "trainer")}, edges
+    # the walk names such a list as itself, and a list of prompts by its strings
+    prompts = [" ".join(["a", str(k)]) for k in range(4)]
+    assert text_identity.strings_of(answers) == [answers]
+    assert text_identity.strings_of(prompts) == prompts
