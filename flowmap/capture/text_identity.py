@@ -25,11 +25,13 @@ strings held a little longer than the program holds them (docs/performance.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flowmap import environment
 
-interned: Any = None  # the C read of a string's interned flag (`cinterned.c`), where built
+# the C read of a string's interned flag (`cinterned.c`), where built
+interned: Callable[[object], bool] | None = None
 if not environment.pure_python():
     try:
         from flowmap.capture.cinterned import interned
