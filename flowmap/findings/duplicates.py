@@ -65,7 +65,7 @@ def detect(view: RunView) -> list[Finding]:
     dests: dict[RoleKey, set[str]] = defaultdict(set)
     for group in groups.values():
         targets = {(h.dst, h.name) for h in group}
-        if len(targets) < 2:
+        if len(targets) < 2 or _shared_read_only(group):
             continue
         rk = (role_of(group[0].src), "*", group[0].name)
         sizes = [carried(h) for h in group]
@@ -148,6 +148,13 @@ def fanouts(hops: Iterable[Hop]) -> list[list[Hop]]:
         if h.transport == ZMQ and h.dst != UNTRACED:
             by[(h.pid, h.src, h.name, h.t_ns)].append(h)
     return [group for group in by.values() if len({h.dst for h in group}) >= 2]
+
+
+def _shared_read_only(group: list[Hop]) -> bool:
+    """One storage in shared memory handed to stages of different roles (reward functions
+    that each read every row): each maps the one copy, and needs all of it, so nothing was
+    copied for it. Ranks of one role (data parallel) each keep a part: those are found."""
+    return all(h.transport == SHM for h in group) and len({role_of(h.dst) for h in group}) > 1
 
 
 def carried(h: Hop) -> int:

@@ -124,7 +124,8 @@ def _answered(messages: list[tuple[Leaf, int]], times: list[int],
     """Whether between each message and the next the receiver answered with an array of the
     message's dtype and rows, no longer than what the next turn added and at least
     `MIN_ANSWER` of it: the next turn is the last one, its answer and more (a conversation),
-    not another, longer sequence (micro-batches sorted by length, acknowledged or not)."""
+    not another, longer sequence (micro-batches sorted by length, acknowledged or not). An
+    answer as long as the message is an output per token of it (a critic's values)."""
     at = [t for t, _ in answers]  # in time order
     for (prev, _), (cur, _), t0, t1 in zip(messages, messages[1:], times, times[1:]):
         a = _axis(cur.shape)
@@ -135,6 +136,7 @@ def _answered(messages: list[tuple[Leaf, int]], times: list[int],
                    and _rest(leaf.shape) in (rows, () if rows == (1,) else rows)
                    and isinstance(leaf.shape[_axis(leaf.shape)], int)
                    and MIN_ANSWER * added <= leaf.shape[_axis(leaf.shape)] <= added
+                   and leaf.shape[_axis(leaf.shape)] != prev.shape[_axis(prev.shape)]
                    for _, leaf in between):
             return False
     return True

@@ -486,3 +486,37 @@ def test_one_socket_per_rank_is_one_role_level_seam():
     assert role_key(("a", "b", "PULL tcp://127.0.0.1:5556"))[2] == "PULL tcp://*.*.*.*:*"
     # a payload's own name keeps its numbers: `layer3` and `layer4` are two payloads
     assert role_key(("a", "b/2", "layer3")) == ("a", "b", "layer3")
+
+
+def test_one_shared_memory_storage_read_whole_by_stages_of_different_roles_is_no_duplicate(tmp_path):
+    # GIVEN a batch moved into shared memory once and handed to three reward functions that
+    # each read every row; beside it, the same to three data-parallel ranks of one role
+    w, t = _shard(tmp_path), 0
+    for s in range(2):
+        w.step(t, s)
+        for dst in ("reward_correct", "reward_format", "reward_length"):
+            t += 1
+            w.hop(t, "policy", dst, "tuple", [tensor("[1]", (64, 256), "int32")], step=s,
+                  transport="shm", storages=(2 * s,))
+        for rank in range(3):
+            t += 1
+            w.hop(t, "driver", f"trainer/rank{rank}", "batch", [tensor("ids", (64, 256), "int32")],
+                  step=s, transport="shm", storages=(2 * s + 1,))
+    (f,) = _of(_view(tmp_path, w), "duplicate")
+    # THEN only the ranks' copies are found: the rewards' one copy is what they need
+    assert all(label.startswith("driver -> trainer") for label in f.seams), f.seams
+
+
+def test_micro_batches_sorted_by_length_answered_by_a_critics_values_are_no_conversation(tmp_path):
+    # GIVEN 4 micro-batches a step, each more than twice the last, each answered by values of
+    # its own length ([1, N] float32, the message's dtype and rows)
+    w, t = _shard(tmp_path), 0
+    for s in range(3):
+        w.step(t, s)
+        for n in (300, 900, 2500, 7000):
+            t += 10
+            w.hop(t, "actor", "critic", "dict", [tensor("old_logprobs", (1, n))], step=s,
+                  transport="pickle")
+            w.hop(t + 5, "critic", "actor", "values", [tensor("", (1, n))], step=s,
+                  transport="pickle")
+    assert _of(_view(tmp_path, w), "prefix_resend") == []
