@@ -23,7 +23,7 @@ from typing import Any
 
 from flowmap.writer.storage_refs import base_getter, versions_of
 
-MAX_WATCHED = 64  # storages a stage holds whose counters its blocks read, the latest handed
+MAX_WATCHED = 32  # storages a stage holds whose counters its blocks read, the latest handed
 MAX_STAGES = 4096  # stages watched at most (owners are few; bounded all the same)
 
 # The fields a storage's `versions` entry gains here (`StorageTable.versions`).

@@ -69,7 +69,8 @@ def test_the_c_twins_are_modules_with_public_names():
     like any module, so its wrapper imports no private name."""
     twins = extension_modules(ROOT)
     assert {"flowmap.capture.describers.cwalk", "flowmap.capture.describers.ccolumns",
-            "flowmap.writer.cids", "flowmap.capture.csigterm", "flowmap.discover.crelay"} == twins
+            "flowmap.writer.cids", "flowmap.capture.csigterm", "flowmap.discover.crelay",
+            "flowmap.capture.cinterned"} == twins
 
 
 def test_the_private_check_sees_an_import_and_a_read(tmp_path):
