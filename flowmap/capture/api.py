@@ -251,27 +251,20 @@ def _owned_generator(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        inner = fn(*args, **kwargs)
+        inner, block = fn(*args, **kwargs), owner(name)
         sent: Any = None
         thrown: BaseException | None = None
         while True:
-            token, started = state.current_owner.set(name), state.owner_runs(name)
             try:
-                out = inner.send(sent) if thrown is None else inner.throw(thrown)
+                with block:
+                    out = inner.send(sent) if thrown is None else inner.throw(thrown)
             except StopIteration as stop:
                 return stop.value
-            finally:
-                state.current_owner.reset(token)
-                state.owner_ran(name, started)
             try:
                 sent, thrown = (yield out), None
             except GeneratorExit:
-                token, started = state.current_owner.set(name), state.owner_runs(name)
-                try:
+                with block:
                     inner.close()
-                finally:
-                    state.current_owner.reset(token)
-                    state.owner_ran(name, started)
                 raise
             except BaseException as exc:  # thrown in by the caller: on into the body
                 sent, thrown = None, exc
@@ -285,27 +278,20 @@ def _owned_async_generator(fn: Callable[..., Any], name: str) -> Callable[..., A
 
     @functools.wraps(fn)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        inner = fn(*args, **kwargs)
+        inner, block = fn(*args, **kwargs), owner(name)
         sent: Any = None
         thrown: BaseException | None = None
         while True:
-            token, started = state.current_owner.set(name), state.owner_runs(name)
             try:
-                out = await (inner.asend(sent) if thrown is None else inner.athrow(thrown))
+                with block:
+                    out = await (inner.asend(sent) if thrown is None else inner.athrow(thrown))
             except StopAsyncIteration:
                 return
-            finally:
-                state.current_owner.reset(token)
-                state.owner_ran(name, started)
             try:
                 sent, thrown = (yield out), None
             except GeneratorExit:
-                token, started = state.current_owner.set(name), state.owner_runs(name)
-                try:
+                with block:
                     await inner.aclose()
-                finally:
-                    state.current_owner.reset(token)
-                    state.owner_ran(name, started)
                 raise
             except BaseException as exc:
                 sent, thrown = None, exc
