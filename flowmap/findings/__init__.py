@@ -67,14 +67,17 @@ DETECTORS: tuple[Callable[[RunView], list[Finding]], ...] = (
 
 
 # A finding must be worth reading: less at stake than this share of the run's payload
-# per step (219 B of a 78 KiB step) is a true line nobody should act on.
+# per step (219 B of a 78 KiB step) is a true line nobody should act on; nor, whatever the
+# run, less than a pickled handle's bytes (a shared-memory slot's name, shape and dtype):
+# control messages, in a run whose data moves where no hop sees it.
 MIN_SHARE_OF_STEP = 0.01
+MIN_BYTES_PER_STEP = 256
 
 
 def findings(view: RunView) -> list[Finding]:
     """Every finding of the run, most bytes per step first (ties by kind, then seams)."""
     out: list[Finding] = []
-    floor = MIN_SHARE_OF_STEP * view.totals.bytes_per_step_mean
+    floor = max(MIN_BYTES_PER_STEP, MIN_SHARE_OF_STEP * view.totals.bytes_per_step_mean)
     token = STEPPED.set(view.has_steps)
     try:
         with paused_gc():  # the detectors build many small records that hold no cycles

@@ -6,8 +6,12 @@ one-row view of a 4 MB tensor writes about 4 MB). The schema records the
 view's bytes; the tracer notes the storage's (`untyped_storage().nbytes()`, a
 metadata read) on hops that move bytes (event `n`, flowmap/capture/leaf_notes.py).
 *At stake*: storage bytes minus view bytes, per step, on transports that move
-the storage (`pickle`, `shm`, `rpc`, `zmq`). The fix is one call: send
-`t[:1].clone()`, so only the row travels.
+the storage (`pickle`, `shm`, `rpc`, `zmq`). Through shared memory a storage moves
+once however many of its views are sent: where the views of one leaf a process sent
+that step (the same storage size) hold at least half of it, the storage is data that
+was sent (a batch's chunks, one to each rank: a `.clone()` each would move as much),
+and they are no finding.
+The fix is one call: send `t[:1].clone()`, so only the row travels.
 
 Notes are written hop by hop, under `--aggregate` in the detail window only,
 so the figure is per step of that window; under `--project` it scales with the
@@ -30,6 +34,7 @@ from flowmap.findings.common import (
 from flowmap.model.format import fmt_bytes, role_label
 from flowmap.model.types import SeamKey
 from flowmap.read.halves import UNTRACED
+from flowmap.trace_format import SHM
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -42,6 +47,7 @@ def detect(view: RunView) -> list[Finding]:
     notes = [n for sh in view.events.shards for n in sh.notes
              if n.storage_bytes and n.transport in STORAGE_TRANSPORTS
              and n.storage_bytes >= MIN_STORAGE_RATIO * max(1, n.nbytes)]
+    notes = _shared_once(notes)
     if not notes:
         return []
     # role-level seam -> [view bytes, storage bytes, notes]; its leaves, in order met
@@ -72,6 +78,19 @@ def detect(view: RunView) -> list[Finding]:
             f"{per_step(bps)} for nothing: send a copy of the slice (`.clone()`), not the view.",
         ))
     return out
+
+
+def _shared_once(notes: list[LeafNote]) -> list[LeafNote]:
+    """The notes less those of views sent through shared memory whose storage the same
+    process's views of that leaf, that step, hold at least half of (`MIN_STORAGE_RATIO`):
+    the storage moved once, for data that was sent."""
+    sent: dict[tuple[object, ...], int] = defaultdict(int)
+    for n in notes:
+        if n.transport == SHM:
+            sent[(n.pid, n.src, n.name, n.path, n.step, n.storage_bytes)] += n.nbytes
+    return [n for n in notes if n.transport != SHM
+            or MIN_STORAGE_RATIO * sent[(n.pid, n.src, n.name, n.path, n.step, n.storage_bytes)]
+            < (n.storage_bytes or 0)]
 
 
 def _leaves(rk: RoleKey, paths: list[str]) -> str:

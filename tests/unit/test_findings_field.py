@@ -261,6 +261,23 @@ def test_views_of_a_shared_memory_pool_cross_as_handles(tmp_path):
     assert not _of(flowmap.load(str(tmp_path / "run")).view, "view")
 
 
+def test_chunks_of_one_batch_each_to_its_rank_through_shared_memory_are_no_view(tmp_path):
+    # GIVEN a batch cut in two chunks, each put in its rank's shared-memory queue: the batch's
+    # storage moves once, and holds what was sent; beside it, one row of a block sent so
+    with flowmap.tracing(str(tmp_path / "run")):
+        for s in range(2):
+            flowmap.step(s)
+            tokens, block = torch.zeros(64, 512, dtype=torch.int32), torch.zeros(512, 64)
+            for r, part in enumerate(tokens.chunk(2)):
+                flowmap.hop("dispatcher", f"trainer/rank{r}", {"tokens": part}, name="batch",
+                            transport="shm")
+            flowmap.hop("policy", "sampler", {"last": block[-1]}, name="logits", transport="shm")
+    found = _of(flowmap.load(str(tmp_path / "run")).view, "view")
+    # THEN only the row is a view finding: its block moved whole for one row
+    assert [f.seams for f in found] == [["policy -> sampler : logits"]]
+    assert found[0].bytes_per_step == (512 - 1) * 64 * 4
+
+
 def test_gradient_all_reduce_is_no_heaviest_seam(tmp_path):
     # GIVEN two ranks all-reducing 1 MiB of gradients a step, and a 512 KiB pickled float64 batch
     w = _shard(tmp_path)
@@ -369,3 +386,19 @@ def test_a_filtered_drop_names_the_role_seam_that_carried_most_of_it(tmp_path):
     # THEN at stake 2 items a step x (2,048 + 16) B, and the role seam `rollout -> store` is named
     assert f.bytes_per_step == 2 * (4096 / 2 + 64 / 4)
     assert "most of it on `rollout -> store : replay`; filter them before that hop" in f.message
+
+
+def test_a_relayed_handle_of_a_few_bytes_is_no_finding_whatever_the_run(tmp_path):
+    # GIVEN a run whose data moves where no hop sees it: the rollout sends the driver a slot
+    # handle of 80 B, which the driver hands on to the trainer; and the same with 4 KiB
+    for n in (10, 512):
+        run = tmp_path / f"run{n}"
+        with flowmap.tracing(str(run)):
+            for s in range(3):
+                flowmap.step(s)
+                handle = {"slot": torch.zeros(n, dtype=torch.int64)}
+                flowmap.hop("rollout", "driver", handle, name="handle", transport="pickle")
+                flowmap.hop("driver", "trainer", handle, name="handle", transport="pickle")
+        found = _of(flowmap.load(str(run)).view, "pass_through")
+        # THEN 80 B a step is a control message; 4 KiB a step is worth a line
+        assert bool(found) is (n == 512), (n, found)
