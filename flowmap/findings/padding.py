@@ -7,7 +7,9 @@ hops that moved it (a small CPU mask, `flowmap.capture.leaf_notes`) or sampled
 (`--values`), else it is estimated from the unpadded leaves that carried the
 same items earlier (see `flowmap.findings.lengths`). Only trailing zeros are
 padding: a mask that zeroes prompt tokens inside a packed row (`[1, N]` with
-`cu_seqlens`) marks no padding.
+`cu_seqlens`) marks no padding, nor does a response mask's tail of tool tokens where
+another mask of the same rows, as long or longer, marks every position real (an
+attention mask of ones: the rows are full).
 
 Padding no mask marks is seen only with `flowmap trace --values`
 (`flowmap.findings.padding_values`): the zero tails of `[rows, positions]`
@@ -72,7 +74,10 @@ def detect(view: RunView) -> list[Finding]:
     lengths = UnpaddedLengths(view, set(masked))
     for key, groups in masked.items():
         s = view.seams[key]
+        full = [m for masks, _ in groups for m in masks if _noted_fraction(view, s, m) == 0.0]
         for masks, leaves in groups:
+            if _rows_full(full, masks):
+                continue
             # masks of one shape (attention, loss): the one that marks most positions real
             # says what is padding; the others also zero what is real but not trained
             fractions = [f for mask in masks
@@ -119,6 +124,14 @@ def _fraction(view: RunView, s: SeamStats, mask: LeafStats, leaves: list[LeafSta
     if fraction is None:
         fraction, method = lengths.padded_fraction(s, leaves), "estimate"
     return None if fraction is None else (fraction, method)
+
+
+def _rows_full(full: list[LeafStats], masks: list[LeafStats]) -> bool:
+    """Whether a mask counted all ones covers the rows of `masks` (the same rows, as many
+    positions or more): its rows hold no padding, whatever zeros the others have."""
+    return any(f not in masks and len(f.shape) == len(m.shape) == 2 and f.shape[0] == m.shape[0]
+               and isinstance(f.shape[1], int) and isinstance(m.shape[1], int)
+               and f.shape[1] >= m.shape[1] for f in full for m in masks)
 
 
 def _is_mask(leaf: LeafStats, s: SeamStats, noted: set[tuple[str, str, str]]) -> bool:

@@ -402,3 +402,25 @@ def test_a_relayed_handle_of_a_few_bytes_is_no_finding_whatever_the_run(tmp_path
         found = _of(flowmap.load(str(run)).view, "pass_through")
         # THEN 80 B a step is a control message; 4 KiB a step is worth a line
         assert bool(found) is (n == 512), (n, found)
+
+
+def test_a_response_masks_tail_in_rows_an_attention_mask_calls_full_is_no_padding(tmp_path):
+    # GIVEN a multi-turn batch whose rows are full (attention mask of ones), a quarter of
+    # them ending on tool tokens the response mask zeroes; and the same rows padded instead
+    for padded in (False, True):
+        run = tmp_path / f"run{padded}"
+        with flowmap.tracing(str(run)):
+            for s in range(2):
+                flowmap.step(s)
+                response_mask = torch.ones(16, 128, dtype=torch.bool)
+                response_mask[::4, 96:] = False
+                attention_mask = torch.ones(16, 160, dtype=torch.bool)
+                if padded:
+                    attention_mask[:, 32:] = response_mask
+                flowmap.hop("rollout", "actor", {
+                    "input_ids": torch.zeros(16, 160, dtype=torch.int32),
+                    "attention_mask": attention_mask, "response_mask": response_mask,
+                    "log_probs": torch.zeros(16, 128)}, name="batch", transport="pickle")
+        found = _of(flowmap.load(str(run)).view, "padding")
+        # THEN the tool tokens are not padding; the padded rows' tails are
+        assert bool(found) is padded, (padded, found)
