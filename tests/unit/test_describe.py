@@ -209,3 +209,18 @@ def test_subclasses_of_slotted_dataclasses_keep_their_base_fields():
 
     paths = leaves_by_path(describe(WithReplay(torch.zeros(4), torch.zeros(4, 2, dtype=torch.int32))))
     assert set(paths) == {"tokens", "routed_experts"}
+
+
+def test_a_task_bound_to_its_data_is_described_by_its_arguments():
+    # GIVEN `pool.map(partial(score, batch), ranks)`: each task pickles the bound batch
+    import functools
+
+    def score(batch: dict, rank: int, *, scale: torch.Tensor) -> None:
+        raise AssertionError("never called")
+
+    batch = {"ids": torch.zeros(256, 1024, dtype=torch.int32)}
+    desc = describe(functools.partial(score, batch, scale=torch.ones(4)))
+    # THEN its arguments are its leaves (the function is no data), with their storages
+    assert [(leaf[0], leaf[5]) for leaf in desc.leaves] == [("args[0].ids", 1 << 20),
+                                                           ("keywords.scale", 16)]
+    assert desc.nbytes == (1 << 20) + 16

@@ -11,6 +11,7 @@ Lists, sets and long tuples are folded into one `[*]` path per field (`fold.py`)
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import types
@@ -105,6 +106,14 @@ def _userdict(w: Walk, obj: Any, path: str, depth: int) -> None:
         walk_dict(w, data, path, depth)
     else:
         w.opaque(path, type(obj))
+
+
+def _partial(w: Walk, obj: functools.partial[Any], path: str, depth: int) -> None:
+    # A task bound to its data (`pool.map(partial(score, batch), ranks)`): what travels is
+    # the arguments, read from the C slots of the exact type, the function not at all.
+    if enter(w, obj, path, depth):
+        visit(w, obj.args, join(path, "args"), depth + 1)
+        visit(w, obj.keywords, join(path, "keywords"), depth + 1)
 
 
 # -- sequences -------------------------------------------------------------------
@@ -269,4 +278,5 @@ register(list, _list)
 register(tuple, _tuple)
 register(set, _set)
 register(frozenset, _set)
+register(functools.partial, _partial)
 register_fallback(resolve)
