@@ -9,9 +9,10 @@ handed on is the very float objects, advantages computed from them are new ones 
 are not taken: CPython shares the small ones). Objects a program shares are no one's
 either: the constants of its code, as a reward function's `1.0` and `0.0` (one object
 however often it returns it) and name-like strings CPython interns (`"yes"`, `"no"`).
-A list or tuple whose first elements repeat a float object, or hold an interned string,
-is named as itself instead: a relay hands on that list, a stage that scores anew builds
-another. But an object's address is handed
+A list whose first elements repeat a float object, or hold an interned string, is named
+as itself instead: a relay hands on that list, a stage that scores anew builds another
+(such a tuple is not named at all: it may be a constant too). So is a list of ints
+(token ids as lists, whose small values CPython shares). But an object's address is handed
 to the next object once it is freed, and neither can be weakly referenced. So the
 table *holds* each string it has given an id, for as long as it keeps the id: while
 held, no other object can have its address. The oldest are let go past
@@ -79,8 +80,8 @@ def strings_of(payload: Any) -> list[Any]:
             below = depth + 1
             if t is list or t is tuple:
                 head = obj[:PER_CONTAINER]
-                if _shared(head):  # the program's constants: the list itself, not them
-                    if len(obj) <= MAX_SHARED_LIST:
+                if _shared(head) or (t is list and _ints(head)):  # the list, not its elements
+                    if t is list and len(obj) <= MAX_SHARED_LIST:  # a tuple may be a constant
                         found.append(obj)
                         if len(found) >= MAX_STRINGS:
                             break
@@ -106,11 +107,17 @@ def _shared(head: list[Any] | tuple[Any, ...]) -> bool:
     return False
 
 
+def _ints(head: list[Any]) -> bool:
+    """Whether a list's first elements are ints (token ids): CPython shares the small ones,
+    so the list a stage built, not they, says whose they are."""
+    return bool(head) and all(type(v) is int for v in head)
+
+
 def _weight(obj: Any) -> int:
     """What holding `obj` counts against `MAX_HELD_CHARS`: a string's characters, a list's
-    slots (8 bytes each, in characters' stead)."""
+    bytes in characters' stead (a slot and an int object, 36 bytes, each element)."""
     t = type(obj)
-    return len(obj) if t is str else 8 * len(obj) if t is list or t is tuple else 1
+    return len(obj) if t is str else 36 * len(obj) if t is list else 1
 
 
 class TextKeys:

@@ -62,8 +62,9 @@ def items_json(items: Sequence[Any] | None) -> str:
 
 def has_text(leaves: Sequence[Leaf]) -> bool:
     """Whether a payload of these leaves gets a `t` line: strings or floats, named by their
-    objects (`flowmap.capture.text_identity`)."""
-    return any(leaf[1] == "str" or leaf[1] == "float" for leaf in leaves)
+    objects, or lists of ints, by the list (`flowmap.capture.text_identity`)."""
+    return any(leaf[1] == "str" or leaf[1] == "float" or (leaf[1] == "int" and leaf[0][-3:] == "[*]")
+               for leaf in leaves)
 
 
 def _opt(n: int | None) -> str:

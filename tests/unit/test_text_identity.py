@@ -157,3 +157,23 @@ def test_name_like_string_constants_are_no_stages_and_their_list_is_its_makers(t
     prompts = [" ".join(["a", str(k)]) for k in range(4)]
     assert text_identity.strings_of(answers) == [answers]
     assert text_identity.strings_of(prompts) == prompts
+
+
+def test_token_ids_as_lists_are_the_list_a_stage_built(tmp_path):
+    # GIVEN a tokenizer's ids as lists of ints, relayed unchanged (in a dict) by a router; and
+    # a detokenizer that builds its own lists of the same small ints
+    with flowmap.tracing(tmp_path / "run"):
+        for i in range(3):
+            flowmap.step(i)
+            with flowmap.owner("tokenizer"):
+                ids = [[(i * 7 + k * 3 + j) % 50 for j in range(12)] for k in range(4)]
+                flowmap.hop("tokenizer", "router", ids, name="ids")
+            with flowmap.owner("router"):
+                flowmap.hop("router", "trainer", {"input_ids": ids}, name="batch")
+            with flowmap.owner("detok"):
+                again = [[(i * 7 + k * 3 + j) % 50 for j in range(12)] for k in range(4)]
+                flowmap.hop("detok", "trainer", again, name="ids")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the router only handed the tokenizer's lists on; the detokenizer's are its own
+    assert edges == {("tokenizer", "trainer"), ("detok", "trainer")}, edges
+    assert text_identity.strings_of(ids) == ids[:4]
