@@ -25,6 +25,7 @@ sent so. Whether the receivers went on with a part is `broadcast_parts`'s to rea
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -153,8 +154,17 @@ def fanouts(hops: Iterable[Hop]) -> list[list[Hop]]:
 def _shared_read_only(group: list[Hop]) -> bool:
     """One storage in shared memory handed to stages of different roles (reward functions
     that each read every row): each maps the one copy, and needs all of it, so nothing was
-    copied for it. Ranks of one role (data parallel) each keep a part: those are found."""
-    return all(h.transport == SHM for h in group) and len({role_of(h.dst) for h in group}) > 1
+    copied for it. Ranks of one role (data parallel: `trainer/rank0`, `rank1`, `dp_2`)
+    each keep a part: those are found."""
+    return all(h.transport == SHM for h in group) and len({_rankless(h.dst) for h in group}) > 1
+
+
+def _rankless(owner: str) -> str:
+    """An owner's role, less a rank number however it is written (`rank3`, `dp/2`, `w_1`)."""
+    return _RANK.sub("", role_of(owner))
+
+
+_RANK = re.compile(r"[/_.-]?\d+$")
 
 
 def carried(h: Hop) -> int:
