@@ -160,11 +160,12 @@ class StorageTable:
         The stage whose block was seen to leave it so (`flowmap.writer.block_writes`);
         else, among the stages whose code ran since (`ran`) and had it, less those whose
         blocks saw no write: those that started since first (the stage whose block sent
-        the last hop ran on only to its end). The stage that made it (weights the trainer
-        steps again after handing them to the rollout); else the one stage it was handed
-        to (advantages normalised by the stage given the scores), or the hop's sender if
-        it is one of several. None where that does not decide, or no stage that had it
-        ran (code of no named stage wrote it): the hop's sender is taken then."""
+        the last hop ran on only to its end). The hop's sender, if it was handed it (a
+        coroutine that scales what it got, then puts it on); else the stage that made it
+        (weights the trainer steps again after handing them to the rollout); else the one
+        stage it was handed to (advantages normalised by the stage given the scores).
+        None where that does not decide, or no stage that had it ran (code of no named
+        stage wrote it): the hop's sender is taken then."""
         wrote: tuple[str, int] | None = last[WROTE]
         if wrote is not None and wrote[1] == version:
             return wrote[0]
@@ -176,13 +177,15 @@ class StorageTable:
         ran = [s for s, (_, end) in runs if end > since]
         started = [s for s, (start, end) in runs if start > since and end > since]
         for stages in (started, ran):
+            holding = [s for s in stages if s in held]
+            if src in holding:  # the stage acting on it now, which was handed it
+                return src
             if maker in stages:
                 return maker
-            holding = [s for s in stages if s in held]
             if len(holding) == 1:
                 return holding[0]
-            if holding:  # several had it and ran: the sender, if it is one of them
-                return src if src in holding else None
+            if holding:  # several had it and ran, the sender none of them
+                return None
         return None
 
     def origin(self, storage: str, owner: str) -> None:

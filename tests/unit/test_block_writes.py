@@ -123,3 +123,41 @@ def test_a_block_another_ran_inside_is_no_evidence_of_its_own_write(tmp_path):
     # move around another block and says nothing
     assert _edges(tmp_path / "run") == {("reward", "adv"), ("reward", "scaler"),
                                         ("scaler", "trainer")}
+
+
+def test_a_tensor_a_coroutine_rewrites_before_putting_it_on_is_that_coroutines(tmp_path):
+    # GIVEN asyncio tasks gen -> filter -> trainer over queues: filter scales what it gets in
+    # place and puts it on; each task's block is open the whole run, the others' inside it
+    import asyncio
+
+    @flowmap.owner("gen")
+    async def gen(q: asyncio.Queue) -> None:
+        for i in range(4):
+            await q.put(torch.randn(4, 8) + i)
+            await asyncio.sleep(0)
+        await q.put(None)
+
+    @flowmap.owner("filter")
+    async def scale(qi: asyncio.Queue, qo: asyncio.Queue) -> None:
+        while (x := await qi.get()) is not None:
+            x.mul_(0.5)
+            await asyncio.sleep(0)
+            await qo.put(x)
+        await qo.put(None)
+
+    @flowmap.owner("trainer")
+    async def train(q: asyncio.Queue) -> None:
+        while (x := await q.get()) is not None:
+            x.sum()
+
+    async def main() -> None:
+        a: asyncio.Queue = asyncio.Queue()
+        b: asyncio.Queue = asyncio.Queue()
+        await asyncio.gather(gen(a), scale(a, b), train(b))
+
+    with flowmap.tracing(tmp_path / "run"):
+        asyncio.run(main())
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN no block saw the write alone: the sender, which was handed it, wrote it, not its
+    # maker, though that ran too
+    assert ("filter", "trainer") in edges and ("gen", "trainer") not in edges, edges
