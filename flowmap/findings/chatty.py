@@ -24,7 +24,10 @@ from a matrix's to a vector's (`MIN_SPAN` apart), where one unit per message rea
 as about one length per message. Messages that carry item ids are not chatty either,
 nor requests the receiver answers with data (turns of a conversation: each waits for
 the reply before it, so none can be bucketed), and a length header sent before each
-unit (a `[1]` tensor through `dist.send`, which cannot carry a shape) is no piece.
+unit (a `[1]` tensor through `dist.send`, which cannot carry a shape) is no piece. A
+stream of messages that each hold single values only (a token's id, position and
+log-prob) is one element a message, no unit of the pipeline: chatty, however many a
+step.
 A rooted collective's messages are counted at its root (`receipts`): the ranks'
 receipts are the same messages. The bucketed transfer needs
 `ceil(bytes per step / BUCKET_BYTES)` messages.
@@ -120,11 +123,20 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
         sets = [frozenset(c.items()) for step, c in steps.items() if step is not None]
         if not sets:
             continue
+        if all(_scalars(kind) for c in steps.values() for kind in c):
+            out.add(key)  # one token, one score a message: no unit of the pipeline
+            continue
         common, n = Counter(sets).most_common(1)[0]
         # the first or last step may be cut short by the program's start or end
         if (len(sets) == 1 or n >= max(2, len(sets) - 1)) and _mixed(dict(common), sizes):
             out.add(key)
     return out
+
+
+def _scalars(kind: tuple[tuple[str, tuple[int, ...], str], ...]) -> bool:
+    """Whether a message of this kind holds single values only (a token's id, position and
+    log-prob; a sample's score): streamed one element a message, however many a step."""
+    return bool(kind) and all(shape == () for _, shape, _ in kind)
 
 
 def _header(kind: tuple[tuple[str, tuple[int, ...], str], ...]) -> bool:

@@ -1,6 +1,8 @@
 """Conversations found in a stream of messages from the shapes alone, for `prefix_resend`.
 
-Within one step, conversations that take turns in a fixed order (message i
+A stream of batches of the same rows whose second dim varies (`[E, L]`, a vectorised
+env's episodes side by side) is read along that dim. Within one step, conversations
+that take turns in a fixed order (message i
 belongs to conversation i mod K, for the least K under which each grows by at
 least half its first length every turn) are read as such; otherwise each
 message's leaf continues an open chain it can extend (other dims equal, its
@@ -30,6 +32,7 @@ one conversation, for the least K under which every turn was answered.
 
 from __future__ import annotations
 
+import dataclasses
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
@@ -66,6 +69,10 @@ def chains(stream: list[Message],
     time order."""
     by_step: dict[Any, list[tuple[Leaf, int]]] = defaultdict(list)
     times: dict[Any, list[int]] = defaultdict(list)
+    if _batched(stream):  # episodes of a vectorised env, `[E, L]`: along L
+        stream = [(_swapped(leaf), nbytes, step, t_ns) for leaf, nbytes, step, t_ns in stream]
+        answers = [(t, _swapped(leaf) if _batched_like(leaf, stream) else leaf)
+                   for t, leaf in answers or ()]
     for leaf, nbytes, step, t_ns in stream:
         if isinstance(leaf.shape[_axis(leaf.shape)], int):
             by_step[step].append((leaf, nbytes))
@@ -140,6 +147,28 @@ def _answered(messages: list[tuple[Leaf, int]], times: list[int],
                    for _, leaf in between):
             return False
     return True
+
+
+def _batched(stream: list[Message]) -> bool:
+    """Whether every message is a batch of the same rows (more than one) whose second dim
+    varies: episodes of a vectorised environment side by side, `[E, L]`, grow along L."""
+    firsts = {m[0].shape[0] if len(m[0].shape) >= 2 else None for m in stream}
+    if len(firsts) != 1 or None in firsts:
+        return False
+    rows = next(iter(firsts))
+    return isinstance(rows, int) and rows > 1 and \
+        len({m[0].shape[1] for m in stream}) > 1
+
+
+def _batched_like(leaf: Leaf, stream: list[Message]) -> bool:
+    """An answer of the stream's rows (one message a row's new tokens, `[E, n]`)."""
+    return len(leaf.shape) >= 2 and bool(stream) and leaf.shape[0] == stream[0][0].shape[1]
+
+
+def _swapped(leaf: Leaf) -> Leaf:
+    """`leaf` with its first two dims swapped: read along its second."""
+    shape = leaf.shape
+    return dataclasses.replace(leaf, shape=(shape[1], shape[0], *shape[2:]))
 
 
 def _covered(found: list[list[tuple[Leaf, int]]]) -> int:

@@ -520,3 +520,56 @@ def test_micro_batches_sorted_by_length_answered_by_a_critics_values_are_no_conv
             w.hop(t + 5, "critic", "actor", "values", [tensor("", (1, n))], step=s,
                   transport="pickle")
     assert _of(_view(tmp_path, w), "prefix_resend") == []
+
+
+def test_one_token_a_message_is_chatty_and_acknowledged_data_is_not(tmp_path):
+    # GIVEN an engine streaming each token as (request, position, id, log-prob), 64 a step,
+    # unanswered; beside it, one trajectory a message, each acknowledged by a scalar
+    w, t = _shard(tmp_path), 0
+    for s in range(3):
+        w.step(t, s)
+        for k in range(64):
+            t += 3
+            w.hop(t, "engine", "collector", "tuple",
+                  [scalar("[0]", "int"), scalar("[1]", "int"), scalar("[2]", "int"),
+                   scalar("[3]", "float")], step=s, transport="pickle")
+            if k < 32:
+                w.hop(t + 1, "rollout", "trainer", "traj", [tensor("ids", (512,), "int32")],
+                      step=s, transport="pickle")
+                w.hop(t + 2, "trainer", "rollout", "int", [scalar("", "int")], step=s,
+                      transport="pickle")
+    (f,) = _of(_view(tmp_path, w), "chatty")
+    # THEN the token stream is, bucketed into one message a step; the acknowledgements are
+    # answers to data, not a stream of their own
+    assert f.seams == ["engine -> collector : tuple"]
+    assert f.bytes_per_step == 63 * MESSAGE_COST_BYTES
+
+
+def test_a_vectorised_envs_episodes_side_by_side_grow_along_their_second_dim(tmp_path):
+    # GIVEN an env of 4 episodes returning their whole history [4, L] each turn, after the
+    # agent's actions [4, 8]; and padded batches [8, T] of sampled lengths, one a message
+    for answered in (True, False):
+        w, t, rng = _shard(tmp_path / str(answered)), 0, random.Random(7)
+        for s in range(3):
+            w.step(t, s)
+            for k in range(4):
+                if answered:
+                    t += 5
+                    w.hop(t, "agent", "env", "act", [tensor("", (4, 8), "int64")], step=s,
+                          transport="zmq")
+                    t += 5
+                    w.hop(t, "env", "agent", "obs", [tensor("history", (4, 64 + 24 * k), "int64")],
+                          step=s, transport="zmq")
+                else:
+                    for _ in range(6):
+                        t += 5
+                        w.hop(t, "collator", "trainer", "batch",
+                              [tensor("ids", (8, rng.randint(100, 900)), "int64")], step=s,
+                              transport="zmq")
+        found = _of(_view(tmp_path / str(answered), w), "prefix_resend")
+        if answered:
+            # THEN turns 1..3 of the 4 episodes are resent: (64 + 88 + 112) x 4 ids x 8 B
+            (f,) = found
+            assert f.bytes_per_step == (64 + 88 + 112) * 4 * 8
+        else:  # padded batches of sampled lengths are no conversations
+            assert found == [], found
