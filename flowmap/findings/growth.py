@@ -1,7 +1,8 @@
 """Conversations found in a stream of messages from the shapes alone, for `prefix_resend`.
 
 A stream of batches of the same rows whose second dim varies (`[E, L]`, a vectorised
-env's episodes side by side) is read along that dim. Within one step, conversations
+env's episodes side by side) is read along that dim, and only as turns the receiver
+answered (one GRPO group `[G, R]` a message rises by chance). Within one step, conversations
 that take turns in a fixed order (message i
 belongs to conversation i mod K, for the least K under which each grows by at
 least half its first length every turn) are read as such; otherwise each
@@ -69,7 +70,8 @@ def chains(stream: list[Message],
     time order."""
     by_step: dict[Any, list[tuple[Leaf, int]]] = defaultdict(list)
     times: dict[Any, list[int]] = defaultdict(list)
-    if _batched(stream):  # episodes of a vectorised env, `[E, L]`: along L
+    batched = bool(answers) and _batched(stream)
+    if batched:  # episodes of a vectorised env, `[E, L]`: along L, and only turns answered
         stream = [(_swapped(leaf), nbytes, step, t_ns) for leaf, nbytes, step, t_ns in stream]
         answers = [(t, _swapped(leaf) if _batched_like(leaf, stream) else leaf)
                    for t, leaf in answers or ()]
@@ -83,9 +85,10 @@ def chains(stream: list[Message],
         if len(messages) < MIN_TURNS:
             continue
         steps += 1
-        if _ascending(messages):
+        if batched or _ascending(messages):
             # one stream sorted by length (micro-batches by length), or conversations in
             # lockstep: those, only where each turn follows the receiver's answer and holds it
+            # (a batch's rows side by side: one group a message, its lengths by chance)
             lockstep = _answered_rounds(messages, times[step], answers) if answers else None
             if lockstep:
                 with_turns += 1
@@ -99,7 +102,8 @@ def chains(stream: list[Message],
             backward = back or _link(messages[::-1], fit)
             covered = _covered(forward)
             if covered >= MIN_COVERED * len(messages) \
-                    and _covered(backward) <= MAX_BACKWARD * covered:
+                    and _covered(backward) <= MAX_BACKWARD * covered \
+                    and (answers or _interleaved(messages, forward)):
                 with_turns += 1
                 found.extend(forward)
                 break
@@ -110,6 +114,31 @@ def chains(stream: list[Message],
     if total / len(found) < MIN_TURNS or sum(len(c) for c in long) < MIN_COVERED * total:
         return []
     return long
+
+
+def _interleaved(messages: list[tuple[Leaf, int]], found: list[list[tuple[Leaf, int]]]) -> bool:
+    """Whether the chains are conversations in flight together: at least half of each
+    chain's turns come after another chain's message, not straight after its own last. A
+    stream nobody answers whose chains run back to back (lengths that climb by a fixed
+    step, then fall and climb again) has no turns to wait for: it is one unit a message."""
+    taken: set[int] = set()
+    links = apart = 0
+    for chain in found:
+        if len(chain) < MIN_TURNS:
+            continue
+        where: list[int] = []
+        i = 0
+        for leaf, nbytes in chain:  # in stream order: each at the first free place it fits
+            while i < len(messages) and (i in taken or messages[i][0] is not leaf
+                                         or messages[i][1] != nbytes):
+                i += 1
+            if i == len(messages):
+                return True  # not placed: say nothing against it
+            taken.add(i)
+            where.append(i)
+        links += len(where) - 1
+        apart += sum(b - a > 1 for a, b in zip(where, where[1:]))
+    return links > 0 and 2 * apart >= links
 
 
 def _answered_rounds(messages: list[tuple[Leaf, int]], times: list[int],

@@ -573,3 +573,19 @@ def test_a_vectorised_envs_episodes_side_by_side_grow_along_their_second_dim(tmp
             assert f.bytes_per_step == (64 + 88 + 112) * 4 * 8
         else:  # padded batches of sampled lengths are no conversations
             assert found == [], found
+
+
+def test_groups_whose_lengths_climb_back_to_back_in_a_stream_nobody_answers_are_no_prefix(tmp_path):
+    # GIVEN one GRPO group a message, pushed one way: prompt [P] and responses [4, R] whose
+    # lengths climb by a fixed step within a step, fall, and climb again
+    w, t = _shard(tmp_path), 0
+    for s in range(5):
+        w.step(t, s)
+        for k in range(8):
+            t += 1
+            p, r = 30 + (11 * k + 5 * s) % 50, 60 + (23 * k + 7 * s) % 140
+            w.hop(t, "rollout", "trainer", "group",
+                  [tensor("prompt", (p,), "int32"), tensor("responses", (4, r), "int32")],
+                  step=s, transport="zmq")
+    # THEN no chain of them is a conversation: each runs back to back, nothing in flight
+    assert _of(_view(tmp_path, w), "prefix_resend") == []
