@@ -105,7 +105,7 @@ with flowmap.tracing(sys.argv[1]):
     push = ctx.socket(zmq.PUSH); push.connect(f"tcp://127.0.0.1:{port}")
     flowmap.set_owner("driver")
     for uid in (5, 6):
-        push.send_pyobj(flowmap.tag_items({"uid": uid, "tokens": list(range(100))}, [uid]))
+        push.send_pyobj(flowmap.tag_items({"uid": uid, "tokens": list(range(1000))}, [uid]))
     with flowmap.owner("learner"):
         pull.recv_pyobj(); pull.recv_pyobj()
         flowmap.drop([6], reason="stale")
