@@ -117,25 +117,16 @@ def chains(stream: list[Message],
 
 
 def _interleaved(messages: list[tuple[Leaf, int]], found: list[list[tuple[Leaf, int]]]) -> bool:
-    """Whether the chains are conversations in flight together: at least half of each
-    chain's turns come after another chain's message, not straight after its own last. A
+    """Whether the chains are conversations in flight together: at least half of their
+    turns come after another chain's message, not straight after their own last. A
     stream nobody answers whose chains run back to back (lengths that climb by a fixed
     step, then fall and climb again) has no turns to wait for: it is one unit a message."""
-    taken: set[int] = set()
+    at = {id(m): i for i, m in enumerate(messages)}  # `_link` chains the very items
     links = apart = 0
     for chain in found:
         if len(chain) < MIN_TURNS:
             continue
-        where: list[int] = []
-        i = 0
-        for leaf, nbytes in chain:  # in stream order: each at the first free place it fits
-            while i < len(messages) and (i in taken or messages[i][0] is not leaf
-                                         or messages[i][1] != nbytes):
-                i += 1
-            if i == len(messages):
-                return True  # not placed: say nothing against it
-            taken.add(i)
-            where.append(i)
+        where = [at[id(m)] for m in chain]
         links += len(where) - 1
         apart += sum(b - a > 1 for a, b in zip(where, where[1:]))
     return links > 0 and 2 * apart >= links
@@ -247,7 +238,8 @@ def _link(messages: list[tuple[Leaf, int]], fit: bool) -> list[list[tuple[Leaf, 
     extends least (conversations in no order, each turn adding alike: the fewest chains
     that cover a sequence, as patience sorting finds them)."""
     open_: list[list[tuple[Leaf, int]]] = []
-    for leaf, nbytes in messages:
+    for message in messages:  # the very items, so a chain's turns are found in the stream
+        leaf = message[0]
         a = _axis(leaf.shape)
         size = leaf.shape[a]
         best = None
@@ -262,9 +254,9 @@ def _link(messages: list[tuple[Leaf, int]], fit: bool) -> list[list[tuple[Leaf, 
                 if not fit:
                     break
         if best is None:
-            open_.append([(leaf, nbytes)])
+            open_.append([message])
         else:  # the conversation waited longest for its next turn: round-robin order holds
             open_.remove(best)
-            best.append((leaf, nbytes))
+            best.append(message)
             open_.append(best)
     return open_
