@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from _thread import get_ident
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
+
+from flowmap.capture import owner_context
 
 if TYPE_CHECKING:
     from flowmap.capture.tracer import Tracer
@@ -17,10 +18,9 @@ if TYPE_CHECKING:
 
 tracer: Tracer | None = None
 
-# The owner of the code that is running. A context variable, so threads and
-# asyncio tasks each keep their own; `default_owner` covers threads that never
-# set one (a new thread starts with an empty context).
-current_owner: ContextVar[str | None] = ContextVar("flowmap_owner", default=None)
+# The owner of the code that is running (`owner_context`): threads and asyncio tasks each
+# keep their own; `default_owner` covers threads that never set one.
+current_owner = owner_context.current_owner
 default_owner: str = "main"
 # True while `default_owner` is one flowmap chose for a multiprocessing child (its target's
 # name): `init_process_group` may still make it `rank<N>`; `set_owner` makes it False.
@@ -43,22 +43,33 @@ def declared() -> None:
             pass
 
 
-# Each thread's last `flowmap.hop` payload, by id: a program that records a hand-off itself
-# and then puts the same object on a queue has told that hop already
-# (flowmap/integrations/transports/thread_queue.py records queue hops, not twice).
-last_hop: dict[int, int] = {}
+# Each thread's last `flowmap.hop` payload: a program that records a hand-off itself and
+# then puts the same object on a queue has told that hop already
+# (flowmap/integrations/transports/thread_queue.py records queue hops, not twice). Its id
+# alone would match the next dict built at the freed one's address; the owner it was
+# recorded under, and its type and size, must match too (a put in another stage's block
+# is another hand-off, whatever it carries).
+last_hop: dict[int, tuple[int, str | None, type, int]] = {}
+
+
+def _mark(payload: object) -> tuple[int, str | None, type, int]:
+    t = type(payload)
+    sized = t is dict or t is list or t is tuple  # no code of the program's runs
+    return id(payload), current_owner.get(), t, len(payload) if sized else -1  # type: ignore[arg-type]
 
 
 def hopped(payload: object) -> None:
     """Note `payload` as this thread's last recorded hop."""
     if len(last_hop) >= 1024:
         last_hop.clear()  # threads come and go: only the latest matter
-    last_hop[get_ident()] = id(payload)
+    last_hop[get_ident()] = _mark(payload)
 
 
 def hopped_last(payload: object) -> bool:
-    """Whether `payload` is the one this thread last recorded with `flowmap.hop`."""
-    return last_hop.get(get_ident()) == id(payload)
+    """Whether `payload` is the one this thread last recorded with `flowmap.hop`, under the
+    owner running now."""
+    mark = last_hop.get(get_ident())
+    return mark is not None and mark[0] == id(payload) and mark == _mark(payload)
 
 
 def owner_runs(name: str | None) -> Any:

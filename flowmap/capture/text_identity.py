@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flowmap import environment
+from flowmap.capture.describers import introspect
 
 # the C read of a string's interned flag (`cinterned.c`), where built
 interned: Callable[[object], bool] | None = None
@@ -54,8 +55,8 @@ def strings_of(payload: Any) -> list[Any]:
     """The first strings and floats of `payload`, in walk order, at most `PER_CONTAINER` of
     each list or tuple (so a dict of prompts and completions names both): only exact
     `str`, `float`, `list`, `tuple` and `dict` are entered (never a subclass, so none of
-    the program's code runs), dict values only (keys are field names, the same in every
-    message)."""
+    the program's code runs), and a dataclass's instance dict, read through its type's
+    descriptor; dict values only (keys are field names, the same in every message)."""
     if type(payload) is list and payload and type(payload[0]) is str:  # the common text hop
         found = [s for s in payload[:PER_CONTAINER] if type(s) is str
                  and MIN_CHARS <= len(s) <= MAX_STRING_CHARS]
@@ -89,7 +90,26 @@ def strings_of(payload: Any) -> list[Any]:
                 stack += [(v, below) for v in head[::-1]]
             elif t is dict:
                 stack += [(v, below) for v in [*dict.values(obj)][:MAX_NODES][::-1]]
+            elif _is_record(t):  # a dataclass's fields: a trajectory's score set on it
+                fields = introspect.instance_dict(obj)
+                if fields:
+                    stack += [(v, below) for v in [*dict.values(fields)][:MAX_NODES][::-1]]
     return found
+
+
+_RECORDS: dict[type, bool] = {}  # class -> whether it is a dataclass
+
+
+def _is_record(t: type) -> bool:
+    """Whether instances of `t` are dataclasses, read from the class's namespaces (no code
+    of the class runs; `introspect`)."""
+    known = _RECORDS.get(t)
+    if known is None:
+        if len(_RECORDS) >= 4096:
+            _RECORDS.clear()
+        known = _RECORDS[t] = (introspect.is_heap_type(t)
+                               and introspect.class_attr(t, "__dataclass_fields__") is not None)
+    return known
 
 
 def _shared(head: list[Any] | tuple[Any, ...]) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 
 from flowmap import rundir
 from flowmap import trace_format as tf
-from flowmap.capture import describe_lazy, identity, step_hooks, text_identity
+from flowmap.capture import describe_lazy, identity, owner_context, step_hooks, text_identity
 from flowmap.capture.names import NOT_READ, items_list, items_text, name_text
 from flowmap.capture.shard_file import ShardFile, ShardFull
 from flowmap.capture.sink import STREAM, Sink
@@ -269,6 +269,7 @@ class Tracer:
                 return
             w = self.writer
             storages = w.storage_ids(d.storages, d.holders, src, dst) if d.storages else ""
+            w.acted(owner_context.current_owner.get())
             if w.hop(t, src, dst, name, d.leaves, d.nbytes, storages,
                      self.step if step is None else step, version, transport, ids):
                 self.name_objects(t, src, dst, name, payload)  # strings or floats, tensors or not

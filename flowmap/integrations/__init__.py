@@ -25,7 +25,14 @@ def install_hooks() -> None:
     importhook.on_import("ray", _install_ray)
     importhook.on_import("verl.single_controller.ray.base", _install_verl)
     importhook.on_import("multiprocessing.process", _install_processes)
+    importhook.on_import("torch.storage", _install_shared_moves)
     transports.install_hooks()
+
+
+def _install_shared_moves(module: ModuleType) -> None:
+    from flowmap.integrations import shared_moves
+
+    shared_moves.install(module)
 
 
 def _install_processes(module: ModuleType) -> None:

@@ -12,11 +12,14 @@ the first optimizer is made. The moment the program sets a step itself
 
 from __future__ import annotations
 
+import sys
 import threading
 from types import ModuleType
 from typing import Any
 
 from flowmap.capture import importhook, state
+from flowmap.capture.api import current_owner
+from flowmap.capture.describers.torch_ import device_name
 
 _lock = threading.Lock()
 _updates: dict[int, int] = {}  # id(optimizer) -> its updates so far
@@ -60,7 +63,10 @@ def _made() -> None:
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     t = state.tracer
-    if t is None or t.explicit_steps:
+    if t is None:
+        return
+    _wrote(t, optimizer)
+    if t.explicit_steps:
         return
     try:
         with _lock:
@@ -72,6 +78,34 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
             t.set_step(step, inferred=True)
     except Exception as exc:
         t.error(exc)
+
+
+def _wrote(t: Any, optimizer: Any) -> None:
+    """The step wrote its parameters, as the owner running it: the writer of weights another
+    stage hands on (`StorageTable.stepped`). Plain tensors only (a subclass's hook would see
+    the reads), at most `MAX_PARAMS`."""
+    try:
+        torch = sys.modules["torch"]
+        if torch._C._is_torch_function_mode_enabled():
+            return
+        plain = (torch.Tensor, torch.nn.Parameter)
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        keys, holders = [], []
+        for p in params[:MAX_PARAMS]:
+            if type(p) in plain:
+                ptr = p.data_ptr()
+                keys.append(ptr if p.is_cpu else (ptr, device_name(p.device)))
+                holders.append(p)
+        if holders:
+            w = t.writer
+            with w.lock:
+                if not t.closed:
+                    w.stepped(current_owner(), keys, holders)
+    except Exception as exc:
+        t.error(exc)
+
+
+MAX_PARAMS = 4096
 
 
 def step_name(cls: type) -> str:

@@ -95,6 +95,7 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
     passed: set[int] = set()  # links whose consumer only handed the storage on
     first_seen: dict[str, int] = {}
     held: dict[str, list[flow_text.Text]] = defaultdict(list)  # holder -> texts it got
+    makers: dict[tuple[int, int], str] = {}  # (pid, text id) -> the stage that first sent it
     texts: set[int] = set()  # links of text payloads: data, as tensors are
     hand_offs = 0
     for i, h in enumerate(ordered):
@@ -107,7 +108,7 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                 links.append((i, made_by, h.dst, h.nbytes))
             else:
                 got_by, kept = held[h.dst], held[h.src]
-                found = flow_text.sources(kept, h, *text)
+                found = flow_text.sources(kept, h, *text, makers)
                 to_receiver = flow_text.receiver(h)
                 # text it got beside text it wrote (prompts with their completions): used
                 used = len(found) > 1 and any(got is None for got, _ in found)
@@ -123,6 +124,8 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                             got.links.clear()
                     held_as = to_receiver(keys) if to_receiver is not None else (h.pid, keys)
                     got_by.append(flow_text.Text(made_by, [len(links)], *held_as, part))
+                    flow_text.made(makers, flow_text.Text(made_by, [], h.pid, keys, ()))
+                    flow_text.made(makers, got_by[-1])
                     texts.add(len(links))
                     links.append((i, made_by, h.dst, round(h.nbytes * share)))
                 del got_by[:-flow_text.MAX_HELD]
@@ -156,7 +159,7 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
             links.append((i, made_by, h.dst, nbytes))
         # strings or floats beside the tensors, followed by their objects; new ones (scores
         # as floats) are data h.src made, as new storages are
-        beside = list(flow_text.beside(held[h.src], h)) if h.texts else []
+        beside = list(flow_text.beside(held[h.src], h, makers)) if h.texts else []
         own = own or any(got is None for got, *_ in beside)
         if not own:  # h.src only handed it on; with data it made since beside it (a scorer
             passed.update(handed_on)  # that sends new scores with the sequences) it used it
@@ -168,6 +171,7 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                     passed.update(got.links)  # h.src only handed it on
                     got.links.clear()
                 held[h.dst].append(flow_text.Text(made_by, [len(links)], pid, keys, ()))
+                flow_text.made(makers, held[h.dst][-1])
                 texts.add(len(links))
                 links.append((i, made_by, h.dst, nbytes))
             del held[h.dst][:-flow_text.MAX_HELD]

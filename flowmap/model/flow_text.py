@@ -45,10 +45,14 @@ def figures(h: Hop) -> tuple[tuple[Any, ...], bool] | None:
                         for leaf in h.leaves)), strings
 
 
-def sources(kept: list[Text], h: Hop, shape: tuple[Any, ...],
-            strings: bool) -> list[tuple[Text | None, frozenset[int]]]:
+def sources(kept: list[Text], h: Hop, shape: tuple[Any, ...], strings: bool,
+            makers: dict[tuple[int, int], str] | None = None,
+            ) -> list[tuple[Text | None, frozenset[int]]]:
     """Where what `h` carries came from, of what `h.src` got (`kept`, oldest first): each
-    source with the ids of `h`'s objects it holds; None: made by `h.src`."""
+    source with the ids of `h`'s objects it holds; None: made by `h.src`. Objects `h.src`
+    was never handed, but another stage sent before (`makers`: the stage that first sent
+    each object, in its process), are that stage's: a single-controller script that sends
+    on its local variable holds the very objects the stage that made them sent."""
     if h.texts:
         mine = set(h.texts)
         found: list[tuple[Text | None, frozenset[int]]] = []
@@ -59,6 +63,15 @@ def sources(kept: list[Text], h: Hop, shape: tuple[Any, ...],
                 mine -= common
                 if not mine:
                     break
+        if mine and makers:
+            by: dict[str, set[int]] = {}
+            for k in mine:
+                maker = makers.get((h.pid, k))
+                if maker is not None and maker != h.src:
+                    by.setdefault(maker, set()).add(k)
+            for maker, keys in by.items():
+                found.append((Text(maker, [], h.pid, frozenset(keys), ()), frozenset(keys)))
+                mine -= keys
         if found:
             if mine:
                 found.append((None, frozenset(mine)))
@@ -113,14 +126,20 @@ def receiver(h: Hop) -> Callable[[frozenset[int]], tuple[int, frozenset[int]]] |
     return lambda keys: (pid, frozenset(to_there[k] for k in keys if k in to_there))
 
 
-def beside(kept: list[Text], h: Hop) -> Iterator[tuple[Text | None, tuple[int, frozenset[int]],
-                                                        str, int]]:
+def made(makers: dict[tuple[int, int], str], text: Text) -> None:
+    """Note who made `text`'s objects, the first to send each (`sources`' `makers`)."""
+    for k in text.keys:
+        makers.setdefault((text.pid, k), text.made_by)
+
+
+def beside(kept: list[Text], h: Hop, makers: dict[tuple[int, int], str] | None = None,
+           ) -> Iterator[tuple[Text | None, tuple[int, frozenset[int]], str, int]]:
     """The strings and floats a hop of tensors carries beside them (scores as floats next to
     the sequences), by their objects only (a payload's figures are its tensors' too): each
     part's source (None: made by `h.src`), its ids where it arrives, who made it, and its
     share of the text's bytes."""
     text_bytes = sum(leaf.nbytes for leaf in h.leaves if leaf.kind in ("str", "bytes", "float"))
-    found = sources(kept, h, (), False)
+    found = sources(kept, h, (), False, makers)
     to_receiver = receiver(h)
     for got, keys in found:
         share = len(keys) / len(h.texts)

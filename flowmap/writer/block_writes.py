@@ -7,7 +7,8 @@ rewrites this one in place ran too. Each stage's block (an owner block, a seam's
 reads, as it starts and as it ends, the counters of the storages that stage holds
 (was handed, or sent): a counter that moved while the block ran was moved by its code,
 and one that did not was not. Only a block that ran alone says so: while another
-block started inside it, or another thread's block was open, the move is anyone's.
+block started inside it, or another thread's block was open, or a thread that runs in no
+block hopped (`StorageTable.acted`), the move is anyone's.
 
 Cost: two counter reads per held storage per block, at most `MAX_WATCHED` storages a
 stage, the latest handed (docs/performance.md). Nothing is read for a stage that holds
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from flowmap.writer.storage_refs import base_getter, versions_of
@@ -34,12 +35,13 @@ CLEARED = 5  # stages whose blocks ran since the last hop and saw no write
 class BlockToken:
     """What a block's start noted, for its end."""
 
-    __slots__ = ("since", "block", "alone", "before")
+    __slots__ = ("since", "block", "acts", "alone", "before")
 
-    def __init__(self, since: int, block: int, alone: bool,
+    def __init__(self, since: int, block: int, acts: int, alone: bool,
                  before: dict[Hashable, int]) -> None:
         self.since = since  # the number of the next hop as the block started
         self.block = block  # blocks started in this process before this one, and it
+        self.acts = acts  # hops by code in no block, as it started (`acts`)
         self.alone = alone  # no other thread's block was open as it started
         self.before = before  # key -> the counter of each storage watched, as it started
 
@@ -51,6 +53,7 @@ class BlockWrites:
         self.watched: dict[str, dict[Hashable, weakref.ref[Any]]] = {}
         self.blocks = 0  # blocks started in this process
         self.open: dict[int, int] = {}  # thread -> its blocks open
+        self.acts = 0  # hops by code that ran in no block (a `set_owner` thread's loop)
 
     def hold(self, stage: str | None, key: Hashable, holder: Any) -> None:
         """`stage` has the tensor `holder` (storage `key`): its blocks read its counter."""
@@ -74,6 +77,12 @@ class BlockWrites:
         except Exception:  # not weakly referable: not watched
             pass
 
+    def rekey(self, old: Hashable, new: Hashable) -> None:
+        """The storage watched at `old` is at `new` now (moved into shared memory)."""
+        for keys in self.watched.values():
+            if old in keys:
+                keys[new] = keys.pop(old)
+
     def starts(self, stage: str, since: int) -> BlockToken:
         """`stage`'s block starts, before the hop numbered `since`."""
         me = threading.get_ident()
@@ -89,7 +98,7 @@ class BlockWrites:
                                          strict=False):
                 if version is not None:
                     before[key] = version
-        return BlockToken(since, self.blocks, alone, before)
+        return BlockToken(since, self.blocks, self.acts, alone, before)
 
     def ends(self, stage: str, token: BlockToken, versions: dict[Hashable, list[Any]]) -> None:
         """`stage`'s block ends: what it wrote of what it holds, and what it did not, go on
@@ -101,8 +110,9 @@ class BlockWrites:
             open_[me] = left
         else:
             open_.pop(me, None)
-        if not token.alone or self.blocks != token.block or len(open_) > (me in open_):
-            return  # a block inside it, or another thread's beside it: not its alone
+        if (not token.alone or self.blocks != token.block or self.acts != token.acts
+                or len(open_) > (me in open_)):
+            return  # a block inside it, or another thread's code beside it: not its alone
         keys = self.watched.get(stage)
         if not keys:
             return
@@ -120,3 +130,17 @@ class BlockWrites:
                 entry[WROTE] = (stage, version)
             elif stage not in entry[CLEARED]:
                 entry[CLEARED] += (stage,)
+
+
+def stepped(versions: dict[Hashable, list[Any]], owner: str, keys: Sequence[Hashable],
+            holders: Sequence[Any]) -> None:
+    """An optimizer's step, run by `owner`'s code, wrote `holders` (its parameters, at
+    `keys`) in place: each one hopped before, and moved since, is `owner`'s (a trainer
+    steps the weights the rollout hands on; it was never handed them). A write seen, as a
+    block's (`WROTE`)."""
+    if not versions:
+        return
+    for key, version in zip(keys, versions_of(holders), strict=False):
+        entry = versions.get(key)
+        if entry is not None and version is not None and entry[0] != version:
+            entry[WROTE] = (owner, version)

@@ -9,12 +9,14 @@ so an id is kept only while what holds the storage lives (`flowmap.writer.storag
 from __future__ import annotations
 
 import weakref
+from _thread import get_ident
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from flowmap import environment
 from flowmap import trace_format as tf
-from flowmap.writer.block_writes import CLEARED, WROTE, BlockToken, BlockWrites
+from flowmap.writer.block_writes import CLEARED, WROTE, BlockToken, BlockWrites, stepped
+from flowmap.writer.moved_storages import MovedStorages
 from flowmap.writer.storage_refs import (
     array_root,
     base_getter,
@@ -60,8 +62,10 @@ class StorageTable:
         # stage -> the numbers of the next hop as its code last started and ended (an owner
         # block, a seam's body): who may have written a storage in place between two hops
         self.ran: dict[str, tuple[int, int]] = {}
+        self.blockless: set[str] = set()  # stages whose code ran, in no block (`acted`)
         # id(torch storage) -> (a weak reference to it, the keys of its views named so far)
         self.regions: dict[int, tuple[weakref.ref[Any], list[Hashable]]] = {}
+        self.moved = MovedStorages()  # storages torch moved into shared memory (`left`)
 
     def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None,
                     src: str | None = None, dst: str | None = None) -> str:
@@ -74,6 +78,8 @@ class StorageTable:
         one not weakly referable, gets an id of its own. `src` and `dst` are the hop's ends."""
         if not keys:
             return ""
+        if self.moved.moved and holders and len(holders) == len(keys):
+            keys = self.moved.keys(keys, holders)  # described before a send moved them
         if holders:
             self.renew_rewritten(keys, holders, src, dst)
         table = self.storages
@@ -102,6 +108,40 @@ class StorageTable:
                 continue
             ids.append(self.new_storage(key, holders[i] if aligned else None))  # type: ignore[index]
         return ",".join(ids)
+
+    def arrived_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None,
+                    owner: str) -> str:
+        """`storage_ids` of what a message brought `owner`: new ids, even for a storage this
+        process named before. A tensor sent out and back through shared memory is the very
+        storage (torch keeps one mapping per file), written by the other process unseen
+        here: it holds what the sender sent (the receipt links its ids to these)."""
+        table, objects = self.storages, self.objects
+        for key in keys:
+            named = table.pop(key, None)
+            self.versions.pop(key, None)  # its writers and makers were this process's
+            if named is not None:
+                objects.pop(id(named[1]()), None)
+        if objects:
+            for holder in holders or ():  # moved into shared memory as it was sent: a new address
+                storage = storage_of(holder)
+                if storage is not None:
+                    objects.pop(id(storage), None)
+        return self.storage_ids(keys, holders, None, owner)
+
+    def left(self, old: int, new: int, nbytes: int, storage: Any) -> None:
+        """torch moved `storage` from `old` into shared memory at `new`
+        (`flowmap.writer.moved_storages`): what was named at its start and at its views
+        keeps its id, and its provenance, at the new address."""
+        region = self.regions.get(id(storage))
+        named = region[1] if region is not None and region[0]() is storage else []
+        for key, to in self.moved.note(old, new, nbytes, storage, named):
+            if key in self.storages:
+                self.storages[to] = self.storages.pop(key)
+            if key in self.versions:
+                self.versions[to] = self.versions.pop(key)
+            if key in self.spans:
+                self.spans[to] = self.spans.pop(key)
+            self.writes.rekey(key, to)
 
     def renew_rewritten(self, keys: Sequence[Hashable], holders: Sequence[Any],
                         src: str | None = None, dst: str | None = None) -> None:
@@ -161,7 +201,9 @@ class StorageTable:
         else, among the stages whose code ran since (`ran`) and had it, less those whose
         blocks saw no write: those that started since first (the stage whose block sent
         the last hop ran on only to its end). The hop's sender, if it was handed it (a
-        coroutine that scales what it got, then puts it on); else the stage that made it
+        coroutine that scales what it got, then puts it on), unless one thread that runs
+        in no block was handed it too (an engine's loop fills the buffer the driver put
+        on its queue, and the driver hands it on: `acted`); else the stage that made it
         (weights the trainer steps again after handing them to the rollout); else the one
         stage it was handed to (advantages normalised by the stage given the scores).
         None where that does not decide, or no stage that had it ran (code of no named
@@ -178,8 +220,10 @@ class StorageTable:
         started = [s for s, (start, end) in runs if start > since and end > since]
         for stages in (started, ran):
             holding = [s for s in stages if s in held]
-            if src in holding:  # the stage acting on it now, which was handed it
-                return src
+            if src in holding:  # the stage acting on it now, which was handed it; unless a
+                # thread that runs in no block (an engine's loop) was handed it too and ran
+                engines = [s for s in holding if s != src and s in self.blockless]
+                return engines[0] if len(engines) == 1 else src
             if maker in stages:
                 return maker
             if len(holding) == 1:
@@ -198,7 +242,9 @@ class StorageTable:
         ran = self.ran
         if len(ran) >= MAX_REGIONS * 64 and owner not in ran:
             ran.clear()
+            self.blockless.clear()
         ran[owner] = (self.hops_seen, RUNNING)
+        self.blockless.discard(owner)
         return self.writes.starts(owner, self.hops_seen)
 
     def owner_ran(self, owner: str, token: BlockToken) -> None:
@@ -209,6 +255,27 @@ class StorageTable:
             ran.clear()
         ran[owner] = (token.since, self.hops_seen)
         self.writes.ends(owner, token, self.versions)
+
+    def acted(self, stage: str | None) -> None:
+        """A hop (sent or taken) by code of `stage` that runs in no block: a thread given its
+        owner by `set_owner` (an engine's loop) ran as this hop was recorded. Its write to
+        what it was handed is its own (`_writer`), and no block of another thread open now
+        ran alone (`block_writes`). A stage whose block is open keeps that run."""
+        if stage is None or get_ident() in self.writes.open:
+            return
+        self.writes.acts += 1
+        ran = self.ran
+        run = ran.get(stage)
+        if run is None or stage in self.blockless:
+            if run is None and len(ran) >= MAX_REGIONS * 64:
+                ran.clear()
+                self.blockless.clear()
+            ran[stage] = (self.hops_seen, self.hops_seen)
+            self.blockless.add(stage)
+
+    def stepped(self, owner: str, keys: Sequence[Hashable], holders: Sequence[Any]) -> None:
+        """An optimizer's step, run by `owner`'s code, wrote `holders` (`block_writes.stepped`)."""
+        stepped(self.versions, owner, keys, holders)
 
     def _written_elsewhere(self, key: Hashable, version: int, hop: int, last: list[Any]) -> bool:
         """Whether the write that moved the counter was another region's: a view of the

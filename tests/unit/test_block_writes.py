@@ -161,3 +161,70 @@ def test_a_tensor_a_coroutine_rewrites_before_putting_it_on_is_that_coroutines(t
     # THEN no block saw the write alone: the sender, which was handed it, wrote it, not its
     # maker, though that ran too
     assert ("filter", "trainer") in edges and ("gen", "trainer") not in edges, edges
+
+
+def test_a_buffer_an_engine_thread_fills_while_the_driver_waits_is_the_engines(tmp_path):
+    # GIVEN a loader's output buffer put on a queue.Queue to an engine thread named by
+    # `set_owner` (no block of its own), which fills it in place while the driver's block
+    # waits; the driver then hands the buffer to the trainer, inside the block or after it
+    import queue
+    import threading
+
+    for after in (False, True):
+        run = tmp_path / f"run{after}"
+        req: queue.Queue = queue.Queue()
+        done: queue.Queue = queue.Queue()
+
+        def engine(req: queue.Queue, done: queue.Queue) -> None:
+            flowmap.set_owner("engine")
+            while (m := req.get()) is not None:
+                m["out"].copy_(torch.tanh(m["prompts"]) * 3)
+                done.put(1)
+
+        with flowmap.tracing(run):
+            t = threading.Thread(target=engine, args=(req, done))
+            t.start()
+            for step in range(3):
+                flowmap.step(step)
+                with flowmap.owner("loader"):
+                    prompts, out = torch.randn(4, 8), torch.empty(4, 8)
+                    flowmap.hop("loader", "driver", {"prompts": prompts, "out": out}, name="req")
+                with flowmap.owner("driver"):
+                    req.put({"prompts": prompts, "out": out})  # a new dict, at the old one's address
+                    done.get()
+                    if not after:
+                        flowmap.hop("driver", "trainer", {"completions": out}, name="completions")
+                if after:
+                    with flowmap.owner("driver"):
+                        flowmap.hop("driver", "trainer", {"completions": out}, name="completions")
+            req.put(None)
+            t.join()
+        edges = _edges(run)
+        # THEN the trainer's completions are the engine's, and the put to it is a hop
+        assert ("engine", "trainer") in edges and ("driver", "trainer") not in edges, (after, edges)
+        assert ("loader", "engine") in edges, (after, edges)
+
+
+def test_weights_an_optimizer_steps_are_its_stages_though_another_stage_hands_them_on(tmp_path):
+    # GIVEN one module: `init` hands its weights to the rollout, the trainer (never handed
+    # them) steps them with its optimizer, and the rollout hands them on to an evaluator
+    torch.manual_seed(0)
+    with flowmap.tracing(tmp_path / "run"):
+        with flowmap.owner("init"):
+            model = torch.nn.Linear(8, 4)
+            flowmap.hop("init", "rollout", {"w": model.weight}, name="init_weights")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(4):
+            flowmap.step(step)
+            with flowmap.owner("rollout"), torch.no_grad():
+                x = torch.randn(16, 8)
+                y = model(x)
+            with flowmap.owner("trainer"):
+                loss = (model(x) - y.roll(1, 0)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            with flowmap.owner("rollout"):
+                flowmap.hop("rollout", "evaluator", {"w": model.weight}, name="snapshot")
+    # THEN the evaluator's weights are the trainer's: its optimizer wrote them
+    assert _edges(tmp_path / "run") == {("init", "rollout"), ("trainer", "evaluator")}

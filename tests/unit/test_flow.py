@@ -559,6 +559,99 @@ def test_a_tensor_a_relay_sends_through_a_pipe_stays_its_producer_s(tmp_path, ru
     assert {e.names for e in flow.edges if e.src == "driver"} <= {("NoneType",)}, flow.edges
 
 
+@pytest.mark.parametrize("body, maker", [("prompts.mul_(2).add_(1)", "worker"), ("pass", "loader")])
+def test_a_tensor_sent_back_through_shared_memory_holds_what_the_other_side_sent(
+        tmp_path, run_cli, body, maker):
+    # GIVEN the loader's tensor sent to a worker process through a Pipe (into shared
+    # memory), and sent back: the very storage returns, written in place there or not
+    script = tmp_path / "pipe.py"
+    script.write_text(PIPE_RELAY.replace("conn.send(prompts * 2)", f"{body}\n        conn.send(prompts)"))
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import flowmap
+
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN what the trainer gets is the worker's where it wrote it, else still the loader's
+    assert (maker, "trainer") in edges, edges
+    assert {e for e in edges if e[1] == "trainer"} == {(maker, "trainer")}, edges
+
+
+def test_text_a_controller_sends_on_without_a_hop_to_it_is_its_makers(tmp_path):
+    # GIVEN a single-controller script: the loader hands prompts to the rollout, and the
+    # controller sends those same strings (its local variable) with the rollout's
+    # completions to the reward; the reward's constant scores are logged by the driver
+    import random
+
+    import flowmap
+
+    rng = random.Random(7)
+    with flowmap.tracing(tmp_path / "run"):
+        for step in range(3):
+            flowmap.step(step)
+            with flowmap.owner("loader"):
+                prompts = [f"Q{step}.{i}: {rng.randint(1, 99)} + {rng.randint(1, 99)}?"
+                           for i in range(4)]
+                flowmap.hop("loader", "rollout", {"prompts": prompts}, name="prompts")
+            with flowmap.owner("rollout"):
+                completions = [f"it is {rng.random()}" for _ in prompts]
+                flowmap.hop("rollout", "controller", {"completions": completions},
+                            name="completions")
+            with flowmap.owner("controller"):
+                flowmap.hop("controller", "reward", {"prompts": prompts,
+                                                     "completions": completions}, name="samples")
+            with flowmap.owner("reward"):
+                scores = [1.0 if rng.random() > 0.5 else 0.0 for _ in completions]
+                flowmap.hop("reward", "trainer", {"scores": scores}, name="scores")
+            with flowmap.owner("driver"):
+                flowmap.hop("driver", "logger", {"scores": scores}, name="scores")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the prompts are the loader's, the logged scores the reward's
+    assert edges == {("loader", "rollout"), ("loader", "reward"), ("rollout", "reward"),
+                     ("reward", "trainer"), ("reward", "logger")}, edges
+
+
+def test_the_second_chunk_of_a_batch_sent_through_a_queue_is_its_producers(tmp_path, run_cli):
+    # GIVEN the rollout's batch, cut by the driver into chunks it puts on two workers'
+    # torch.multiprocessing queues: the first put moves the storage into shared memory, and
+    # the second chunk starts inside it, at its new address
+    script = tmp_path / "split.py"
+    script.write_text(SPLIT_RANKS)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import flowmap
+
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN both chunks are the rollout's; the driver only cut them
+    assert {("rollout", "rank0"), ("rollout", "rank1")} <= edges, edges
+    assert not {e for e in edges if e[0] == "driver" and e[1].startswith("rank")}, edges
+
+
+SPLIT_RANKS = """
+import torch, torch.multiprocessing as mp, flowmap
+
+def rank(q, name):
+    flowmap.set_owner(name)
+    for _ in range(2):
+        float(q.get().sum())
+
+if __name__ == "__main__":
+    qs = [mp.Queue() for _ in range(2)]
+    ps = [mp.Process(target=rank, args=(q, f"rank{i}")) for i, q in enumerate(qs)]
+    for p in ps:
+        p.start()
+    for step in range(2):
+        flowmap.step(step)
+        with flowmap.owner("rollout"):
+            seqs = torch.randn(8, 64)
+            flowmap.hop("rollout", "driver", seqs, name="sequences")
+        with flowmap.owner("driver"):
+            for q, chunk in zip(qs, seqs.chunk(2)):
+                q.put(chunk)
+    for p in ps:
+        p.join()
+"""
+
+
 def test_text_across_processes_is_followed_by_the_strings_each_side_named(tmp_path, run_cli):
     # GIVEN prompts sent to a worker process through a queue, which writes completions of the
     # same count and lengths, and a relay process that hands the prompts on unchanged

@@ -156,6 +156,47 @@ def test_a_storage_moved_into_shared_memory_keeps_its_id(tmp_path: Path, loops: 
                                                       got[2][0])) == got[0][0]
 
 
+def test_the_address_a_storage_left_for_shared_memory_names_nothing_after(
+        tmp_path: Path, loops: str) -> None:
+    # GIVEN a tensor hopped, then moved into shared memory (`share_memory_`): its old
+    # address is freed while the storage lives on, for the allocator to hand out again
+    from flowmap.capture import state
+
+    with flowmap.tracing(tmp_path / "run"):
+        t = torch.randn(64, 64)
+        old = t.data_ptr()
+        flowmap.hop("rollout", "driver", t, name="moved")
+        table = state.tracer.writer  # type: ignore[union-attr]
+        assert old in table.storages
+        t.share_memory_()
+        # THEN the tracer names it at its new address only (torch told it of the move)
+        assert old not in table.storages and t.data_ptr() in table.storages
+        flowmap.hop("driver", "trainer", t, name="moved")
+    got = _ids(tmp_path / "run")
+    assert got[1] == got[0], got
+
+
+def test_a_tensor_at_an_address_a_moved_storage_left_is_another(tmp_path: Path) -> None:
+    # GIVEN a table that named a storage at `old`, told it moved (`left`), then a hop of
+    # another tensor read at `old` (the allocator reuses freed addresses)
+    from flowmap.writer.storage_table import StorageTable
+
+    lines: list[str] = []
+    table = StorageTable(lines.append)
+    t, other = torch.randn(64, 64), torch.randn(64, 64)
+    first = table.storage_ids([t.data_ptr()], [t], "rollout", "driver")
+    old = t.data_ptr()
+    t.share_memory_()  # no tracer: the table is told by hand, as `shared_moves` tells it
+    table.left(old, t.data_ptr(), t.untyped_storage().nbytes(), t.untyped_storage())
+    # THEN the other tensor gets an id of its own; the moved one keeps its id, read before
+    # the move (as a queue describes what it sends) or after
+    assert table.storage_ids([old], [other], "reward", "advantage") != first
+    assert table.storage_ids([t.data_ptr()], [t], "driver", "trainer") == first
+    # a row read at its old address lies in what was named at the storage's start
+    row = table.storage_ids([old + 256], [t[1:]], "driver", "trainer")
+    assert row != first and lines[-1] == f'["b",{row},{first}]', lines
+
+
 def test_inference_tensors_which_have_no_version_counter_are_recorded(tmp_path: Path,
                                                                      loops: str) -> None:
     # a rollout engine's outputs, made under `torch.inference_mode`, beside a plain tensor

@@ -49,6 +49,25 @@ def test_the_walk_never_enters_a_subclass_and_stays_bounded():
     assert strings_of(deep) == []
 
 
+def test_a_dataclass_s_fields_are_walked_through_its_type_s_descriptor_only():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Trajectory:
+        uid: str
+        reward: float = 0.0
+
+    class Hostile(Trajectory):  # a property named `__dict__` is the program's code
+        @property  # type: ignore[misc]
+        def __dict__(self):  # noqa: PLW3201
+            raise AssertionError("called")
+
+    t = Trajectory("u-000001", 0.25)
+    assert strings_of({"traj": t}) == ["u-000001", t.reward]  # the score set on it is seen
+    assert strings_of(Hostile("u-000002", 0.5)) == []
+    assert strings_of(object()) == []
+
+
 def test_a_string_keeps_its_id_and_new_strings_at_freed_addresses_get_new_ones():
     keys = TextKeys()
     kept = "a prompt handed on " * 2

@@ -96,8 +96,12 @@ def _dtype_name(dt: Any) -> str:
     return name
 
 
-def _device_name(dev: Any) -> str:
+def device_name(dev: Any) -> str:
+    """A device as storages are keyed on it (`tensor_leaf`)."""
     return cached_name(_DEVICE_NAMES, dev)
+
+
+_device_name = device_name
 
 
 def tensor_leaf(w: Walk, t: Any, path: str, depth: int = 0) -> None:

@@ -113,10 +113,10 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
     w = t.writer
     with w.lock:
         if not t.closed:
-            w.hop(_t_us(t, t_ns), src, dst, name, d.leaves, int(nbytes),
-                  w.storage_ids(d.storages, d.holders, src, dst), t.step if step is NOW else step, None,
-                  transport,
-                  "null")
+            ids = w.storage_ids(d.storages, d.holders, src, dst)
+            w.acted(state.current_owner.get())
+            w.hop(_t_us(t, t_ns), src, dst, name, d.leaves, int(nbytes), ids,
+                  t.step if step is NOW else step, None, transport, "null")
 
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
@@ -144,6 +144,7 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
         if not t.closed:
             t_us = _t_us(t, t_ns)
             ids = w.storage_ids(d.storages, d.holders, src, fallback) if d.storages else relayed
+            w.acted(state.current_owner.get())
             if w.send_half(t_us, src, fallback, name, d.leaves, nbytes, ids, step, None, transport,
                            items_json(items), channel, key, wire) and payload is not None:
                 t.name_objects(t_us, src, fallback, name, payload)
@@ -171,7 +172,8 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
     with w.lock:
         if not t.closed:
             leaves = d.leaves if d is not None and not bytes_only(d.leaves) else ()
-            ids = w.storage_ids(d.storages, d.holders, None, owner) if d is not None else ""
+            ids = w.arrived_ids(d.storages, d.holders, owner) if d is not None else ""
+            w.acted(state.current_owner.get())
             w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire, ids,
                            leaves, t.texts.keys(objects) if objects and leaves else ())
     relay_bytes.keep(sample, ids)
