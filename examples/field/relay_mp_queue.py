@@ -3,8 +3,11 @@
 The shape of a single-controller RL loop (volcengine/verl's driver, NVIDIA-NeMo/RL #2414):
 a generator process puts each step's trajectories on a `multiprocessing` queue, a controller
 process takes them and puts them, unchanged but wrapped in a dict with its own bookkeeping,
-on the trainer's queue. The only annotations are `flowmap.owner` and `flowmap.step`: the
-relay is found from the storages the controller received and sent on.
+on the trainer's queue. The arrays are numpy's, which `multiprocessing` pickles into each
+message: the controller receives every byte and sends it again. (Torch tensors would travel
+by shared memory instead: a relay of those moves only their handles, nothing to spare:
+`relay_shm_handles_fixed.py`.) The only annotations are `flowmap.owner` and `flowmap.step`:
+the relay is found from the storages the controller received and sent on.
 The fix (`relay_mp_queue_fixed.py`): the generator puts straight on the trainer's queue.
 
     flowmap trace examples/field/relay_mp_queue.py && flowmap report
@@ -29,8 +32,8 @@ def generator(out: mp.Queue, done: Any) -> None:
     with flowmap.owner("generator"):
         for step in range(STEPS):
             flowmap.step(step)
-            out.put({"tokens": torch.randint(0, 32000, (GROUPS, TOKENS)),
-                     "logprobs": torch.randn(GROUPS, TOKENS)})
+            out.put({"tokens": torch.randint(0, 32000, (GROUPS, TOKENS)).numpy(),
+                     "logprobs": torch.randn(GROUPS, TOKENS).numpy()})
         done.wait()  # torch shares storages by fd: the sender lives until they are taken
 
 

@@ -1,8 +1,10 @@
 """In-process relay over multiprocessing.connection Listener/Client, three threads.
 
-sampler thread sends a batch dict of torch tensors to the gateway thread; the gateway
-splits it into a list of per-sample dicts (rows of the received tensors, unchanged) and
-sends that list to the learner thread over a second connection.
+sampler thread sends a batch dict of numpy arrays to the gateway thread; the gateway
+splits it into a list of per-sample dicts (rows of the received arrays, unchanged) and
+sends that list to the learner thread over a second connection. `Connection.send` pickles
+numpy arrays into the message, so every row's bytes cross the gateway again (torch
+tensors would go by shared memory, and their rows by handle: nothing to spare).
 Hand figure: input_ids int64[32,256] (65,536 B) + logprobs float32[32,256] (32,768 B)
 = 98,304 B/step pass through the gateway.
 Expected: pass_through at gateway (sampler -> gateway -> learner), ~98 KB/step.
@@ -25,8 +27,8 @@ def sampler(addr):
         conn = Client(addr)
         for s in range(STEPS):
             flowmap.step(s)
-            conn.send({"input_ids": torch.randint(0, 5000, (32, 256)),
-                       "logprobs": torch.randn(32, 256)})
+            conn.send({"input_ids": torch.randint(0, 5000, (32, 256)).numpy(),
+                       "logprobs": torch.randn(32, 256).numpy()})
         conn.send(None)
         conn.close()
 
@@ -39,7 +41,7 @@ def gateway(lin, addr_out):
         while (b := cin.recv()) is not None:
             flowmap.step(s)
             items = [{"input_ids": i, "logprobs": lp}
-                     for i, lp in zip(b["input_ids"].unbind(0), b["logprobs"].unbind(0))]
+                     for i, lp in zip(b["input_ids"], b["logprobs"])]
             out.send(items)
             s += 1
         out.send(None)

@@ -24,7 +24,8 @@ from a matrix's to a vector's (`MIN_SPAN` apart), where one unit per message rea
 as about one length per message. Messages that carry item ids are not chatty either,
 nor requests the receiver answers with data (turns of a conversation: each waits for
 the reply before it, so none can be bucketed), and a length header sent before each
-unit (a `[1]` tensor through `dist.send`, which cannot carry a shape) is no piece. A
+unit (a `[1]` tensor through `dist.send`, which cannot carry a shape) is no piece and
+no message, nor a reply. A
 stream of messages that each hold single values only (a token's id, position and
 log-prob) is one element a message, no unit of the pipeline: chatty, however many a
 step.
@@ -51,6 +52,7 @@ BUCKET_BYTES = 512 << 20
 MESSAGE_COST_BYTES = 64 << 10
 MIN_SPAN = 8  # a model's pieces by length alone: its largest this many times its smallest
 HEADER_ELEMENTS = 2  # a message of one leaf this small says the next one's length
+ANSWER_BYTES = 256  # replies this large on average carry data (a turn's tokens), not an ack
 
 
 def detect(view: RunView) -> list[Finding]:
@@ -66,13 +68,16 @@ def detect(view: RunView) -> list[Finding]:
         if moved_hops and not s.items and moved_hops / view.num_steps >= MIN_MESSAGES \
                 and not _answered(view, s, moved_hops):
             candidates.add(key)
-    cut = _cut_transfers(view, candidates)
+    cut, headers = _cut_transfers(view, candidates)
     for key in candidates:
-        if key in cut:
-            groups[role_key(key)].append(view.seams[key])
+        s = view.seams[key]
+        pieces = s.hops - s.transports.get("ref", 0) - headers[key]
+        if key in cut and pieces / view.num_steps >= MIN_MESSAGES \
+                and not _answered(view, s, pieces, headers):
+            groups[role_key(key)].append(s)
     out = []
     for rk, seams in groups.items():
-        found = [_chatty(view, s) for s in seams]
+        found = [_chatty(view, s, headers[s.key]) for s in seams]
         chatty = [(s, f) for s, f in zip(seams, found) if f is not None]
         if not chatty:
             continue
@@ -90,31 +95,42 @@ def detect(view: RunView) -> list[Finding]:
     return out
 
 
-def _answered(view: RunView, s: SeamStats, moved_hops: int) -> bool:
-    """Whether the receiver answers the seam's messages with data: as many replies at
-    least half as often, carrying more bytes than the requests (an engine that returns
-    each turn's tokens), not acknowledgements (a `ray.get` of `None` per parameter)."""
+def _answered(view: RunView, s: SeamStats, moved_hops: int,
+              headers: Counter[Any] | None = None) -> bool:
+    """Whether the receiver answers the seam's messages with data: replies at least half
+    as often, carrying more bytes than the requests, or `ANSWER_BYTES` each (an engine
+    that returns each turn's tokens), not acknowledgements (a `ray.get` of `None` per
+    parameter). Length headers are neither requests nor replies."""
     back = [r for r in view.seams.values() if r.src == s.dst and r.dst == s.src]
-    replies = sum(r.hops - r.transports.get("ref", 0) for r in back)
-    return 2 * replies >= moved_hops and \
-        sum(r.moved_bytes_per_step for r in back) > s.moved_bytes_per_step
+    told: Counter[Any] = headers if headers is not None else Counter()
+    replies = sum(r.hops - r.transports.get("ref", 0) - told[r.key] for r in back)
+    if not replies or 2 * replies < moved_hops:
+        return False
+    answer = sum(r.moved_bytes_per_step for r in back)
+    return answer > s.moved_bytes_per_step or answer * view.num_steps >= ANSWER_BYTES * replies
 
 
-def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
-    """The seams of `keys` whose every step sends the same mixed set of message kinds."""
+def _cut_transfers(view: RunView, keys: set[Any]) -> tuple[set[Any], Counter[Any]]:
+    """The seams of `keys` whose every step sends the same mixed set of message kinds; and
+    the length headers each seam, and each seam back, sent (`_header`)."""
+    headers: Counter[Any] = Counter()
     if not keys:
-        return set()
+        return set(), headers
+    back = {(dst, src) for src, dst, _ in keys}
     per_step: dict[Any, dict[Any, Counter[Any]]] = defaultdict(lambda: defaultdict(Counter))
     kinds: dict[int, Any] = {}  # a schema's leaves are one shared tuple per shard
     sizes: dict[Any, int] = {}  # each kind's bytes (its largest message)
     for h in view.events.hops:
         key = (h.src, h.dst, h.name)
-        if key not in keys or h.transport == "ref":
+        if h.transport == "ref" or (key not in keys and (h.src, h.dst) not in back):
             continue
         kind = kinds.get(id(h.leaves))
         if kind is None:
             kind = kinds[id(h.leaves)] = tuple((x.path, tuple(x.shape), x.dtype) for x in h.leaves)
         if _header(kind):
+            headers[key] += 1
+            continue
+        if key not in keys:
             continue
         per_step[key][h.step][kind] += 1
         sizes[kind] = max(sizes.get(kind, 0), h.nbytes)
@@ -130,7 +146,7 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> set[Any]:
         # the first or last step may be cut short by the program's start or end
         if (len(sets) == 1 or n >= max(2, len(sets) - 1)) and _mixed(dict(common), sizes):
             out.add(key)
-    return out
+    return out, headers
 
 
 def _scalars(kind: tuple[tuple[str, tuple[int, ...], str], ...]) -> bool:
@@ -177,9 +193,10 @@ def _layered(counts: dict[Any, int], sizes: dict[Any, int]) -> bool:
             and min(span) > 0 and max(span) >= MIN_SPAN * min(span))
 
 
-def _chatty(view: RunView, s: SeamStats) -> tuple[float, int, float] | None:
-    """(messages per step, messages the bucketed transfer needs, bytes per message) or None."""
-    moved_hops = s.hops - s.transports.get("ref", 0)
+def _chatty(view: RunView, s: SeamStats, headers: int) -> tuple[float, int, float] | None:
+    """(messages per step, messages the bucketed transfer needs, bytes per message) or None;
+    length headers are not counted."""
+    moved_hops = s.hops - s.transports.get("ref", 0) - headers
     messages = moved_hops / view.num_steps
     bytes_per_step = s.moved_bytes_per_step
     mean_bytes = bytes_per_step / messages

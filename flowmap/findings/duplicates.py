@@ -18,6 +18,9 @@ several ranks, each of which needed its own part. Its extra bytes are what each
 rank but the root received beyond its part, as a broadcast's (`broadcast_parts`):
 the root's own slot never leaves it.
 
+A process pool's tasks (`ProcessPoolExecutor`'s) each go to whichever worker is free:
+the same storage in two tasks of a step is copied twice, to one worker or to two.
+
 One message a transport delivers to several receivers (a PUB socket's, to each
 subscriber) is no copy the sender made: weights every subscriber uses whole are
 sent so. Whether the receivers went on with a part is `broadcast_parts`'s to read.
@@ -66,7 +69,7 @@ def detect(view: RunView) -> list[Finding]:
     dests: dict[RoleKey, set[str]] = defaultdict(set)
     for group in groups.values():
         targets = {(h.dst, h.name) for h in group}
-        if len(targets) < 2 or _shared_read_only(group):
+        if (len(targets) < 2 and not _pooled(group)) or _shared_read_only(group):
             continue
         rk = (role_of(group[0].src), "*", group[0].name)
         sizes = [carried(h) for h in group]
@@ -149,6 +152,15 @@ def fanouts(hops: Iterable[Hop]) -> list[list[Hop]]:
         if h.transport == ZMQ and h.dst != UNTRACED:
             by[(h.pid, h.src, h.name, h.t_ns)].append(h)
     return [group for group in by.values() if len({h.dst for h in group}) >= 2]
+
+
+def _pooled(group: list[Hop]) -> bool:
+    """Tasks of a `ProcessPoolExecutor` (its `_CallItem`s): each goes to whichever worker is
+    free, so two to one worker are two copies as much as two to two workers."""
+    return all(h.name == EXECUTOR_TASK for h in group)
+
+
+EXECUTOR_TASK = "_CallItem"
 
 
 def _shared_read_only(group: list[Hop]) -> bool:

@@ -28,7 +28,7 @@ from flowmap.findings.common import (
 )
 from flowmap.model.types import ARRAY_KINDS, Dim, LeafStats, SeamKey, SeamStats
 from flowmap.read.events import storage_bases
-from flowmap.trace_format import COLLECTIVE, RPC
+from flowmap.trace_format import COLLECTIVE, RPC, SHM
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
@@ -151,6 +151,7 @@ class _Arrival:
 
     came_by: RoleKey
     left_by: set[tuple[SeamKey, int]] | None = None  # (seam, part of it sent) sent on
+    shared: bool = False  # it came by a handle to shared memory (`_by_handle`)
 
 
 def _storage_bytes(h: Hop) -> tuple[bool, list[tuple[int, int]]]:
@@ -161,6 +162,14 @@ def _storage_bytes(h: Hop) -> tuple[bool, list[tuple[int, int]]]:
         return True, list(zip(h.storages, tensors))
     share = h.nbytes // max(1, len(h.storages))
     return False, [(s, share) for s in h.storages]
+
+
+def _by_handle(h: Hop) -> bool:
+    """Whether `h` sent its tensors through torch's shared memory by a transport message
+    (a multiprocessing queue or pipe: its pickled size is known), so what is already
+    shared moves as a handle. Ray's object store is no such hop: a value put again is
+    copied again."""
+    return h.transport == SHM and h.wire_bytes is not None
 
 
 # A Ray call's argument is recorded by the callee's process, whose storages are not the
@@ -222,7 +231,8 @@ def _storage_matches(view: RunView) -> tuple[dict[tuple[RoleKey, RoleKey], int],
                 # another part of it (a batch cut into micro-batches, hop by hop) is not
                 if r.left_by is None or (seam, part) not in r.left_by:
                     sent = came[r.came_by].setdefault(sid, [r, 0, b_in, set()])
-                    sent[1] += b if aligned or not exact else b_in
+                    if not (r.shared and _by_handle(h)):  # else a handle: nothing copied
+                        sent[1] += b if aligned or not exact else b_in
                     sent[3].add(part)
             for came_by, by_storage in came.items():
                 pair = (came_by, key)
@@ -233,7 +243,7 @@ def _storage_matches(view: RunView) -> tuple[dict[tuple[RoleKey, RoleKey], int],
                     if r.left_by is None:
                         r.left_by = set()
                     r.left_by.update((seam, p) for p in parts)
-        arrival = _Arrival(key)  # shared by the hop's storages: one record per arrival
+        arrival = _Arrival(key, None, _by_handle(h))  # one record per arrival
         aligned, sizes = _storage_bytes(h)
         arrived[(h.pid, key[1])].update((sid, (arrival, b, aligned)) for sid, b in sizes)
         if h.arrived is not None and len(h.arrived[1]) == len(sizes):

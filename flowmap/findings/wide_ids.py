@@ -18,10 +18,11 @@ narrower dtype holds it. The range comes from, in order:
    and largest value of an integer array seen on the seam's sampled hops, when
    they are `0..n-1` (or -1 for an unused slot) with n at most 256, so 8 bits
    hold them, and the dtype is at least four times wider: expert, action or
-   class ids. Token ids and positions (int16 or int32 would do) are a
-   vocabulary or a length, not ids a cast at every hop should shrink; values
-   0 and 1 only are a mask (a `bool`, another claim), and all zeros say
-   nothing about a range.
+   class ids. Subword token ids and positions (more than 256 values: int16 or
+   int32 would do) are a vocabulary or a length, not ids a cast at every hop
+   should shrink; a byte-level vocabulary's ids fit uint8 and are flagged.
+   Values 0 and 1 only are a mask (a `bool`, another claim), and all zeros
+   say nothing about a range.
 
 *At stake*: the leaf's bytes moved per step (not `ref`) times the share the
 narrower dtype saves.
@@ -79,12 +80,18 @@ def detect(view: RunView) -> list[Finding]:
             # -1-padded positions take n + 1 values: say which, not a count off by one
             values = f"are {source}" if signed else f"take {n:,} values ({source})"
             why[key] = f"its ids {values}: {target} holds them"
-    return [
-        Finding(WIDE_IDS, sorted(labels[key]), bps,
-                f"`{key[0]}` is sent as {key[1]} but {why[key]}; cast before sending and back "
-                f"after, {per_step(bps)} spared.")
-        for key, bps in at_stake.items()
-    ]
+    # one finding per seams: each leaf's claim in it (the same seams twice would read as
+    # one claim said again, `flowmap.findings._said`)
+    by_seams: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
+    for key in at_stake:
+        by_seams[tuple(sorted(labels[key]))].append(key)
+    out = []
+    for seams, keys in by_seams.items():
+        bps = sum(at_stake[k] for k in keys)
+        said = "; ".join(f"`{k[0]}` is sent as {k[1]} but {why[k]}" for k in keys)
+        out.append(Finding(WIDE_IDS, list(seams), bps,
+                           f"{said}; cast before sending and back after, {per_step(bps)} spared."))
+    return out
 
 
 def _sampled_bound(figures: dict[str, value_figures.Figures],

@@ -24,6 +24,7 @@ FIELD = Path(__file__).resolve().parents[2] / "examples" / "field"
 # the findings these scripts exercise: identity, and message accounting
 KINDS = ("pass_through", "duplicate", "view", "unreceived")
 SCRIPTS = ["relay_mp_queue.py", "relay_pipe_chain.py", "relay_zmq_threads.py", "relay_fixed.py",
+           "relay_shm_handles_fixed.py",
            "every_rank_queues.py", "every_rank_pipes.py", "every_rank_zmq.py",
            "every_rank_fixed.py", "view_pipe.py", "view_simple_queue.py", "view_zmq.py",
            "view_fixed.py", "unreceived_queue.py", "unreceived_pubsub.py", "unreceived_push.py",

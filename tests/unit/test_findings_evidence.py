@@ -237,6 +237,26 @@ def test_a_length_header_before_each_unit_makes_no_unlike_pieces(tmp_path):
     assert _of(_view(tmp_path, w), "chatty") == []
 
 
+def test_length_headers_are_not_counted_as_messages_nor_replies(tmp_path):
+    # GIVEN 12 turns a step through `dist.send`, each a `[2]` header then the new tokens
+    # (unlike pieces: a prompt's length, then 32-token observations), each answered by a
+    # header and 64 tokens: fewer bytes than the requests, but data, not acknowledgements
+    w, t = _shard(tmp_path), 0
+    for s in range(3):
+        w.step(t, s)
+        for k in range(12):
+            for src, dst, n in (("agent", "engine", (200, 350, 280)[k] if k < 3 else 32),
+                                ("engine", "agent", 64)):
+                t += 1
+                w.hop(t, src, dst, "send", [tensor("", (2,), "int64")], step=s,
+                      transport="collective")
+                t += 1
+                w.hop(t, src, dst, "send", [tensor("", (n,), "int64")], step=s,
+                      transport="collective")
+    # THEN 12 turns a step, each answered, are no transfer cut up (24 messages with headers)
+    assert _of(_view(tmp_path, w), "chatty") == []
+
+
 def _raw(path: str, n: int) -> tuple:
     return (path, "bytes", (n,), "", "", n, 1, None)
 
@@ -389,6 +409,20 @@ def test_ids_sampled_within_eight_bits_are_wide_and_tokens_masks_are_not(tmp_pat
     assert "--values" in f.message
 
 
+def test_two_wide_leaves_of_one_seam_are_one_finding_their_savings_summed(tmp_path):
+    # GIVEN a byte-level tokenizer's int64 ids and the labels shifted from them, 0..122
+    w = _shard(tmp_path)
+    leaves = [tensor("input_ids", (32, 512), "int64"), tensor("labels", (32, 512), "int64")]
+    w.step(0, 0)
+    w.hop(1, "rollout", "trainer", "batch", leaves, step=0, transport="pickle")
+    _values(w, 2, 0, "batch", [["input_ids", 32, 122, None, 0, 16384],
+                               ["labels", 32, 122, None, 0, 16384]])
+    (f,) = _of(_view(tmp_path, w), "wide_ids")
+    # THEN one claim names both, at both leaves' savings (not the first said, the other lost)
+    assert f.bytes_per_step == 2 * 32 * 512 * 8 * 7 / 8
+    assert "`input_ids`" in f.message and "`labels`" in f.message
+
+
 # -- dropped without item ids -----------------------------------------------------------------
 def test_a_drop_without_ids_charges_the_message_that_brought_it(tmp_path):
     w = _shard(tmp_path)
@@ -456,6 +490,22 @@ def test_no_duplicate_for_shared_memory_fresh_images_or_a_buffer_sent_alone(tmp_
     assert _samples(tmp_path / "shm", "shm") == []  # moved once, handles after
     assert _samples(tmp_path / "fresh", "zmq", image_each_time=True) == []
     assert _samples(tmp_path / "alone", "zmq", alone=True) == []  # a buffer refilled in place?
+
+
+def test_an_executors_tasks_with_the_whole_batch_are_copies_on_one_worker_or_two(tmp_path):
+    # GIVEN a ProcessPoolExecutor's two tasks a step, each with the whole batch and its shard
+    # index; step 0's go to two workers, step 1's both to one (whichever was free)
+    w = _shard(tmp_path)
+    leaves = [tensor("args[0].ids", (64, 512), "int32"), scalar("args[1]", "int")]
+    for s, workers in enumerate((("process_pool/0", "process_pool/1"),
+                                 ("process_pool/1", "process_pool/1"))):
+        w.step(s * 10, s)
+        for k, dst in enumerate(workers):
+            w.hop(s * 10 + 1 + k, "driver", dst, "_CallItem", leaves, storages=(s,), step=s,
+                  transport="pickle")
+    (f,) = _of(_view(tmp_path, w), "duplicate")
+    # THEN one copy too many every step (the batch and its 8 B index), whichever worker took them
+    assert f.bytes_per_step == 64 * 512 * 4 + 8
 
 
 def _scatter(tmp_path, storages):

@@ -63,6 +63,7 @@ def install_hooks() -> None:
         importhook.on_import("multiprocessing.queues", _mp_queues)
         importhook.on_import("multiprocessing.connection", _mp_connection)
         importhook.on_import("multiprocessing.pool", _mp_pool)
+        importhook.on_import("concurrent.futures.process", _process_pool)
     if "zmq" in on:
         importhook.on_import("zmq.sugar.socket", _zmq)
     if "cuda_ipc" in on:
@@ -94,6 +95,12 @@ def _mp_pool(module: ModuleType) -> None:
     from flowmap.integrations.transports import mp_pool
 
     mp_pool.install(module)
+
+
+def _process_pool(module: ModuleType) -> None:
+    from flowmap.integrations.transports import mp_pool
+
+    mp_pool.install_executor(module)
 
 
 def _zmq(module: ModuleType) -> None:

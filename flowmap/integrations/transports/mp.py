@@ -134,7 +134,8 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
             return put(self, obj, *args, **kwargs)
         # described now, before pickling: torch moves a tensor's storage into shared memory
         # as it pickles it, and the moved storage is at another address
-        entry = (record.now_ns(), current_owner(), _step(), _notes_now(obj), _described(obj))
+        owner, step = mp_pool.submitter(obj) or (current_owner(), _step())  # an executor's task
+        entry = (record.now_ns(), owner, step, _notes_now(obj), _described(obj))
         if len(_pending) >= MAX_PENDING_PUTS:
             _pending.clear()
         _pending.setdefault(id(obj), []).append(entry)

@@ -8,7 +8,9 @@ default owner. A job's id is made in the caller's thread (`ApplyResult` and
 `IMapIterator` take it from the pool's counter), so it is noted there with the
 caller's owner and step; in a handler thread, a task `(job, i, func, args,
 kwargs)` or a result `(job, i, value)` of a noted job is recorded as that owner's.
-Nothing of the task is read but its job number.
+A `ProcessPoolExecutor` alike: its manager thread sends each `_CallItem` and takes each
+`_ResultItem`; `submit` notes the work id it is about to take with the caller's owner
+and step. Nothing of the task is read but its job number.
 """
 
 from __future__ import annotations
@@ -18,11 +20,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from flowmap.capture import state
+from flowmap.capture import forksafe, state
 from flowmap.capture.api import current_owner
 
 MAX_JOBS = 10_000
 _jobs: dict[int, tuple[str, int | None]] = {}  # job -> (owner, step) of its caller
+_work: dict[int, tuple[str, int | None]] = {}  # an executor's work id -> (owner, step) alike
+_EXECUTOR_ITEMS = ("_CallItem", "_ResultItem")
+# a forked worker's sends and receipts are its own, whatever its parent noted
+forksafe.at_fork(after_in_child=_jobs.clear)
+forksafe.at_fork(after_in_child=_work.clear)
 _tl = threading.local()
 _installed: list[bool] = []
 
@@ -38,6 +45,35 @@ def install(module: Any) -> None:
         setattr(module.Pool, name, staticmethod(_handler(getattr(module.Pool, name))))
 
 
+def install_executor(module: Any) -> None:
+    """Patch `concurrent.futures.process.ProcessPoolExecutor.submit` (idempotent)."""
+    cls = getattr(module, "ProcessPoolExecutor", None)
+    submit = getattr(cls, "submit", None)
+    if cls is None or submit is None or getattr(submit, "__flowmap__", False):
+        return
+
+    @functools.wraps(submit)
+    def flowmap_submit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if state.tracer is not None:
+            try:  # the id the work item is about to take (submitters of one thread: exact)
+                work = self.__dict__.get("_queue_count")
+                if type(work) is int:
+                    _note(_work, work)
+            except Exception:  # never into the program's submit()
+                pass
+        return submit(self, *args, **kwargs)
+
+    flowmap_submit.__flowmap__ = True  # type: ignore[attr-defined]
+    cls.submit = flowmap_submit
+
+
+def _note(jobs: dict[int, tuple[str, int | None]], job: int) -> None:
+    if len(jobs) >= MAX_JOBS:
+        jobs.clear()
+    step = getattr(state.tracer, "step", None)
+    jobs[job] = (current_owner(), step if type(step) is int else None)
+
+
 def _noting(init: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(init)
     def flowmap_init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -47,10 +83,7 @@ def _noting(init: Callable[..., None]) -> Callable[..., None]:
         try:
             job = self._job
             if type(job) is int:
-                if len(_jobs) >= MAX_JOBS:
-                    _jobs.clear()
-                step = getattr(state.tracer, "step", None)
-                _jobs[job] = (current_owner(), step if type(step) is int else None)
+                _note(_jobs, job)
         except Exception:  # never into the program's map()
             pass
 
@@ -68,7 +101,12 @@ def _handler(body: Callable[..., Any]) -> Callable[..., Any]:
 
 def submitter(obj: Any) -> tuple[str, int | None] | None:
     """The owner and step that submitted the pool task or result `obj`, when the calling
-    thread is one of a pool's handlers and `obj` is one of its messages; else None."""
+    thread is one of a pool's handlers and `obj` is one of its messages, or `obj` is an
+    executor's work item or result; else None."""
+    t = type(obj)
+    if t.__name__ in _EXECUTOR_ITEMS and t.__module__ == "concurrent.futures.process":
+        work = getattr(obj, "work_id", None)  # a plain attribute of the stdlib's class
+        return _work.get(work) if type(work) is int else None
     if not getattr(_tl, "handler", False):
         return None
     if type(obj) is tuple and len(obj) in (3, 5) and type(obj[0]) is int:
