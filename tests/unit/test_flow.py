@@ -652,6 +652,41 @@ if __name__ == "__main__":
 """
 
 
+def test_an_executors_tasks_are_its_submitters_and_its_shutdown_is_no_edge(tmp_path, run_cli):
+    # GIVEN scorer workers of a ProcessPoolExecutor, given the driver's sequences by `map`
+    script = tmp_path / "ppe.py"
+    script.write_text(EXECUTOR_MAP)
+    r = run_cli(["trace", "-o", str(tmp_path / "run"), str(script)], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import flowmap
+
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the tasks are the driver's (its manager thread sent them), the results the
+    # scorers'; the executor's own `None` at shutdown is no message of the program's
+    assert edges == {("driver", "scorer"), ("scorer", "trainer")}, edges
+
+
+EXECUTOR_MAP = """
+import numpy as np, flowmap
+from concurrent.futures import ProcessPoolExecutor
+
+def init():
+    flowmap.set_owner("scorer")
+
+def score(seq):
+    return np.tanh(seq.astype(np.float64)).sum(axis=-1)
+
+if __name__ == "__main__":
+    with ProcessPoolExecutor(2, initializer=init) as ex:
+        for step in range(2):
+            flowmap.step(step)
+            with flowmap.owner("driver"):
+                seqs = [np.arange(16).reshape(2, 8) * (i + step) for i in range(4)]
+                flowmap.hop("driver", "trainer", {"rewards": list(ex.map(score, seqs))},
+                            name="rewards")
+"""
+
+
 def test_text_across_processes_is_followed_by_the_strings_each_side_named(tmp_path, run_cli):
     # GIVEN prompts sent to a worker process through a queue, which writes completions of the
     # same count and lengths, and a relay process that hands the prompts on unchanged

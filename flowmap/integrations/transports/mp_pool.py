@@ -99,6 +99,15 @@ def _handler(body: Callable[..., Any]) -> Callable[..., Any]:
     return flowmap_handler
 
 
+def pool_thread() -> bool:
+    """Whether the calling thread is a pool's own: a `Pool`'s handler or an executor's
+    manager thread, whose `None` puts are the pool's shutdown sentinels, no message of the
+    program's."""
+    if getattr(_tl, "handler", False):
+        return True
+    return type(threading.current_thread()).__name__ == "_ExecutorManagerThread"
+
+
 def submitter(obj: Any) -> tuple[str, int | None] | None:
     """The owner and step that submitted the pool task or result `obj`, when the calling
     thread is one of a pool's handlers and `obj` is one of its messages, or `obj` is an
