@@ -45,17 +45,19 @@ def declared() -> None:
 
 # Each thread's last `flowmap.hop` payload: a program that records a hand-off itself and
 # then puts the same object on a queue has told that hop already
-# (flowmap/integrations/transports/thread_queue.py records queue hops, not twice). Its id
-# alone would match the next dict built at the freed one's address; the owner it was
-# recorded under, and its type and size, must match too (a put in another stage's block
-# is another hand-off, whatever it carries).
-last_hop: dict[int, tuple[int, str | None, type, int]] = {}
+# (flowmap/integrations/transports/thread_queue.py records queue hops, not twice), once.
+# Its id alone would match the next dict built at the freed one's address; the owner it
+# was recorded under, its type and size, and the step must match too (a put in another
+# stage's block, or in a later step, is another hand-off, whatever it carries).
+last_hop: dict[int, tuple[int, str | None, type, int, Any]] = {}
 
 
-def _mark(payload: object) -> tuple[int, str | None, type, int]:
+def _mark(payload: object) -> tuple[int, str | None, type, int, Any]:
     t = type(payload)
     sized = t is dict or t is list or t is tuple  # no code of the program's runs
-    return id(payload), current_owner.get(), t, len(payload) if sized else -1  # type: ignore[arg-type]
+    step = getattr(tracer, "step", None)
+    return (id(payload), current_owner.get(), t,
+            len(payload) if sized else -1, step)  # type: ignore[arg-type]
 
 
 def hopped(payload: object) -> None:
@@ -67,9 +69,13 @@ def hopped(payload: object) -> None:
 
 def hopped_last(payload: object) -> bool:
     """Whether `payload` is the one this thread last recorded with `flowmap.hop`, under the
-    owner running now."""
-    mark = last_hop.get(get_ident())
-    return mark is not None and mark[0] == id(payload) and mark == _mark(payload)
+    owner running now, in this step, and no put has been matched to that hop yet."""
+    me = get_ident()
+    mark = last_hop.get(me)
+    if mark is None or mark[0] != id(payload) or mark != _mark(payload):
+        return False
+    del last_hop[me]  # one put is that hop; another is a hand-off of its own
+    return True
 
 
 def owner_runs(name: str | None) -> Any:

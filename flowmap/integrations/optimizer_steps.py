@@ -18,7 +18,6 @@ from types import ModuleType
 from typing import Any
 
 from flowmap.capture import importhook, state
-from flowmap.capture.api import current_owner
 from flowmap.capture.describers.torch_ import device_name
 
 _lock = threading.Lock()
@@ -80,10 +79,20 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         t.error(exc)
 
 
+def named_owner() -> str | None:
+    """The owner the program named for the code running now (an owner block, `set_owner`),
+    None where it named none: a script with hops only runs as `main`, which is no stage."""
+    owner = state.current_owner.get()
+    if owner is None and not state.auto_owner and state.default_owner != "main":
+        owner = state.default_owner
+    return owner
+
+
 def _wrote(t: Any, optimizer: Any) -> None:
-    """The step wrote its parameters, as the owner running it: the writer of weights another
-    stage hands on (`StorageTable.stepped`). Plain tensors only (a subclass's hook would see
-    the reads), at most `MAX_PARAMS`."""
+    """The step wrote its parameters, as the owner the program named for it: the writer of
+    weights another stage hands on (`StorageTable.stepped`); in code of no named owner,
+    nothing is said (the hop's sender is taken, as for any write). Plain tensors only (a
+    subclass's hook would see the reads), at most `MAX_PARAMS`."""
     try:
         torch = sys.modules["torch"]
         if torch._C._is_torch_function_mode_enabled():
@@ -96,11 +105,12 @@ def _wrote(t: Any, optimizer: Any) -> None:
                 ptr = p.data_ptr()
                 keys.append(ptr if p.is_cpu else (ptr, device_name(p.device)))
                 holders.append(p)
-        if holders:
+        owner = named_owner()
+        if holders and owner is not None:
             w = t.writer
             with w.lock:
                 if not t.closed:
-                    w.stepped(current_owner(), keys, holders)
+                    w.stepped(owner, keys, holders)
     except Exception as exc:
         t.error(exc)
 

@@ -305,10 +305,18 @@ def _roots(h: Hop) -> dict[int, str]:
 
 
 def _storages(h: Hop) -> list[tuple[int, int]]:
-    """(storage, bytes) per tensor leaf: exact when the leaves and storages line up."""
+    """(storage, bytes) per tensor leaf: exact when the leaves and storages line up (one
+    list of tensors folded into a leaf is its elements, each an equal share of it)."""
     if not h.storages:
         return []
-    tensors = [leaf.nbytes for leaf in h.leaves if leaf.kind in _TENSORS]
+    leaves = [leaf for leaf in h.leaves if leaf.kind in _TENSORS]
+    tensors = [leaf.nbytes for leaf in leaves]
+    folded = [leaf for leaf in leaves if leaf.count > 1]
+    if len(folded) == 1 and sum(leaf.count for leaf in leaves) == len(h.storages):
+        # one list of tensors beside single ones: its elements, in walk order, each its share
+        tensors = [b for leaf in leaves
+                   for b in ([leaf.nbytes // leaf.count] * leaf.count if leaf.count > 1
+                             else [leaf.nbytes])]
     if len(tensors) == len(h.storages):
         merged: dict[int, int] = {}
         for s, b in zip(h.storages, tensors, strict=True):

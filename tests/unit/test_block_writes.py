@@ -228,3 +228,53 @@ def test_weights_an_optimizer_steps_are_its_stages_though_another_stage_hands_th
                 flowmap.hop("rollout", "evaluator", {"w": model.weight}, name="snapshot")
     # THEN the evaluator's weights are the trainer's: its optimizer wrote them
     assert _edges(tmp_path / "run") == {("init", "rollout"), ("trainer", "evaluator")}
+
+
+def test_an_optimizer_step_in_a_script_of_hops_only_names_no_stage(tmp_path):
+    # GIVEN a loop recorded with `flowmap.hop` alone: no owner block, the optimizer's step
+    # runs as the unnamed `main`
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with flowmap.tracing(tmp_path / "run"):
+        for step in range(3):
+            flowmap.step(step)
+            x = torch.randn(4, 8)
+            flowmap.hop("rollout", "trainer", x, name="batch")
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+            flowmap.hop("trainer", "rollout", dict(model.state_dict()), name="weights")
+    # THEN the weights are the trainer's, who sent them: `main` is no stage
+    assert _edges(tmp_path / "run") == {("rollout", "trainer"), ("trainer", "rollout")}
+
+
+def test_a_buffer_put_again_each_step_for_an_engine_thread_to_fill_is_the_engines(tmp_path):
+    # GIVEN one buffer the driver puts on an engine thread's queue every step (after handing
+    # the last step's to the trainer with `flowmap.hop`), filled in place by the engine
+    import queue
+    import threading
+
+    req: queue.Queue = queue.Queue()
+    resp: queue.Queue = queue.Queue()
+
+    def engine(req: queue.Queue, resp: queue.Queue) -> None:
+        flowmap.set_owner("engine")
+        while (buf := req.get()) is not None:
+            buf.normal_()
+            resp.put(buf)
+
+    with flowmap.tracing(tmp_path / "run"):
+        t = threading.Thread(target=engine, args=(req, resp))
+        t.start()
+        buf = torch.empty(32, 64)
+        with flowmap.owner("driver"):
+            for step in range(3):
+                flowmap.step(step)
+                req.put(buf)  # the same object as the last hop's: a hand-off all the same
+                flowmap.hop("driver", "trainer", resp.get(), name="outputs")
+            req.put(None)
+        t.join()
+    edges = _edges(tmp_path / "run")
+    # THEN every step's outputs are the engine's
+    assert ("engine", "trainer") in edges and ("driver", "trainer") not in edges, edges

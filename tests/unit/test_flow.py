@@ -8,6 +8,7 @@ THEN a stage whose output is a later stage's input feeds it directly, in the ord
 from __future__ import annotations
 
 import pytest
+import torch
 
 from flowmap.model.flow import build_flow
 from flowmap.read.events import Hop, Leaf
@@ -608,6 +609,25 @@ def test_text_a_controller_sends_on_without_a_hop_to_it_is_its_makers(tmp_path):
     # THEN the prompts are the loader's, the logged scores the reward's
     assert edges == {("loader", "rollout"), ("loader", "reward"), ("rollout", "reward"),
                      ("reward", "trainer"), ("reward", "logger")}, edges
+
+
+def test_a_list_of_tensors_beside_a_batch_is_priced_by_its_bytes_not_its_count(tmp_path):
+    # GIVEN the rollout's sequences (768 B) sent on beside the reward's scores as a list of
+    # two 16 B tensors: one folded leaf of two storages
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        for step in range(2):
+            flowmap.step(step)
+            seqs = torch.zeros(8, 24)
+            flowmap.hop("rollout", "reward", seqs, name="sequences")
+            scores = [torch.ones(4), torch.ones(4)]
+            flowmap.hop("reward", "driver", scores, name="scores")
+            flowmap.hop("driver", "trainer", {"seqs": seqs, "scores": scores}, name="batch")
+    into = {(e.src, e.nbytes) for e in flowmap.load(tmp_path / "run").view.flow.edges
+            if e.dst == "trainer"}
+    # THEN each producer's edge carries its own bytes (2 hops each)
+    assert into == {("rollout", 2 * 768), ("reward", 2 * 32)}, into
 
 
 def test_the_second_chunk_of_a_batch_sent_through_a_queue_is_its_producers(tmp_path, run_cli):
