@@ -90,26 +90,32 @@ def strings_of(payload: Any) -> list[Any]:
                 stack += [(v, below) for v in head[::-1]]
             elif t is dict:
                 stack += [(v, below) for v in [*dict.values(obj)][:MAX_NODES][::-1]]
-            elif _is_record(t):  # a dataclass's fields: a trajectory's score set on it
-                fields = introspect.instance_dict(obj)
-                if fields:
-                    stack += [(v, below) for v in [*dict.values(fields)][:MAX_NODES][::-1]]
+            else:  # a dataclass's fields: a trajectory's score set on it
+                getter = _RECORDS.get(t, _UNKNOWN)
+                if getter is _UNKNOWN:
+                    getter = _record_dict(t)
+                if getter is not None:
+                    fields = getter.__get__(obj, t)
+                    if type(fields) is dict:
+                        stack += [(v, below) for v in [*dict.values(fields)][:MAX_NODES][::-1]]
     return found
 
 
-_RECORDS: dict[type, bool] = {}  # class -> whether it is a dataclass
+_UNKNOWN = object()
+_RECORDS: dict[type, Any] = {}  # class -> the descriptor of a dataclass's instance dict, or None
 
 
-def _is_record(t: type) -> bool:
-    """Whether instances of `t` are dataclasses, read from the class's namespaces (no code
-    of the class runs; `introspect`)."""
-    known = _RECORDS.get(t)
-    if known is None:
-        if len(_RECORDS) >= 4096:
-            _RECORDS.clear()
-        known = _RECORDS[t] = (introspect.is_heap_type(t)
-                               and introspect.class_attr(t, "__dataclass_fields__") is not None)
-    return known
+def _record_dict(t: type) -> Any:
+    """The C descriptor that returns the instance dict of a dataclass `t`, None for any
+    other class (or one that defines `__dict__` itself), read from the class's namespaces:
+    no code of the class runs (`introspect`)."""
+    if len(_RECORDS) >= 4096:
+        _RECORDS.clear()
+    getter = None
+    if introspect.is_heap_type(t) and introspect.class_attr(t, "__dataclass_fields__") is not None:
+        getter = introspect.dict_getter(t)
+    _RECORDS[t] = getter
+    return getter
 
 
 def _shared(head: list[Any] | tuple[Any, ...]) -> bool:

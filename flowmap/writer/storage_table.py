@@ -68,18 +68,20 @@ class StorageTable:
         self.moved = MovedStorages()  # storages torch moved into shared memory (`left`)
 
     def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None,
-                    src: str | None = None, dst: str | None = None) -> str:
+                    src: str | None = None, dst: str | None = None,
+                    described_before: bool = False) -> str:
         """The `storages` list of a hop line, without its brackets: one id per key.
 
         A key is an address, and a freed storage's address is handed to the next one: an id
         is kept only while the object that first showed it (`holders`, in step with `keys`;
         a view's base in its place) lives, which a weak reference tells when the key is met
         again (no callback: a free costs the program nothing). A key met with no holder, or
-        one not weakly referable, gets an id of its own. `src` and `dst` are the hop's ends."""
+        one not weakly referable, gets an id of its own. `src` and `dst` are the hop's ends;
+        `described_before`: keys read before a send that may have moved them (`left`)."""
         if not keys:
             return ""
-        if self.moved.moved and holders and len(holders) == len(keys):
-            keys = self.moved.keys(keys, holders)  # described before a send moved them
+        if described_before and self.moved.moved and holders and len(holders) == len(keys):
+            keys = self.moved.keys(keys, holders)  # read before the send moved them
         if holders:
             self.renew_rewritten(keys, holders, src, dst)
         table = self.storages
@@ -233,8 +235,7 @@ class StorageTable:
         return None
 
     def origin(self, storage: str, owner: str) -> None:
-        """Say that `owner` made what the storage `storage` holds (the trace writer's `o`
-        line; a bare table keeps ids only)."""
+        """Say that `owner` made what `storage` holds (the writer's `o` line; here, ids only)."""
 
     def owner_runs(self, owner: str) -> BlockToken:
         """`owner`'s code starts, and runs until `owner_ran` (`ran`): a write by the block a hop
@@ -257,10 +258,9 @@ class StorageTable:
         self.writes.ends(owner, token, self.versions)
 
     def acted(self, stage: str | None) -> None:
-        """A hop (sent or taken) by code of `stage` that runs in no block: a thread given its
-        owner by `set_owner` (an engine's loop) ran as this hop was recorded. Its write to
-        what it was handed is its own (`_writer`), and no block of another thread open now
-        ran alone (`block_writes`). A stage whose block is open keeps that run."""
+        """A hop (sent or taken) by code of `stage` in no block (a `set_owner` thread: an
+        engine's loop) says it ran then: its write to what it was handed is its own
+        (`_writer`), and no other thread's block open now ran alone (`block_writes`)."""
         if stage is None or get_ident() in self.writes.open:
             return
         self.writes.acts += 1
@@ -384,15 +384,15 @@ class StorageTable:
         entry = self.storages.get(base)
         span = self.spans.get(base)
         at: int = key if type(key) is int else key[0]  # type: ignore[index]
-        if entry is not None and entry[1]() is storage and (span is None or at - start < span) \
+        inside = 0 <= at - start and (span is None or at - start < span)
+        if entry is not None and entry[1]() is storage and inside \
                 and not self._written_since(base, view):
             self.write(f'["{tf.PART}",{i},{entry[0]}]')
 
     def _written_since(self, base: Hashable, view: Any) -> bool:
         """Whether the storage was written in place since what was named at its start last
-        hopped (a view shares its base's version counter): what the view holds then is
-        not that data, but what the stage that wrote it made (columns of one buffer that
-        two stages fill in turn)."""
+        hopped (a view shares its base's counter): the view holds what its writer made then
+        (columns of one buffer that two stages fill in turn)."""
         seen = self.versions.get(base)
         if view is None or seen is None:
             return False

@@ -190,10 +190,11 @@ def test_a_tensor_at_an_address_a_moved_storage_left_is_another(tmp_path: Path) 
     table.left(old, t.data_ptr(), t.untyped_storage().nbytes(), t.untyped_storage())
     # THEN the other tensor gets an id of its own; the moved one keeps its id, read before
     # the move (as a queue describes what it sends) or after
-    assert table.storage_ids([old], [other], "reward", "advantage") != first
+    assert table.storage_ids([old], [other], "reward", "advantage", described_before=True) \
+        != first
     assert table.storage_ids([t.data_ptr()], [t], "driver", "trainer") == first
     # a row read at its old address lies in what was named at the storage's start
-    row = table.storage_ids([old + 256], [t[1:]], "driver", "trainer")
+    row = table.storage_ids([old + 256], [t[1:]], "driver", "trainer", described_before=True)
     assert row != first and lines[-1] == f'["b",{row},{first}]', lines
 
 

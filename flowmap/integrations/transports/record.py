@@ -143,7 +143,8 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     with w.lock:
         if not t.closed:
             t_us = _t_us(t, t_ns)
-            ids = w.storage_ids(d.storages, d.holders, src, fallback) if d.storages else relayed
+            ids = (w.storage_ids(d.storages, d.holders, src, fallback, described_before=True)
+                   if d.storages else relayed)
             w.acted(state.current_owner.get())
             if w.send_half(t_us, src, fallback, name, d.leaves, nbytes, ids, step, None, transport,
                            items_json(items), channel, key, wire) and payload is not None:
