@@ -13,7 +13,9 @@ longest for its next turn (conversations taking turns), or, where the step's
 messages do not read as conversations so, the one it extends least
 (conversations in threads, in no order, whose lengths overlap: the fewest chains
 that cover the step, since no message can extend a chain of its own
-conversation's later turns).
+conversation's later turns). Where the receiver answers, half the chains' turns must
+hold the answer before them (`_turns_answered`); where it never does, the chains must be
+in flight together (`_interleaved`).
 
 Any stream of varied lengths (one message per trajectory) links into rising
 chains now and then, more the more messages a step has; read backwards it links
@@ -103,7 +105,8 @@ def chains(stream: list[Message],
             covered = _covered(forward)
             if covered >= MIN_COVERED * len(messages) \
                     and _covered(backward) <= MAX_BACKWARD * covered \
-                    and (answers or _interleaved(messages, forward)):
+                    and (_turns_answered(messages, times[step], forward, answers) if answers
+                         else _interleaved(messages, forward)):
                 with_turns += 1
                 found.extend(forward)
                 break
@@ -130,6 +133,33 @@ def _interleaved(messages: list[tuple[Leaf, int]], found: list[list[tuple[Leaf, 
         links += len(where) - 1
         apart += sum(b - a > 1 for a, b in zip(where, where[1:]))
     return links > 0 and 2 * apart >= links
+
+
+def _turns_answered(messages: list[tuple[Leaf, int]], times: list[int],
+                    found: list[list[tuple[Leaf, int]]],
+                    answers: list[tuple[int, Leaf]]) -> bool:
+    """Whether at least half the chains' turns hold an answer the receiver sent before them:
+    an array no longer than what the turn added and at least `MIN_ANSWER` of it, whatever
+    its dtype (a turn's log-probs grow by the tokens the worker sent, as its ids do).
+    Replies of random lengths to one worker rise now and then by chance, but a rise that
+    holds none of the worker's new tokens is no turn. Where no array came back between (a
+    request that only asks for the next turn), the answer cannot say: the turn counts."""
+    at = {id(m): t for m, t in zip(messages, times)}  # `_link` chains the very items
+    when = [t for t, _ in answers]
+    links = held = 0
+    for chain in found:
+        if len(chain) < MIN_TURNS:
+            continue
+        for first, second in zip(chain, chain[1:]):
+            prev, cur = first[0], second[0]
+            a = _axis(cur.shape)
+            added = cur.shape[a] - prev.shape[a]
+            between = answers[bisect_right(when, at[id(first)]):bisect_left(when, at[id(second)])]
+            links += 1
+            held += not between or any(
+                isinstance(n, int) and MIN_ANSWER * added <= n <= added
+                for n in (leaf.shape[_axis(leaf.shape)] for _, leaf in between))
+    return links > 0 and 2 * held >= links
 
 
 def _answered_rounds(messages: list[tuple[Leaf, int]], times: list[int],

@@ -50,6 +50,27 @@ def test_interleaved_conversations_resend_their_prefix_without_item_ids(tmp_path
     assert f.seams == ["engine -> loop : reply"] and "new rows" in f.message
 
 
+def test_replies_that_rise_by_chance_hold_no_answer_and_are_no_turns(tmp_path):
+    # GIVEN an engine's replies to one worker, two episodes interleaved, whose lengths rise
+    # (10, 20, 30, 40 and 50, 60, 70, 80), each followed by the worker's next request of 200
+    # new tokens: a reply never holds the request before it (each grows by 10 only)
+    for answered in (False, True):
+        w, t = _shard(tmp_path / str(answered)), 0
+        for s in range(3):
+            w.step(t, s)
+            for k in range(4):
+                for n in (10 * (k + 1), 50 + 10 * k):
+                    t += 2
+                    w.hop(t, "engine", "env", "reply", [tensor("ids", (n,), "int64")], step=s,
+                          transport="pickle")
+                    ask = 8 if answered else 200  # what the next turn adds holds it, or not
+                    w.hop(t + 1, "env", "engine", "request", [tensor("ids", (ask,), "int64")],
+                          step=s, transport="pickle")
+        got = _of(_view(tmp_path / str(answered), w), "prefix_resend")
+        # THEN rises that hold no answer are chance; those that hold it are turns
+        assert bool(got) is answered, (answered, got)
+
+
 def test_new_turns_of_varied_lengths_are_no_resent_prefix(tmp_path):
     # GIVEN the fix: each turn sends its new tokens only, lengths sampled
     w, t, rng = _shard(tmp_path), 0, random.Random(5)
