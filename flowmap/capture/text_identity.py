@@ -30,7 +30,6 @@ from collections.abc import Callable
 from typing import Any
 
 from flowmap import environment
-from flowmap.capture.describers import introspect
 
 # the C read of a string's interned flag (`cinterned.c`), where built
 interned: Callable[[object], bool] | None = None
@@ -109,6 +108,8 @@ def _record_dict(t: type) -> Any:
     """The C descriptor that returns the instance dict of a dataclass `t`, None for any
     other class (or one that defines `__dict__` itself), read from the class's namespaces:
     no code of the class runs (`introspect`)."""
+    from flowmap.capture.describers import introspect  # the boot loads no describer
+
     if len(_RECORDS) >= 4096:
         _RECORDS.clear()
     getter = None

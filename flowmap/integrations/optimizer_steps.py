@@ -18,7 +18,6 @@ from types import ModuleType
 from typing import Any
 
 from flowmap.capture import importhook, state
-from flowmap.capture.describers.torch_ import device_name
 
 _lock = threading.Lock()
 _updates: dict[int, int] = {}  # id(optimizer) -> its updates so far
@@ -97,6 +96,9 @@ def _wrote(t: Any, optimizer: Any) -> None:
         torch = sys.modules["torch"]
         if torch._C._is_torch_function_mode_enabled():
             return
+        # the describers load at the first hop (the boot stays lean): keys as they write them
+        from flowmap.capture.describers.torch_ import device_name
+
         plain = (torch.Tensor, torch.nn.Parameter)
         params = [p for group in optimizer.param_groups for p in group["params"]]
         keys, holders = [], []

@@ -49,8 +49,7 @@ MAX_PENDING_PUTS = 10_000
 _tl = threading.local()
 # id(obj) -> [(t_ns, owner, step, leaf notes)] of puts not yet fed: a message belongs to the
 # step it was put in, whenever the feeder thread gets to it; its leaf notes are taken at the
-# put too, while its storages are as the program left them (pickling shares them). Owner
-# None: a pool's own shutdown sentinel, not recorded.
+# put too, while its storages are as the program left them (owner None: not recorded).
 _pending: dict[int, list[tuple[int, str | None, int | None, list[Any], Any]]] = {}
 _installed: set[str] = set()
 _real_pickler: Any = None
@@ -135,10 +134,7 @@ def _wrap_put(put: Callable[..., Any]) -> Callable[..., Any]:
             return put(self, obj, *args, **kwargs)
         # described now, before pickling: torch moves a tensor's storage into shared memory
         # as it pickles it, and the moved storage is at another address
-        owner: str | None
-        owner, step = mp_pool.submitter(obj) or (current_owner(), _step())  # an executor's task
-        if obj is None and mp_pool.pool_thread():
-            owner = None  # a pool's own shutdown sentinel: not recorded (`_fed`)
+        owner, step = mp_pool.sender(obj, current_owner, _step)  # an executor's task, or not
         entry = (record.now_ns(), owner, step, _notes_now(obj), _described(obj))
         if len(_pending) >= MAX_PENDING_PUTS:
             _pending.clear()
@@ -227,8 +223,8 @@ def _wrap_send(send: Callable[..., Any], conn_of: Callable[[Any], Any]) -> Calla
                 out = send(self, obj)
             finally:
                 _tl.seen = outer
-            if seen.buf is not None and not (obj is None and mp_pool.pool_thread()):
-                owner, step = mp_pool.submitter(obj) or (current_owner(), _step())
+            owner, step = mp_pool.sender(obj, current_owner, _step)
+            if seen.buf is not None and owner is not None:
                 _record_send(owner, obj, seen.buf, _channel(conn_of(self)), t_ns, step, notes, d)
         finally:
             sigterm.release()

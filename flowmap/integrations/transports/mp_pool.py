@@ -108,6 +108,15 @@ def pool_thread() -> bool:
     return type(threading.current_thread()).__name__ == "_ExecutorManagerThread"
 
 
+def sender(obj: Any, owner: Callable[[], str],
+           step: Callable[[], int | None]) -> tuple[str | None, int | None]:
+    """Who sends `obj`, in which step: the submitter of a pool's task or result, else the code
+    running now (`owner`, `step`); None for a pool's own shutdown sentinel, no message."""
+    if obj is None and pool_thread():
+        return None, None
+    return submitter(obj) or (owner(), step())
+
+
 def submitter(obj: Any) -> tuple[str, int | None] | None:
     """The owner and step that submitted the pool task or result `obj`, when the calling
     thread is one of a pool's handlers and `obj` is one of its messages, or `obj` is an
