@@ -92,6 +92,9 @@ def _wrote(t: Any, optimizer: Any) -> None:
     weights another stage hands on (`StorageTable.stepped`); in code of no named owner,
     nothing is said (the hop's sender is taken, as for any write). Plain tensors only (a
     subclass's hook would see the reads), at most `MAX_PARAMS`."""
+    owner = named_owner()
+    if owner is None:
+        return  # nothing to say: no parameter is read
     try:
         torch = sys.modules["torch"]
         if torch._C._is_torch_function_mode_enabled():
@@ -107,8 +110,7 @@ def _wrote(t: Any, optimizer: Any) -> None:
                 ptr = p.data_ptr()
                 keys.append(ptr if p.is_cpu else (ptr, device_name(p.device)))
                 holders.append(p)
-        owner = named_owner()
-        if holders and owner is not None:
+        if holders:
             w = t.writer
             with w.lock:
                 if not t.closed:

@@ -124,8 +124,8 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                             got.links.clear()
                     held_as = to_receiver(keys) if to_receiver is not None else (h.pid, keys)
                     got_by.append(flow_text.Text(made_by, [len(links)], *held_as, part))
-                    flow_text.made(makers, flow_text.Text(made_by, [], h.pid, keys, ()))
-                    flow_text.made(makers, got_by[-1])
+                    flow_text.made(makers, h.pid, keys, made_by)  # where it was sent
+                    flow_text.made(makers, *held_as, made_by)  # and where it arrived
                     texts.add(len(links))
                     links.append((i, made_by, h.dst, round(h.nbytes * share)))
                 del got_by[:-flow_text.MAX_HELD]
@@ -171,7 +171,7 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
                     passed.update(got.links)  # h.src only handed it on
                     got.links.clear()
                 held[h.dst].append(flow_text.Text(made_by, [len(links)], pid, keys, ()))
-                flow_text.made(makers, held[h.dst][-1])
+                flow_text.made(makers, pid, keys, made_by)
                 texts.add(len(links))
                 links.append((i, made_by, h.dst, nbytes))
             del held[h.dst][:-flow_text.MAX_HELD]

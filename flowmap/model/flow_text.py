@@ -126,10 +126,12 @@ def receiver(h: Hop) -> Callable[[frozenset[int]], tuple[int, frozenset[int]]] |
     return lambda keys: (pid, frozenset(to_there[k] for k in keys if k in to_there))
 
 
-def made(makers: dict[tuple[int, int], str], text: Text) -> None:
-    """Note who made `text`'s objects, the first to send each (`sources`' `makers`)."""
-    for k in text.keys:
-        makers.setdefault((text.pid, k), text.made_by)
+def made(makers: dict[tuple[int, int], str], pid: int, keys: frozenset[int],
+         maker: str) -> None:
+    """Note that `maker` made the objects `keys` of process `pid`, unless another sent
+    them first (`sources`' `makers`)."""
+    for k in keys:
+        makers.setdefault((pid, k), maker)
 
 
 def beside(kept: list[Text], h: Hop, makers: dict[tuple[int, int], str] | None = None,
