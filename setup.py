@@ -34,8 +34,8 @@ for name, folder in ROOTS.items():
     packages += [f"{name}.{sub}" for sub in find_namespace_packages(folder) if _shipped(sub)]
 
 # The C twins of capture's hottest loops (flowmap/capture/describers/accel.py), and
-# the SIGTERM refire (flowmap/capture/sigterm.py), the interned flag of a string
-# (flowmap/capture/text_identity.py), and the watch's profile hook
+# the SIGTERM refire (flowmap/capture/sigterm.py), the interned flag of a string and the
+# walk for a hop's strings (flowmap/capture/text_identity.py), and the watch's profile hook
 # (flowmap/discover/watch.py). Optional: where they cannot be
 # compiled, the install goes on and capture runs the same loops in Python.
 accel = [
@@ -43,7 +43,7 @@ accel = [
               optional=True)
     for folder, name in (("capture/describers", "cwalk"), ("capture/describers", "ccolumns"),
                          ("writer", "cids"), ("capture", "csigterm"), ("capture", "cinterned"),
-                         ("discover", "crelay"))
+                         ("capture", "ctext"), ("discover", "crelay"))
 ]
 
 setup(packages=packages, package_dir=package_dir, ext_modules=accel)

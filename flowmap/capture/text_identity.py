@@ -26,6 +26,7 @@ strings held a little longer than the program holds them (docs/performance.md).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +51,7 @@ MAX_STRING_CHARS = 1 << 20  # a longer string is not held: it gets no id
 MAX_SHARED_LIST = 1 << 16  # a longer list of shared objects is not held: it gets no id
 
 
-def strings_of(payload: Any) -> list[Any]:
+def strings_of(payload: Any) -> list[Any]:  # replaced by its C twin below, where built
     """The first strings and floats of `payload`, in walk order, at most `PER_CONTAINER` of
     each list or tuple (so a dict of prompts and completions names both): only exact
     `str`, `float`, `list`, `tuple` and `dict` are entered (never a subclass, so none of
@@ -152,23 +153,47 @@ class TextKeys:
 
     def __init__(self) -> None:
         self.held: dict[int, tuple[int, Any]] = {}  # address -> (id, the object itself)
+        # the addresses in the order they were taken: letting the oldest go from the dict's
+        # front would walk past every slot deleted before, until the dict is rebuilt
+        self.order: deque[int] = deque()
         self.chars = 0
         self.next_id = 1
 
     def keys(self, strings: list[Any]) -> list[int]:
         """One id per object; one met before and still held keeps its id."""
-        held = self.held
+        held, order = self.held, self.order
         out = []
         for s in strings:
-            entry = held.get(id(s))  # held: no other object can be at that address
+            at = id(s)
+            entry = held.get(at)  # held: no other object can be at that address
             if entry is None:
-                entry = (self.next_id, s)
+                entry = held[at] = (self.next_id, s)
                 self.next_id += 1
-                held[id(s)] = entry
+                order.append(at)
                 self.chars += _weight(s)
             out.append(entry[0])
-        while len(held) > MAX_HELD or self.chars > MAX_HELD_CHARS:  # let the oldest go
-            _, (_, s) = next(iter(held.items()))
-            del held[id(s)]
-            self.chars -= _weight(s)
+        if len(held) > MAX_HELD or self.chars > MAX_HELD_CHARS:
+            while len(held) > MAX_HELD or self.chars > MAX_HELD_CHARS:  # let the oldest go
+                _, s = held.pop(order.popleft())
+                self.chars -= _weight(s)
         return out
+
+
+def new_keys() -> TextKeys:
+    """A process's table of ids, in C where built (the same ids, a fifth of the cost)."""
+    if ctext is not None:
+        keys: TextKeys = ctext.Keys(MAX_HELD, MAX_HELD_CHARS)  # the same methods
+        return keys
+    return TextKeys()
+
+
+python_strings_of = strings_of  # the walk in Python, which the C twin follows step for step
+ctext: Any = None
+if not environment.pure_python():
+    try:
+        from flowmap.capture import ctext
+    except ImportError:
+        pass
+    else:
+        ctext.configure(_RECORDS, _record_dict)
+        strings_of = ctext.strings_of

@@ -56,7 +56,7 @@ class Tracer:
         self.explicit_steps = False
         self.closed = False
         self.sink: Sink = STREAM  # `fold.ProcessFolder` under `flowmap trace --aggregate`
-        self.texts = text_identity.TextKeys()  # ids of the strings hops of text carried
+        self.texts = text_identity.new_keys()  # ids of the strings hops of text carried
         # Called once when capture stops for good (a full disk): the session forgets us.
         self.on_stop: Callable[[Tracer], None] | None = None
         self.file: ShardFile | None = None

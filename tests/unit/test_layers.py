@@ -70,7 +70,7 @@ def test_the_c_twins_are_modules_with_public_names():
     twins = extension_modules(ROOT)
     assert {"flowmap.capture.describers.cwalk", "flowmap.capture.describers.ccolumns",
             "flowmap.writer.cids", "flowmap.capture.csigterm", "flowmap.discover.crelay",
-            "flowmap.capture.cinterned"} == twins
+            "flowmap.capture.cinterned", "flowmap.capture.ctext"} == twins
 
 
 def test_the_private_check_sees_an_import_and_a_read(tmp_path):

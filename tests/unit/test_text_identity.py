@@ -196,3 +196,89 @@ def test_token_ids_as_lists_are_the_list_a_stage_built(tmp_path):
     # THEN the router only handed the tokenizer's lists on; the detokenizer's are its own
     assert edges == {("tokenizer", "trainer"), ("detok", "trainer")}, edges
     assert text_identity.strings_of(ids) == ids[:4]
+
+
+ctext = pytest.importorskip("flowmap.capture.ctext") if not flowmap.environment.pure_python() \
+    else None
+
+
+@pytest.mark.skipif(ctext is None, reason="FLOWMAP_PURE_PYTHON=1: the C twin is off")
+def test_the_c_walk_takes_the_very_objects_the_python_walk_takes():
+    # GIVEN payloads of every shape the walk enters or stops at: nested lists, tuples and
+    # dicts (some wider than the walk's bounds), dataclasses and plain objects, interned and
+    # one-character strings, a float constant repeated, token ids as ints, bytes and bools
+    import dataclasses
+    import random
+
+    @dataclasses.dataclass
+    class Record:
+        a: object
+        b: object = 0.5
+
+    class Plain:
+        def __init__(self, v: object) -> None:
+            self.v = v
+
+    const = 1.25
+    rng = random.Random(7)
+    leaves = [lambda: "x" * rng.randrange(5), lambda: str(rng.random()), rng.random,
+              lambda: rng.randrange(500), lambda: const, lambda: "yes", lambda: None,
+              lambda: b"bytes", lambda: True]
+
+    def make(depth: int = 0) -> object:
+        if depth > 5 or rng.random() < 0.3:
+            return rng.choice(leaves)()
+        n = rng.randrange(8)
+        shape = rng.randrange(6)
+        if shape == 0:
+            return [make(depth + 1) for _ in range(n)]
+        if shape == 1:
+            return tuple(make(depth + 1) for _ in range(n))
+        if shape == 2:
+            return {f"k{i}": make(depth + 1) for i in range(n * 12 if rng.random() < .1 else n)}
+        if shape == 3:
+            return Record(make(depth + 1), make(depth + 1))
+        if shape == 4:
+            return Plain(make(depth + 1))
+        return [str(rng.random()) for _ in range(n)] + (["yes"] if rng.random() < .3 else [])
+
+    assert ctext.bounds() == {k: getattr(text_identity, k) for k in ctext.bounds()}
+    assert text_identity.strings_of is ctext.strings_of
+    for _ in range(20_000):
+        payload = make()
+        # THEN both walks take the same objects, in the same order
+        want = text_identity.python_strings_of(payload)
+        got = ctext.strings_of(payload)
+        assert len(got) == len(want) and all(x is y for x, y in zip(got, want)), payload
+
+
+@pytest.mark.skipif(ctext is None, reason="FLOWMAP_PURE_PYTHON=1: the C twin is off")
+def test_the_c_table_gives_the_ids_the_python_table_gives(monkeypatch):
+    # GIVEN batches of strings, floats and lists, some met before, some freed, under bounds
+    # that let objects go by count and by weight
+    import random
+
+    for trial, (max_held, max_chars) in enumerate([(4, 16 << 20), (50, 100), (4096, 10_000)]):
+        monkeypatch.setattr(text_identity, "MAX_HELD", max_held)
+        monkeypatch.setattr(text_identity, "MAX_HELD_CHARS", max_chars)
+        python, c = TextKeys(), text_identity.new_keys()
+        assert type(c) is ctext.Keys
+        rng = random.Random(trial)
+        pool: list[object] = []
+        for step in range(400):
+            batch = []
+            for _ in range(rng.randrange(10)):
+                if pool and rng.random() < 0.4:
+                    batch.append(rng.choice(pool))
+                    continue
+                kind = rng.randrange(3)
+                made = ("s" * rng.randrange(2, 40) if kind == 0 else rng.random() if kind == 1
+                        else [rng.randrange(9) for _ in range(rng.randrange(1, 5))])
+                batch.append(made)
+                pool.append(made)
+            del pool[:-30]  # freed: their addresses come back to new objects
+            if step % 50 == 0:
+                gc.collect()
+            # THEN both tables give the same ids, hold as many objects and weigh the same
+            assert python.keys(batch) == c.keys(batch), step
+            assert len(python.held) == len(c.held) and python.chars == c.chars
