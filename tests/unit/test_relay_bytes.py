@@ -57,3 +57,44 @@ def test_at_most_the_latest_messages_are_kept():
     assert len(relay_bytes._kept) == relay_bytes.MAX_KEPT
     assert relay_bytes.carried(messages[0]) == ""  # forgotten
     assert relay_bytes.carried(messages[-1]) == str(len(messages) - 1)
+
+
+def test_a_copy_of_a_message_sent_again_as_an_object_is_that_message_and_only_a_whole_copy():
+    # GIVEN a rollout batch received as one pickle: three arrays, stored as ids 4, 5 and 6
+    rng = np.random.default_rng(3)
+    batch = {"tokens": rng.integers(0, 32000, (16, 256)), "logprobs": -rng.random((16, 256)),
+             "values": rng.standard_normal((16, 256))}
+    received = pickle.dumps(batch)
+    relay_bytes.keep(relay_bytes.sample_of(received), "4,5,6", len(received))
+    # WHEN a relay sends a deep copy of it; the copy with its values computed anew; the copy
+    # with a fourth array; and a new batch of the same shapes
+    import copy
+
+    again = pickle.dumps(copy.deepcopy(batch))
+    changed = pickle.dumps({**batch, "values": batch["values"] * 0.5})
+    grown = pickle.dumps({**batch, "extra": rng.standard_normal(16)})
+    fresh = np.random.default_rng(9)
+    other = pickle.dumps({"tokens": fresh.integers(0, 32000, (16, 256)),
+                          "logprobs": -fresh.random((16, 256)),
+                          "values": fresh.standard_normal((16, 256))})
+    # THEN only the whole copy, with as many arrays, is the message received
+    assert relay_bytes.copied(again, 3) == "4,5,6"
+    assert relay_bytes.copied(again, 2) == ""
+    assert relay_bytes.copied(changed, 3) == ""
+    assert relay_bytes.copied(grown, 4) == ""
+    assert relay_bytes.copied(other, 3) == ""
+
+
+def test_views_of_the_message_received_are_no_copy_of_it():
+    # GIVEN a tensor and an array received (their pickles' samples kept with them)
+    t = torch.randn(64, 512)
+    a = np.random.default_rng(4).standard_normal((64, 512)).astype(np.float32)
+    for got, ids in ((t, "1"), (a, "2")):
+        relay_bytes._kept.clear()
+        received = pickle.dumps(got)
+        relay_bytes.keep(relay_bytes.sample_of(received), ids, len(received), [got])
+        # WHEN a view of it is sent (torch pickles a view's whole storage), and a clone
+        view, clone = got[8:], got.copy() if isinstance(got, np.ndarray) else got.clone()
+        # THEN the view is the very memory received, linked by identity; the clone a copy
+        assert relay_bytes.copied(pickle.dumps(got), 1, [view]) == ""
+        assert relay_bytes.copied(pickle.dumps(clone), 1, [clone]) == ids

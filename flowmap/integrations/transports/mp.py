@@ -65,7 +65,7 @@ class _Seen:
         self.buf: Any = None
         self.key: str | None = None
         self.wire = 0
-        self.sample: bytes | None = None  # of the bytes received (`relay_bytes`)
+        self.sample: relay_bytes.Samples | None = None  # of the bytes received (`relay_bytes`)
 
 
 def install_queues(module: Any) -> None:

@@ -121,14 +121,17 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
 
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
               channel: str, key: str, wire: int | None, t_ns: int, step: Any = NOW,
-              items: list[Any] | None = None, payload: Any = None, relayed: str = "") -> None:
+              items: list[Any] | None = None, payload: Any = None, relayed: str = "",
+              copied: str = "") -> None:
     """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it.
 
     `step` is the step the message was sent in (a queue's feeder thread records it
     later, when the sender may be in the next step); by default the process's step now.
     `items`: the ids the program tagged the message with (`flowmap.tag_items`). `payload`,
     what was sent, names its strings and floats (`Tracer.name_objects`). `relayed`: the
-    storage ids raw bytes carry on where the payload has no storage (`relay_bytes`).
+    storage ids raw bytes carry on where the payload has no storage (`relay_bytes`);
+    `copied`, those of a message received that the payload copies into storages of its
+    own, none of them linked to it otherwise (`relay_bytes.copied`).
     """
     t = tracer()
     if t is None:
@@ -145,6 +148,8 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
             t_us = _t_us(t, t_ns)
             ids = (w.storage_ids(d.storages, d.holders, src, fallback, described_before=True)
                    if d.storages else relayed)
+            if copied and ids and set(ids.split(",")).isdisjoint(copied.split(",")):
+                ids = copied  # storages of its own, holding what it received: a copy
             w.acted(state.current_owner.get())
             if w.send_half(t_us, src, fallback, name, d.leaves, nbytes, ids, step, None, transport,
                            items_json(items), channel, key, wire) and payload is not None:
@@ -152,14 +157,16 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
-                 wire: int | None, t_ns: int, got: Any = None, sample: bytes | None = None) -> None:
+                 wire: int | None, t_ns: int, got: Any = None,
+                 sample: relay_bytes.Samples | None = None) -> None:
     """The receiver's half: who got the message with `key` on `channel`.
 
     `got`, what it unpickled, is described (metadata only) for its storages: the
     receiver's ids of the very tensors it got, so that the same data sent on from here
     (a relay, re-wrapped or not) is known leaf by leaf, across the process boundary; and
     for its leaves, which say what a sender of raw bytes could not. `sample`, of the
-    message's bytes (`relay_bytes`), finds those storages in raw bytes sent on."""
+    message's bytes (`relay_bytes`), finds those storages in raw bytes sent on, or in a
+    copy of them."""
     t = tracer()
     if t is None:
         return
@@ -177,7 +184,7 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
             w.acted(state.current_owner.get())
             w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire, ids,
                            leaves, t.texts.keys(objects) if objects and leaves else ())
-    relay_bytes.keep(sample, ids)
+    relay_bytes.keep(sample, ids, wire or 0, d.holders if d is not None else ())
 
 
 def bytes_only(leaves: Any) -> bool:

@@ -10,8 +10,11 @@ the storages its receiver unpickled, and a send of raw bytes that contains a kep
 sample carries those storages on (`flowmap.findings.pass_through` then sees them leave).
 
 The sample is 64 bytes at the middle of the message, where its largest array's data
-lies; at a quarter or three quarters where the middle is too uniform to tell data
-apart (zeros, small integers, an opcode run). Samples stay in this process's memory,
+lies; at a quarter or three quarters, or another eighth, where the middle is too
+uniform to tell data apart (zeros, small integers, an opcode run) or is a name (a
+serialiser's header, as torch's pickle of a tensor writes before its data). A relay that copies what it got and
+sends the copy as an object (`send_pyobj` of a `copy.deepcopy`) is found the same way,
+by all three samples, a size within a tenth and as many storages (`copied`). Samples stay in this process's memory,
 at most `MAX_KEPT`, and are never written to the trace. Cost: a slice and a set of
 64 bytes per large message received (about 1 µs); one substring search of the sent
 bytes per kept sample per raw send of at least `MIN_BYTES`, in a process that kept
@@ -20,21 +23,35 @@ any (about 0.1 ms per MiB each; docs/performance.md).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from flowmap.capture import forksafe
+from flowmap.writer.storage_refs import storage_of
 
 MIN_BYTES = 64 * 1024
 SAMPLE = 64
 MIN_DISTINCT = 24  # byte values a sample must hold: random floats hold 40-60, zeros one
 MAX_KEPT = 4  # the latest messages: a relay sends on what it just got; each costs a search
+MAX_SAMPLES = 3
+# a name in the bytes: a serialiser's own header ("protocol_version", "little_endian"),
+# the same in every message it writes, is no data; random data holds such a run rarely
+_WORD = re.compile(rb"[A-Za-z_]{4}")
 
-_kept: list[tuple[bytes, str]] = []  # (sample, the storage ids its message arrived as)
+COPY_SPREAD = 0.1  # a message sent again, re-serialised: its size within this share
+
+Samples = tuple[bytes, ...]
+# (samples, the ids its message arrived as, its bytes, what its arrays' memory belongs to)
+_kept: list[tuple[Samples, str, int, frozenset[int]]] = []
 forksafe.at_fork(after_in_child=_kept.clear)  # the ids are the parent's shard's
 
 
-def sample_of(data: Any) -> bytes | None:
-    """The sample of a received message's bytes, None where it is small or too uniform."""
+def sample_of(data: Any) -> Samples | None:
+    """The samples of a received message's bytes, None where it is small or too uniform:
+    up to `MAX_SAMPLES` windows, from the middle outwards, each where it tells data apart.
+    The first says a relay's bytes carry the message; all of them, that a copy is all of
+    it."""
     try:
         m = data if isinstance(data, memoryview) else memoryview(data)
         if m.format != "B" or m.ndim != 1:
@@ -42,20 +59,43 @@ def sample_of(data: Any) -> bytes | None:
         n = m.nbytes
         if n < MIN_BYTES:
             return None
-        for at in (n // 2, n // 4, 3 * n // 4):
-            sample = bytes(m[at : at + SAMPLE])
-            if len(set(sample)) >= MIN_DISTINCT:
-                return sample
+        found: list[bytes] = []
+        for eighth in (4, 2, 6, 1, 3, 5, 7):
+            sample = bytes(m[n * eighth // 8 : n * eighth // 8 + SAMPLE])
+            if len(set(sample)) >= MIN_DISTINCT and _WORD.search(sample) is None:
+                found.append(sample)
+                if len(found) == MAX_SAMPLES:
+                    break
     except (TypeError, ValueError):  # a buffer that is not contiguous bytes
         return None
-    return None
+    return tuple(found) or None
 
 
-def keep(sample: bytes | None, storages: str) -> None:
-    """Keep a received message's sample with the ids (`storage_ids`' text) it arrived as."""
-    if sample is not None and storages:
-        _kept.append((sample, storages))
+def keep(samples: Samples | None, storages: str, nbytes: int = 0,
+         holders: Sequence[Any] = ()) -> None:
+    """Keep a received message's samples with the ids (`storage_ids`' text) it arrived as,
+    its size, and what the memory of its arrays (`holders`) belongs to."""
+    if samples and storages:
+        _kept.append((samples, storages, nbytes, memory_of(holders)))
         del _kept[:-MAX_KEPT]
+
+
+def memory_of(holders: Sequence[Any]) -> frozenset[int]:
+    """The ids of the objects whose memory `holders` (tensors, arrays) lie in: a tensor's
+    storage (one Python object per live storage), an array's first base that is no array.
+    Views of a message's arrays lie in its memory: sent on, they are the message's data
+    by identity, no copy of it. A storage freed since, whose id another took, only hides
+    a copy (a missed link, never a false one)."""
+    out = set()
+    for h in holders:
+        storage = storage_of(h)
+        if storage is not None:
+            out.add(id(storage))
+        elif type(h).__name__ == "ndarray" and type(h).__module__ == "numpy":
+            while type(h.base).__name__ == "ndarray" and type(h.base).__module__ == "numpy":
+                h = h.base
+            out.add(id(h if h.base is None else h.base))
+    return frozenset(out)
 
 
 def carried(buf: Any) -> str:
@@ -64,7 +104,25 @@ def carried(buf: Any) -> str:
     if not _kept or type(buf) not in (bytes, bytearray) or len(buf) < MIN_BYTES:
         return ""
     found: dict[str, None] = {}
-    for sample, ids in list(_kept):
-        if sample in buf:
+    for samples, ids, _, _ in list(_kept):
+        if samples[0] in buf:
             found[ids] = None
     return ",".join(found)
+
+
+def copied(buf: Any, storages: int, holders: Sequence[Any] = ()) -> str:
+    """The ids a received message arrived as, where `buf` (the serialised bytes of an
+    object about to be sent, holding `storages` tensors or arrays) is that message again:
+    each of its samples found in it, its size within `COPY_SPREAD` and as many storages,
+    none of them (`holders`) in its memory.
+    A relay that copies what it got (`copy.deepcopy`, `.clone()` of every tensor) and
+    sends the copy sends the same data under storages of its own; one that changed a
+    part of it, or computed something new of the same shapes, is no copy: "" then."""
+    if not _kept or type(buf) not in (bytes, bytearray) or len(buf) < MIN_BYTES:
+        return ""
+    n = len(buf)
+    for samples, ids, nbytes, memory in reversed(_kept):
+        if (abs(n - nbytes) <= COPY_SPREAD * nbytes and ids.count(",") + 1 == storages
+                and all(sample in buf for sample in samples)):
+            return "" if memory & memory_of(holders) else ids
+    return ""

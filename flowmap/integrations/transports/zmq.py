@@ -56,7 +56,7 @@ _awaited: dict[int, collections.deque[_Message]] = {}
 class _Message:
     """One message being sent or received: its key, its bytes, what the program passed."""
 
-    __slots__ = ("key", "nbytes", "frames", "envelope", "payload", "t_ns", "sample")
+    __slots__ = ("key", "nbytes", "frames", "envelope", "payload", "t_ns", "sample", "pickled")
 
     def __init__(self, router: bool, payload: Any = None) -> None:
         self.key = record.MessageKey()
@@ -66,15 +66,20 @@ class _Message:
         self.envelope = 1 if router else 0
         self.payload = payload
         self.t_ns = record.now_ns()
-        self.sample: bytes | None = None  # of a large frame received (`relay_bytes`)
+        self.sample: relay_bytes.Samples | None = None  # of a large frame received (`relay_bytes`)
+        self.pickled: Any = None  # the large frame an object was sent as (`relay_bytes.copied`)
 
     def add(self, frame: Any) -> None:
         m = memoryview(frame)
         n = m.nbytes
         self.nbytes += n
         self.frames += 1
-        if n >= relay_bytes.MIN_BYTES and self.payload is None and self.sample is None:
-            self.sample = relay_bytes.sample_of(m)
+        if n >= relay_bytes.MIN_BYTES:
+            if self.payload is None:
+                if self.sample is None:
+                    self.sample = relay_bytes.sample_of(m)
+            elif type(self.payload) is not list:  # an object's frame: `send_pyobj`
+                self.pickled = frame
         if self.envelope > 0:
             self.envelope -= 1
             return
@@ -218,10 +223,12 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
             payload = msg.payload
             d = describe(payload)
             owner = current_owner()
+            copied = (relay_bytes.copied(msg.pickled, len(d.storages), d.holders)
+                      if d.storages and msg.pickled is not None else "")
             record.send_half(owner, record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
                              items=item_tags.take(payload), payload=payload,
-                             relayed="" if d.storages else _relayed(payload))
+                             relayed="" if d.storages else _relayed(payload), copied=copied)
             if _has_arrays(d):  # a view's storage, a small mask's positions
                 # `send_pyobj` pickles a view's storage
                 found = leaf_notes.collect(payload, "zmq", values.enabled())
