@@ -53,7 +53,8 @@ def detect(view: RunView) -> list[Finding]:
                 bps = min(matched[(a, b)] / view.detail.num_steps, _bps(in_seams) + _bps(out_seams))
             elif signature[a] and signature[a] == signature[b] and b not in made_here \
                     and _fed_by(in_seams, out_seams) and _shapes_agree(in_seams, out_seams) \
-                    and not is_store(out_seams):
+                    and not is_store(out_seams) \
+                    and not _control(signature[a], min(_bps(in_seams), _bps(out_seams))):
                 evidence = "same leaf schema"
                 bps = min(_bps(in_seams), _bps(out_seams))
             else:
@@ -84,6 +85,16 @@ def is_store(out_seams: list[SeamStats]) -> bool:
     would advise; the bytes moved once, on the way in.
     """
     return bool(out_seams) and all(set(s.transports) == {"shm"} for s in out_seams)
+
+
+# Messages of no array, of fewer bytes a step than this, passed on unchanged: a handle to
+# where the data rests (a shared-memory block's name, offset and rows), which is the fix
+MIN_TEXT_RELAY_BYTES = 4096
+
+
+def _control(signature: frozenset[tuple[str, str, str]], bps: float) -> bool:
+    """Whether a payload that matches by schema alone is a few small control messages."""
+    return bps < MIN_TEXT_RELAY_BYTES and not any(k in ARRAY_KINDS for _, k, _ in signature)
 
 
 def _fed_by(in_seams: list[SeamStats], out_seams: list[SeamStats]) -> bool:

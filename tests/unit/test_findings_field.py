@@ -404,6 +404,25 @@ def test_a_relayed_handle_of_a_few_bytes_is_no_finding_whatever_the_run(tmp_path
         assert bool(found) is (n == 512), (n, found)
 
 
+def test_handle_dicts_relayed_by_schema_alone_are_no_finding_but_relayed_text_is(tmp_path):
+    # GIVEN a rollout that writes its rows into a shared-memory block and sends the driver
+    # four handle dicts a step (the block's name, an offset, the rows: 320 B), which the
+    # driver hands on, each pickled again; and a driver relaying 16 prompts of 400 characters
+    for what in ("handles", "prompts"):
+        run = tmp_path / what
+        with flowmap.tracing(str(run)):
+            for s in range(3):
+                flowmap.step(s)
+                for i in range(4 if what == "handles" else 16):
+                    msg = ({"shm": "psm_" + "0f3a2c" * 10, "offset": 24576 * (4 * s + i), "rows": 8}
+                           if what == "handles" else {"prompt": f"{s}-{i} " + "x" * 400})
+                    flowmap.hop("rollout", "driver", msg, name="msg", transport="pickle")
+                    flowmap.hop("driver", "trainer", dict(msg), name="msg", transport="pickle")
+        found = _of(flowmap.load(str(run)).view, "pass_through")
+        # THEN the handles are the fix, not the fault; 6 KiB of prompts a step is a relay
+        assert bool(found) is (what == "prompts"), (what, found)
+
+
 def test_a_response_masks_tail_in_rows_an_attention_mask_calls_full_is_no_padding(tmp_path):
     # GIVEN a multi-turn batch whose rows are full (attention mask of ones), a quarter of
     # them ending on tool tokens the response mask zeroes; and the same rows padded instead
