@@ -52,6 +52,7 @@ BUCKET_BYTES = 512 << 20
 MESSAGE_COST_BYTES = 64 << 10
 MIN_SPAN = 8  # a model's pieces by length alone: its largest this many times its smallest
 HEADER_ELEMENTS = 2  # a message of one leaf this small says the next one's length
+SHAPE_HEADER_ELEMENTS = 8  # or its shape (Megatron's p2p sends 3), where each has its unit
 ANSWER_BYTES = 256  # replies this large on average carry data (a turn's tokens), not an ack
 
 
@@ -120,6 +121,8 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> tuple[set[Any], Counter[Any
     per_step: dict[Any, dict[Any, Counter[Any]]] = defaultdict(lambda: defaultdict(Counter))
     kinds: dict[int, Any] = {}  # a schema's leaves are one shared tuple per shard
     sizes: dict[Any, int] = {}  # each kind's bytes (its largest message)
+    hops = []
+    shapes: Counter[Any] = Counter()  # shape headers less the other messages, each seam
     for h in view.events.hops:
         key = (h.src, h.dst, h.name)
         if h.transport == "ref" or (key not in keys and (h.src, h.dst) not in back):
@@ -127,7 +130,11 @@ def _cut_transfers(view: RunView, keys: set[Any]) -> tuple[set[Any], Counter[Any
         kind = kinds.get(id(h.leaves))
         if kind is None:
             kind = kinds[id(h.leaves)] = tuple((x.path, tuple(x.shape), x.dtype) for x in h.leaves)
-        if _header(kind):
+        hops.append((h, key, kind))
+        if not _header(kind):
+            shapes[key] += 1 if _header(kind, SHAPE_HEADER_ELEMENTS) else -1
+    for h, key, kind in hops:
+        if _header(kind) or (shapes[key] <= 0 and _header(kind, SHAPE_HEADER_ELEMENTS)):
             headers[key] += 1
             continue
         if key not in keys:
@@ -155,11 +162,14 @@ def _scalars(kind: tuple[tuple[str, tuple[int, ...], str], ...]) -> bool:
     return bool(kind) and all(shape == () for _, shape, _ in kind)
 
 
-def _header(kind: tuple[tuple[str, tuple[int, ...], str], ...]) -> bool:
+def _header(kind: tuple[tuple[str, tuple[int, ...], str], ...],
+            elements: int = HEADER_ELEMENTS) -> bool:
     """Whether a message of this kind is a length header: one integer or two, in a tensor
-    (the shape a `dist.send` of the next message's length has), not a piece of data."""
+    (the shape a `dist.send` of the next message's length has), not a piece of data. With
+    `elements`, a shape header of up to that many, counted so only on a seam that sends
+    at least as many other messages (each header ahead of its unit)."""
     return len(kind) == 1 and "int" in kind[0][2] and len(kind[0][1]) <= 1 \
-        and math.prod(kind[0][1]) <= HEADER_ELEMENTS
+        and math.prod(kind[0][1]) <= elements
 
 
 def _mixed(counts: dict[Any, int], sizes: dict[Any, int]) -> bool:

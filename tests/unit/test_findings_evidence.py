@@ -258,6 +258,28 @@ def test_a_length_header_before_each_unit_makes_no_unlike_pieces(tmp_path):
     assert _of(_view(tmp_path, w), "chatty") == []
 
 
+def test_a_shape_header_before_each_micro_batch_makes_no_unlike_pieces(tmp_path):
+    # GIVEN pipeline stages (Megatron's p2p) sending 24 micro-batches a step, each after an
+    # int64 `[3]` of its shape, the activations' sequence length varying; and a weight sync
+    # sending 24 parameters of unlike shapes a step, each after its `[3]` shape too
+    for what in ("activations", "weights"):
+        w, t, rng = _shard(tmp_path / what), 0, random.Random(5)
+        for s in range(3):
+            w.step(t, s)
+            for i in range(24):
+                shape = ((2, rng.choice((512, 768, 1024)), 64) if what == "activations"
+                         else ((256, 64, 4), (64, 4, 1), (4, 1, 1))[i % 3])
+                for leaf in (tensor("", (3,), "int64"), tensor("", shape)):
+                    t += 1
+                    w.hop(t, "stage0", "stage1", "send", [leaf], step=s,
+                          transport="collective")
+        found = _of(_view(tmp_path / what, w), "chatty")
+        # THEN each header goes ahead of its unit: no transfer cut up; the parameters are
+        # pieces, 24 a step, the headers not counted
+        assert bool(found) is (what == "weights"), (what, found)
+        assert all("24 messages per step" in f.message for f in found)
+
+
 def test_length_headers_are_not_counted_as_messages_nor_replies(tmp_path):
     # GIVEN 12 turns a step through `dist.send`, each a `[2]` header then the new tokens
     # (unlike pieces: a prompt's length, then 32-token observations), each answered by a
