@@ -21,6 +21,10 @@ the root's own slot never leaves it.
 A process pool's tasks (`ProcessPoolExecutor`'s) each go to whichever worker is free:
 the same storage in two tasks of a step is copied twice, to one worker or to two.
 
+Bytes a sender serialised itself have no storage to follow: the same message (its
+length and checksum) sent in one step to several destinations is one batch pickled
+once and sent to every rank, each a copy (`same_messages`).
+
 One message a transport delivers to several receivers (a PUB socket's, to each
 subscriber) is no copy the sender made: weights every subscriber uses whole are
 sent so. Whether the receivers went on with a part is `broadcast_parts`'s to read.
@@ -76,6 +80,12 @@ def detect(view: RunView) -> list[Finding]:
         extra[rk] += sum(sizes) - max(sizes)
         labels[rk].update(seam_label(h.seam) for h in group)
         dests[rk].update(h.dst for h in group)
+    blobs: dict[RoleKey, float] = defaultdict(float)
+    for group in same_messages(view.events.hops, fanned):
+        rk = (role_of(group[0].src), "*", group[0].name)
+        blobs[rk] += sum(h.nbytes for h in group) - max(h.nbytes for h in group)
+        labels[rk].update(seam_label(h.seam) for h in group)
+        dests[rk].update(h.dst for h in group)
     scattered: dict[RoleKey, float] = defaultdict(float)
     for h in view.events.hops:
         if repeats_a_slot(h):
@@ -95,6 +105,12 @@ def detect(view: RunView) -> list[Finding]:
                 "per destination if each reads a part, else share it once (shared memory, a "
                 "broadcast) and pass handles.")
 
+    def serialised_once(rk: RoleKey, bps: float) -> str:
+        return (f"The same `{rk[2]}` message, byte for byte, leaves {rk[0]} for "
+                f"{len(dests[rk])} destinations ({', '.join(sorted(dests[rk]))}), "
+                f"{per_step(bps)} in extra copies: send each destination its part, or share "
+                "it once and pass handles.")
+
     again, again_labels, again_paths = _repeated(view)
 
     def repeated(rk: RoleKey, bps: float) -> str:
@@ -105,6 +121,7 @@ def detect(view: RunView) -> list[Finding]:
 
     return (one_each(DUPLICATE, view, scattered, labels, in_slots)
             + one_each(DUPLICATE, view, extra, labels, copied)
+            + one_each(DUPLICATE, view, blobs, labels, serialised_once)
             + one_each(DUPLICATE, view, again, again_labels, repeated))
 
 
@@ -142,6 +159,23 @@ def _repeated(view: RunView) -> tuple[dict[RoleKey, float], dict[RoleKey, set[st
                 paths[rk].add(norm_path(path) or seam[2])
         labels[rk].add(seam_label(seam))
     return extra, labels, paths
+
+
+MIN_SAME_MESSAGE = 64 << 10  # smaller messages alike may be commands, not a batch
+
+
+def same_messages(hops: Iterable[Hop], fanned: set[int]) -> list[list[Hop]]:
+    """Messages of bytes a sender serialised itself (no storage to follow) sent alike to
+    several destinations in one step: the same length and checksum (`Hop.key`), a batch
+    pickled once and its bytes sent to every rank. Not one message a transport delivered
+    to several receivers (`fanned`)."""
+    by: dict[tuple[Any, ...], list[Hop]] = defaultdict(list)
+    for h in hops:
+        if (h.key and not h.storages and h.transport in (PICKLE, ZMQ) and h.dst != UNTRACED
+                and h.nbytes >= MIN_SAME_MESSAGE and id(h) not in fanned):
+            when: When = h.step if h.step is not None else ("t", h.t_ns // WINDOW_NS)
+            by[(h.pid, h.src, when, h.key)].append(h)
+    return [group for group in by.values() if len({(h.dst, h.name) for h in group}) >= 2]
 
 
 def fanouts(hops: Iterable[Hop]) -> list[list[Hop]]:

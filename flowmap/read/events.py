@@ -54,6 +54,8 @@ class Hop:
     # A transport hop of text: the receiver's ids of the strings it unpickled (in `arrived`'s
     # process), in the order of `texts`
     arrived_texts: tuple[int, ...] = ()
+    # A transport message's key (its length and a checksum of its bytes), where it has one
+    key: str = ""
 
     @property
     def seam(self) -> tuple[str, str, str]:

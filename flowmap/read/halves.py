@@ -61,10 +61,11 @@ def decode(ev: list[Any], t_ns: int, pid: int, s: Callable[[int], str],
            schemas: dict[int, tuple[Leaf, ...]]) -> SendHalf | ReceiveHalf:
     """One `x` or `y` event of a shard (`s` resolves interned strings)."""
     if ev[0] == tf.SEND_HALF:
+        key = str(ev[13])
         hop = Hop(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), int(ev[6]), schemas[ev[5]],
                   tuple(ev[7]), ev[8], ev[9], s(ev[10]), tuple(ev[11]) if ev[11] else (),
-                  ev[14])
-        return SendHalf(hop, s(ev[12]), str(ev[13]))
+                  ev[14], key=key)
+        return SendHalf(hop, s(ev[12]), key)
     return ReceiveHalf(t_ns, pid, s(ev[2]), s(ev[3]), s(ev[4]), s(ev[5]), str(ev[6]), ev[7],
                        tuple(ev[8]) if len(ev) > 8 else (), schemas[ev[9]] if len(ev) > 9 else (),
                        tuple(ev[10]) if len(ev) > 10 else ())
@@ -363,7 +364,7 @@ def joined_hop(s: SendHalf, dst: str, r: ReceiveHalf | None = None) -> Hop:
     return Hop(h.t_ns, h.pid, h.src, dst, h.name, h.nbytes, leaves, h.storages, h.step,
                h.version, h.transport, h.items, h.wire_bytes, arrived,
                None if r is None else r.t_ns, h.texts,
-               () if r is None else r.texts)  # (`replace`: 10x this)
+               () if r is None else r.texts, h.key)  # (`replace`: 10x this)
 
 
 def _untraced_sender(r: ReceiveHalf) -> Hop:

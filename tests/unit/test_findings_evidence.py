@@ -682,3 +682,26 @@ def test_groups_whose_lengths_climb_back_to_back_in_a_stream_nobody_answers_are_
                   step=s, transport="zmq")
     # THEN no chain of them is a conversation: each runs back to back, nothing in flight
     assert _of(_view(tmp_path, w), "prefix_resend") == []
+
+
+def test_the_same_bytes_to_every_rank_in_a_step_are_copies_and_chunks_alike_in_length_are_not():
+    from flowmap.findings.duplicates import MIN_SAME_MESSAGE, same_messages
+    from flowmap.read.events import Hop
+
+    n = MIN_SAME_MESSAGE + 1000
+
+    def sent(dst: str, key: str, step: int = 0, storages: tuple[int, ...] = ()) -> Hop:
+        return Hop(1, 7, "controller", dst, "bytes", n, (), storages, step, None, "pickle", (),
+                   n, key=key)
+
+    # GIVEN one blob to 4 ranks in step 0; each rank's own chunk (same length, own bytes) in
+    # step 1; the blob again in step 2 to one rank only; an object with storages, alike
+    blob = [sent(f"rank{r}", "10000-aaaa") for r in range(4)]
+    chunks = [sent(f"rank{r}", f"10000-{r:04x}", 1) for r in range(4)]
+    alone = [sent("rank0", "10000-aaaa", 2)]
+    objects = [sent(f"rank{r}", "10000-bbbb", 3, (5,)) for r in range(2)]
+    groups = same_messages(blob + chunks + alone + objects, set())
+    # THEN only the blob sent whole to every rank is a group of copies (storages are
+    # followed by identity instead)
+    assert groups == [blob]
+    assert same_messages(blob, {id(h) for h in blob}) == []  # one message a PUB fanned out

@@ -65,7 +65,7 @@ def test_a_copy_of_a_message_sent_again_as_an_object_is_that_message_and_only_a_
     batch = {"tokens": rng.integers(0, 32000, (16, 256)), "logprobs": -rng.random((16, 256)),
              "values": rng.standard_normal((16, 256))}
     received = pickle.dumps(batch)
-    relay_bytes.keep(relay_bytes.sample_of(received), "4,5,6", len(received))
+    relay_bytes.keep(relay_bytes.sample_of(received), "4,5,6", len(received), (), "buffer")
     # WHEN a relay sends a deep copy of it; the copy with its values computed anew; the copy
     # with a fourth array; and a new batch of the same shapes
     import copy
@@ -77,12 +77,14 @@ def test_a_copy_of_a_message_sent_again_as_an_object_is_that_message_and_only_a_
     other = pickle.dumps({"tokens": fresh.integers(0, 32000, (16, 256)),
                           "logprobs": -fresh.random((16, 256)),
                           "values": fresh.standard_normal((16, 256))})
-    # THEN only the whole copy, with as many arrays, is the message received
-    assert relay_bytes.copied(again, 3) == "4,5,6"
-    assert relay_bytes.copied(again, 2) == ""
-    assert relay_bytes.copied(changed, 3) == ""
-    assert relay_bytes.copied(grown, 4) == ""
-    assert relay_bytes.copied(other, 3) == ""
+    # THEN only the whole copy, with as many arrays, sent on by the stage that received it,
+    # is the message received
+    assert relay_bytes.copied(again, 3, (), "buffer") == "4,5,6"
+    assert relay_bytes.copied(again, 3, (), "server") == ""  # not who received it
+    assert relay_bytes.copied(again, 2, (), "buffer") == ""
+    assert relay_bytes.copied(changed, 3, (), "buffer") == ""
+    assert relay_bytes.copied(grown, 4, (), "buffer") == ""
+    assert relay_bytes.copied(other, 3, (), "buffer") == ""
 
 
 def test_views_of_the_message_received_are_no_copy_of_it():

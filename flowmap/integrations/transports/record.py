@@ -184,7 +184,7 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
             w.acted(state.current_owner.get())
             w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire, ids,
                            leaves, t.texts.keys(objects) if objects and leaves else ())
-    relay_bytes.keep(sample, ids, wire or 0, d.holders if d is not None else ())
+    relay_bytes.keep(sample, ids, wire or 0, d.holders if d is not None else (), owner)
 
 
 def bytes_only(leaves: Any) -> bool:

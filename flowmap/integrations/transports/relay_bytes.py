@@ -42,8 +42,9 @@ _WORD = re.compile(rb"[A-Za-z_]{4}")
 COPY_SPREAD = 0.1  # a message sent again, re-serialised: its size within this share
 
 Samples = tuple[bytes, ...]
-# (samples, the ids its message arrived as, its bytes, what its arrays' memory belongs to)
-_kept: list[tuple[Samples, str, int, frozenset[int]]] = []
+# (samples, the ids its message arrived as, its bytes, what its arrays' memory belongs to,
+# who received it)
+_kept: list[tuple[Samples, str, int, frozenset[int], str]] = []
 forksafe.at_fork(after_in_child=_kept.clear)  # the ids are the parent's shard's
 
 
@@ -72,11 +73,11 @@ def sample_of(data: Any) -> Samples | None:
 
 
 def keep(samples: Samples | None, storages: str, nbytes: int = 0,
-         holders: Sequence[Any] = ()) -> None:
+         holders: Sequence[Any] = (), owner: str = "") -> None:
     """Keep a received message's samples with the ids (`storage_ids`' text) it arrived as,
-    its size, and what the memory of its arrays (`holders`) belongs to."""
+    its size, what the memory of its arrays (`holders`) belongs to, and who received it."""
     if samples and storages:
-        _kept.append((samples, storages, nbytes, memory_of(holders)))
+        _kept.append((samples, storages, nbytes, memory_of(holders), owner))
         del _kept[:-MAX_KEPT]
 
 
@@ -104,25 +105,26 @@ def carried(buf: Any) -> str:
     if not _kept or type(buf) not in (bytes, bytearray) or len(buf) < MIN_BYTES:
         return ""
     found: dict[str, None] = {}
-    for samples, ids, _, _ in list(_kept):
+    for samples, ids, *_ in list(_kept):
         if samples[0] in buf:
             found[ids] = None
     return ",".join(found)
 
 
-def copied(buf: Any, storages: int, holders: Sequence[Any] = ()) -> str:
+def copied(buf: Any, storages: int, holders: Sequence[Any] = (), owner: str = "") -> str:
     """The ids a received message arrived as, where `buf` (the serialised bytes of an
     object about to be sent, holding `storages` tensors or arrays) is that message again:
     each of its samples found in it, its size within `COPY_SPREAD` and as many storages,
-    none of them (`holders`) in its memory.
+    none of them (`holders`) in its memory, and `owner` the one that received it (a rank
+    thread's receipt of what its server sends again is no copy the server made).
     A relay that copies what it got (`copy.deepcopy`, `.clone()` of every tensor) and
     sends the copy sends the same data under storages of its own; one that changed a
     part of it, or computed something new of the same shapes, is no copy: "" then."""
     if not _kept or type(buf) not in (bytes, bytearray) or len(buf) < MIN_BYTES:
         return ""
     n = len(buf)
-    for samples, ids, nbytes, memory in reversed(_kept):
-        if (abs(n - nbytes) <= COPY_SPREAD * nbytes and ids.count(",") + 1 == storages
-                and all(sample in buf for sample in samples)):
+    for samples, ids, nbytes, memory, receiver in reversed(_kept):
+        if (receiver == owner and abs(n - nbytes) <= COPY_SPREAD * nbytes
+                and ids.count(",") + 1 == storages and all(sample in buf for sample in samples)):
             return "" if memory & memory_of(holders) else ids
     return ""

@@ -223,7 +223,7 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
             payload = msg.payload
             d = describe(payload)
             owner = current_owner()
-            copied = (relay_bytes.copied(msg.pickled, len(d.storages), d.holders)
+            copied = (relay_bytes.copied(msg.pickled, len(d.storages), d.holders, owner)
                       if d.storages and msg.pickled is not None else "")
             record.send_half(owner, record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
