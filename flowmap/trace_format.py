@@ -104,10 +104,11 @@ stage writes (completions for prompts) has new ones. The flow reads them.
 
 A `v` event is written only under `flowmap trace --values`, which reads data
 (flowmap/capture/values.py): after a sampled hop that moved bytes, `figures`
-lists `[path, min, max, sum, zero_tail, elements]` per host array or list of
-numbers (`sum` only for lists and short integer vectors, `zero_tail` only for
-arrays: the elements in each row's trailing zeros, or leading zeros where a
-batch's rows all end filled). The findings `padding` and `wide_ids` read them.
+lists `[path, min, max, sum, zero_tail, elements, filled]` per host array or list of
+numbers (`sum` only for lists and short integer vectors, `zero_tail` and `filled` only
+for arrays: the elements in each row's trailing zeros, or leading zeros where a
+batch's rows all end filled; the elements at positions that hold something). Traces
+written before `filled` have six. The findings `padding` and `wide_ids` read them.
 
 An `a` event stands for every hop of one seam, step and transport that a
 process folded in memory (`flowmap trace --aggregate`, past its detail
@@ -179,7 +180,7 @@ ITEMS = "items"  # null, or a list of at most MAX_ITEMS ints and strings
 INTS = "ints"  # a list of at most MAX_ITEMS ints
 LEAVES = "leaves"  # a schema's leaves: [[path, kind, shape, dtype, device, nbytes, count, dims]]
 STATS = "stats"  # an object {"events": n, "errors": n}
-FIGURES = "figures"  # [[path, min, max, sum or null, zero_tail or null, elements]]
+FIGURES = "figures"  # [[path, min, max, sum or null, zero_tail or null, elements, filled]]
 NOTES = "notes"  # [[path, nbytes, storage_bytes or null, real or null]] (at most MAX_LEAVES)
 
 EVENTS: dict[str, tuple[tuple[str, str], ...]] = {

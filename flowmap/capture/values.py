@@ -4,14 +4,17 @@ Some waste cannot be seen from metadata: ids stored wider than the values they
 take, padding that no mask marks (zero tails, a Python list of lengths). With
 `--values` (environment `FLOWMAP_VALUES=1`, set by the CLI for the program and
 its children) a sampler reads, on a few hops, small figures per leaf:
-`[path, min, max, sum, zero_tail, elements]`:
+`[path, min, max, sum, zero_tail, elements, filled]`:
 
 - `zero_tail`: the elements in each row's run of trailing zeros along the
   sequence dimension (dim 1 of an array of two or more dims, dim 0 of a vector),
   summed over rows and lists, or of leading zeros where a batch's rows all end
   filled (left padding, `leaf_notes.real_positions`); null for Python numbers;
 - `sum`: the sum of a Python list of numbers (`lengths[*]`) or of a short integer
-  vector (`seq_lens [B]`); null for other arrays.
+  vector (`seq_lens [B]`); null for other arrays;
+- `filled`: the elements at positions that hold something (not zero), as `zero_tail`
+  counts them: a length mask or ids fill the rows up to their tails, an event flag
+  (`dones`, zero but where an episode ends) does not; null for Python numbers.
 
 The sampler keeps it off the hot path: it reads the first hop of each seam,
 then, up to `FIRST_PER_SEAM`, and one in `EVERY` after, only while the time it
@@ -43,7 +46,7 @@ MAX_LEAVES = 32
 MAX_DEPTH = 4
 MAX_LIST = 4096  # elements of a Python list read for its figures
 
-Figure = list[Any]  # [path, min, max, sum, zero_tail, elements]
+Figure = list[Any]  # [path, min, max, sum, zero_tail, elements, filled]
 
 _ON = environment.get(ENV) == "1"
 _seen: defaultdict[tuple[str, str, str], int] = defaultdict(int)
@@ -133,7 +136,7 @@ def _walk(torch: Any, np: Any, obj: Any, path: str, depth: int, acc: dict[str, l
     if t is list:
         if obj and all(type(x) in (int, float) for x in obj[:MAX_LIST]):
             nums = obj[:MAX_LIST]
-            _merge(acc, f"{path}[*]", [min(nums), max(nums), sum(nums), None, len(nums)])
+            _merge(acc, f"{path}[*]", [min(nums), max(nums), sum(nums), None, len(nums), None])
             return
         for x in obj[:MAX_LIST]:
             _walk(torch, np, x, f"{path}[*]", depth + 1, acc)
@@ -154,9 +157,9 @@ def _walk(torch: Any, np: Any, obj: Any, path: str, depth: int, acc: dict[str, l
 
 
 def _array(np: Any, a: Any) -> list[Any]:
-    """[min, max, None, zero-tail elements, elements] of one host array."""
+    """[min, max, None, zero-tail elements, elements, filled elements] of one host array."""
     if a.size == 0:
-        return [0, 0, None, 0, 0]
+        return [0, 0, None, 0, 0, 0]
     lo, hi = a.min().item(), a.max().item()
     if type(lo) is bool:
         lo, hi = int(lo), int(hi)
@@ -164,14 +167,16 @@ def _array(np: Any, a: Any) -> list[Any]:
         nz = np.flatnonzero(a)
         tail = a.size - (int(nz[-1]) + 1 if nz.size else 0)
         if a.dtype.kind in "iu" and a.size <= MAX_LIST:  # lengths may come as a vector
-            return [lo, hi, int(a.sum()), tail, int(a.size)]
+            return [lo, hi, int(a.sum()), tail, int(a.size), int(nz.size)]
+        filled = int(nz.size)
     else:
         from flowmap.capture.leaf_notes import real_positions  # loaded at the first sample
 
         nz = (a.reshape(a.shape[0], a.shape[1], -1) != 0).any(axis=2)  # a position holds something
         per_position = a.size // (a.shape[0] * a.shape[1]) if a.shape[1] else 0
         tail = (nz.size - real_positions(np, nz)) * per_position
-    return [lo, hi, None, tail, int(a.size)]
+        filled = int(nz.sum()) * per_position
+    return [lo, hi, None, tail, int(a.size), filled]
 
 
 def _merge(acc: dict[str, list[Any]], path: str, fig: list[Any]) -> None:
@@ -184,3 +189,4 @@ def _merge(acc: dict[str, list[Any]], path: str, fig: list[Any]) -> None:
     old[2] = None if old[2] is None or fig[2] is None else old[2] + fig[2]
     old[3] = None if old[3] is None or fig[3] is None else old[3] + fig[3]
     old[4] += fig[4]
+    old[5] = None if old[5] is None or fig[5] is None else old[5] + fig[5]

@@ -4,7 +4,9 @@ Two kinds of evidence, for the `[rows, positions, ...]` array leaves of a seam
 that share their first two dims (a group):
 
 - **tails**: an integer leaf of the group (ids, experts) whose rows end in runs
-  of zeros: those positions hold nothing, in every leaf of the group;
+  of zeros, and hold something nearly everywhere before them: those positions hold
+  nothing, in every leaf of the group (an event flag, `dones`, zero but where an
+  episode ends, is no such leaf);
 - **lengths**: a Python list of numbers, or an integer vector, beside them, one
   per row, each at most `positions`: the rows' real lengths (`lengths=[412, 97,
   ...]`, `seq_lens [B]`); of several, the one that says most is real.
@@ -76,5 +78,5 @@ def _tails(figures: dict[str, value_figures.Figures],
            leaves: list[LeafStats]) -> tuple[float, str] | None:
     fractions = [fr for leaf in leaves
                  if leaf.dtype.startswith(INT_PREFIXES) and (f := figures.get(leaf.path))
-                 and f.max > 0 and (fr := f.tail_fraction) is not None]
+                 and f.max > 0 and f.fills_its_rows and (fr := f.tail_fraction) is not None]
     return (max(fractions), "tails") if fractions else None

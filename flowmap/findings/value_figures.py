@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from flowmap.model.view import RunView
 
 
+FILLED_SHARE = 0.9  # of the positions before a row's zero tail, held by ids or a mask
+
+
 @dataclass(slots=True)
 class Figures:
     """One leaf's sampled figures, merged over the hops sampled."""
@@ -27,6 +30,15 @@ class Figures:
     zero_tail: int | None
     elements: int
     hops: int = 1
+    filled: int | None = None
+
+    @property
+    def fills_its_rows(self) -> bool:
+        """Whether the positions before the zero tails hold something, nearly all of them
+        (ids, a length mask), not a few (an event flag: `dones`); unknown counts as so."""
+        if self.filled is None or self.zero_tail is None:
+            return True
+        return self.filled >= FILLED_SHARE * (self.elements - self.zero_tail)
 
     @property
     def tail_fraction(self) -> float | None:
@@ -44,13 +56,15 @@ def of_seam(view: RunView, s: SeamStats) -> dict[str, Figures]:
                 continue
             f = out.get(v.path)
             if f is None:
-                out[v.path] = Figures(v.min, v.max, v.sum, v.zero_tail, v.elements)
+                out[v.path] = Figures(v.min, v.max, v.sum, v.zero_tail, v.elements,
+                                      filled=v.filled)
                 continue
             f.min, f.max = min(f.min, v.min), max(f.max, v.max)
             f.sum = None if f.sum is None or v.sum is None else f.sum + v.sum
             f.zero_tail = (None if f.zero_tail is None or v.zero_tail is None
                            else f.zero_tail + v.zero_tail)
             f.elements += v.elements
+            f.filled = None if f.filled is None or v.filled is None else f.filled + v.filled
             f.hops += 1
     return out
 

@@ -137,7 +137,8 @@ class ValueFigure(LeafEvent):
 
     `sum` is a Python number list's or a short integer vector's sum (null for other
     arrays); `zero_tail` the elements in each row's trailing zeros, or leading zeros
-    where a batch's rows all end filled (null for lists).
+    where a batch's rows all end filled (null for lists); `filled` the elements at
+    positions that hold something (null for lists, and in traces written before it).
     """
 
     min: float
@@ -145,6 +146,7 @@ class ValueFigure(LeafEvent):
     sum: float | None
     zero_tail: int | None
     elements: int
+    filled: int | None = None
 
 
 @dataclass(slots=True)

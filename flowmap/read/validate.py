@@ -92,13 +92,15 @@ def notes(v: Any) -> bool:
 
 
 def _figure(f: object) -> bool:
-    return (type(f) is list and len(f) == 6 and type(f[0]) is str and len(f[0]) <= tf.MAX_TEXT
-            and number(f[1]) and number(f[2]) and (f[3] is None or number(f[3]))
-            and (f[4] is None or _count(f[4])) and _count(f[5]))
+    return (type(f) is list and len(f) in (6, 7) and type(f[0]) is str
+            and len(f[0]) <= tf.MAX_TEXT and number(f[1]) and number(f[2])
+            and (f[3] is None or number(f[3])) and (f[4] is None or _count(f[4]))
+            and _count(f[5]) and (len(f) == 6 or f[6] is None or _count(f[6])))
 
 
 def figures(v: Any) -> bool:
-    """`[[path, min, max, sum or null, zero_tail or null, elements], ...]` (a `v` event)."""
+    """`[[path, min, max, sum or null, zero_tail or null, elements, filled or null], ...]`
+    (a `v` event; traces before `filled` have six)."""
     return _rows(v, _figure)
 
 

@@ -102,11 +102,11 @@ def test_left_padding_without_a_mask_is_read_from_zero_heads():
     rows = np.zeros((4, 50), np.int32)
     for i, n in enumerate((10, 20, 30, 50)):
         rows[i, 50 - n:] = 7
-    ((path, lo, hi, total, zero_tail, elements),) = figures({"tokens": rows})
+    ((path, lo, hi, total, zero_tail, elements, filled),) = figures({"tokens": rows})
     assert (path, lo, hi, total, elements) == ("tokens", 0, 7, None, 200)
-    assert zero_tail == 200 - (10 + 20 + 30 + 50)
+    assert zero_tail == 200 - (10 + 20 + 30 + 50) and filled == 10 + 20 + 30 + 50
     # a vector of lengths gets its sum, for `padding` to read
-    ((_, _, _, total, _, _),) = figures({"seq_lens": np.array([3, 4, 5])})
+    ((_, _, _, total, _, _, _),) = figures({"seq_lens": np.array([3, 4, 5])})
     assert total == 12
 
 
@@ -120,6 +120,32 @@ def test_lengths_in_an_integer_vector_sampled_with_values_give_the_padding(tmp_p
                             ["seq_lens", 20, 80, 200, 0, 4]])
     (f,) = _of(_view(tmp_path, w), "padding")
     assert f.bytes_per_step == 1600 * (1 - 200 / 400) and "list of lengths" in f.message
+
+
+def test_an_event_flag_ending_in_zeros_is_no_padding_and_ids_ending_in_zeros_are(tmp_path):
+    from flowmap.capture.values import figures
+
+    # GIVEN a vectorised env's rollout, every position a real transition: `dones` is zero
+    # but where an episode ends, so each row ends in zeros after its last end; and the same
+    # rollout as ids padded with zero tails (rows of 40 to 128 real positions)
+    rng = np.random.default_rng(0)
+    dones = np.zeros((16, 128), np.uint8)
+    for row in dones:
+        row[rng.choice(100, 3, replace=False)] = 1
+    ids = np.zeros((16, 128), np.int64)
+    for row in ids:
+        row[: rng.integers(40, 129)] = rng.integers(1, 32000)
+    for what, flags in (("dones", dones), ("ids", ids)):
+        w = _shard(tmp_path / what)
+        payload = {"obs": np.ones((16, 128, 8), np.float32), "flags": flags}
+        w.step(0, 0)
+        w.hop(1, "env", "learner", "rollout", [tensor("obs", (16, 128, 8)),
+                                                tensor("flags", (16, 128), str(flags.dtype))],
+              step=0, transport="pickle")
+        w.writer.value_figures(2, "env", "learner", "rollout", "pickle", 0, figures(payload))
+        found = _of(_view(tmp_path / what, w), "padding")
+        # THEN the flag's zeros are real transitions; the ids' tails hold nothing
+        assert bool(found) is (what == "ids"), (what, found)
 
 
 # -- wide ids: token ids in int64 are what every tokenizer returns --------------------------

@@ -32,11 +32,11 @@ def test_figures_of_arrays_lists_and_nesting():
         "input_ids": ids, "lengths": [4, 9, 0], "routed": experts,
         "trajs": [{"lp": np.array([-1.0, 0.0, 0.0])}, {"lp": np.array([0.0, -2.0])}],
         "bf": torch.ones(2, 2, dtype=torch.bfloat16), "name": "x"})}
-    assert got["input_ids"] == [0, 300, None, 6 + 1 + 10, 30]
-    assert got["lengths[*]"] == [0, 9, 13, None, 3]
-    assert got["routed"] == [0, 9, None, (3 + 5) * 4, 40]
-    assert got["trajs[*].lp"] == [-2.0, 0.0, None, 2 + 0, 5]
-    assert got["bf"] == [1.0, 1.0, None, 0, 4]
+    assert got["input_ids"] == [0, 300, None, 6 + 1 + 10, 30, 4 + 7]
+    assert got["lengths[*]"] == [0, 9, 13, None, 3, None]
+    assert got["routed"] == [0, 9, None, (3 + 5) * 4, 40, 2 * 4]
+    assert got["trajs[*].lp"] == [-2.0, 0.0, None, 2 + 0, 5, 1 + 1]
+    assert got["bf"] == [1.0, 1.0, None, 0, 4, 4]
     assert "name" not in got
 
 
