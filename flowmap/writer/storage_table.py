@@ -17,13 +17,7 @@ from flowmap import environment
 from flowmap import trace_format as tf
 from flowmap.writer.block_writes import CLEARED, WROTE, BlockToken, BlockWrites, stepped
 from flowmap.writer.moved_storages import MovedStorages
-from flowmap.writer.storage_refs import (
-    array_root,
-    base_getter,
-    start_span,
-    storage_of,
-    versions_of,
-)
+from flowmap.writer.storage_refs import array_root, base_getter, start_span, storage_of, versions_of
 
 # Storage ids are kept per shard so cross-hop identity can be analysed; the table is
 # cleared past this many, trading a little identity resolution for bounded memory.
@@ -133,12 +127,13 @@ class StorageTable:
     def left(self, old: int, new: int, nbytes: int, storage: Any) -> None:
         """torch moved `storage` from `old` into shared memory at `new`
         (`flowmap.writer.moved_storages`): what was named at its start and at its views
-        keeps its id, and its provenance, at the new address."""
+        keeps its id and provenance at the new address, while `storage` lives."""
         region = self.regions.get(id(storage))
         named = region[1] if region is not None and region[0]() is storage else []
+        ref = weakref.ref(storage)  # the data's holder now (`from_numpy`: no more the array)
         for key, to in self.moved.note(old, new, nbytes, storage, named):
             if key in self.storages:
-                self.storages[to] = self.storages.pop(key)
+                self.storages[to] = (self.storages.pop(key)[0], ref)
             if key in self.versions:
                 self.versions[to] = self.versions.pop(key)
             if key in self.spans:

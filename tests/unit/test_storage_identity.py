@@ -156,6 +156,28 @@ def test_a_storage_moved_into_shared_memory_keeps_its_id(tmp_path: Path, loops: 
                                                       got[2][0])) == got[0][0]
 
 
+def test_an_array_sent_on_as_a_tensor_moved_into_shared_memory_keeps_its_id(
+        tmp_path: Path, loops: str) -> None:
+    # GIVEN an array a collector received, sent on as `torch.from_numpy` of it: a queue
+    # moves the tensor's storage into shared memory, and the array (its memory left
+    # behind) is freed
+    import gc
+
+    import numpy as np
+
+    with flowmap.tracing(tmp_path / "run"):
+        a = np.random.default_rng(0).standard_normal(16384).astype(np.float32)
+        flowmap.hop("env", "collector", a, name="obs")
+        t = torch.from_numpy(a)
+        del a
+        t.share_memory_()
+        gc.collect()
+        flowmap.hop("collector", "learner", t, name="obs")
+    got = _ids(tmp_path / "run")
+    # THEN the tensor is the array's data: the collector relayed it
+    assert got[1] == got[0], got
+
+
 def test_the_address_a_storage_left_for_shared_memory_names_nothing_after(
         tmp_path: Path, loops: str) -> None:
     # GIVEN a tensor hopped, then moved into shared memory (`share_memory_`): its old
