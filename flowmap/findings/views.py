@@ -21,6 +21,7 @@ projection of the view's leaf on its seam.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from flowmap.findings.common import (
@@ -38,7 +39,7 @@ from flowmap.trace_format import SHM
 
 if TYPE_CHECKING:
     from flowmap.model.view import RunView
-    from flowmap.read.events import LeafNote
+    from flowmap.read.events import Hop, LeafNote
 
 MIN_STORAGE_RATIO = 2.0  # a storage at least twice its view: less is alignment, not a bug
 
@@ -47,7 +48,7 @@ def detect(view: RunView) -> list[Finding]:
     notes = [n for sh in view.events.shards for n in sh.notes
              if n.storage_bytes and n.transport in STORAGE_TRANSPORTS
              and n.storage_bytes >= MIN_STORAGE_RATIO * max(1, n.nbytes)]
-    notes = _shared_once(notes)
+    notes = _shared_once(notes, view.events.hops)
     if not notes:
         return []
     # role-level seam -> [view bytes, storage bytes, notes]; its leaves, in order met
@@ -80,16 +81,31 @@ def detect(view: RunView) -> list[Finding]:
     return out
 
 
-def _shared_once(notes: list[LeafNote]) -> list[LeafNote]:
+def _shared_once(notes: list[LeafNote], hops: Sequence[Hop]) -> list[LeafNote]:
     """The notes less those of views sent through shared memory whose storage the same
     process's views of that leaf, that step, hold at least half of (`MIN_STORAGE_RATIO`):
-    the storage moved once, for data that was sent."""
+    the storage moved once, for data that was sent. The views are counted from the notes,
+    and from the hops where those say more: a note is taken only as a view is put while
+    its storage is not shared yet, and the chunks put to several queues at once race the
+    feeder thread that moves it."""
     sent: dict[tuple[object, ...], int] = defaultdict(int)
     for n in notes:
         if n.transport == SHM:
             sent[(n.pid, n.src, n.name, n.path, n.step, n.storage_bytes)] += n.nbytes
+    if not sent:
+        return notes
+    wanted = {key[:5] for key in sent}
+    views: dict[tuple[object, ...], int] = defaultdict(int)  # (pid, src, name, path, step)
+    for h in hops:
+        if h.transport == SHM:
+            for leaf in h.leaves:
+                key = (h.pid, h.src, h.name, leaf.path, h.step)
+                if key in wanted:
+                    views[key] += leaf.nbytes
     return [n for n in notes if n.transport != SHM
-            or MIN_STORAGE_RATIO * sent[(n.pid, n.src, n.name, n.path, n.step, n.storage_bytes)]
+            or MIN_STORAGE_RATIO * max(sent[(n.pid, n.src, n.name, n.path, n.step,
+                                             n.storage_bytes)],
+                                       views[(n.pid, n.src, n.name, n.path, n.step)])
             < (n.storage_bytes or 0)]
 
 

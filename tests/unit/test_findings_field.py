@@ -278,6 +278,22 @@ def test_chunks_of_one_batch_each_to_its_rank_through_shared_memory_are_no_view(
     assert found[0].bytes_per_step == (512 - 1) * 64 * 4
 
 
+def test_chunks_put_while_a_feeder_moves_their_storage_are_no_view(tmp_path):
+    # GIVEN a batch cut in four chunks, each put in its rank's shared-memory queue, the
+    # first queue's feeder moving the storage into shared memory before the other puts (so
+    # only the first chunk is noted as a view of a storage not shared yet)
+    with flowmap.tracing(str(tmp_path / "run")):
+        for s in range(2):
+            flowmap.step(s)
+            tokens = torch.zeros(64, 512, dtype=torch.int32)
+            for r, part in enumerate(tokens.chunk(4)):
+                flowmap.hop("dispatcher", f"trainer/rank{r}", {"tokens": part}, name="batch",
+                            transport="shm")
+                tokens.share_memory_()
+    # THEN the four chunks hold all of the storage: it moved once, for data that was sent
+    assert _of(flowmap.load(str(tmp_path / "run")).view, "view") == []
+
+
 def test_gradient_all_reduce_is_no_heaviest_seam(tmp_path):
     # GIVEN two ranks all-reducing 1 MiB of gradients a step, and a 512 KiB pickled float64 batch
     w = _shard(tmp_path)
