@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from flowmap.writer.storage_refs import base_getter, versions_of
+from flowmap.writer.storage_refs import base_getter, storage_of, versions_of
 
 MAX_WATCHED = 32  # storages a stage holds whose counters its blocks read, the latest handed
 MAX_STAGES = 4096  # stages watched at most (owners are few; bounded all the same)
@@ -54,6 +54,14 @@ class BlockWrites:
         self.blocks = 0  # blocks started in this process
         self.open: dict[int, int] = {}  # thread -> its blocks open
         self.acts = 0  # hops by code that ran in no block (a `set_owner` thread's loop)
+        self.unseen: dict[Hashable, Stepped] = {}  # stepped before any hop (`stepped`)
+
+    def stepped(self, versions: dict[Hashable, list[Any]], owner: str,
+                keys: Sequence[Hashable], holders: Sequence[Any]) -> None:
+        stepped(versions, owner, keys, holders, self.unseen)
+
+    def stepped_first(self, key: Hashable, version: int, holder: Any) -> str | None:
+        return stepped_first(self.unseen, key, version, holder)
 
     def hold(self, stage: str | None, key: Hashable, holder: Any) -> None:
         """`stage` has the tensor `holder` (storage `key`): its blocks read its counter."""
@@ -133,14 +141,34 @@ class BlockWrites:
 
 
 def stepped(versions: dict[Hashable, list[Any]], owner: str, keys: Sequence[Hashable],
-            holders: Sequence[Any]) -> None:
+            holders: Sequence[Any], unseen: dict[Hashable, Stepped]) -> None:
     """An optimizer's step, run by `owner`'s code, wrote `holders` (its parameters, at
     `keys`) in place: each one hopped before, and moved since, is `owner`'s (a trainer
     steps the weights the rollout hands on; it was never handed them). A write seen, as a
-    block's (`WROTE`)."""
-    if not versions:
-        return
-    for key, version in zip(keys, versions_of(holders), strict=False):
+    block's (`WROTE`). One never hopped is noted in `unseen` (`stepped_first`)."""
+    for i, (key, version) in enumerate(zip(keys, versions_of(holders), strict=False)):
         entry = versions.get(key)
         if entry is not None and version is not None and entry[0] != version:
             entry[WROTE] = (owner, version)
+        elif entry is None and version is not None:
+            storage = storage_of(holders[i])
+            if storage is not None:
+                if len(unseen) >= MAX_UNSEEN:
+                    unseen.clear()
+                unseen[key] = (owner, version, weakref.ref(storage))
+
+
+Stepped = tuple[str, int, "weakref.ref[Any]"]  # (who stepped it, its counter then, its storage)
+MAX_UNSEEN = 4096  # parameters stepped before any hop carried them, kept at most
+
+
+def stepped_first(unseen: dict[Hashable, Stepped], key: Hashable, version: int,
+                  holder: Any) -> str | None:
+    """Who stepped the storage at `key`, hopped now for the first time, where nothing
+    wrote it since (its counter is the step's) and it is that very storage: the first
+    weights a driver syncs are the trainer's that stepped them, not the driver's."""
+    got = unseen.pop(key, None)
+    if got is None or got[1] != version:
+        return None
+    storage = storage_of(holder)
+    return got[0] if storage is not None and got[2]() is storage else None

@@ -15,7 +15,7 @@ from typing import Any
 
 from flowmap import environment
 from flowmap import trace_format as tf
-from flowmap.writer.block_writes import CLEARED, WROTE, BlockToken, BlockWrites, stepped
+from flowmap.writer.block_writes import CLEARED, WROTE, BlockToken, BlockWrites
 from flowmap.writer.moved_storages import MovedStorages
 from flowmap.writer.storage_refs import array_root, base_getter, start_span, storage_of, versions_of
 
@@ -157,7 +157,10 @@ class StorageTable:
             key = keys[i]
             last = seen.get(key)
             if last is None:
-                seen[key] = [version, hop, (dst,), src, None, ()]
+                maker = self.writes.stepped_first(key, version, holders[i]) or src
+                seen[key] = [version, hop, (dst,), maker, None, ()]
+                if maker is not None and maker != src:  # weights stepped, handed on by another
+                    self.origin(self.new_storage(key, holders[i]), maker)
                 hold(src, key, holders[i])
                 hold(dst, key, holders[i])
             elif last[0] == version:  # the common hop: the same data again
@@ -270,7 +273,7 @@ class StorageTable:
 
     def stepped(self, owner: str, keys: Sequence[Hashable], holders: Sequence[Any]) -> None:
         """An optimizer's step, run by `owner`'s code, wrote `holders` (`block_writes.stepped`)."""
-        stepped(self.versions, owner, keys, holders)
+        self.writes.stepped(self.versions, owner, keys, holders)
 
     def _written_elsewhere(self, key: Hashable, version: int, hop: int, last: list[Any]) -> bool:
         """Whether the write that moved the counter was another region's: a view of the

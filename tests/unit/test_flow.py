@@ -494,6 +494,31 @@ def test_weights_their_maker_steps_again_are_its_though_the_receiver_ran_and_the
     assert edges == {("init", "trainer", 1), ("trainer", "rollout", 3)}, edges
 
 
+def test_weights_stepped_before_any_hop_carried_them_are_the_stepper_s_at_their_first_sync(
+        tmp_path):
+    # GIVEN a trainer that builds its model and steps it before any hop carries the weights;
+    # the driver syncs a detached state dict to the rollout after each step
+    import torch
+
+    import flowmap
+
+    with flowmap.tracing(tmp_path / "run"):
+        with flowmap.owner("trainer"):
+            model = torch.nn.Linear(8, 8)
+            opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        for step in range(3):
+            flowmap.step(step)
+            with flowmap.owner("trainer"):
+                model(torch.randn(4, 8)).pow(2).mean().backward()
+                opt.step()
+                opt.zero_grad()
+            flowmap.hop("driver", "rollout", {k: v.detach() for k, v in
+                                              model.state_dict().items()}, name="weights")
+    edges = {(e.src, e.dst, e.hops) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the first sync too carries the trainer's weights, not the driver's
+    assert edges == {("trainer", "rollout", 3)}, edges
+
+
 def test_a_fresh_tensor_at_a_freed_ones_address_has_no_writer_of_that_ones(tmp_path):
     # GIVEN a loop whose fresh tensors are scaled in place by a stage, then freed: the next
     # step's tensor may lie at the same address, its version counter behind the last one's
