@@ -66,6 +66,27 @@ def storage_of(holder: Any) -> Any:
         return None
 
 
+def same_memory(named: Any, storage: Any, start: int) -> bool:
+    """Whether `named` (what holds a storage named at `start`, alive) holds the memory of
+    `storage` too, the other library's object over it: a torch storage `from_numpy` made
+    over an array, an array `Tensor.numpy()` made over a tensor's storage. Two live
+    allocations never share an address, so a live holder whose data starts at `start` is
+    the same memory. Only a torch storage's and an exact array's start are read."""
+    if named is None:
+        return False
+    if named is storage:
+        return True
+    np = sys.modules.get("numpy")
+    refs = _torch_refs or _bound_torch()
+    try:
+        if np is not None and type(named) is np.ndarray:
+            return bool(named.__array_interface__["data"][0] == start)
+        untyped = sys.modules["torch"].UntypedStorage if refs else None
+        return untyped is not None and type(named) is untyped and named.data_ptr() == start
+    except Exception:
+        return False
+
+
 def versions_of(holders: Sequence[Any]) -> list[int | None]:
     """Each plain tensor's version counter (torch bumps it at every in-place write to its
     storage, through any view), None for another holder; empty when none can be read (torch

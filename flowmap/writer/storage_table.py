@@ -15,6 +15,7 @@ from typing import Any
 
 from flowmap import environment
 from flowmap import trace_format as tf
+from flowmap.writer import storage_refs
 from flowmap.writer.block_writes import CLEARED, WROTE, BlockToken, BlockWrites
 from flowmap.writer.moved_storages import MovedStorages
 from flowmap.writer.storage_refs import array_root, base_getter, start_span, storage_of, versions_of
@@ -344,7 +345,7 @@ class StorageTable:
                         holder = owner
             if holder is not None and type(holder).__name__ == "ndarray":
                 root = array_root(holder)
-                if root is not holder:
+                if root is not holder or root.base is not None:  # a view, or `Tensor.numpy()`
                     self.part_of(i, key, root, root.__array_interface__["data"][0], holder)
             entry = self.storages[key] = (i, weakref.ref(holder))
             if at_start:
@@ -383,7 +384,7 @@ class StorageTable:
         span = self.spans.get(base)
         at: int = key if type(key) is int else key[0]  # type: ignore[index]
         inside = 0 <= at - start and (span is None or at - start < span)
-        if entry is not None and entry[1]() is storage and inside \
+        if entry is not None and storage_refs.same_memory(entry[1](), storage, start) and inside \
                 and not self._written_since(base, view):
             self.write(f'["{tf.PART}",{i},{entry[0]}]')
 

@@ -178,6 +178,30 @@ def test_an_array_sent_on_as_a_tensor_moved_into_shared_memory_keeps_its_id(
     assert got[1] == got[0], got
 
 
+def test_rows_of_the_other_library_s_view_of_a_storage_lie_in_it(tmp_path: Path,
+                                                                  loops: str) -> None:
+    # GIVEN a tensor hopped, then its rows sent on as numpy (`x.numpy()[16:32]`); an array
+    # hopped, then its rows sent on as torch (`torch.from_numpy(a)[4:20]`)
+    import numpy as np
+
+    from flowmap.read.events import storage_bases
+
+    with flowmap.tracing(tmp_path / "run"):
+        x = torch.randn(32, 16)
+        flowmap.hop("rollout", "driver", x, name="batch")
+        flowmap.hop("driver", "scorer", x.numpy()[16:32], name="rows")
+        a = np.random.default_rng(0).standard_normal((32, 16)).astype(np.float32)
+        flowmap.hop("loader", "driver", a, name="batch")
+        flowmap.hop("driver", "trainer", torch.from_numpy(a)[4:20], name="rows")
+    got = _ids(tmp_path / "run")
+    run = flowmap.load(tmp_path / "run")
+    bases = storage_bases(run.view.events.shards)
+    pid = run.view.events.hops[0].pid
+    # THEN each row lies in the storage first hopped: the driver handed on the producer's data
+    assert bases.get((pid, got[1][0])) == got[0][0], (got, bases)
+    assert bases.get((pid, got[3][0])) == got[2][0], (got, bases)
+
+
 def test_the_address_a_storage_left_for_shared_memory_names_nothing_after(
         tmp_path: Path, loops: str) -> None:
     # GIVEN a tensor hopped, then moved into shared memory (`share_memory_`): its old
