@@ -101,20 +101,25 @@ def strings_of(payload: Any) -> list[Any]:  # replaced by its C twin below, wher
     return found
 
 
+# a process pool's task and result, whose fields carry the submitter's strings and floats
+EXECUTOR_ITEMS = {("concurrent.futures.process", "_CallItem"),
+                  ("concurrent.futures.process", "_ResultItem")}
 _UNKNOWN = object()
 _RECORDS: dict[type, Any] = {}  # class -> the descriptor of a dataclass's instance dict, or None
 
 
 def _record_dict(t: type) -> Any:
-    """The C descriptor that returns the instance dict of a dataclass `t`, None for any
-    other class (or one that defines `__dict__` itself), read from the class's namespaces:
-    no code of the class runs (`introspect`)."""
+    """The C descriptor that returns the instance dict of a dataclass `t` (or a process
+    pool's task or result), None for any other class (or one that defines `__dict__`
+    itself), read from the class's namespaces: no code of the class runs (`introspect`)."""
     from flowmap.capture.describers import introspect  # the boot loads no describer
 
     if len(_RECORDS) >= 4096:
         _RECORDS.clear()
     getter = None
-    if introspect.is_heap_type(t) and introspect.class_attr(t, "__dataclass_fields__") is not None:
+    if introspect.is_heap_type(t) and (
+            introspect.class_attr(t, "__dataclass_fields__") is not None
+            or (introspect.type_module(t), introspect.type_name(t)) in EXECUTOR_ITEMS):
         getter = introspect.dict_getter(t)
     _RECORDS[t] = getter
     return getter

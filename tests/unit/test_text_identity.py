@@ -282,3 +282,24 @@ def test_the_c_table_gives_the_ids_the_python_table_gives(monkeypatch):
             # THEN both tables give the same ids, hold as many objects and weigh the same
             assert python.keys(batch) == c.keys(batch), step
             assert len(python.held) == len(c.held) and python.chars == c.chars
+
+
+def test_a_process_pool_s_task_and_result_are_walked_for_their_strings_and_floats():
+    # GIVEN the items a ProcessPoolExecutor's manager thread sends and takes (the program's
+    # own classes are never entered: only dataclasses and these two)
+    from concurrent.futures.process import _CallItem, _ResultItem
+
+    completions = ["completion one", "completion two"]
+    rewards = [0.25, 0.75]
+    task = _CallItem(3, len, (completions,), {})
+    result = _ResultItem(3, result=rewards)
+
+    class Plain:
+        def __init__(self) -> None:
+            self.texts = completions
+
+    # THEN the submitter's strings and the worker's floats are named; a plain object is not
+    for walk in (text_identity.strings_of, text_identity.python_strings_of):
+        assert walk(task) == completions
+        assert walk(result) == rewards
+        assert walk(Plain()) == []
