@@ -22,6 +22,7 @@
 #define MIN_CHARS 2
 #define MAX_STRING_CHARS (1 << 20)
 #define MAX_SHARED_LIST (1 << 16)
+#define SHARED_WINDOW 8
 
 static PyObject *records = NULL;      /* class -> descriptor or None (text_identity._RECORDS) */
 static PyObject *record_dict = NULL;  /* text_identity._record_dict: a class not met before */
@@ -64,16 +65,20 @@ static int is_interned(PyObject *v) {
     return PyUnicode_CheckExact(v) && PyUnicode_CHECK_INTERNED(v);
 }
 
-/* text_identity._shared: one float object twice, or an interned string, among `head` */
-static int shared(PyObject **head, Py_ssize_t n) {
+/* text_identity._shared: one float or string object twice, or an interned string, among
+ * the first `SHARED_WINDOW` items of a list or tuple */
+static int shared(PyObject *seq) {
+    Py_ssize_t n = Py_SIZE(seq) < SHARED_WINDOW ? Py_SIZE(seq) : SHARED_WINDOW;
+    PyObject **items = PyList_CheckExact(seq) ? ((PyListObject *)seq)->ob_item
+                                              : ((PyTupleObject *)seq)->ob_item;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = head[i];
-        if (PyFloat_CheckExact(v)) {
+        PyObject *v = items[i];
+        if (PyFloat_CheckExact(v) || PyUnicode_CheckExact(v)) {
+            if (is_interned(v))
+                return 1;
             for (Py_ssize_t j = 0; j < i; j++)
-                if (head[j] == v)
+                if (items[j] == v)
                     return 1;
-        } else if (is_interned(v)) {
-            return 1;
         }
     }
     return 0;
@@ -158,7 +163,7 @@ static PyObject *walk(PyObject *payload) {
                 Py_ssize_t n = len < PER_CONTAINER ? len : PER_CONTAINER;
                 for (Py_ssize_t i = 0; i < n; i++)
                     head[i] = is_list ? PyList_GET_ITEM(obj, i) : PyTuple_GET_ITEM(obj, i);
-                if (shared(head, n) || (is_list && all_ints(head, n))) {
+                if (shared(obj) || (is_list && all_ints(head, n))) {
                     if (is_list && len <= MAX_SHARED_LIST) {  /* the list, not its elements */
                         err = append(found, obj);
                         stop = PyList_GET_SIZE(found) >= MAX_STRINGS;
@@ -213,7 +218,7 @@ static PyObject *strings_of(PyObject *self, PyObject *payload) {
                 head[kept++] = v;
         }
         if (kept == n) {
-            if (!shared(head, kept)) {
+            if (!shared(payload)) {
                 PyObject *found = PyList_New(kept);
                 if (found == NULL)
                     return NULL;
@@ -249,10 +254,10 @@ static PyObject *configure(PyObject *self, PyObject *args) {
 static PyObject *bounds(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
-    return Py_BuildValue("{sisisisisisisi}", "MAX_STRINGS", MAX_STRINGS, "PER_CONTAINER",
+    return Py_BuildValue("{sisisisisisisisi}", "MAX_STRINGS", MAX_STRINGS, "PER_CONTAINER",
                          PER_CONTAINER, "MAX_NODES", MAX_NODES, "MAX_DEPTH", MAX_DEPTH,
                          "MIN_CHARS", MIN_CHARS, "MAX_STRING_CHARS", MAX_STRING_CHARS,
-                         "MAX_SHARED_LIST", MAX_SHARED_LIST);
+                         "MAX_SHARED_LIST", MAX_SHARED_LIST, "SHARED_WINDOW", SHARED_WINDOW);
 }
 
 /* text_identity.TextKeys, the same ids: each object met is held (so no other object can

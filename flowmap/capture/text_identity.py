@@ -49,6 +49,7 @@ MAX_HELD = 4096  # strings held at most (a few hundred hops of text)
 MAX_HELD_CHARS = 16 << 20  # characters held at most
 MAX_STRING_CHARS = 1 << 20  # a longer string is not held: it gets no id
 MAX_SHARED_LIST = 1 << 16  # a longer list of shared objects is not held: it gets no id
+SHARED_WINDOW = 8  # of each list or tuple, the elements read for an object met twice
 
 
 def strings_of(payload: Any) -> list[Any]:  # replaced by its C twin below, where built
@@ -61,7 +62,7 @@ def strings_of(payload: Any) -> list[Any]:  # replaced by its C twin below, wher
         found = [s for s in payload[:PER_CONTAINER] if type(s) is str
                  and MIN_CHARS <= len(s) <= MAX_STRING_CHARS]
         if len(found) == min(len(payload), PER_CONTAINER):
-            if not _shared(found):
+            if not _shared(payload[:SHARED_WINDOW]):
                 return found
             return [payload] if len(payload) <= MAX_SHARED_LIST else []
     found = []
@@ -81,7 +82,7 @@ def strings_of(payload: Any) -> list[Any]:  # replaced by its C twin below, wher
             below = depth + 1
             if t is list or t is tuple:
                 head = obj[:PER_CONTAINER]
-                if _shared(head) or (t is list and _ints(head)):  # the list, not its elements
+                if _shared(obj[:SHARED_WINDOW]) or (t is list and _ints(head)):  # the list itself
                     if t is list and len(obj) <= MAX_SHARED_LIST:  # a tuple may be a constant
                         found.append(obj)
                         if len(found) >= MAX_STRINGS:
@@ -125,18 +126,17 @@ def _record_dict(t: type) -> Any:
     return getter
 
 
-def _shared(head: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether a list's first elements are objects the program shares: one float object
-    twice (a constant of its code), or an interned string."""
+def _shared(window: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether a list's first elements (`SHARED_WINDOW`) are objects the program shares:
+    one float or string object twice (a constant of its code, an entry of a table of
+    them: graded scores, templated observations), or an interned string."""
     seen: set[int] = set()
-    for v in head:
+    for v in window:
         t = type(v)
-        if t is float:
-            if id(v) in seen:
+        if t is float or t is str:
+            if id(v) in seen or (t is str and interned is not None and interned(v)):
                 return True
             seen.add(id(v))
-        elif t is str and interned is not None and interned(v):
-            return True
     return False
 
 
