@@ -9,7 +9,7 @@ handed on is the very float objects, advantages computed from them are new ones 
 are not taken: CPython shares the small ones). Objects a program shares are no one's
 either: the constants of its code, as a reward function's `1.0` and `0.0` (one object
 however often it returns it) and name-like strings CPython interns (`"yes"`, `"no"`).
-A list whose first elements repeat a float object, or hold an interned string, is named
+A list whose first 8 elements repeat a float or string object, or hold an interned string, is named
 as itself instead: a relay hands on that list, a stage that scores anew builds another
 (such a tuple is not named at all: it may be a constant too). So is a list of ints
 (token ids as lists, whose small values CPython shares). But an object's address is handed
