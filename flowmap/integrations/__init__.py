@@ -26,6 +26,7 @@ def install_hooks() -> None:
     importhook.on_import("verl.single_controller.ray.base", _install_verl)
     importhook.on_import("multiprocessing.process", _install_processes)
     importhook.on_import("torch.storage", _install_shared_moves)
+    importhook.on_import("torch._tensor", _install_resize)
     transports.install_hooks()
 
 
@@ -33,6 +34,12 @@ def _install_shared_moves(module: ModuleType) -> None:
     from flowmap.integrations import shared_moves
 
     shared_moves.install(module)
+
+
+def _install_resize(module: ModuleType) -> None:
+    from flowmap.integrations import shared_moves
+
+    shared_moves.install_resize(module)
 
 
 def _install_processes(module: ModuleType) -> None:

@@ -10,7 +10,10 @@ Both `_share_fd_cpu_` and `_share_filename_cpu_` (the two strategies) are wrappe
 `torch.UntypedStorage`: a start address that changed is a move, told to the tracer's
 table (`StorageTable.left`), which names the storage at its new address from then on.
 
-Cost: two `data_ptr` reads per storage shared (a multiprocessing send of a tensor not yet
+`Tensor.resize_` past a storage's size moves it the same way (a buffer grown in place):
+wrapped too, the move told alike.
+
+Cost: two `data_ptr` reads per storage shared or tensor resized (a multiprocessing send of a tensor not yet
 in shared memory, or `share_memory_`); nothing for a storage shared already but the reads.
 """
 
@@ -22,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from flowmap.capture import state
+from flowmap.writer.storage_refs import storage_of
 
 _MARK = "__flowmap_moves__"
 
@@ -61,3 +65,41 @@ def _watching(share: Callable[..., Any]) -> Callable[..., Any]:
         return out
 
     return flowmap_share
+
+
+def install_resize(module: ModuleType) -> None:
+    """Wrap `torch.Tensor.resize_` (idempotent): growing a tensor past its storage moves the
+    storage to a new allocation and frees the old one, as a share does."""
+    cls = getattr(module, "Tensor", None)
+    if cls is None or getattr(cls, _MARK, False):
+        return
+    resize = getattr(cls, "resize_", None)
+    if resize is not None:
+        cls.resize_ = _resizing(resize)
+    setattr(cls, _MARK, True)
+
+
+def _resizing(resize: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(resize)
+    def flowmap_resize_(self: Any, *args: Any, **kwargs: Any) -> Any:
+        t = state.tracer
+        storage = storage_of(self) if t is not None else None  # a plain tensor's, else None
+        if storage is None:
+            return resize(self, *args, **kwargs)
+        try:
+            before, nbytes = storage.data_ptr(), storage.nbytes()
+        except Exception:
+            return resize(self, *args, **kwargs)
+        out = resize(self, *args, **kwargs)
+        try:
+            after = storage.data_ptr()
+            if after != before and before and storage_of(self) is storage:
+                w = t.writer  # type: ignore[union-attr]
+                with w.lock:
+                    if not t.closed:  # type: ignore[union-attr]
+                        w.left(before, after, nbytes, storage)
+        except Exception as exc:  # never into the program's call
+            t.error(exc)  # type: ignore[union-attr]
+        return out
+
+    return flowmap_resize_

@@ -222,6 +222,24 @@ def test_the_address_a_storage_left_for_shared_memory_names_nothing_after(
     assert got[1] == got[0], got
 
 
+def test_the_address_a_storage_left_as_it_grew_names_nothing_after(
+        tmp_path: Path, loops: str) -> None:
+    # GIVEN a buffer hopped, then grown in place (`resize_` past its storage: a new
+    # allocation, the old one freed while the storage lives on)
+    from flowmap.capture import state
+
+    with flowmap.tracing(tmp_path / "run"):
+        buf = torch.randn(64, 64)
+        old = buf.data_ptr()
+        flowmap.hop("rollout", "ref", buf, name="seqs")
+        table = state.tracer.writer  # type: ignore[union-attr]
+        buf.resize_(4096, 64)
+        # THEN the tracer names it at its new address only: a tensor the allocator puts
+        # at the old one is another
+        assert buf.data_ptr() != old
+        assert old not in table.storages and buf.data_ptr() in table.storages
+
+
 def test_a_tensor_at_an_address_a_moved_storage_left_is_another(tmp_path: Path) -> None:
     # GIVEN a table that named a storage at `old`, told it moved (`left`), then a hop of
     # another tensor read at `old` (the allocator reuses freed addresses)
