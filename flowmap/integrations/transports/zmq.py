@@ -56,7 +56,8 @@ _awaited: dict[int, collections.deque[_Message]] = {}
 class _Message:
     """One message being sent or received: its key, its bytes, what the program passed."""
 
-    __slots__ = ("key", "nbytes", "frames", "envelope", "payload", "t_ns", "sample", "pickled")
+    __slots__ = ("key", "nbytes", "frames", "envelope", "payload", "t_ns", "sample", "pickled",
+                 "an_object")
 
     def __init__(self, router: bool, payload: Any = None) -> None:
         self.key = record.MessageKey()
@@ -68,6 +69,7 @@ class _Message:
         self.t_ns = record.now_ns()
         self.sample: relay_bytes.Samples | None = None  # of a large frame received (`relay_bytes`)
         self.pickled: Any = None  # the large frame an object was sent as (`relay_bytes.copied`)
+        self.an_object = False  # sent by `send_pyobj`: its frame is the object serialised
 
     def add(self, frame: Any) -> None:
         m = memoryview(frame)
@@ -78,7 +80,7 @@ class _Message:
             if self.payload is None:
                 if self.sample is None:
                     self.sample = relay_bytes.sample_of(m)
-            elif type(self.payload) is not list:  # an object's frame: `send_pyobj`
+            elif self.an_object:
                 self.pickled = frame
         if self.envelope > 0:
             self.envelope -= 1
@@ -109,6 +111,7 @@ def _wrap_message(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any
 
     # on an asyncio socket, these take one frame through the shadow's `recv`, then load it
     loads_a_frame = fn.__name__ in ("recv_pyobj", "recv_json", "recv_string")
+    serialises = fn.__name__ == "send_pyobj"  # the one frame it sends is the object pickled
 
     @functools.wraps(fn)
     def flowmap_message(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -123,6 +126,7 @@ def _wrap_message(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any
             else:
                 msg = _Message(_is_router(self))
             msg.payload = args[0] if sending and args else None
+            msg.an_object = sending and serialises
             _tl.message = msg
         except Exception as exc:
             record.error(exc)
