@@ -13,8 +13,9 @@ table (`StorageTable.left`), which names the storage at its new address from the
 `Tensor.resize_` past a storage's size moves it the same way (a buffer grown in place):
 wrapped too, the move told alike.
 
-Cost: two `data_ptr` reads per storage shared or tensor resized (a multiprocessing send of a tensor not yet
-in shared memory, or `share_memory_`); nothing for a storage shared already but the reads.
+Cost: two `data_ptr` reads per storage shared or tensor resized (a multiprocessing send
+of a tensor not yet in shared memory, or `share_memory_`); nothing for a storage shared
+already but the reads.
 """
 
 from __future__ import annotations

@@ -58,9 +58,11 @@ class BlockWrites:
 
     def stepped(self, versions: dict[Hashable, list[Any]], owner: str,
                 keys: Sequence[Hashable], holders: Sequence[Any]) -> None:
+        """`stepped`, noting here the parameters no hop carried yet."""
         stepped(versions, owner, keys, holders, self.unseen)
 
     def stepped_first(self, key: Hashable, version: int, holder: Any) -> str | None:
+        """`stepped_first`, of the parameters noted here."""
         return stepped_first(self.unseen, key, version, holder)
 
     def hold(self, stage: str | None, key: Hashable, holder: Any) -> None:

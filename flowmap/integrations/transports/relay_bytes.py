@@ -10,15 +10,16 @@ the storages its receiver unpickled, and a send of raw bytes that contains a kep
 sample carries those storages on (`flowmap.findings.pass_through` then sees them leave).
 
 The sample is 64 bytes at the middle of the message, where its largest array's data
-lies; at a quarter or three quarters, or another eighth, where the middle is too
-uniform to tell data apart (zeros, small integers, an opcode run) or is a name (a
-serialiser's header, as torch's pickle of a tensor writes before its data). A relay that copies what it got and
-sends the copy as an object (`send_pyobj` of a `copy.deepcopy`) is found the same way,
-by all three samples, a size within a tenth and as many storages (`copied`). Samples stay in this process's memory,
-at most `MAX_KEPT`, and are never written to the trace. Cost: a slice and a set of
-64 bytes per large message received (about 1 µs); one substring search of the sent
-bytes per kept sample per raw send of at least `MIN_BYTES`, in a process that kept
-any (about 0.1 ms per MiB each; docs/performance.md).
+lies; at a quarter or three quarters, or another eighth, where the middle is too uniform
+to tell data apart (zeros, small integers, an opcode run) or is a name (a serialiser's
+header, as torch's pickle of a tensor writes before its data). A relay that copies what
+it got and sends the copy as an object (`send_pyobj` of a `copy.deepcopy`) is found the
+same way, by all three samples, a size within a tenth and as many storages (`copied`).
+Samples stay in this process's memory, at most `MAX_KEPT`, and are never written to the
+trace. Cost: up to seven 64-byte slices read per large message received (about 6 µs);
+one substring search of the sent bytes per kept sample per raw send of at least
+`MIN_BYTES`, and per `send_pyobj` of as much by the stage that kept it, in a process that
+kept any (about 0.2 ms per MiB each; docs/performance.md).
 """
 
 from __future__ import annotations
@@ -93,7 +94,9 @@ def memory_of(holders: Sequence[Any]) -> frozenset[int]:
         if storage is not None:
             out.add(id(storage))
         elif type(h).__name__ == "ndarray" and type(h).__module__ == "numpy":
-            while type(h.base).__name__ == "ndarray" and type(h.base).__module__ == "numpy":
+            for _ in range(32):  # a chain of views, bounded
+                if type(h.base).__name__ != "ndarray" or type(h.base).__module__ != "numpy":
+                    break
                 h = h.base
             out.add(id(h if h.base is None else h.base))
     return frozenset(out)
