@@ -56,13 +56,13 @@ def detect(view: RunView) -> list[Finding]:
     sent: dict[tuple[str, str], list[tuple[int, Leaf]]] = defaultdict(list)
     for t in traced:
         sent[(t.src, t.dst)].extend((t.t_ns, leaf) for leaf in t.leaves
-                                    if leaf.shape and leaf.kind in ARRAY_KINDS)
+                                    if leaf.shape and (leaf.kind in ARRAY_KINDS or _text(leaf)))
     for h, t in zip(hops, traced):
         if h.transport == "ref":
             continue
         projected = {leaf.path: leaf.nbytes for leaf in h.leaves}
         for leaf in t.leaves:
-            if leaf.shape and (leaf.kind in ARRAY_KINDS or _number_list(leaf)) \
+            if leaf.shape and (leaf.kind in ARRAY_KINDS or _number_list(leaf) or _text(leaf)) \
                     and not _header(leaf):
                 if t.items:
                     chains[((t.src, t.dst, t.name), t.items, leaf.path)].append(
@@ -102,6 +102,12 @@ def _header(leaf: Leaf) -> bool:
     """A length sent ahead of the array it sizes (`dist.send` carries no shape): a leaf of
     one or two numbers is no sequence, and between a stream's messages it breaks no chain."""
     return len(leaf.shape) <= 1 and isinstance(leaf.shape[0], int) and leaf.shape[0] <= 2
+
+
+def _text(leaf: Leaf) -> bool:
+    """One string (a chat transcript, a prompt), its length its one dim: a transcript sent
+    whole every turn grows as a token array does, and an engine's answer is text too."""
+    return leaf.kind == "str" and not leaf.path.endswith("[*]")
 
 
 def _number_list(leaf: Leaf) -> bool:

@@ -299,3 +299,37 @@ def test_a_drop_without_ids_charges_the_message_taken_just_before_it_not_the_las
     (f,) = _of(_view(tmp_path, learner), "dropped")
     assert f.seams == ["actor/1 -> learner : dict"]
     assert f.bytes_per_step == 2 * sizes[1] / 2
+
+
+def test_a_transcript_resent_whole_as_text_is_a_resent_prefix_and_text_of_any_length_is_not(
+        tmp_path):
+    # GIVEN an agent resending each conversation's whole transcript (one string) every turn,
+    # two conversations in turn, the engine answering 600 characters and a tool adding 200;
+    # beside it, the fixed agent sending only each turn's new text, and a stream of
+    # completions of random lengths
+    rng = random.Random(11)
+    for what in ("transcript", "deltas", "completions"):
+        with flowmap.tracing(tmp_path / what):
+            for step in range(3):
+                flowmap.step(step)
+                if what == "completions":
+                    for _ in range(32):
+                        flowmap.hop("engine", "trainer", {"text": "c" * rng.randint(20, 3000)},
+                                    name="completion", transport="pickle")
+                    continue
+                history = ["p" * 2000, "q" * 1500]
+                for _ in range(4):
+                    for c in (0, 1):
+                        sent = history[c] if what == "transcript" else history[c][-800:]
+                        flowmap.hop("agent", "engine", {"messages": sent}, name="chat",
+                                    transport="zmq")
+                        answer = "a" * 600
+                        flowmap.hop("engine", "agent", {"content": answer}, name="reply",
+                                    transport="zmq")
+                        history[c] += answer + "t" * 200
+        found = _of(flowmap.load(str(tmp_path / what)).view, "prefix_resend")
+        # THEN only the whole transcripts are resent: (2000 + 2800 + 3600) + (1500 + 2300 +
+        # 3100) characters a step
+        assert bool(found) is (what == "transcript"), (what, found)
+        if found:
+            assert found[0].bytes_per_step == 8400 + 6900, found
