@@ -52,11 +52,13 @@ def detect(view: RunView) -> list[Finding]:
     # (seam, items, leaf path) -> [(traced leaf, projected bytes)] in time order
     chains: dict[tuple[Any, ...], list[tuple[Leaf, int]]] = defaultdict(list)
     untagged: dict[tuple[Any, ...], list[growth.Message]] = defaultdict(list)
-    # (src, dst) -> (t_ns, array leaf) of every message src sent dst: a seam's answers
-    sent: dict[tuple[str, str], list[tuple[int, Leaf]]] = defaultdict(list)
+    # (src, dst, text or not) -> (t_ns, leaf) of every message src sent dst: a seam's
+    # answers, text to a stream of text (a transcript's), arrays to the others
+    sent: dict[tuple[str, str, bool], list[tuple[int, Leaf]]] = defaultdict(list)
     for t in traced:
-        sent[(t.src, t.dst)].extend((t.t_ns, leaf) for leaf in t.leaves
-                                    if leaf.shape and (leaf.kind in ARRAY_KINDS or _text(leaf)))
+        for leaf in t.leaves:
+            if leaf.shape and (leaf.kind in ARRAY_KINDS or _text(leaf)):
+                sent[(t.src, t.dst, _text(leaf))].append((t.t_ns, leaf))
     for h, t in zip(hops, traced):
         if h.transport == "ref":
             continue
@@ -70,10 +72,11 @@ def detect(view: RunView) -> list[Finding]:
                 else:
                     untagged[((t.src, t.dst, t.name), leaf.path)].append(
                         (leaf, projected.get(leaf.path, leaf.nbytes), t.step, t.t_ns))
-    for answers in sent.values():
-        answers.sort(key=_first)
+    for replies in sent.values():
+        replies.sort(key=_first)
     for (key, path), stream in untagged.items():
-        for i, chain in enumerate(growth.chains(stream, sent.get((key[1], key[0])))):
+        answers = sent.get((key[1], key[0], _text(stream[0][0])))
+        for i, chain in enumerate(growth.chains(stream, answers)):
             chains[(key, ("chain", i), path)] = chain
     resent: dict[RoleKey, float] = defaultdict(float)
     labels: dict[RoleKey, set[str]] = defaultdict(set)
