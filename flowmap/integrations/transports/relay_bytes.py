@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flowmap.capture import forksafe
-from flowmap.writer.storage_refs import storage_of
+from flowmap.writer.storage_refs import array_root, storage_of
 
 MIN_BYTES = 64 * 1024
 SAMPLE = 64
@@ -94,11 +94,8 @@ def memory_of(holders: Sequence[Any]) -> frozenset[int]:
         if storage is not None:
             out.add(id(storage))
         elif type(h).__name__ == "ndarray" and type(h).__module__ == "numpy":
-            for _ in range(32):  # a chain of views, bounded
-                if type(h.base).__name__ != "ndarray" or type(h.base).__module__ != "numpy":
-                    break
-                h = h.base
-            out.add(id(h if h.base is None else h.base))
+            root = array_root(h)
+            out.add(id(root if root.base is None else root.base))
     return frozenset(out)
 
 
