@@ -70,8 +70,11 @@ An `n` event follows a hop (or send half) that moved bytes (transport not
 (flowmap/capture/leaf_notes.py): `notes` lists `[path, nbytes, storage_bytes,
 real]` per such tensor, `storage_bytes` the storage behind a view when larger
 than the view (it travels whole through pickle and shared memory), `real` the
-non-zero positions of a small CPU mask; either may be null. The findings
-`view` and `padding` read them. Under `--aggregate` a process writes them in
+non-zero positions of a small CPU mask; either may be null. A fifth, `numbers`
+(traces before it have four), is the numbers a text leaf (a `str` or `bytes` of JSON)
+holds, read from the frame the transport serialised (flowmap/integrations/transports/
+number_text.py); the other two are then null. The findings `view`, `padding` and
+`serialisation` read them. Under `--aggregate` a process writes them in
 its detail window only.
 
 The header names the process for good (flowmap/capture/identity.py): its
@@ -181,7 +184,7 @@ INTS = "ints"  # a list of at most MAX_ITEMS ints
 LEAVES = "leaves"  # a schema's leaves: [[path, kind, shape, dtype, device, nbytes, count, dims]]
 STATS = "stats"  # an object {"events": n, "errors": n}
 FIGURES = "figures"  # [[path, min, max, sum or null, zero_tail or null, elements, filled]]
-NOTES = "notes"  # [[path, nbytes, storage_bytes or null, real or null]] (at most MAX_LEAVES)
+NOTES = "notes"  # [[path, nbytes, storage_bytes or null, real or null(, numbers)]] (MAX_LEAVES)
 
 EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
     STRING: (("id", ID), ("text", TEXT)),

@@ -52,10 +52,11 @@ NUMBER_BYTES = 4
 
 
 def detect(view: RunView) -> list[Finding]:
-    own_of: dict[int, int | None] = {}  # a schema's leaves are one shared tuple per shard
+    own_of: dict[tuple[int, bool], int | None] = {}  # a schema's leaves: one tuple per shard
     wire: dict[tuple[RoleKey, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     labels: dict[tuple[RoleKey, str], set[SeamKey]] = defaultdict(set)
     views = {(n.src, n.name) for sh in view.events.shards for n in sh.notes if n.storage_bytes}
+    texts = _number_texts(view)
     on_ray = {p.pid for p in view.health.processes if p.ray_node}
     received = receipts(view)  # a rooted collective's message: priced at its root
     for h in view.events.hops:
@@ -68,9 +69,10 @@ def detect(view: RunView) -> list[Finding]:
             continue
         if h.transport == "rpc" and h.pid in on_ray:  # Ray's inline value: no cheaper way
             continue
-        if id(h.leaves) not in own_of:
-            own_of[id(h.leaves)] = _own(h)
-        own = own_of[id(h.leaves)]
+        text = texts.get((h.src, h.name))
+        if (id(h.leaves), text is not None) not in own_of:
+            own_of[(id(h.leaves), text is not None)] = _own(h, text)
+        own = own_of[(id(h.leaves), text is not None)]
         if own is None:
             continue
         k = (role_key(h.seam), h.transport)
@@ -91,14 +93,37 @@ def detect(view: RunView) -> list[Finding]:
     return out
 
 
-def _own(h: Hop) -> int | None:
+def _number_texts(view: RunView) -> dict[tuple[str, str], dict[str, float]]:
+    """(sender, payload name) -> path -> numbers a byte of that text leaf holds, where the
+    transport found its frame to be numbers written as text (`number_text`): the most
+    numbers a byte any message of it held."""
+    out: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for sh in view.events.shards:
+        for n in sh.notes:
+            if n.numbers and n.nbytes:
+                paths = out[(n.src, n.name)]
+                paths[n.path] = max(paths.get(n.path, 0.0), n.numbers / n.nbytes)
+    return out
+
+
+def _own(h: Hop, text: dict[str, float] | None = None) -> int | None:
     """The payload's own bytes, or None when it holds no numbers to encode better (a dict of
-    a few scalars and strings: its keys are the encoding, and one array would not hold it)."""
-    if not any(x.kind in ARRAY_KINDS or (x.kind in NUMBERS and "[*]" in x.path)
-               for x in h.leaves):
+    a few scalars and strings: its keys are the encoding, and one array would not hold it).
+    A text leaf of numbers (`text`: path -> numbers a byte) is as many 4-byte numbers."""
+    if not text and not any(x.kind in ARRAY_KINDS or (x.kind in NUMBERS and "[*]" in x.path)
+                            for x in h.leaves):
         return None
-    return sum(x.nbytes * NUMBER_BYTES // 8 if x.kind in NUMBERS and "[*]" in x.path else x.nbytes
-               for x in h.leaves if x.kind != "ref")
+    own = 0
+    for x in h.leaves:
+        if x.kind == "ref":
+            continue
+        if x.kind in NUMBERS and "[*]" in x.path:
+            own += x.nbytes * NUMBER_BYTES // 8
+        elif text and x.kind in ("str", "bytes") and x.path in text:
+            own += round(x.nbytes * text[x.path]) * NUMBER_BYTES
+        else:
+            own += x.nbytes
+    return own
 
 
 def _wire(h: Hop) -> int | None:

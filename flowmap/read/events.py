@@ -110,12 +110,14 @@ class LeafNote(LeafEvent):
 
     `storage_bytes`: the storage behind a view, when larger than the view (it
     travels whole through pickle and shared memory); `real`: the non-zero
-    positions of a mask.
+    positions of a mask; `numbers`: the numbers a text leaf holds, written as text
+    (`flowmap.integrations.transports.number_text`).
     """
 
     nbytes: int
     storage_bytes: int | None
     real: int | None
+    numbers: int | None = None
 
 
 @dataclass(slots=True)

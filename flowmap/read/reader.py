@@ -317,8 +317,9 @@ class Decoder:
         s = self.strings
         t_ns = self.t0 + ev[1] * 1000
         sh.notes.extend(LeafNote(t_ns, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], s[ev[5]], ev[6],
-                                 path, nbytes, storage, real)
-                        for path, nbytes, storage, real in ev[7])
+                                 note[0], note[1], note[2], note[3],
+                                 note[4] if len(note) > 4 else None)
+                        for note in ev[7])
         sh.num_events += 1
 
     def _text_keys(self, ev: list[Any]) -> None:

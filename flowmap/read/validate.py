@@ -82,12 +82,13 @@ def _rows(v: object, row: Callable[[object], bool]) -> bool:
 
 
 def _note(n: object) -> bool:
-    return (type(n) is list and len(n) == 4 and type(n[0]) is str and len(n[0]) <= tf.MAX_TEXT
+    return (type(n) is list and len(n) in (4, 5) and type(n[0]) is str and len(n[0]) <= tf.MAX_TEXT
             and _count(n[1]) and all(x is None or _count(x) for x in n[2:]))
 
 
 def notes(v: Any) -> bool:
-    """`[[path, nbytes, storage_bytes or null, real or null], ...]` (an `n` event)."""
+    """`[[path, nbytes, storage_bytes or null, real or null(, numbers or null)], ...]` (an `n`
+    event; traces before `numbers` have four)."""
     return _rows(v, _note)
 
 

@@ -370,6 +370,26 @@ def test_wire_bytes_far_above_the_payload_are_bloat_whatever_the_array_size(tmp_
     assert f.bytes_per_step == 15_000 - 48 * 16 and f.seams == ["trainer -> rollout : stats"]
 
 
+def test_numbers_written_as_text_are_priced_against_a_float32_array_and_prose_is_not(tmp_path):
+    # GIVEN 8 strings a step of 10,240 characters: one seam's holding 512 numbers each (the
+    # transport read number text in its frame), the other's a completion's words
+    w, t = _shard(tmp_path), 0
+    text = [("", "str", (10_240,), "", "", 10_240, 1, None)]
+    for s in range(2):
+        w.step(t, s)
+        for _ in range(8):
+            t += 1
+            for name in ("advantages", "completion"):
+                w.hop(t, "reward", "trainer", name, text, step=s, transport="pickle",
+                      nbytes=10_260)
+            w.writer.leaf_notes(t, "reward", "(untraced)", "advantages", "pickle", s,
+                                [["", 10_240, None, None, 512]])
+    (f,) = _of(_view(tmp_path, w), "serialisation")
+    # THEN the numbers' seam is bloat: 8 x (10,260 B crossed - 512 x 4 B a float32 array)
+    assert f.seams == ["reward -> trainer : advantages"]
+    assert f.bytes_per_step == 8 * (10_260 - 512 * 4)
+
+
 # -- padding and wide ids from sampled values -------------------------------------------------
 def _values(w: ShardWriter, t: int, s: int, name: str, figures: list[list]) -> None:
     w.writer.value_figures(t, "rollout", "trainer", name, "pickle", s, figures)

@@ -266,7 +266,7 @@ def _record_send(owner: str, obj: Any, buf: Any, channel: str, t_ns: int,
         transport = "shm" if shm else "pickle"
         record.send_half(owner, record.UNTRACED, type(obj).__name__, d,
                          d.nbytes if shm else wire, transport, channel, key,
-                         wire, t_ns, step, item_tags.take(obj), obj)
+                         wire, t_ns, step, item_tags.take(obj), obj, frame=buf)
         if notes:
             record.notes(owner, record.UNTRACED, type(obj).__name__, transport, step, notes)
         if values.enabled():
@@ -324,7 +324,7 @@ def _wrap_send_bytes(send_bytes: Callable[..., Any]) -> Callable[..., Any]:
                 key, n = record.key_of(message)
                 record.send_half(current_owner(), record.UNTRACED, type(buf).__name__,
                                  record.describe(buf), n, "pickle", _channel(self), key, n,
-                                 t_ns, _step(), relayed=relay_bytes.carried(buf))
+                                 t_ns, _step(), relayed=relay_bytes.carried(buf), frame=message)
             except Exception as exc:
                 record.error(exc)
         finally:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowmap.capture import describe_lazy, state, text_identity
 from flowmap.capture.tracer import Tracer
-from flowmap.integrations.transports import relay_bytes
+from flowmap.integrations.transports import number_text, relay_bytes
 from flowmap.trace_format import UNTRACED as UNTRACED  # re-exported: the transports name it
 from flowmap.writer.encoder import has_text, items_json
 
@@ -122,7 +122,7 @@ def hop(src: str, dst: str, name: str, d: Description, nbytes: int, transport: s
 def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, transport: str,
               channel: str, key: str, wire: int | None, t_ns: int, step: Any = NOW,
               items: list[Any] | None = None, payload: Any = None, relayed: str = "",
-              copied: str = "") -> None:
+              copied: str = "", frame: Any = None) -> None:
     """The sender's half: a hop to `fallback` unless a receive half on `channel`/`key` joins it.
 
     `step` is the step the message was sent in (a queue's feeder thread records it
@@ -131,7 +131,8 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     what was sent, names its strings and floats (`Tracer.name_objects`). `relayed`: the
     storage ids raw bytes carry on where the payload has no storage (`relay_bytes`);
     `copied`, those of a message received that the payload copies into storages of its
-    own, none of them linked to it otherwise (`relay_bytes.copied`).
+    own, none of them linked to it otherwise (`relay_bytes.copied`). `frame`: the bytes the
+    transport serialised the payload as, where its text may be numbers (`number_text`).
     """
     t = tracer()
     if t is None:
@@ -154,6 +155,10 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
             if w.send_half(t_us, src, fallback, name, d.leaves, nbytes, ids, step, None, transport,
                            items_json(items), channel, key, wire) and payload is not None:
                 t.name_objects(t_us, src, fallback, name, payload)
+    if frame is not None and wire is not None:
+        found = number_text.note(d.leaves, frame, wire)
+        if found is not None:
+            t.notes(src, fallback, name, transport, step, [found])
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,

@@ -35,7 +35,7 @@ from typing import Any
 
 from flowmap.capture import importhook, item_tags, leaf_notes, state, values
 from flowmap.capture.api import current_owner
-from flowmap.integrations.transports import record, relay_bytes
+from flowmap.integrations.transports import number_text, record, relay_bytes
 from flowmap.integrations.transports.record import describe
 
 SENDS = ("send_multipart", "send_pyobj", "send_json", "send_string", "send_serialized")
@@ -57,6 +57,7 @@ class _Message:
     """One message being sent or received: its key, its bytes, what the program passed."""
 
     __slots__ = ("key", "nbytes", "frames", "envelope", "payload", "t_ns", "sample", "pickled",
+                 "largest",
                  "an_object")
 
     def __init__(self, router: bool, payload: Any = None) -> None:
@@ -70,6 +71,7 @@ class _Message:
         self.sample: relay_bytes.Samples | None = None  # of a large frame received (`relay_bytes`)
         self.pickled: Any = None  # the large frame an object was sent as (`relay_bytes.copied`)
         self.an_object = False  # sent by `send_pyobj`: its frame is the object serialised
+        self.largest: Any = None  # the largest frame sent, of at least 1 KiB (`number_text`)
 
     def add(self, frame: Any) -> None:
         m = memoryview(frame)
@@ -82,6 +84,9 @@ class _Message:
                     self.sample = relay_bytes.sample_of(m)
             elif self.an_object:
                 self.pickled = frame
+        if (n >= number_text.MIN_BYTES and self.payload is not None
+                and (self.largest is None or n > memoryview(self.largest).nbytes)):
+            self.largest = frame
         if self.envelope > 0:
             self.envelope -= 1
             return
@@ -232,7 +237,8 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
             record.send_half(owner, record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
                              items=item_tags.take(payload), payload=payload,
-                             relayed="" if d.storages else _relayed(payload), copied=copied)
+                             relayed="" if d.storages else _relayed(payload), copied=copied,
+                             frame=msg.largest)
             if _has_arrays(d):  # a view's storage, a small mask's positions
                 # `send_pyobj` pickles a view's storage
                 found = leaf_notes.collect(payload, "zmq", values.enabled())
