@@ -136,6 +136,10 @@ from __future__ import annotations
 import re
 
 SCHEMA_VERSION = 1
+# Messages of at least this many bytes have their serialised content sampled as they arrive
+# (flowmap/integrations/transports/relay_bytes.py): raw bytes relayed verbatim carry the
+# ids they arrived as, so a raw relay of fewer bytes is the one identity cannot see.
+RELAY_SAMPLE_BYTES = 64 * 1024
 MAGIC = "trace"
 SHARD_SUFFIX = ".flowmap.jsonl"
 RUN_META = "run.json"

@@ -49,6 +49,9 @@ class _Arrival:
     parts: Counter[Part]
     nbytes: int
     sent_on: set[SeamKey] = field(default_factory=set)
+    # raw frames whose receiver named their content (`Hop.arrived`): sent on verbatim, they
+    # would carry that id; frames that carry none hold new content (`pass_through`)
+    named: bool = False
 
 
 TEXT_KINDS = ("bytes", "str")
@@ -78,7 +81,8 @@ def funnels(view: RunView) -> dict[tuple[SeamKey, SeamKey], tuple[int, int]]:
         # copies the value in, so there it is a departure like any other.
         handle_read = h.transport == "shm" and h.pid not in on_ray
         for arrival in () if handle_read else waiting.get(h.src, ()):
-            if arrival.seam[0] == h.dst or seam in arrival.sent_on:
+            if arrival.seam[0] == h.dst or seam in arrival.sent_on or (arrival.named
+                                                                      and not h.storages):
                 continue
             if not arrival.parts - parts:  # every tensor that arrived leaves on this hop
                 arrival.sent_on.add(seam)
@@ -88,7 +92,9 @@ def funnels(view: RunView) -> dict[tuple[SeamKey, SeamKey], tuple[int, int]]:
                 break
         if h.transport == "collective" and h.dst.startswith(GROUP):
             continue  # a rank's side of a collective: its group is the transfer, not a stage
-        waiting[h.dst].append(_Arrival(seam, parts, sum(p[3] * n for p, n in parts.items())))
+        named = not h.storages and h.arrived is not None and bool(h.arrived[1])
+        waiting[h.dst].append(_Arrival(seam, parts, sum(p[3] * n for p, n in parts.items()),
+                                       named=named))
     # where storage identity followed the data into the middle's process, it decides: a
     # seam whose tensors the middle made (advantages shaped as the rewards) is no funnel
     made = made_by_middle(view)

@@ -16,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from flowmap import trace_format as tf
 from flowmap.findings import leaf_chains
 from flowmap.findings.common import (
     PASS_THROUGH,
@@ -53,7 +54,7 @@ def detect(view: RunView) -> list[Finding]:
                 bps = min(matched[(a, b)] / view.detail.num_steps, _bps(in_seams) + _bps(out_seams))
             elif signature[a] and signature[a] == signature[b] and b not in made_here \
                     and _fed_by(in_seams, out_seams) and _shapes_agree(in_seams, out_seams) \
-                    and not is_store(out_seams) \
+                    and not is_store(out_seams) and not _sampled_frames(signature[a], in_seams) \
                     and not _control(signature[a], min(_bps(in_seams), _bps(out_seams))):
                 evidence = "same leaf schema"
                 bps = min(_bps(in_seams), _bps(out_seams))
@@ -95,6 +96,15 @@ MIN_TEXT_RELAY_BYTES = 4096
 def _control(signature: frozenset[tuple[str, str, str]], bps: float) -> bool:
     """Whether a payload that matches by schema alone is a few small control messages."""
     return bps < MIN_TEXT_RELAY_BYTES and not any(k in ARRAY_KINDS for _, k, _ in signature)
+
+
+def _sampled_frames(signature: frozenset[tuple[str, str, str]], in_seams: list[SeamStats]) -> bool:
+    """Whether the payload is raw frames (bytes alone) whose arrivals the tracer (most of
+    them) sampled: a relay that sent them on verbatim would carry the ids they arrived as (`same
+    storage`), so frames of the same sizes that carry none hold new content (a stage that
+    normalises what it got and sends the result is no relay)."""
+    return (all(kind == "bytes" for _, kind, _ in signature)
+            and min(s.p50_bytes for s in in_seams) >= tf.RELAY_SAMPLE_BYTES)
 
 
 def _fed_by(in_seams: list[SeamStats], out_seams: list[SeamStats]) -> bool:
@@ -216,6 +226,12 @@ def _storage_matches(view: RunView) -> tuple[dict[tuple[RoleKey, RoleKey], int],
     bases = storage_bases(view.events.shards)  # a row of what arrived is what arrived
     for h in view.events.hops:
         if not h.storages:
+            if h.arrived is not None and h.arrived[1]:  # raw frames, named by their receiver
+                key = role_keys[(h.src, h.dst, h.name)]
+                share = h.nbytes // len(h.arrived[1])
+                arrival = _Arrival(key, None, False)
+                arrived[(h.arrived[0], key[1])].update(
+                    (sid, (arrival, share, False)) for sid in h.arrived[1])
             continue
         seam = (h.src, h.dst, h.name)
         key = role_keys[seam]

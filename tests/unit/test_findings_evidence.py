@@ -390,6 +390,41 @@ def test_numbers_written_as_text_are_priced_against_a_float32_array_and_prose_is
     assert f.bytes_per_step == 8 * (10_260 - 512 * 4)
 
 
+def _frames_relay(tmp_path: Path, frame_bytes: int, verbatim: bool):
+    """An engine's raw frames (two a step) through a bridge process to a trainer: the
+    bridge names what it receives (a sample kept) and, where it sends those very bytes
+    on, its send carries that id (`relay_bytes`)."""
+    os.makedirs(tmp_path / "run", exist_ok=True)
+    engine, bridge = (ShardWriter(str(tmp_path / "run" / f"h-{pid}-0001.flowmap.jsonl"), pid)
+                      for pid in (1, 2))
+    leaf = [("", "bytes", (frame_bytes,), "", "", frame_bytes, 1, None)]
+    for s in range(3):
+        for i in range(2):
+            t, k = 100 * s + 10 * i, f"{s}-{i}"
+            engine.writer.send_half(t, "engine", "(untraced)", "bytes", leaf, frame_bytes, "", s,
+                                    None, "pickle", "null", "mp:a", k, frame_bytes)
+            sid = str(2 * s + i)
+            bridge.writer.receive_half(t + 1, "bridge", "bytes", "pickle", "mp:a", k, frame_bytes,
+                                       sid)
+            bridge.writer.send_half(t + 2, "bridge", "trainer", "bytes", leaf, frame_bytes,
+                                    sid if verbatim else "", s, None, "pickle", "null", "mp:b",
+                                    k, frame_bytes)
+    engine.close(10**6)
+    bridge.close(10**6)
+    return flowmap.load(str(tmp_path / "run")).view
+
+
+def test_raw_frames_sent_on_verbatim_pass_through_and_frames_computed_anew_do_not(tmp_path):
+    # GIVEN 128 KiB frames: relayed as they came (their receipt's id carried on), and, in
+    # the control, frames of the same sizes the bridge computed (no id: new content)
+    (f,) = _of(_frames_relay(tmp_path / "relay", 1 << 17, verbatim=True), "pass_through")
+    assert "same storage" in f.message and f.bytes_per_step == 2 * (1 << 17)
+    assert _of(_frames_relay(tmp_path / "fixed", 1 << 17, verbatim=False), "pass_through") == []
+    # frames too small to be sampled leave the schema as the only evidence (a documented limit)
+    (f,) = _of(_frames_relay(tmp_path / "small", 1 << 12, verbatim=False), "pass_through")
+    assert "same leaf schema" in f.message
+
+
 # -- padding and wide ids from sampled values -------------------------------------------------
 def _values(w: ShardWriter, t: int, s: int, name: str, figures: list[list]) -> None:
     w.writer.value_figures(t, "rollout", "trainer", name, "pickle", s, figures)

@@ -100,3 +100,13 @@ def test_views_of_the_message_received_are_no_copy_of_it():
         # THEN the view is the very memory received, linked by identity; the clone a copy
         assert relay_bytes.copied(pickle.dumps(got), 1, [view]) == ""
         assert relay_bytes.copied(pickle.dumps(clone), 1, [clone]) == ids
+
+
+def test_a_message_received_after_a_send_began_is_not_what_it_sends():
+    # GIVEN raw frames a bridge thread sends at t=100, and the trainer thread's receipt of
+    # those very frames at t=150, recorded before the bridge's send was
+    frame = np.random.default_rng(5).standard_normal(32768).astype(np.float32).tobytes()
+    relay_bytes.keep(relay_bytes.sample_of(frame), "9", len(frame), (), "trainer", 150)
+    # THEN the send carries nothing on; a send that began after the receipt carries it
+    assert relay_bytes.carried(frame, 100) == ""
+    assert relay_bytes.carried(frame, 200) == "9"

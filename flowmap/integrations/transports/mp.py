@@ -323,8 +323,8 @@ def _wrap_send_bytes(send_bytes: Callable[..., Any]) -> Callable[..., Any]:
                 message = m[offset:] if size is None else m[offset : offset + size]
                 key, n = record.key_of(message)
                 record.send_half(current_owner(), record.UNTRACED, type(buf).__name__,
-                                 record.describe(buf), n, "pickle", _channel(self), key, n,
-                                 t_ns, _step(), relayed=relay_bytes.carried(buf), frame=message)
+                                 record.describe(buf), n, "pickle", _channel(self), key, n, t_ns,
+                                 _step(), relayed=relay_bytes.carried(buf, t_ns), frame=message)
             except Exception as exc:
                 record.error(exc)
         finally:
@@ -345,7 +345,7 @@ def _wrap_recv_bytes(recv_bytes: Callable[..., Any]) -> Callable[..., Any]:
         try:
             key, n = record.key_of(out)
             record.receive_half(current_owner(), type(out).__name__, "pickle", _channel(self),
-                                key, n, record.now_ns())
+                                key, n, record.now_ns(), out, relay_bytes.sample_of(out))
         except Exception as exc:
             record.error(exc)
         return out

@@ -37,6 +37,9 @@ def describe(payload: Any) -> Description:
     when the hook is armed: importing torch or multiprocessing arms a hook in every
     traced child, and most of those children never send a message."""
     return describe_lazy.describe(payload, None)
+# The key of raw frames received (no tensor, no holder: each gets an id of its own), named
+# so that bytes a relay sends on that hold their sample carry that id (`relay_bytes`)
+RAW_FRAMES = ("raw frames",)
 # A message key digests the head and the tail of the bytes and their length:
 # bounded cost for a GB pickle, and two messages on one channel that agree
 # there and differ only in the middle are matched in send order anyway.
@@ -186,10 +189,12 @@ def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
         if not t.closed:
             leaves = d.leaves if d is not None and not bytes_only(d.leaves) else ()
             ids = w.arrived_ids(d.storages, d.holders, owner) if d is not None else ""
+            if not ids and sample is not None and not leaves:  # raw frames: their content
+                ids = w.storage_ids([RAW_FRAMES], None)  # an id of its own, for a relay's
             w.acted(state.current_owner.get())
             w.receive_half(_t_us(t, t_ns), owner, name, transport, channel, key, wire, ids,
                            leaves, t.texts.keys(objects) if objects and leaves else ())
-    relay_bytes.keep(sample, ids, wire or 0, d.holders if d is not None else (), owner)
+    relay_bytes.keep(sample, ids, wire or 0, d.holders if d is not None else (), owner, t_ns)
 
 
 def bytes_only(leaves: Any) -> bool:

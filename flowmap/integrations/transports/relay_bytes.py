@@ -28,10 +28,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from flowmap import trace_format as tf
 from flowmap.capture import forksafe
 from flowmap.writer.storage_refs import array_root, storage_of
 
-MIN_BYTES = 64 * 1024
+MIN_BYTES = tf.RELAY_SAMPLE_BYTES
 SAMPLE = 64
 MIN_DISTINCT = 24  # byte values a sample must hold: random floats hold 40-60, zeros one
 MAX_KEPT = 4  # the latest messages: a relay sends on what it just got; each costs a search
@@ -44,8 +45,8 @@ COPY_SPREAD = 0.1  # a message sent again, re-serialised: its size within this s
 
 Samples = tuple[bytes, ...]
 # (samples, the ids its message arrived as, its bytes, what its arrays' memory belongs to,
-# who received it)
-_kept: list[tuple[Samples, str, int, frozenset[int], str]] = []
+# who received it, when)
+_kept: list[tuple[Samples, str, int, frozenset[int], str, int]] = []
 forksafe.at_fork(after_in_child=_kept.clear)  # the ids are the parent's shard's
 
 
@@ -74,11 +75,12 @@ def sample_of(data: Any) -> Samples | None:
 
 
 def keep(samples: Samples | None, storages: str, nbytes: int = 0,
-         holders: Sequence[Any] = (), owner: str = "") -> None:
+         holders: Sequence[Any] = (), owner: str = "", t_ns: int = 0) -> None:
     """Keep a received message's samples with the ids (`storage_ids`' text) it arrived as,
-    its size, what the memory of its arrays (`holders`) belongs to, and who received it."""
+    its size, what the memory of its arrays (`holders`) belongs to, who received it and
+    when (`time.monotonic_ns`)."""
     if samples and storages:
-        _kept.append((samples, storages, nbytes, memory_of(holders), owner))
+        _kept.append((samples, storages, nbytes, memory_of(holders), owner, t_ns))
         del _kept[:-MAX_KEPT]
 
 
@@ -99,14 +101,15 @@ def memory_of(holders: Sequence[Any]) -> frozenset[int]:
     return frozenset(out)
 
 
-def carried(buf: Any) -> str:
-    """The storage ids of the kept messages found in `buf` (raw bytes about to be sent),
-    as `storage_ids`' text; "" for none."""
+def carried(buf: Any, since_ns: int | None = None) -> str:
+    """The storage ids of the kept messages found in `buf` (raw bytes about to be sent,
+    from `since_ns` on), as `storage_ids`' text; "" for none. A message received after
+    the send began is not what it sends: the receiver's thread of these very bytes."""
     if not _kept or type(buf) not in (bytes, bytearray) or len(buf) < MIN_BYTES:
         return ""
     found: dict[str, None] = {}
-    for samples, ids, *_ in list(_kept):
-        if samples[0] in buf:
+    for samples, ids, _, _, _, t_ns in list(_kept):
+        if (since_ns is None or t_ns < since_ns) and samples[0] in buf:
             found[ids] = None
     return ",".join(found)
 
@@ -123,7 +126,7 @@ def copied(buf: Any, storages: int, holders: Sequence[Any] = (), owner: str = ""
     if not _kept or type(buf) not in (bytes, bytearray) or len(buf) < MIN_BYTES:
         return ""
     n = len(buf)
-    for samples, ids, nbytes, memory, receiver in reversed(_kept):
+    for samples, ids, nbytes, memory, receiver, _ in reversed(_kept):
         if (receiver == owner and abs(n - nbytes) <= COPY_SPREAD * nbytes
                 and ids.count(",") + 1 == storages and all(sample in buf for sample in samples)):
             return "" if memory & memory_of(holders) else ids

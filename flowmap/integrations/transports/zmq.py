@@ -160,6 +160,7 @@ def _wrap_frame(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any]:
     def flowmap_frame(self: Any, *args: Any, **kwargs: Any) -> Any:
         if state.tracer is None:
             return fn(self, *args, **kwargs)
+        t_ns = record.now_ns()  # a message of one frame began as it was sent, not after
         out = fn(self, *args, **kwargs)
         try:
             msg = getattr(_tl, "message", None)
@@ -175,7 +176,10 @@ def _wrap_frame(fn: Callable[..., Any], *, sending: bool) -> Callable[..., Any]:
                     awaited.popleft()
                 return out
             # Frame by frame: SNDMORE (sending) or RCVMORE (receiving) says more follow.
-            msg = _partial.pop(addr, None) or _Message(_is_router(self), [] if sending else None)
+            msg = _partial.pop(addr, None)
+            if msg is None:
+                msg = _Message(_is_router(self), [] if sending else None)
+                msg.t_ns = t_ns
             msg.add(frame)
             if sending:
                 msg.payload.append(frame)
@@ -237,8 +241,8 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
             record.send_half(owner, record.UNTRACED, name, d, msg.nbytes, "zmq",
                              channel, key, msg.nbytes, msg.t_ns,
                              items=item_tags.take(payload), payload=payload,
-                             relayed="" if d.storages else _relayed(payload), copied=copied,
-                             frame=msg.largest)
+                             relayed="" if d.storages else _relayed(payload, msg.t_ns),
+                             copied=copied, frame=msg.largest)
             if _has_arrays(d):  # a view's storage, a small mask's positions
                 # `send_pyobj` pickles a view's storage
                 found = leaf_notes.collect(payload, "zmq", values.enabled())
@@ -254,10 +258,11 @@ def _record(sock: Any, msg: _Message, sending: bool, out: Any) -> None:
         record.error(exc)
 
 
-def _relayed(payload: Any) -> str:
-    """The storages raw frames carry on from messages received here (`relay_bytes`)."""
+def _relayed(payload: Any, since_ns: int) -> str:
+    """The storages raw frames carry on from messages received here before the send began
+    at `since_ns` (`relay_bytes`)."""
     frames = payload if type(payload) in (list, tuple) else (payload,)
-    return ",".join(ids for ids in map(relay_bytes.carried, frames) if ids)
+    return ",".join(ids for ids in (relay_bytes.carried(f, since_ns) for f in frames) if ids)
 
 
 def _has_arrays(d: Any) -> bool:
