@@ -10,7 +10,8 @@ Two facts, each behind a finding (docs/findings.md):
   those before each row's run of trailing zeros (a mask that zeroes the prompt
   tokens of a packed batch, `[1, N]`, has zeros inside its rows, not padding),
   or after its leading zeros when every row of a batch ends filled (left
-  padding). A mask is a leaf named `*mask*`, or an array nobody named beside
+  padding; not for a mask named for a loss, whose leading zeros are a prompt).
+  A mask is a leaf named `*mask*`, or an array nobody named beside
   another of the same two leading dims, one of them integers (`(input_ids,
   valid)`), whose rows (two or more) each hold one run of ones: a bool one,
   and, under `flowmap trace --values` only (which reads data), an integer or
@@ -161,13 +162,22 @@ def _named(path: str) -> bool:
     return "mask" in path.rsplit(".", 1)[-1].lower()
 
 
-def _attention(path: str) -> bool:
-    """An attention mask (`attention_mask`, `attn_mask`): its zeros are positions no token
+# Masks of the tokens a loss is taken over: their leading zeros are a prompt's tokens
+LOSS_MASKS = ("loss", "response", "action", "label", "advantage", "completion")
+
+
+def _attention(path: str) -> bool | None:
+    """Which of a named mask's zeros are padding, by its name (`real_positions`' `both_ends`).
+    An attention mask (`attention_mask`, `attn_mask`): its zeros are positions no token
     is at, so a row's leading zeros are padding as surely as its trailing ones (verl's
-    left-padded prompt beside a right-padded response); a loss mask's leading zeros are a
-    prompt's tokens."""
+    left-padded prompt beside a right-padded response): True. A loss mask (`loss_mask`,
+    `response_mask`, `action_mask`): its leading zeros are a prompt's tokens, in rows that
+    all end filled too (prompt and response fill each row): False, its trailing zeros only.
+    Any other: None, as `real_positions` reads a mask of no such name."""
     last = path.rsplit(".", 1)[-1].lower()
-    return "attention" in last or "attn" in last
+    if "attention" in last or "attn" in last:
+        return True
+    return False if any(word in last for word in LOSS_MASKS) else None
 
 
 def _array_note(np: Any, a: Any, path: str, candidate: bool) -> Note | None:
@@ -261,7 +271,7 @@ def _mask_dtypes(torch: Any) -> Any:
     return _DTYPES[0]
 
 
-def _before_tails(torch: Any, t: Any, both_ends: bool = False) -> int:
+def _before_tails(torch: Any, t: Any, both_ends: bool | None = None) -> int:
     """Elements of `t` before each row's trailing zeros along dim 1 (what padding is not;
     `both_ends`: and after its leading zeros).
 
@@ -281,13 +291,14 @@ def _before_tails(torch: Any, t: Any, both_ends: bool = False) -> int:
     return real_positions(np, filled, both_ends) * int(numel // (rows * positions))
 
 
-def real_positions(np: Any, filled: Any, both_ends: bool = False) -> int:
+def real_positions(np: Any, filled: Any, both_ends: bool | None = None) -> int:
     """Positions of `filled` (`[rows, positions, ...]`, bool) that are not padding.
 
     Padding is each row's run of trailing zeros; but when a batch's rows all end filled,
     its text is right-aligned (left padding) and the leading zeros are. A packed row
     (`[1, N]`) starts with its first sample's prompt, which is no padding. `both_ends`
-    (an attention mask of two or more rows): leading and trailing zeros both are."""
+    True (an attention mask of two or more rows): leading and trailing zeros both are;
+    False (a loss mask): trailing zeros only, its leading ones a prompt."""
     if filled.ndim > 2:
         per = int(filled[0, 0].size)
         filled = filled.reshape(filled.shape[0], filled.shape[1], -1).any(axis=2)
@@ -297,7 +308,7 @@ def real_positions(np: Any, filled: Any, both_ends: bool = False) -> int:
     if not rows or not positions:
         return 0
     first = filled.argmax(axis=1)  # each row's first filled position (0 for an empty row)
-    if rows >= 2 and bool(filled[:, -1].all()):
+    if rows >= 2 and both_ends is not False and bool(filled[:, -1].all()):
         return int((positions - first).sum()) * per
     # each row's last filled position, counted from 1 (0 for an empty row)
     last = (filled * np.arange(1, positions + 1, dtype=np.int32)).max(axis=1)

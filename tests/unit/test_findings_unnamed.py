@@ -96,6 +96,27 @@ def test_of_two_masks_of_one_shape_the_one_marking_most_real_decides(tmp_path):
     assert f.bytes_per_step == 3 * 3200 * (1 - 300 / 400)
 
 
+def test_a_loss_masks_leading_zeros_are_a_prompt_and_an_attention_masks_are_padding():
+    # GIVEN four full rows (prompt and response fill each of 256 positions): a loss mask
+    # zeroing each row's prompt (40, 60, 80, 100 tokens), and the same zeros in an
+    # attention mask (left padding) and in a mask of no telling name
+    zeros = np.ones((4, 256), np.int64)
+    for r, n in enumerate((40, 60, 80, 100)):
+        zeros[r, :n] = 0
+    t = torch.from_numpy(zeros)
+    notes = {n[0]: n[3] for n in collect({"input_ids": t.clone(), "loss_mask": t,
+                                          "response_mask": t.clone(),
+                                          "attention_mask": t.clone(), "mask": t.clone()})}
+    # THEN the loss and response masks mark no padding: every position is real; the attention
+    # mask's leading zeros are padding, and so are a bare mask's in rows that all end filled
+    assert notes["loss_mask"] == notes["response_mask"] == 4 * 256
+    assert notes["attention_mask"] == notes["mask"] == 4 * 256 - (40 + 60 + 80 + 100)
+    # a loss mask's trailing zeros are padding still (right-padded responses)
+    tails = torch.from_numpy(zeros[:, ::-1].copy())
+    ((_, _, _, real),) = collect({"loss_mask": tails})
+    assert real == 4 * 256 - (40 + 60 + 80 + 100)
+
+
 def test_left_padding_without_a_mask_is_read_from_zero_heads():
     from flowmap.capture.values import figures
 
