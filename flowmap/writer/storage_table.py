@@ -64,21 +64,21 @@ class StorageTable:
 
     def storage_ids(self, keys: Sequence[Hashable], holders: Sequence[Any] | None = None,
                     src: str | None = None, dst: str | None = None,
-                    described_before: bool = False) -> str:
-        """The `storages` list of a hop line, without its brackets: one id per key.
-
-        A key is an address, and a freed storage's address is handed to the next one: an id
-        is kept only while the object that first showed it (`holders`, in step with `keys`;
-        a view's base in its place) lives, which a weak reference tells when the key is met
+                    described_before: bool = False, content: bool = False) -> str:
+        """The `storages` list of a hop line, without its brackets: one id per key. A key
+        is an address, and a freed storage's address is handed to the next one: an id is
+        kept only while the object that first showed it (`holders`, in step with `keys`; a
+        view's base in its place) lives, which a weak reference tells when the key is met
         again (no callback: a free costs the program nothing). A key met with no holder, or
         one not weakly referable, gets an id of its own. `src` and `dst` are the hop's ends;
-        `described_before`: keys read before a send that may have moved them (`left`)."""
+        `described_before`: keys read before a send that may have moved them (`left`);
+        `content`: its transport serialised the arrays (`storage_refs.contents`)."""
         if not keys:
             return ""
         if described_before and self.moved.moved and holders and len(holders) == len(keys):
             keys = self.moved.keys(keys, holders)  # read before the send moved them
         if holders:
-            self.renew_rewritten(keys, holders, src, dst)
+            self.renew_rewritten(keys, holders, src, dst, content)
         table = self.storages
         if known_ids is not None and type(keys) is list:
             text = known_ids(table, keys)  # every storage met before and alive: the common hop
@@ -142,17 +142,18 @@ class StorageTable:
             self.writes.rekey(key, to)
 
     def renew_rewritten(self, keys: Sequence[Hashable], holders: Sequence[Any],
-                        src: str | None = None, dst: str | None = None) -> None:
+                        src: str | None = None, dst: str | None = None,
+                        content: bool = False) -> None:
         """Give a new id to each storage written in place since its last hop (its tensor's
-        version counter moved): what it holds now is new data (advantages normalised in
-        place, weights stepped by the optimizer, a reused buffer filled again), not what the
-        last hop carried. Its maker is whoever wrote it (`_writer`), said by an `o` line
-        where that is not this hop's sender."""
+        counter, or a serialised array's `content`, moved): it holds new data (advantages
+        normalised in place, weights stepped, a reused buffer filled again), not what the
+        last hop carried; its writer's (`_writer`, an `o` line if not this hop's sender)."""
         seen, hop = self.versions, self.hops_seen
         self.hops_seen += 1
         self.hop_ends = (src, dst)
         hold = self.writes.hold
-        for i, version in enumerate(versions_of(holders)):
+        versions = storage_refs.contents(holders, keys, seen) if content else versions_of(holders)
+        for i, version in enumerate(versions):
             if version is None:
                 continue
             key = keys[i]

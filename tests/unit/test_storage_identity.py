@@ -289,3 +289,25 @@ def test_views_of_one_flat_buffer_stepped_in_place_are_all_new_data(tmp_path: Pa
         flowmap.hop("trainer", "rollout", views, name="weights")
     loaded, synced = _ids(tmp_path / "run")
     assert len(set(synced)) == 4 and not set(synced) & set(loaded)
+
+
+def test_a_numpy_buffer_refilled_between_two_messages_holds_new_data(tmp_path: Path) -> None:
+    # GIVEN an env worker's staging buffer (numpy: no version counter) sent down a pipe,
+    # which pickles its bytes: refilled in place, sent again unchanged, refilled again
+    import multiprocessing as mp
+
+    rng = np.random.default_rng(0)
+    buf = np.empty((64, 128), np.float32)
+    here, there = mp.Pipe()
+    with flowmap.tracing(tmp_path / "run"):
+        for refill in (True, False, True):
+            if refill:
+                buf[:] = rng.standard_normal((64, 128))
+            here.send({"obs": buf, "actions": rng.integers(0, 9, 64)})
+            there.recv()
+        # a hop that serialises nothing does not read it: the same id, written or not
+        buf[:] = 0.0
+        flowmap.hop("env", "buffer", {"obs": buf}, name="in_process")
+    obs = [ids[0] for ids in _ids(tmp_path / "run")]
+    # THEN each refill is new data and the unchanged message the same: a duplicate only there
+    assert obs[1] == obs[0] and obs[2] != obs[1] and obs[3] == obs[2]

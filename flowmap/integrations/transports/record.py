@@ -150,8 +150,8 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
     with w.lock:
         if not t.closed:
             t_us = _t_us(t, t_ns)
-            ids = (w.storage_ids(d.storages, d.holders, src, fallback, described_before=True)
-                   if d.storages else relayed)
+            ids = (w.storage_ids(d.storages, d.holders, src, fallback, described_before=True,
+                                 content=True) if d.storages else relayed)
             if copied and ids and set(ids.split(",")).isdisjoint(copied.split(",")):
                 ids = copied  # storages of its own, holding what it received: a copy
             w.acted(state.current_owner.get())
