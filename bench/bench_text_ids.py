@@ -2,8 +2,8 @@
 
 A hop of text or floats with no tensor gets a `t` line: a bounded walk for its first
 strings and floats, an id each (held while the id is kept), and the line. This times
-`flowmap.hop` of four payloads (8 prompts, a dict of one float and one int, a dict
-of one small tensor, which gets no `t` line, and one of a tensor beside 4 floats) under tracing, best of several repeats,
+`flowmap.hop` of five payloads (8 prompts, 64 prompts, a dict of one float and one int,
+a dict of one small tensor, which gets no `t` line, and one of a tensor beside 4 floats) under tracing, best of several repeats,
 per hop. Run it on two trees to compare: `PYTHONPATH=OTHER python bench/bench_text_ids.py`.
 
 Run: python bench/bench_text_ids.py [--hops 5000] [--repeats 7]   (a few seconds)
@@ -21,6 +21,7 @@ import flowmap
 
 PAYLOADS = {
     "8 prompts": [f"prompt number {i} " * 4 for i in range(8)],
+    "64 prompts": [f"prompt number {i} " * 4 for i in range(64)],
     "a float and an int": {"loss": 0.5, "step": 2},
     "a tensor": {"x": torch.randn(4, 4)},
     "a tensor and 4 floats": {"x": torch.randn(4, 4), "scores": [0.25, 0.5, 0.75, 1.0]},

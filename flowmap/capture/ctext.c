@@ -15,9 +15,9 @@
 #include <structmember.h>
 
 /* text_identity's bounds, the same figures (a unit test compares them) */
-#define MAX_STRINGS 16
-#define PER_CONTAINER 4
-#define MAX_NODES 64
+#define MAX_STRINGS 128
+#define PER_CONTAINER 64
+#define MAX_NODES 256
 #define MAX_DEPTH 4
 #define MIN_CHARS 2
 #define MAX_STRING_CHARS (1 << 20)

@@ -40,9 +40,9 @@ if not environment.pure_python():
     except ImportError:
         pass
 
-MAX_STRINGS = 16  # objects taken per hop: the first found, walking the payload in order
-PER_CONTAINER = 4  # of each list or tuple, its first elements
-MAX_NODES = 64  # containers and leaves walked per hop, at most
+MAX_STRINGS = 128  # objects taken per hop: the first found, walking the payload in order
+PER_CONTAINER = 64  # of each list or tuple, its first elements (a batch of prompts, whole)
+MAX_NODES = 256  # containers and leaves walked per hop, at most
 MAX_DEPTH = 4
 MIN_CHARS = 2  # shorter strings are shared singletons (CPython caches one-character strings)
 MAX_HELD = 4096  # strings held at most (a few hundred hops of text)

@@ -42,7 +42,8 @@ def test_the_walk_never_enters_a_subclass_and_stays_bounded():
     many = [f"prompt number {i}" for i in range(10_000)]
     assert strings_of(many) == many[:text_identity.PER_CONTAINER]
     both = {"prompts": many, "completions": [p[::-1] for p in many]}
-    assert strings_of(both) == many[:4] + both["completions"][:4]  # each list is named
+    k = text_identity.PER_CONTAINER  # each list is named, up to the walk's bound in all
+    assert strings_of(both) == many[:k] + both["completions"][:text_identity.MAX_STRINGS - k]
     deep: list = ["too deep"]
     for _ in range(text_identity.MAX_DEPTH + 1):
         deep = [deep]
@@ -107,8 +108,8 @@ def test_a_traced_hop_of_text_reads_back_with_its_strings_ids(tmp_path):
             flowmap.hop("generator", "trainer", [f"late text {i}"], name="late")
     hops = flowmap.load(tmp_path / "run").view.events.hops
     handed, again, written, count = hops[:4]
-    assert len(handed.texts) == 4 and again.texts == handed.texts  # its first strings
-    assert len(written.texts) == 4 and not set(written.texts) & set(handed.texts)
+    assert len(handed.texts) == 8 and again.texts == handed.texts  # each of its strings
+    assert len(written.texts) == 8 and not set(written.texts) & set(handed.texts)
     assert count.texts == ()
     kept = flowmap.load(tmp_path / "run", detail_hops=6).view.events.hops
     late = [h for h in kept if h.name == "late"]
@@ -303,3 +304,23 @@ def test_a_process_pool_s_task_and_result_are_walked_for_their_strings_and_float
         assert walk(task) == completions
         assert walk(result) == rewards
         assert walk(Plain()) == []
+
+
+def test_a_relay_that_hands_on_a_tail_or_a_shuffle_of_a_list_is_not_its_producer(tmp_path):
+    # GIVEN a loader's 32 prompts and a reward stage's 32 scores, relayed: the tail of each
+    # list, then both reversed (the very objects, none the relay's own)
+    import random
+
+    import flowmap
+
+    prompts = [f"prompt number {i}" for i in range(32)]
+    scores = [random.random() for _ in range(32)]
+    with flowmap.tracing(tmp_path / "run"):
+        flowmap.hop("loader", "relay", prompts, name="prompts")
+        flowmap.hop("reward", "relay", scores, name="scores")
+        flowmap.hop("relay", "generator", prompts[20:], name="kept")
+        flowmap.hop("relay", "trainer", scores[::-1], name="kept")
+        flowmap.hop("relay", "generator", prompts[::-1], name="shuffled")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the data comes from where it was made, never from the relay
+    assert edges == {("loader", "generator"), ("reward", "trainer")}
