@@ -174,3 +174,42 @@ def stepped_first(unseen: dict[Hashable, Stepped], key: Hashable, version: int,
         return None
     storage = storage_of(holder)
     return got[0] if storage is not None and got[2]() is storage else None
+
+
+def writer_of(last: list[Any], src: str | None, version: int,
+              ran: dict[str, tuple[int, int]], blockless: set[str]) -> str | None:
+    """Who wrote a storage in place since its last hop (its counter is at `version` now;
+    `last`, its `versions` entry). The stage whose block was seen to leave it so (`WROTE`);
+    else, among the stages whose code ran since (`ran`: stage -> the hops as it started and
+    ended) and had it, less those whose blocks saw no write: those that started since
+    first (the stage whose block sent the last hop ran on only to its end). The hop's
+    sender `src`, if it was handed it (a coroutine that scales what it got, then puts it
+    on), unless one thread that runs in no block (`blockless`) was handed it too (an
+    engine's loop fills the buffer the driver put on its queue, and the driver hands it
+    on); else the stage that made it (weights the trainer steps again after handing them
+    to the rollout); else the one stage it was handed to (advantages normalised by the
+    stage given the scores). None where that does not decide, or no stage that had it
+    ran (code of no named stage wrote it): the hop's sender is taken then."""
+    wrote: tuple[str, int] | None = last[WROTE]
+    if wrote is not None and wrote[1] == version:
+        return wrote[0]
+    since: int = last[1]
+    held: tuple[str | None, ...] = last[2]
+    maker: str | None = last[3]
+    cleared: tuple[str, ...] = last[CLEARED]
+    runs = [run for run in ran.items() if run[0] not in cleared]  # a copy: threads
+    after = [s for s, (_, end) in runs if end > since]
+    started = [s for s, (start, end) in runs if start > since and end > since]
+    for stages in (started, after):
+        holding = [s for s in stages if s in held]
+        if src in holding:  # the stage acting on it now, which was handed it; unless a
+            # thread that runs in no block (an engine's loop) was handed it too and ran
+            engines = [s for s in holding if s != src and s in blockless]
+            return engines[0] if len(engines) == 1 else src
+        if maker in stages:
+            return maker
+        if len(holding) == 1:
+            return holding[0]
+        if holding:  # several had it and ran, the sender none of them
+            return None
+    return None

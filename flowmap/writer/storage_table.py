@@ -16,7 +16,7 @@ from typing import Any
 from flowmap import environment
 from flowmap import trace_format as tf
 from flowmap.writer import storage_refs
-from flowmap.writer.block_writes import CLEARED, WROTE, BlockToken, BlockWrites
+from flowmap.writer.block_writes import WROTE, BlockToken, BlockWrites, writer_of
 from flowmap.writer.moved_storages import MovedStorages
 from flowmap.writer.storage_refs import array_root, base_getter, start_span, storage_of, versions_of
 
@@ -46,10 +46,13 @@ class StorageTable:
         self.storages: dict[Hashable, tuple[str, weakref.ref[Any]]] = {}
         self.next_storage = 0
         self.spans: dict[Hashable, int | None] = {}  # a storage's start -> what was named there reaches
+        # a storage's start -> (the id it had, what it reached, the counter that gave it a new
+        # id, what held it) before a view at its start was written and named anew (`part_of`)
+        self.former: dict[Hashable, tuple[str, int | None, int, weakref.ref[Any]]] = {}
         self.objects: dict[int, tuple[str, weakref.ref[Any]]] = {}  # id(torch storage) -> entry
         # key -> [its tensor's version at its last hop, that hop's number (`hops_seen`), the
         # stages it was handed to, the stage that made what it holds, the latest write a
-        # stage's block saw since, the stages whose blocks saw none] (`_writer`)
+        # stage's block saw since, the stages whose blocks saw none] (`block_writes.writer_of`)
         self.versions: dict[Hashable, list[Any]] = {}
         self.writes = BlockWrites()  # what the stages' blocks saw of their storages' counters
         self.hops_seen = 0
@@ -139,6 +142,8 @@ class StorageTable:
                 self.versions[to] = self.versions.pop(key)
             if key in self.spans:
                 self.spans[to] = self.spans.pop(key)
+            if key in self.former:
+                self.former[to] = self.former.pop(key)
             self.writes.rekey(key, to)
 
     def renew_rewritten(self, keys: Sequence[Hashable], holders: Sequence[Any],
@@ -188,7 +193,8 @@ class StorageTable:
         elif self._written_elsewhere(key, version, hop, last):
             last[0], last[1], last[4], last[5] = version, hop, None, ()
         else:
-            maker = self._writer(last, src, version) or src
+            maker = writer_of(last, src, version, self.ran, self.blockless) or src
+            self.former[key] = (named[0], self.spans.get(key), version, named[1])
             del table[key]
             self.objects.pop(id(named[1]()), None)
             if maker is not None and maker != src and len(table) < MAX_STORAGE_IDS - 1:
@@ -196,43 +202,6 @@ class StorageTable:
             last[:] = [version, hop, (dst,), maker, None, ()]
         self.writes.hold(last[3], key, holder)
         self.writes.hold(dst, key, holder)
-
-    def _writer(self, last: list[Any], src: str | None, version: int) -> str | None:
-        """Who wrote a storage in place since its last hop (its counter is at `version` now).
-        The stage whose block was seen to leave it so (`flowmap.writer.block_writes`);
-        else, among the stages whose code ran since (`ran`) and had it, less those whose
-        blocks saw no write: those that started since first (the stage whose block sent
-        the last hop ran on only to its end). The hop's sender, if it was handed it (a
-        coroutine that scales what it got, then puts it on), unless one thread that runs
-        in no block was handed it too (an engine's loop fills the buffer the driver put
-        on its queue, and the driver hands it on: `acted`); else the stage that made it
-        (weights the trainer steps again after handing them to the rollout); else the one
-        stage it was handed to (advantages normalised by the stage given the scores).
-        None where that does not decide, or no stage that had it ran (code of no named
-        stage wrote it): the hop's sender is taken then."""
-        wrote: tuple[str, int] | None = last[WROTE]
-        if wrote is not None and wrote[1] == version:
-            return wrote[0]
-        since: int = last[1]
-        held: tuple[str | None, ...] = last[2]
-        maker: str | None = last[3]
-        cleared: tuple[str, ...] = last[CLEARED]
-        runs = [run for run in self.ran.items() if run[0] not in cleared]  # a copy: threads
-        ran = [s for s, (_, end) in runs if end > since]
-        started = [s for s, (start, end) in runs if start > since and end > since]
-        for stages in (started, ran):
-            holding = [s for s in stages if s in held]
-            if src in holding:  # the stage acting on it now, which was handed it; unless a
-                # thread that runs in no block (an engine's loop) was handed it too and ran
-                engines = [s for s in holding if s != src and s in self.blockless]
-                return engines[0] if len(engines) == 1 else src
-            if maker in stages:
-                return maker
-            if len(holding) == 1:
-                return holding[0]
-            if holding:  # several had it and ran, the sender none of them
-                return None
-        return None
 
     def origin(self, storage: str, owner: str) -> None:
         """Say that `owner` made what `storage` holds (the writer's `o` line; here, ids only)."""
@@ -260,7 +229,7 @@ class StorageTable:
     def acted(self, stage: str | None) -> None:
         """A hop (sent or taken) by code of `stage` in no block (a `set_owner` thread: an
         engine's loop) says it ran then: its write to what it was handed is its own
-        (`_writer`), and no other thread's block open now ran alone (`block_writes`)."""
+        (`block_writes.writer_of`), and no other thread's block open now ran alone (`block_writes`)."""
         if stage is None or get_ident() in self.writes.open:
             return
         self.writes.acts += 1
@@ -304,6 +273,7 @@ class StorageTable:
         if len(self.storages) >= MAX_STORAGE_IDS:
             self.storages.clear()  # bounded memory: a link is lost, none is made
             self.spans.clear()
+            self.former.clear()
             self.objects.clear()
             self.versions.clear()
             self.regions.clear()
@@ -373,8 +343,10 @@ class StorageTable:
         batch sent on is that batch's data, though it starts elsewhere. Rows of a buffer
         that stages fill in turn are not one another's: a view named at the start
         (`view`) that ends short of the storage reaches only that far (`spans`), and a
-        storage written since that hop holds other data. Only for views new to the table,
-        off the common hop's path."""
+        storage written since that hop holds other data. Rows past a view at the start that
+        was written and hopped (taking that write: the counter moved no further) hold what
+        the storage's former id held (`former`). Only for views new to the table, off the
+        common hop's path."""
         base = start if type(key) is int else (start, key[1]) if type(key) is tuple else None
         if base is None:
             return
@@ -388,6 +360,12 @@ class StorageTable:
         if entry is not None and storage_refs.same_memory(entry[1](), storage, start) and inside \
                 and not self._written_since(base, view):
             self.write(f'["{tf.PART}",{i},{entry[0]}]')
+        elif base in self.former:  # rows past a written view at the start: what it held then
+            was, reach, version, held = self.former[base]
+            now = versions_of((view,)) if view is not None else []
+            if (0 <= at - start and (reach is None or at - start < reach) and now
+                    and now[0] == version and storage_refs.same_memory(held(), storage, start)):
+                self.write(f'["{tf.PART}",{i},{was}]')
 
     def _written_since(self, base: Hashable, view: Any) -> bool:
         """Whether the storage was written in place since what was named at its start last

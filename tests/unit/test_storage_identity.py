@@ -311,3 +311,22 @@ def test_a_numpy_buffer_refilled_between_two_messages_holds_new_data(tmp_path: P
     obs = [ids[0] for ids in _ids(tmp_path / "run")]
     # THEN each refill is new data and the unchanged message the same: a duplicate only there
     assert obs[1] == obs[0] and obs[2] != obs[1] and obs[3] == obs[2]
+
+
+def test_rows_past_a_written_row_block_are_still_the_buffers(tmp_path: Path, loops: str) -> None:
+    # GIVEN a buffer stage's output buffer; its first rows handed to engine0, filled in place
+    # and handed back; then its other rows, untouched, handed to engine1
+    with flowmap.tracing(tmp_path / "run"):
+        with flowmap.owner("buffer"):
+            out = torch.zeros(8, 10)
+        flowmap.hop("buffer", "driver", out, name="alloc")
+        first, rest = out[0:4], out[4:8]
+        flowmap.hop("driver", "engine0", first, name="rows")
+        with flowmap.owner("engine0"):
+            first.fill_(1.0)
+        flowmap.hop("engine0", "driver", first, name="filled")
+        flowmap.hop("driver", "engine1", rest, name="rows")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN engine1's rows are the buffer's (the write was the first rows', hopped at it)
+    assert ("buffer", "engine1") in edges and ("driver", "engine1") not in edges
+    assert ("engine0", "engine1") not in edges
