@@ -36,8 +36,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from flowmap.model import flow_text
+from flowmap.model.flow_groups import Roots
 from flowmap.read.events import Hop
-from flowmap.trace_format import UNTRACED
+from flowmap.trace_format import COLLECTIVE, GROUP, UNTRACED
 
 _TENSORS = ("tensor", "ndarray")
 # The owner of code nobody named (`flowmap.capture.state.default_owner`): a script's driver.
@@ -79,14 +80,49 @@ class Flow:
         return f"{sep.join(stages)}  (driver: {UNNAMED_DRIVER})"
 
 
+def _sender(h: Hop, roots: Roots, ordered: Sequence[Hop], root_links: dict[int, int],
+            links: list[tuple[int, str, str, int]], producer: dict[tuple[int, int], str]
+            ) -> tuple[str, int | None]:
+    """Who made the new storages of `h`, and the root's link it hands on: `h.src`; for a
+    receipt out of a group, its root's (the producer of what the root sent, `flow_groups`),
+    and the root's hop's link once that hop was read."""
+    root = roots.root_of(h)
+    if root is None:
+        return h.src, None
+    link = root_links.get(root)
+    if link is not None:
+        return links[link][1], link
+    roots.received.add(root)
+    sent = ordered[root]  # read later (its clock a little behind): its sender, or its maker's
+    first = sent.storages[0] if sent.storages else None
+    return producer.get((sent.pid, first), sent.src) if first is not None else sent.src, None
+
+
+def _ranked(origins: Mapping[tuple[int, int], str], hops: Sequence[Hop]
+            ) -> Mapping[tuple[int, int], str]:
+    """`origins` with each owner named as that process's hops name it: a rank of
+    torch.distributed sends as `trainer/rank1` what its optimizer step, run by `trainer`,
+    made (`o` lines say the owner as the program set it)."""
+    if not origins:
+        return origins
+    ranked: dict[tuple[int, str], str] = {}
+    for h in hops:
+        role, sep, rank = h.src.rpartition("/")
+        if sep and rank.startswith("rank"):
+            ranked.setdefault((h.pid, role), h.src)
+    if not ranked:
+        return origins
+    return {key: ranked.get((key[0], owner), owner) for key, owner in origins.items()}
+
+
 def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None = None,
                origins: Mapping[tuple[int, int], str] | None = None) -> Flow:
     """The flow of `hops` (kept hops, any order); `parts` maps a view's storage to the storage
     it lies in, per process (`flowmap.read.events.storage_bases`): a slice is its base's data;
     `origins`, a storage to the owner that made what it holds (`o` lines)."""
     bases = parts or {}
-    made_before = origins or {}
     ordered = sorted(hops, key=lambda h: h.t_ns)
+    made_before = _ranked(origins or {}, ordered)
     producer: dict[tuple[int, int], str] = {}
     # (pid, storage, holder) -> links that brought the storage to holder, not yet handed on
     waiting: dict[tuple[int, int, str], list[int]] = defaultdict(list)
@@ -97,8 +133,12 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
     held: dict[str, list[flow_text.Text]] = defaultdict(list)  # holder -> texts it got
     makers: dict[tuple[int, int], str] = {}  # (pid, text id) -> the stage that first sent it
     texts: set[int] = set()  # links of text payloads: data, as tensors are
+    roots = Roots(ordered)  # a rooted collective's receipts are what its root sent
+    root_links: dict[int, int] = {}  # a root's hop into a group -> its first storage's link
     hand_offs = 0
     for i, h in enumerate(ordered):
+        if h.transport == COLLECTIVE and not h.nbytes and GROUP in (h.src[:6], h.dst[:6]):
+            continue  # a barrier: it synchronises the ranks and moves no data
         first_seen.setdefault(h.src, h.t_ns)
         first_seen.setdefault(h.dst, h.t_ns)
         if not h.storages:  # no tensor to follow: one link, from its sender, unless text
@@ -137,14 +177,15 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
             continue
         forwarded = own = False  # own: data h.src made, first seen in this hop
         handed_on: list[int] = []  # links that brought h.src data it hands on here
-        roots = _roots(h)
+        args = _roots(h)
         carried = _storages(h)
+        sender, root_link = _sender(h, roots, ordered, root_links, links, producer)
         link_of: list[int | None] = []  # per storage, the link it made (None: back home)
         for view, nbytes in carried:
             storage = bases.get((h.pid, view), view)
             new = (h.pid, storage) not in producer
             made_by = producer.setdefault((h.pid, storage),
-                                          made_before.get((h.pid, storage), h.src))
+                                          made_before.get((h.pid, storage), sender))
             own = own or new and made_by == h.src
             if made_by == h.dst:
                 link_of.append(None)
@@ -152,11 +193,17 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
             if made_by != h.src:
                 forwarded = True  # someone else's data, handed on by h.src
                 handed_on += waiting.pop((h.pid, storage, h.src), ())
+                if root_link is not None:  # the group only handed on what the root sent
+                    handed_on.append(root_link)
             waiting[(h.pid, storage, h.dst)].append(len(links))
-            if storage in roots:
-                link_args[len(links)] = roots[storage]
+            if storage in args:
+                link_args[len(links)] = args[storage]
             link_of.append(len(links))
             links.append((i, made_by, h.dst, nbytes))
+        if h.dst.startswith(GROUP) and link_of and link_of[0] is not None:
+            root_links[i] = link_of[0]
+            if i in roots.received:  # a receipt of it was read first: the group handed it on
+                passed.add(link_of[0])
         # strings or floats beside the tensors, followed by their objects; new ones (scores
         # as floats) are data h.src made, as new storages are
         beside = list(flow_text.beside(held[h.src], h, makers)) if h.texts else []

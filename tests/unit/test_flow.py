@@ -856,6 +856,37 @@ def test_data_made_before_recording_comes_from_the_owner_that_made_it():
     assert ("ReplayBuffer.sample", "objective") in {(e.src, e.dst) for e in unsaid.edges}
 
 
+def test_an_origin_in_a_rank_is_named_as_that_ranks_hops_name_its_owner():
+    # a torch.distributed rank's hops say `trainer/rank1`; its optimizer step, run by the
+    # owner the program set, `trainer`, made the weights it sends back
+    s = Script()
+    s.hop("rollout/rank0", "trainer/rank1", "send", [1])
+    s.hop("trainer/rank1", "rollout/rank0", "send", [7])
+    flow = build_flow(s.hops, origins={(1, 7): "trainer"})
+    assert {(e.src, e.dst) for e in flow.edges} == {("rollout/rank0", "trainer/rank1"),
+                                                   ("trainer/rank1", "rollout/rank0")}
+
+
+def test_a_broadcast_received_is_what_its_root_sent_and_a_barrier_is_no_data():
+    # the root's side and the receiver's of two broadcasts a step (weights, then a version),
+    # recorded by two processes whose clocks disagree: the receiver's first is read first
+    def hop(t, pid, src, dst, name, storage, nbytes=64):
+        leaves = (Leaf("", "tensor", (16,), "float32", "cpu", nbytes, 1, None),) if nbytes else ()
+        return Hop(t, pid, src, dst, name, nbytes, leaves, (storage,) if nbytes else (), None,
+                   None, "collective", ())
+
+    hops = [hop(0, 1, "trainer/rank0", "main", "weights", 5)]  # made and sent by the trainer
+    for k, t in enumerate((10, 20, 30, 40)):
+        hops.append(hop(t + 5, 1, "trainer/rank0", "group[0,1]", "broadcast", 5 + k % 2))
+        hops.append(hop(t - 8, 2, "group[0,1]", "rollout/rank1", "broadcast", k % 2))
+    hops += [hop(50, 1, "trainer/rank0", "group[0,1]", "barrier", 0, 0),
+             hop(51, 2, "rollout/rank1", "group[0,1]", "barrier", 0, 0)]
+    flow = build_flow(hops)
+    edges = {(e.src, e.dst): e.hops for e in flow.edges}
+    # the group made nothing and a barrier moved nothing: no edge from or to it
+    assert edges == {("trainer/rank0", "main"): 1, ("trainer/rank0", "rollout/rank1"): 4}
+
+
 def test_origins_written_by_the_tracer_are_read_back_per_storage(tmp_path):
     # GIVEN arrays made before recording opened, two of them views of one storage, and the
     # tracer told who made them (as a run with no seam map does when its recording opens)
