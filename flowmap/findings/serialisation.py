@@ -46,6 +46,9 @@ MIN_RATIO = 2.0
 # Below this a message is its framing (a sentinel, an acknowledgement): no encoding to fix.
 MIN_HOP_BYTES = 1024
 NUMBERS = ("int", "float")
+# what a list of numbers may hold: Python's, or numpy's scalars (`list(array)`), each pickled
+# with its dtype; a numpy scalar's own bytes are its dtype's
+LISTED = (*NUMBERS, "scalar")
 # A listed Python number's own bytes: what it takes in the one array the fix sends (float32
 # or int32; nothing a pipeline hands between stages needs double precision, see `heaviest`).
 NUMBER_BYTES = 4
@@ -110,7 +113,7 @@ def _own(h: Hop, text: dict[str, float] | None = None) -> int | None:
     """The payload's own bytes, or None when it holds no numbers to encode better (a dict of
     a few scalars and strings: its keys are the encoding, and one array would not hold it).
     A text leaf of numbers (`text`: path -> numbers a byte) is as many 4-byte numbers."""
-    if not text and not any(x.kind in ARRAY_KINDS or (x.kind in NUMBERS and "[*]" in x.path)
+    if not text and not any(x.kind in ARRAY_KINDS or (x.kind in LISTED and "[*]" in x.path)
                             for x in h.leaves):
         return None
     own = 0

@@ -370,6 +370,19 @@ def test_wire_bytes_far_above_the_payload_are_bloat_whatever_the_array_size(tmp_
     assert f.bytes_per_step == 15_000 - 48 * 16 and f.seams == ["trainer -> rollout : stats"]
 
 
+def test_a_pickled_list_of_numpy_scalars_is_bloat_against_its_array(tmp_path):
+    # GIVEN `[np.float32(x) for x in scores]`: 1,024 numpy scalars, each pickled with its dtype
+    w, t = _shard(tmp_path), 0
+    scores = [("scores[*]", "scalar", (), "float32", "", 4096, 1024, None)]
+    for s in range(2):
+        w.step(t, s)
+        t += 1
+        w.hop(t, "reward", "trainer", "dict", scores, step=s, transport="pickle", nbytes=15_476)
+    (f,) = _of(_view(tmp_path, w), "serialisation")
+    # THEN the pickle is priced against the float32 array of the same numbers
+    assert f.bytes_per_step == 15_476 - 4096
+
+
 def test_numbers_written_as_text_are_priced_against_a_float32_array_and_prose_is_not(tmp_path):
     # GIVEN 8 strings a step of 10,240 characters: one seam's holding 512 numbers each (the
     # transport read number text in its frame), the other's a completion's words
