@@ -133,8 +133,8 @@ def _notes(torch: Any, np: Any, found: list[tuple[str, Any]], shm: bool,
             # integer or float array is probed only under `--values` (it may be no mask)
             candidates.update(i for r, i in ranks[:MAX_CANDIDATES] if unnamed or r == 0)
     out: list[Note] = []
-    # a message carries a storage once, however many of its views it holds: pickle writes it
-    # once, shared memory moves it once
+    # shared memory moves a storage once, however many of its views a message holds; pickle
+    # writes it once a view (torch reduces each tensor to its whole storage, unshared)
     storages: set[int] = set()
     for i, (path, a) in enumerate(found):
         try:
@@ -246,8 +246,8 @@ def _note(torch: Any, np: Any, t: Any, path: str, shm: bool, candidate: bool,
         storage = 0  # a handle crosses: the storage is where the receiver maps it
     if storage > nbytes:
         where = held.data_ptr()
-        if where in storages:
-            storage = 0  # another view of a storage this message already carries
+        if shm and where in storages:
+            storage = 0  # another view of a storage this message already moved
         storages.add(where)
     real = None
     if filled is not None:

@@ -486,9 +486,10 @@ def test_a_prompt_mask_in_a_packed_row_is_not_padding(tmp_path):
     assert collect({"attention_mask": padded.numpy()})[0][3] == 4 + 5
 
 
-def test_views_are_noted_inside_tuples_lists_and_named_tuples_once_a_storage():
+def test_views_are_noted_inside_tuples_lists_and_named_tuples_once_a_view_pickled():
     # a view sent as `(step, chunk)` or in a list of samples carries its storage as surely as
-    # one in a dict; a message carries a storage once, however many of its views it holds
+    # one in a dict; pickle writes the storage once a view, shared memory moves it once
+    import pickle
     from collections import namedtuple
 
     import torch
@@ -497,8 +498,10 @@ def test_views_are_noted_inside_tuples_lists_and_named_tuples_once_a_storage():
 
     big = torch.randn(100, 10)  # 4,000 B
     assert collect((3, big[:1])) == [["[1]", 40, 4000, None]]
-    rows = collect([{"step": 1, "row": big[i:i + 1]} for i in (3, 70)])
-    assert rows == [["[*].row", 40, 4000, None]]
+    samples = [{"step": 1, "row": big[i:i + 1]} for i in (3, 70)]
+    assert len(pickle.dumps(samples)) > 2 * 4000  # torch's own pickle: the storage twice
+    assert collect(samples) == [["[*].row", 40, 4000, None], ["[*].row", 40, 4000, None]]
+    assert collect(samples, "shm") == [["[*].row", 40, 4000, None]]
     pair = namedtuple("pair", "step row")
     assert collect(pair(1, big[5:6])) == [["row", 40, 4000, None]]
     other = torch.randn(5, 5)
