@@ -45,6 +45,7 @@ from flowmap.findings.common import (
     VIEW,
     WIDE_IDS,
     Finding,
+    named_as_seams,
 )
 from flowmap.gc_pause import paused_gc
 
@@ -87,7 +88,7 @@ def findings(view: RunView) -> list[Finding]:
                            and not _said(f, out))
     finally:
         STEPPED.reset(token)
-    return sorted(out, key=_rank)
+    return sorted(map(named_as_seams, out), key=_rank)
 
 
 def _said(f: Finding, earlier: list[Finding]) -> bool:

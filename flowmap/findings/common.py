@@ -93,6 +93,22 @@ def role_key(key: SeamKey) -> RoleKey:
     return (role_of(key[0]), role_of(key[1]), _NUMBERS.sub("*", name) if "://" in name else name)
 
 
+def named_as_seams(f: Finding) -> Finding:
+    """`f` with each socket name its message gives role-level (`PUSH tcp://*.*.*.*:*`) said
+    as its seams name it (`PUSH tcp://127.0.0.1:*`), where they all name it so: the name a
+    user finds in the seam table."""
+    real: dict[str, set[str]] = defaultdict(set)
+    for label in f.seams:
+        name = label.partition(" : ")[2]
+        if "://" in name:
+            real[_NUMBERS.sub("*", name)].add(name)
+    message = f.message
+    for masked, names in real.items():
+        if len(names) == 1 and masked not in names:
+            message = message.replace(masked, next(iter(names)))
+    return f if message == f.message else Finding(f.kind, f.seams, f.bytes_per_step, message)
+
+
 def role_seams(view: RunView) -> dict[RoleKey, list[SeamStats]]:
     """Owner-level seams grouped by role-level key, in the view's seam order."""
     out: dict[RoleKey, list[SeamStats]] = defaultdict(list)

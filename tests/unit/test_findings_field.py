@@ -459,3 +459,15 @@ def test_a_response_masks_tail_in_rows_an_attention_mask_calls_full_is_no_paddin
         found = _of(flowmap.load(str(run)).view, "padding")
         # THEN the tool tokens are not padding; the padded rows' tails are
         assert bool(found) is padded, (padded, found)
+
+
+def test_a_socket_is_named_in_a_findings_message_as_the_seam_table_names_it():
+    from flowmap.findings.common import Finding, named_as_seams
+
+    one = Finding("pass_through", ["a -> b : PUSH tcp://127.0.0.1:*", "b -> c : PUSH tcp://127.0.0.1:*"],
+                  1.0, "`PUSH tcp://*.*.*.*:*` passes through b")
+    assert named_as_seams(one).message == "`PUSH tcp://127.0.0.1:*` passes through b"
+    # one socket per rank, on two hosts: the role-level name is the only one for both
+    two = Finding("duplicate", ["d -> r/0 : PUSH tcp://10.0.0.1:*", "d -> r/1 : PUSH tcp://10.0.0.2:*"],
+                  1.0, "`PUSH tcp://*.*.*.*:*` to every rank")
+    assert named_as_seams(two).message == two.message
