@@ -35,6 +35,7 @@ element is its kind:
     ["v", t_us, src, dst, name, transport, step, figures]
                                                     value figures of a sampled hop (--values)
     ["t", t_us, src, dst, name, keys]               the strings the hop just recorded carried
+    ["w", t_us, src, dst, name, windows]            content windows of the arrays it serialised
     ["b", storage, of]                              a view's storage id lies in storage `of`
     ["o", storage, owner]                           what a storage holds was made by `owner`
     ["end", t_us, {"events": n, "errors": n}]       clean close
@@ -105,6 +106,13 @@ per string object, never given to two strings (the writer holds each string whil
 it keeps its id). A relay hands on the strings it got, under the same ids; text a
 stage writes (completions for prompts) has new ones. The flow reads them.
 
+A `w` event follows a send half whose transport serialised its arrays (a queue's or
+pipe's pickle, ZMQ's `send_pyobj`): `windows` lists `[path, crcs]` per array leaf, the
+CRC-32 of the 16 bytes at each of `WINDOW_OFFSETS` that fits in the array (bytes the
+transport copied anyway; flowmap/writer/storage_refs.py). Two messages whose windows
+agree wherever both have one, past the first, start with the same data: `prefix_resend`
+tells a resent prefix (each turn the earlier turns again) from new rows that grow.
+
 A `v` event is written only under `flowmap trace --values`, which reads data
 (flowmap/capture/values.py): after a sampled hop that moved bytes, `figures`
 lists `[path, min, max, sum, zero_tail, elements, filled]` per host array or list of
@@ -165,6 +173,7 @@ LEAF_NOTES = "n"
 PROCESS_INFO = "i"
 VALUES = "v"
 TEXT_KEYS = "t"
+WINDOWS = "w"
 PART = "b"
 ORIGIN = "o"
 END = "end"
@@ -188,6 +197,8 @@ INTS = "ints"  # a list of at most MAX_ITEMS ints
 LEAVES = "leaves"  # a schema's leaves: [[path, kind, shape, dtype, device, nbytes, count, dims]]
 STATS = "stats"  # an object {"events": n, "errors": n}
 FIGURES = "figures"  # [[path, min, max, sum or null, zero_tail or null, elements, filled]]
+# [[path, [crc32 of the 16 bytes at each of WINDOW_OFFSETS that fit in the array]]]
+WINDOW_LIST = "windows"
 NOTES = "notes"  # [[path, nbytes, storage_bytes or null, real or null(, numbers)]] (MAX_LEAVES)
 
 EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -237,10 +248,17 @@ EVENTS: dict[str, tuple[tuple[str, str], ...]] = {
              ("transport", STR_REF), ("step", OPT_INT), ("figures", FIGURES)),
     TEXT_KEYS: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
                 ("keys", INTS)),
+    WINDOWS: (("t_us", TIME), ("src", STR_REF), ("dst", STR_REF), ("name", STR_REF),
+              ("windows", WINDOW_LIST)),
     PART: (("storage", COUNT), ("of", COUNT)),
     ORIGIN: (("storage", COUNT), ("owner", STR_REF)),
 }
 OPTIONAL: dict[str, int] = {COUNTER: 4, MARK: 3, RECEIVE_HALF: 8}  # field index from which fields may be absent
+
+# Where a serialised array's content windows lie (`w` lines): bytes from its start, each
+# window 16 bytes; the same offsets in every message, so two messages compare where both fit
+WINDOW_OFFSETS = (0, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576)
+WINDOW_BYTES = 16
 
 # Bounds a reader enforces; a line or value past them is a bad line.
 MAX_LINE = 8 << 20  # bytes in one line

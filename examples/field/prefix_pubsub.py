@@ -45,11 +45,14 @@ def main() -> None:
     rng = np.random.default_rng(0)
     for step in range(STEPS):
         flowmap.step(step)
-        for t in range(TURNS):
-            for _ in range(K):
-                n = GROW * (t + 1)
-                s.send_pyobj({"obs": rng.random((n, 64), dtype=np.float32),
-                              "actions": rng.integers(0, 6, n).astype(np.int32)})
+        obs = [np.empty((0, 64), np.float32) for _ in range(K)]
+        actions = [np.empty(0, np.int32) for _ in range(K)]
+        for _turn in range(TURNS):
+            for k in range(K):  # each turn's GROW rows, after the episode so far
+                obs[k] = np.concatenate([obs[k], rng.random((GROW, 64), dtype=np.float32)])
+                actions[k] = np.concatenate([actions[k],
+                                             rng.integers(0, 6, GROW).astype(np.int32)])
+                s.send_pyobj({"obs": obs[k], "actions": actions[k]})
             time.sleep(0.01)
     p.join()
     s.close()

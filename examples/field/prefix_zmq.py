@@ -32,10 +32,12 @@ def server(port: int) -> None:
     push.connect(f"tcp://127.0.0.1:{port}")
     for step in range(STEPS):
         flowmap.step(step)
+        so_far = [torch.randint(0, 151_000, (1, PROMPT)) for _ in range(CONVERSATIONS)]
         for turn in range(TURNS):
-            for _ in range(CONVERSATIONS):
-                n = PROMPT + turn * TURN_TOKENS
-                push.send_pyobj({"input_ids": torch.randint(0, 151_000, (1, n))})
+            for c in range(CONVERSATIONS):
+                if turn:  # the turn's tokens, after the conversation so far
+                    so_far[c] = torch.cat([so_far[c], torch.randint(0, 151_000, (1, TURN_TOKENS))], 1)
+                push.send_pyobj({"input_ids": so_far[c]})
     push.close()
     ctx.term()
 

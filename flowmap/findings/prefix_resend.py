@@ -31,7 +31,7 @@ from collections import defaultdict
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from flowmap.findings import growth
+from flowmap.findings import content_chains, growth
 from flowmap.findings.common import PREFIX_RESEND, Finding, RoleKey, one_each, per_step, role_key
 from flowmap.model.format import fmt_dim, role_label, seam_label
 from flowmap.model.types import ARRAY_KINDS
@@ -52,6 +52,7 @@ def detect(view: RunView) -> list[Finding]:
     # (seam, items, leaf path) -> [(traced leaf, projected bytes)] in time order
     chains: dict[tuple[Any, ...], list[tuple[Leaf, int]]] = defaultdict(list)
     untagged: dict[tuple[Any, ...], list[growth.Message]] = defaultdict(list)
+    windows: dict[tuple[Any, ...], list[tuple[int, ...] | None]] = defaultdict(list)
     # (src, dst, text or not) -> (t_ns, leaf) of every message src sent dst: a seam's
     # answers, text to a stream of text (a transcript's), arrays to the others
     sent: dict[tuple[str, str, bool], list[tuple[int, Leaf]]] = defaultdict(list)
@@ -72,11 +73,17 @@ def detect(view: RunView) -> list[Finding]:
                 else:
                     untagged[((t.src, t.dst, t.name), leaf.path)].append(
                         (leaf, projected.get(leaf.path, leaf.nbytes), t.step, t.t_ns))
+                    windows[((t.src, t.dst, t.name), leaf.path)].append(
+                        dict(t.windows).get(leaf.path) if t.windows else None)
     for replies in sent.values():
         replies.sort(key=_first)
     for (key, path), stream in untagged.items():
-        answers = sent.get((key[1], key[0], _text(stream[0][0])))
-        for i, chain in enumerate(growth.chains(stream, answers)):
+        crcs = windows[(key, path)]
+        if sum(w is not None for w in crcs) * 2 >= len(crcs):  # its content tells (serialised)
+            read = content_chains.chains(stream, [w or () for w in crcs])
+        else:
+            read = growth.chains(stream, sent.get((key[1], key[0], _text(stream[0][0]))))
+        for i, chain in enumerate(read):
             chains[(key, ("chain", i), path)] = chain
     resent: dict[RoleKey, float] = defaultdict(float)
     labels: dict[RoleKey, set[str]] = defaultdict(set)

@@ -56,6 +56,8 @@ class Hop:
     arrived_texts: tuple[int, ...] = ()
     # A transport message's key (its length and a checksum of its bytes), where it has one
     key: str = ""
+    # The content windows of the arrays a transport serialised: (path, crcs) each (`w` line)
+    windows: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @property
     def seam(self) -> tuple[str, str, str]:

@@ -364,7 +364,7 @@ def joined_hop(s: SendHalf, dst: str, r: ReceiveHalf | None = None) -> Hop:
     return Hop(h.t_ns, h.pid, h.src, dst, h.name, h.nbytes, leaves, h.storages, h.step,
                h.version, h.transport, h.items, h.wire_bytes, arrived,
                None if r is None else r.t_ns, h.texts,
-               () if r is None else r.texts, h.key)  # (`replace`: 10x this)
+               () if r is None else r.texts, h.key, h.windows)  # (`replace`: 10x this)
 
 
 def _untraced_sender(r: ReceiveHalf) -> Hop:

@@ -313,27 +313,29 @@ class Decoder:
         sh.num_events += 1
 
     def _notes(self, ev: list[Any]) -> None:
-        sh = self.shard
-        s = self.strings
-        t_ns = self.t0 + ev[1] * 1000
+        sh, s, t_ns = self.shard, self.strings, self.t0 + ev[1] * 1000
         sh.notes.extend(LeafNote(t_ns, sh.pid, s[ev[2]], s[ev[3]], s[ev[4]], s[ev[5]], ev[6],
                                  note[0], note[1], note[2], note[3],
                                  note[4] if len(note) > 4 else None)
                         for note in ev[7])
         sh.num_events += 1
 
-    def _text_keys(self, ev: list[Any]) -> None:
-        """Give the hop (or send half) just read, unless it was folded, the ids of the strings
-        and floats it carried."""
+    def _attach(self, ev: list[Any], field: str, value: Any) -> None:
+        """Set `field` of the hop (or send half) just read that a `t` or `w` line follows."""
         sh, s, t_ns = self.shard, self.strings, self.t0 + ev[1] * 1000
         last = sh.halves[-1] if sh.halves else None
         for h in (sh.hops[-1] if sh.hops else None,
                   last.hop if isinstance(last, SendHalf) else None):
-            if (h is not None and h.t_ns == t_ns and h.src == s[ev[2]] and h.dst == s[ev[3]]
-                    and h.name == s[ev[4]]):
-                h.texts = tuple(ev[5])
+            if h is not None and (h.t_ns, h.src, h.dst, h.name) == (t_ns, *map(s.get, ev[2:5])):
+                setattr(h, field, value)  # unless it was folded
                 break
         sh.num_events += 1
+
+    def _text_keys(self, ev: list[Any]) -> None:  # the ids of the strings it carried
+        self._attach(ev, "texts", tuple(ev[5]))
+
+    def _windows(self, ev: list[Any]) -> None:  # the content windows of its arrays
+        self._attach(ev, "windows", tuple((path, tuple(crcs)) for path, crcs in ev[5]))
 
     def _values(self, ev: list[Any]) -> None:
         sh = self.shard
@@ -394,4 +396,5 @@ BUILDERS = {
     **dict.fromkeys(folded.BUILDERS, Decoder._folded_event), tf.LEAF_NOTES: Decoder._notes,
     tf.PROCESS_INFO: Decoder._info, tf.TEXT_KEYS: Decoder._text_keys,
     tf.VALUES: Decoder._values, tf.PART: Decoder._part, tf.ORIGIN: Decoder._origin,
+    tf.WINDOWS: Decoder._windows,
 }

@@ -39,6 +39,7 @@ _EXPR: dict[str, str] = {
     tf.STATS: "(type({v}) is dict)",
     tf.NOTES: "(notes({v}))",
     tf.FIGURES: "(figures({v}))",
+    tf.WINDOW_LIST: "(windows({v}))",
 }
 
 
@@ -92,6 +93,17 @@ def notes(v: Any) -> bool:
     return _rows(v, _note)
 
 
+def _window(w: object) -> bool:
+    return (type(w) is list and len(w) == 2 and type(w[0]) is str and len(w[0]) <= tf.MAX_TEXT
+            and type(w[1]) is list and len(w[1]) <= len(tf.WINDOW_OFFSETS)
+            and all(type(c) is int and 0 <= c < 1 << 32 for c in w[1]))
+
+
+def windows(v: Any) -> bool:
+    """`[[path, [crc, ...]], ...]` (a `w` event)."""
+    return _rows(v, _window)
+
+
 def _figure(f: object) -> bool:
     return (type(f) is list and len(f) in (6, 7) and type(f[0]) is str
             and len(f[0]) <= tf.MAX_TEXT and number(f[1]) and number(f[2])
@@ -142,7 +154,7 @@ def _compile(kind: str, fields: tuple[tuple[str, str], ...]) -> Check:
         parts.append(expr if i < optional else f"(len(ev) <= {i} or {expr})")
     source = "lambda ev, S, SC: " + " and ".join(parts)
     env = {"number": number, "items": items, "ints": ints, "leaves": leaves, "notes": notes,
-           "figures": figures,
+           "figures": figures, "windows": windows,
            "MAX_INT": tf.MAX_INT}
     check: Check = eval(compile(source, f"<check {kind}>", "eval"), env)  # noqa: S307 - our table
     return check

@@ -254,6 +254,11 @@ class TraceWriter(StorageTable):
         self.emit(f'["{tf.TEXT_KEYS}",{t_us},{self.seam(src, dst, name)},'
                   f'[{",".join(map(int.__repr__, keys))}]]')
 
+    def content_windows(self, t_us: int, src: str, dst: str, name: str,
+                        windows: list[list[Any]]) -> None:
+        """A `w` line: the content windows of the arrays the send half just written carried."""
+        self.emit(f'["{tf.WINDOWS}",{t_us},{self.seam(src, dst, name)},{dumps(windows)}]')
+
     def value_figures(self, t_us: int, src: str, dst: str, name: str, transport: str,
                       step: int | None, figures: list[list[Any]]) -> None:
         """A `v` line: value figures of a sampled hop (`flowmap trace --values`)."""

@@ -14,6 +14,8 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from flowmap import trace_format as tf
+
 
 def array_root(a: Any) -> Any:
     """The numpy array that owns the memory a view `a` looks into (`a` if none)."""
@@ -124,6 +126,30 @@ def contents(holders: Sequence[Any], keys: Sequence[Any], seen: dict[Any, list[A
             if last is None or type(last[0]) is tuple:
                 versions[i] = _content(h)
     return versions
+
+
+def windows_of(holder: Any, tensors: bool) -> list[int] | None:
+    """The CRC-32 of the 16 bytes at each of `trace_format.WINDOW_OFFSETS` that fits in a
+    host array's data, read where its transport serialises it (a numpy array always; a
+    contiguous CPU tensor where `tensors`: pickled, not moved to shared memory); None for
+    anything else (a device tensor is never read: that would synchronise the program)."""
+    try:
+        np = sys.modules.get("numpy")
+        if np is not None and type(holder) is np.ndarray:
+            a = holder
+        else:
+            refs = _torch_refs or _bound_torch()
+            if (not tensors or not refs or refs[2]() or type(holder) is not refs[0]
+                    or not holder.is_cpu or not holder.is_contiguous()):
+                return None
+            a = holder.detach().numpy()  # the same memory (no copy, no dispatch)
+        if not a.flags.c_contiguous or a.dtype.hasobject:
+            return None
+        m = memoryview(a).cast("B")
+        n, w = m.nbytes, tf.WINDOW_BYTES
+        return [zlib.crc32(m[at:at + w]) for at in tf.WINDOW_OFFSETS if at + w <= n]
+    except (TypeError, ValueError, RuntimeError):
+        return None
 
 
 def _content(a: Any) -> tuple[str, int] | None:

@@ -50,6 +50,41 @@ def test_interleaved_conversations_resend_their_prefix_without_item_ids(tmp_path
     assert f.seams == ["engine -> loop : reply"] and "new rows" in f.message
 
 
+def _turns(w: ShardWriter, windows_of) -> None:
+    """3 conversations interleaved, 4 turns each, every turn adding 64 more rows than the
+    last (64, 192, 384, 640), pickled: their content windows as `windows_of(c, k)` says."""
+    t = 0
+    for s in range(2):
+        w.step(t, s)
+        for k in range(1, 5):
+            for c in range(3):
+                t += 1
+                rows = 32 * k * (k + 1)
+                w.hop(t, "env", "agent", "obs", [tensor("obs", (rows,), "int64")], step=s,
+                      transport="pickle")
+                w.writer.content_windows(t, "env", "agent", "obs",
+                                         [["obs", windows_of(c, k, s, rows * 8)]])
+
+
+def test_content_windows_tell_a_resent_prefix_from_new_rows_that_grow(tmp_path):
+    from flowmap import trace_format as tf
+
+    def fits(nbytes: int) -> list[int]:
+        return [at for at in tf.WINDOW_OFFSETS if at + tf.WINDOW_BYTES <= nbytes]
+
+    # GIVEN a resent prefix: each conversation's windows are its own, the same every turn
+    w = _shard(tmp_path / "prefix")
+    _turns(w, lambda c, k, s, n: [1000 * (10 * s + c) + at for at in fits(n)])
+    (f,) = _of(_view(tmp_path / "prefix", w), "prefix_resend")
+    # each step resends turns 1..3 of each conversation: (64 + 192 + 384) rows x 8 B x 3
+    assert f.bytes_per_step == 3 * (64 + 192 + 384) * 8
+    # AND new rows only (the fix), growing turn by turn: each message's content is its own,
+    # which the shapes alone took for a resent prefix
+    w = _shard(tmp_path / "deltas")
+    _turns(w, lambda c, k, s, n: [100_000 * k + 1000 * (10 * s + c) + at for at in fits(n)])
+    assert _of(_view(tmp_path / "deltas", w), "prefix_resend") == []
+
+
 def test_replies_that_rise_by_chance_hold_no_answer_and_are_no_turns(tmp_path):
     # GIVEN an engine's replies to one worker, two episodes interleaved, whose lengths rise
     # (10, 20, 30, 40 and 50, 60, 70, 80), each followed by the worker's next request of 200

@@ -32,6 +32,7 @@ GOOD = {
     tf.DROP_FOLD: ["D", 10, 0, 1, None, 2, 5, 4],
     tf.LEAF_NOTES: ["n", 10, 0, 1, 0, 2, 3, [["row", 4096, 4194304, None], ["mask", 16, None, 9]]],
     tf.TEXT_KEYS: ["t", 10, 0, 1, 0, [1, 2, 3]],
+    tf.WINDOWS: ["w", 10, 0, 1, 0, [["obs", [12, 3_000_000_000, 0]], ["ids", [7]]]],
     tf.PROCESS_INFO: ["i", 10, "ray_node_id", "5f1c"],
     tf.VALUES: ["v", 10, 0, 1, 0, 2, 3, [["ids", 0, 63, None, 120, 4096],
                                          ["lengths[*]", 3, 90.5, 200, None, 4]]],
@@ -66,6 +67,7 @@ def test_no_hostile_field_passes_unless_the_type_admits_it(kind):
         tf.LEAVES: lambda v: v == [],
         tf.NOTES: lambda v: v == [],
         tf.FIGURES: lambda v: v == [],
+        tf.WINDOW_LIST: lambda v: v == [],
         tf.STATS: lambda v: v == {},
     }
     for i, (_, ftype) in enumerate(tf.EVENTS[kind], start=1):

@@ -330,3 +330,28 @@ def test_rows_past_a_written_row_block_are_still_the_buffers(tmp_path: Path, loo
     # THEN engine1's rows are the buffer's (the write was the first rows', hopped at it)
     assert ("buffer", "engine1") in edges and ("driver", "engine1") not in edges
     assert ("engine0", "engine1") not in edges
+
+
+def test_arrays_a_pipe_pickles_carry_content_windows_that_show_a_prefix(tmp_path: Path) -> None:
+    # GIVEN a conversation's ids sent whole down a pipe every turn (a numpy array, and a
+    # torch tensor, which torch moves into shared memory: not read), and new rows alone
+    import multiprocessing as mp
+
+    rng = np.random.default_rng(1)
+    so_far = rng.integers(0, 30_000, 64)
+    here, there = mp.Pipe()
+    with flowmap.tracing(tmp_path / "run"):
+        for _ in range(3):
+            new = rng.integers(0, 30_000, 128)
+            so_far = np.concatenate([so_far, new])
+            here.send({"ids": so_far, "new": new, "t": torch.from_numpy(new.copy())})
+            there.recv()
+    hops = sorted(flowmap.load(tmp_path / "run").view.events.hops, key=lambda h: h.t_ns)
+    windows = [dict(h.windows) for h in hops]
+    # THEN each numpy array has its windows, the tensor none; the whole conversation's agree
+    # turn to turn where both have one, the new rows' do not
+    assert all(set(w) == {"ids", "new"} for w in windows)
+    for a, b in zip(windows, windows[1:]):
+        shared = min(len(a["ids"]), len(b["ids"]))
+        assert shared >= 2 and a["ids"][:shared] == b["ids"][:shared]
+        assert a["new"] != b["new"]

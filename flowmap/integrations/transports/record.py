@@ -20,15 +20,18 @@ import time
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from flowmap import trace_format as tf
 from flowmap.capture import describe_lazy, state, text_identity
 from flowmap.capture.tracer import Tracer
 from flowmap.integrations.transports import number_text, relay_bytes
 from flowmap.trace_format import UNTRACED as UNTRACED  # re-exported: the transports name it
 from flowmap.writer.encoder import has_text, items_json
+from flowmap.writer.storage_refs import windows_of
 
 if TYPE_CHECKING:
     from flowmap.capture.describe import Description
 
+ARRAYS = ("tensor", "ndarray")
 NOW = object()  # `send_half(step=)` not given: the process's step when it is recorded
 
 
@@ -146,6 +149,7 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
         src, fallback, name, d, nbytes, transport, channel, wire, _t_us(t, t_ns), step
     ):
         return  # folded (`trace --aggregate`, past the detail window)
+    windows = _windows(d, transport) if d.holders else None
     w = t.writer
     with w.lock:
         if not t.closed:
@@ -158,10 +162,31 @@ def send_half(src: str, fallback: str, name: str, d: Description, nbytes: int, t
             if w.send_half(t_us, src, fallback, name, d.leaves, nbytes, ids, step, None, transport,
                            items_json(items), channel, key, wire) and payload is not None:
                 t.name_objects(t_us, src, fallback, name, payload)
+            if windows:
+                w.content_windows(t_us, src, fallback, name, windows)
     if frame is not None and wire is not None:
         found = number_text.note(d.leaves, frame, wire)
         if found is not None:
             t.notes(src, fallback, name, transport, step, [found])
+
+
+MAX_WINDOWED = 8  # arrays of a message whose content windows are read, the first
+
+
+def _windows(d: Description, transport: str) -> list[list[Any]] | None:
+    """`[path, crcs]` of the arrays a message's transport serialises (`storage_refs.windows_of`):
+    numpy arrays always, tensors where it pickles them (not where it moves them into shared
+    memory, nor a device's); only where each array leaf is one array (no folded list)."""
+    arrays = [leaf for leaf in d.leaves if leaf[1] in ARRAYS]
+    if len(arrays) != len(d.holders) or any(leaf[6] != 1 for leaf in arrays):
+        return None
+    tensors = transport in (tf.ZMQ, tf.PICKLE)
+    out = []
+    for leaf, holder in zip(arrays[:MAX_WINDOWED], d.holders):
+        crcs = windows_of(holder, tensors)
+        if crcs:
+            out.append([leaf[0], crcs])
+    return out or None
 
 
 def receive_half(owner: str, name: str, transport: str, channel: str, key: str,
