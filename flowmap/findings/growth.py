@@ -275,10 +275,9 @@ def _link(messages: list[tuple[Leaf, int]], fit: bool) -> list[list[tuple[Leaf, 
         best = None
         for chain in open_:
             last = chain[-1][0]
-            first = chain[0][0].shape[a]
             if (len(last.shape) == len(leaf.shape) and _axis(last.shape) == a
                     and _rest(last.shape) == _rest(leaf.shape) and last.dtype == leaf.dtype
-                    and size - last.shape[a] >= MIN_GROWTH * first
+                    and size - last.shape[a] >= MIN_GROWTH * chain[0][0].shape[a]
                     and (best is None or last.shape[a] > best[-1][0].shape[a])):
                 best = chain
                 if not fit:

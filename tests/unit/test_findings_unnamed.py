@@ -354,3 +354,16 @@ def test_a_transcript_resent_whole_as_text_is_a_resent_prefix_and_text_of_any_le
         assert bool(found) is (what == "transcript"), (what, found)
         if found:
             assert found[0].bytes_per_step == 8400 + 6900, found
+
+
+def test_leaves_of_one_name_and_different_ranks_on_a_seam_are_read_without_error(tmp_path):
+    # GIVEN a learner that sends each parameter as (name, array), `[1, 256]` and `[256]`
+    # under one leaf path, step after step, in one process (shapes alone: no windows)
+    w, t = _shard(tmp_path), 0
+    for s in range(5):
+        w.step(t, s)
+        for shape in ((1, 256), (256,), (256,)):
+            t += 1
+            w.hop(t, "learner", "actor", "tuple", [tensor("[1]", shape)], step=s, transport="shm")
+    # THEN the findings are read (no conversation among them)
+    assert _of(_view(tmp_path, w), "prefix_resend") == []
