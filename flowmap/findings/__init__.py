@@ -10,6 +10,7 @@ whose method is written in docs/findings.md. They read the view and nothing else
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -83,12 +84,24 @@ def findings(view: RunView) -> list[Finding]:
     try:
         with paused_gc():  # the detectors build many small records that hold no cycles
             for detect in DETECTORS:
-                found = sorted(detect(view), key=_rank)
+                found = sorted(_run(detect, view), key=_rank)
                 out.extend(f for f in found[:MAX_PER_KIND] if f.bytes_per_step > max(0, floor)
                            and not _said(f, out))
     finally:
         STEPPED.reset(token)
     return sorted(map(named_as_seams, out), key=_rank)
+
+
+def _run(detect: Callable[[RunView], list[Finding]], view: RunView) -> list[Finding]:
+    """A detector's findings; none, said in one line on stderr, where it fails on a trace
+    it was not written for (the report, the page and the gate go on with the others)."""
+    try:
+        return detect(view)
+    except Exception as exc:  # a detector's defect must not cost the user the whole report
+        name = detect.__module__.rsplit(".", 1)[-1]
+        sys.stderr.write(f"flowmap: the `{name}` findings were skipped: an internal error "
+                         f"({type(exc).__name__}: {exc}); please report it\n")
+        return []
 
 
 def _said(f: Finding, earlier: list[Finding]) -> bool:

@@ -356,7 +356,8 @@ def test_a_transcript_resent_whole_as_text_is_a_resent_prefix_and_text_of_any_le
             assert found[0].bytes_per_step == 8400 + 6900, found
 
 
-def test_leaves_of_one_name_and_different_ranks_on_a_seam_are_read_without_error(tmp_path):
+def test_leaves_of_one_name_and_different_ranks_on_a_seam_are_read_without_error(tmp_path,
+                                                                                   capsys):
     # GIVEN a learner that sends each parameter as (name, array), `[1, 256]` and `[256]`
     # under one leaf path, step after step, in one process (shapes alone: no windows)
     w, t = _shard(tmp_path), 0
@@ -365,5 +366,25 @@ def test_leaves_of_one_name_and_different_ranks_on_a_seam_are_read_without_error
         for shape in ((1, 256), (256,), (256,)):
             t += 1
             w.hop(t, "learner", "actor", "tuple", [tensor("[1]", shape)], step=s, transport="shm")
-    # THEN the findings are read (no conversation among them)
+    # THEN the findings are read (no conversation among them), no detector failing
     assert _of(_view(tmp_path, w), "prefix_resend") == []
+    assert "skipped" not in capsys.readouterr().err
+
+
+def test_a_detector_that_fails_costs_its_own_findings_only(tmp_path, capsys, monkeypatch):
+    import flowmap.findings as found
+
+    def broken(view):
+        raise IndexError("tuple index out of range")
+
+    broken.__module__ = "flowmap.findings.prefix_resend"
+    monkeypatch.setattr(found, "DETECTORS", (broken, *found.DETECTORS))
+    w = _shard(tmp_path)
+    for s in range(2):
+        w.step(s, s)
+        w.hop(s + 1, "a", "b", "stats", [tensor("x[*]", (4,), count=48)], step=s,
+              transport="pickle", nbytes=15_000)  # 48 tensors of 16 B pickled: bloat
+    kinds = [f.kind for f in found.findings(_view(tmp_path, w))]
+    assert "serialisation" in kinds
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "`prefix_resend` findings were skipped" in err
