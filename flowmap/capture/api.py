@@ -9,6 +9,7 @@ the user's program does.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -154,16 +155,30 @@ def current_owner() -> str:
 
 def set_owner(name: str) -> None:
     """Set the default owner of this process (for worker processes such as DP ranks); called
-    in a thread other than the main one, that thread's owner: a framework that runs a role
-    as a thread (an engine's scheduler, a server's tokenizer manager) names it so, and the
-    process's other roles keep theirs."""
-    if threading.current_thread() is threading.main_thread():
+    in a thread other than the main one, or in an asyncio task the program started (not its
+    `main` coroutine, which is the program itself), that thread's or task's owner: a
+    framework that runs a role as a thread or a task (an engine's scheduler, a server's
+    tokenizer manager, an agent loop) names it so, and the process's other roles keep
+    theirs. Tasks the task starts afterwards inherit it, as they inherit its context."""
+    if threading.current_thread() is threading.main_thread() and not _in_task():
         set_process_owner(name)
         return
     if state.on_declared is not None:  # instrumented: `trace` with no map looks no further
         state.declared()
     state.current_owner.set(name)  # this thread's context only
     _say_owner(name)
+
+
+def _in_task() -> bool:
+    """Whether an asyncio task of the program's other than its `main` coroutine runs now."""
+    aio = sys.modules.get("asyncio")
+    if aio is None:
+        return False
+    try:
+        task = aio.current_task() if aio._get_running_loop() is not None else None
+        return task is not None and getattr(task.get_coro(), "__name__", "main") != "main"
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def set_process_owner(name: str) -> None:

@@ -66,3 +66,28 @@ def test_a_wrapped_library_function_is_still_the_librarys():
     # THEN a thread whose target is either wrapper is still the standard library's
     assert role_of(threading.Thread(target=Queue().put, args=(1,))) is None
     assert role_of(threading.Thread(target=get)) is None
+
+
+def test_set_owner_in_a_task_names_that_task_and_in_main_the_process():
+    from flowmap.capture import state
+    from flowmap.capture.api import current_owner, set_owner
+
+    seen: dict[str, str] = {}
+    saved = state.default_owner, state.auto_owner
+
+    async def producer(i: int) -> None:
+        set_owner(f"rollout/{i}")
+        await asyncio.sleep(0)
+        seen[f"producer{i}"] = current_owner()
+
+    async def main() -> None:
+        set_owner("driver")  # the program's own coroutine: the process's owner
+        await asyncio.gather(producer(0), producer(1))
+        seen["main"] = current_owner()
+
+    try:
+        asyncio.run(main())
+        assert seen == {"producer0": "rollout/0", "producer1": "rollout/1", "main": "driver"}
+        assert state.default_owner == "driver"
+    finally:
+        state.default_owner, state.auto_owner = saved
