@@ -80,22 +80,16 @@ class Flow:
         return f"{sep.join(stages)}  (driver: {UNNAMED_DRIVER})"
 
 
-def _sender(h: Hop, roots: Roots, ordered: Sequence[Hop], root_links: dict[int, int],
-            links: list[tuple[int, str, str, int]], producer: dict[tuple[int, int], str]
-            ) -> tuple[str, int | None]:
-    """Who made the new storages of `h`, and the root's link it hands on: `h.src`; for a
-    receipt out of a group, its root's (the producer of what the root sent, `flow_groups`),
-    and the root's hop's link once that hop was read."""
-    root = roots.root_of(h)
-    if root is None:
-        return h.src, None
-    link = root_links.get(root)
-    if link is not None:
-        return links[link][1], link
-    roots.received.add(root)
-    sent = ordered[root]  # read later (its clock a little behind): its sender, or its maker's
-    first = sent.storages[0] if sent.storages else None
-    return producer.get((sent.pid, first), sent.src) if first is not None else sent.src, None
+def _sender(h: Hop, roots: Roots, root_links: dict[int, list[int]],
+            links: list[tuple[int, str, str, int]]) -> tuple[str, list[int]]:
+    """Who made the new storages of `h`, and the links it hands on: `h.src`, none; for a
+    receipt out of a group, the producer of what its root sent (`flow_groups`), and the
+    root's hop's links into the group, which only handed it on."""
+    root = roots.root.get(id(h))
+    got = root_links.get(id(root)) if root is not None else None
+    if not got:
+        return h.src, []
+    return links[got[0]][1], got
 
 
 def _ranked(origins: Mapping[tuple[int, int], str], hops: Sequence[Hop]
@@ -134,7 +128,8 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
     makers: dict[tuple[int, int], str] = {}  # (pid, text id) -> the stage that first sent it
     texts: set[int] = set()  # links of text payloads: data, as tensors are
     roots = Roots(ordered)  # a rooted collective's receipts are what its root sent
-    root_links: dict[int, int] = {}  # a root's hop into a group -> its first storage's link
+    ordered = roots.ordered(ordered)
+    root_links: dict[int, list[int]] = {}  # id(a root's hop into a group) -> its links
     hand_offs = 0
     for i, h in enumerate(ordered):
         if h.transport == COLLECTIVE and not h.nbytes and GROUP in (h.src[:6], h.dst[:6]):
@@ -179,7 +174,7 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
         handed_on: list[int] = []  # links that brought h.src data it hands on here
         args = _roots(h)
         carried = _storages(h)
-        sender, root_link = _sender(h, roots, ordered, root_links, links, producer)
+        sender, root_link = _sender(h, roots, root_links, links)
         link_of: list[int | None] = []  # per storage, the link it made (None: back home)
         for view, nbytes in carried:
             storage = bases.get((h.pid, view), view)
@@ -193,17 +188,14 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
             if made_by != h.src:
                 forwarded = True  # someone else's data, handed on by h.src
                 handed_on += waiting.pop((h.pid, storage, h.src), ())
-                if root_link is not None:  # the group only handed on what the root sent
-                    handed_on.append(root_link)
+                handed_on += root_link  # the group only handed on what the root sent
             waiting[(h.pid, storage, h.dst)].append(len(links))
             if storage in args:
                 link_args[len(links)] = args[storage]
             link_of.append(len(links))
             links.append((i, made_by, h.dst, nbytes))
-        if h.dst.startswith(GROUP) and link_of and link_of[0] is not None:
-            root_links[i] = link_of[0]
-            if i in roots.received:  # a receipt of it was read first: the group handed it on
-                passed.add(link_of[0])
+        if h.dst.startswith(GROUP) and any(k is not None for k in link_of):
+            root_links[id(h)] = [k for k in link_of if k is not None]
         # strings or floats beside the tensors, followed by their objects; new ones (scores
         # as floats) are data h.src made, as new storages are
         beside = list(flow_text.beside(held[h.src], h, makers)) if h.texts else []

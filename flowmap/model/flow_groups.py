@@ -21,27 +21,32 @@ ROOTED = frozenset(("broadcast", "scatter", "broadcast_object_list", "scatter_ob
 
 
 class Roots:
-    """The roots' hops into each group, by group and payload name, in time order."""
+    """Each receipt out of a group, paired with the root's hop whose message it is."""
 
     def __init__(self, ordered: Sequence[Hop]) -> None:
-        self.into: dict[tuple[str, str], list[int]] = defaultdict(list)
-        for i, h in enumerate(ordered):
+        into: dict[tuple[str, str], list[Hop]] = defaultdict(list)
+        for h in ordered:
             if h.transport == COLLECTIVE and h.dst.startswith(GROUP) and h.name in ROOTED:
-                self.into[(h.dst, h.name)].append(i)
-        self.taken: dict[tuple[int, str, str], int] = defaultdict(int)  # receipts read so far
-        self.received: set[int] = set()  # roots' hops a receipt of was read before them
+                into[(h.dst, h.name)].append(h)
+        taken: dict[tuple[int, str, str], int] = defaultdict(int)  # receipts paired so far
+        self.root: dict[int, Hop] = {}  # id(receipt) -> the root's hop it received
+        for h in ordered if into else ():
+            if h.transport != COLLECTIVE or not h.src.startswith(GROUP) or h.name not in ROOTED:
+                continue
+            sent, key = into.get((h.src, h.name)), (h.pid, h.src, h.name)
+            k = taken[key]
+            taken[key] = k + 1
+            if sent and k < len(sent):
+                self.root[id(h)] = sent[k]
 
-    def root_of(self, h: Hop) -> int | None:
-        """The index of the root's hop whose message `h` (a receipt out of a group) is: ranks
-        call a group's collectives in one order, so a receiver's k-th receipt of a name is
-        the k-th message its roots sent under it (clocks of two processes may disagree by
-        more than two broadcasts take)."""
-        if h.transport != COLLECTIVE or not h.src.startswith(GROUP) or h.name not in ROOTED:
-            return None
-        sent = self.into.get((h.src, h.name))
-        if not sent:
-            return None
-        key = (h.pid, h.src, h.name)
-        k = self.taken[key]
-        self.taken[key] = k + 1
-        return sent[k] if k < len(sent) else None
+    def ordered(self, hops: list[Hop]) -> list[Hop]:
+        """`hops` (in time order) with each receipt after the root's hop it received: a
+        receiver's clock, or its call's start, may be read before the root's (ranks call a
+        group's collectives in one order, so a receiver's k-th receipt of a name is the k-th
+        message its roots sent under it)."""
+        if not self.root:
+            return hops
+        at = {id(h): i for i, h in enumerate(hops)}
+        return [h for _, h in sorted(
+            ((max(i, at[id(self.root[id(h)])] + 0.5) if id(h) in self.root else i, h)
+             for i, h in enumerate(hops)), key=lambda p: p[0])]

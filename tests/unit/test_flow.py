@@ -887,6 +887,24 @@ def test_a_broadcast_received_is_what_its_root_sent_and_a_barrier_is_no_data():
     assert edges == {("trainer/rank0", "main"): 1, ("trainer/rank0", "rollout/rank1"): 4}
 
 
+def test_a_scatter_received_before_its_batch_was_made_is_still_the_batch_makers():
+    # rank0's dataset stage makes a batch and the driver scatters its chunks; rank1's and
+    # rank2's receipts are read first (their calls began waiting before the batch was made)
+    def hop(t, pid, src, dst, name, storages, transport="collective"):
+        leaves = tuple(Leaf(f"x{k}", "tensor", (10,), "float32", "cpu", 40, 1, None)
+                       for k in range(len(storages)))
+        return Hop(t, pid, src, dst, name, 40 * len(storages), leaves, tuple(storages), None,
+                   None, transport, ())
+
+    hops = [hop(1, 2, "group[0-2]", "reward/rank1", "scatter", [0]),
+            hop(2, 3, "group[0-2]", "reward/rank2", "scatter", [0]),
+            hop(3, 1, "dataset", "driver/rank0", "responses", [0], "ref"),
+            hop(4, 1, "driver/rank0", "group[0-2]", "scatter", [1, 2, 3])]
+    flow = build_flow(hops, parts={(1, 1): 0, (1, 2): 0, (1, 3): 0})
+    assert {(e.src, e.dst) for e in flow.edges} == {("dataset", "reward/rank1"),
+                                                   ("dataset", "reward/rank2")}
+
+
 def test_origins_written_by_the_tracer_are_read_back_per_storage(tmp_path):
     # GIVEN arrays made before recording opened, two of them views of one storage, and the
     # tracer told who made them (as a run with no seam map does when its recording opens)
