@@ -55,7 +55,7 @@ NUMBER_BYTES = 4
 
 
 def detect(view: RunView) -> list[Finding]:
-    own_of: dict[tuple[int, bool], int | None] = {}  # a schema's leaves: one tuple per shard
+    own_of: dict[tuple[int, int], int | None] = {}  # a schema's leaves: one tuple per shard
     wire: dict[tuple[RoleKey, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     labels: dict[tuple[RoleKey, str], set[SeamKey]] = defaultdict(set)
     views = {(n.src, n.name) for sh in view.events.shards for n in sh.notes if n.storage_bytes}
@@ -72,10 +72,11 @@ def detect(view: RunView) -> list[Finding]:
             continue
         if h.transport == "rpc" and h.pid in on_ray:  # Ray's inline value: no cheaper way
             continue
-        text = texts.get((h.src, h.name))
-        if (id(h.leaves), text is not None) not in own_of:
-            own_of[(id(h.leaves), text is not None)] = _own(h, text)
-        own = own_of[(id(h.leaves), text is not None)]
+        text = texts.get((h.src, h.name))  # one dict per sender and name: its own ratios
+        cached = (id(h.leaves), id(text) if text is not None else 0)
+        if cached not in own_of:
+            own_of[cached] = _own(h, text)
+        own = own_of[cached]
         if own is None:
             continue
         k = (role_key(h.seam), h.transport)

@@ -40,6 +40,8 @@ def describe(payload: Any) -> Description:
     when the hook is armed: importing torch or multiprocessing arms a hook in every
     traced child, and most of those children never send a message."""
     return describe_lazy.describe(payload, None)
+
+
 # The key of raw frames received (no tensor, no holder: each gets an id of its own), named
 # so that bytes a relay sends on that hold their sample carry that id (`relay_bytes`)
 RAW_FRAMES = ("raw frames",)

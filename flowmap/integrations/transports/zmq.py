@@ -57,8 +57,7 @@ class _Message:
     """One message being sent or received: its key, its bytes, what the program passed."""
 
     __slots__ = ("key", "nbytes", "frames", "envelope", "payload", "t_ns", "sample", "pickled",
-                 "largest",
-                 "an_object")
+                 "largest", "an_object")
 
     def __init__(self, router: bool, payload: Any = None) -> None:
         self.key = record.MessageKey()
