@@ -111,7 +111,7 @@ pipe's pickle, ZMQ's `send_pyobj`): `windows` lists `[path, crcs]` per array lea
 CRC-32 of the 16 bytes at each of `WINDOW_OFFSETS` that fits in the array (bytes the
 transport copied anyway; flowmap/writer/storage_refs.py). Two messages whose windows
 agree wherever both have one, past the first, start with the same data: `prefix_resend`
-tells a resent prefix (each turn the earlier turns again) from new rows that grow.
+finds the turns of a resent prefix (each turn the earlier turns again) by them.
 
 A `v` event is written only under `flowmap trace --values`, which reads data
 (flowmap/capture/values.py): after a sampled hop that moved bytes, `figures`

@@ -79,9 +79,11 @@ def detect(view: RunView) -> list[Finding]:
         replies.sort(key=_first)
     for (key, path), stream in untagged.items():
         crcs = windows[(key, path)]
-        if sum(w is not None for w in crcs) * 2 >= len(crcs):  # its content tells (serialised)
-            read = content_chains.chains(stream, [w or () for w in crcs])
-        else:
+        read = []  # conversations the content shows (serialised), else the shapes'
+        if sum(w is not None for w in crcs) * 2 >= len(crcs):
+            read = [c for c in content_chains.chains(stream, [w or () for w in crcs])
+                    if len(c) >= MIN_TURNS]
+        if not read:
             read = growth.chains(stream, sent.get((key[1], key[0], _text(stream[0][0]))))
         for i, chain in enumerate(read):
             chains[(key, ("chain", i), path)] = chain

@@ -50,39 +50,47 @@ def test_interleaved_conversations_resend_their_prefix_without_item_ids(tmp_path
     assert f.seams == ["engine -> loop : reply"] and "new rows" in f.message
 
 
-def _turns(w: ShardWriter, windows_of) -> None:
-    """3 conversations interleaved, 4 turns each, every turn adding 64 more rows than the
-    last (64, 192, 384, 640), pickled: their content windows as `windows_of(c, k)` says."""
+def _turns(w: ShardWriter, conversations: int, windows_of) -> None:
+    """Conversations interleaved, 4 turns each, every turn adding 64 more rows than the
+    last (64, 192, 384, 640), pickled, never answered: their content windows as
+    `windows_of(c, k, s, nbytes)` says (None: none written)."""
     t = 0
     for s in range(2):
         w.step(t, s)
         for k in range(1, 5):
-            for c in range(3):
+            for c in range(conversations):
                 t += 1
                 rows = 32 * k * (k + 1)
                 w.hop(t, "env", "agent", "obs", [tensor("obs", (rows,), "int64")], step=s,
                       transport="pickle")
-                w.writer.content_windows(t, "env", "agent", "obs",
-                                         [["obs", windows_of(c, k, s, rows * 8)]])
+                crcs = windows_of(c, k, s, rows * 8)
+                if crcs is not None:
+                    w.writer.content_windows(t, "env", "agent", "obs", [["obs", crcs]])
 
 
-def test_content_windows_tell_a_resent_prefix_from_new_rows_that_grow(tmp_path):
+def test_content_windows_show_the_turns_of_a_resent_prefix_the_shapes_cannot(tmp_path):
     from flowmap import trace_format as tf
 
-    def fits(nbytes: int) -> list[int]:
-        return [at for at in tf.WINDOW_OFFSETS if at + tf.WINDOW_BYTES <= nbytes]
+    def prefix(c: int, k: int, s: int, nbytes: int) -> list[int]:  # a conversation's own
+        return [1000 * (10 * s + c) + at for at in tf.WINDOW_OFFSETS
+                if at + tf.WINDOW_BYTES <= nbytes]
 
-    # GIVEN a resent prefix: each conversation's windows are its own, the same every turn
-    w = _shard(tmp_path / "prefix")
-    _turns(w, lambda c, k, s, n: [1000 * (10 * s + c) + at for at in fits(n)])
-    (f,) = _of(_view(tmp_path / "prefix", w), "prefix_resend")
-    # each step resends turns 1..3 of each conversation: (64 + 192 + 384) rows x 8 B x 3
+    # GIVEN one env worker alone on its seam resending its episode every turn, never
+    # answered: by shapes, one stream that only grows (sorted micro-batches look so)
+    w = _shard(tmp_path / "shapes")
+    _turns(w, 1, lambda *_: None)
+    assert _of(_view(tmp_path / "shapes", w), "prefix_resend") == []
+    # WHEN its arrays were pickled, their windows agreeing turn to turn
+    w = _shard(tmp_path / "content")
+    _turns(w, 1, prefix)
+    (f,) = _of(_view(tmp_path / "content", w), "prefix_resend")
+    # THEN it is a resent prefix: turns 1..3 again each step, (64 + 192 + 384) rows x 8 B
+    assert f.bytes_per_step == (64 + 192 + 384) * 8
+    # and three conversations interleaved are each found by their own content
+    w = _shard(tmp_path / "three")
+    _turns(w, 3, prefix)
+    (f,) = _of(_view(tmp_path / "three", w), "prefix_resend")
     assert f.bytes_per_step == 3 * (64 + 192 + 384) * 8
-    # AND new rows only (the fix), growing turn by turn: each message's content is its own,
-    # which the shapes alone took for a resent prefix
-    w = _shard(tmp_path / "deltas")
-    _turns(w, lambda c, k, s, n: [100_000 * k + 1000 * (10 * s + c) + at for at in fits(n)])
-    assert _of(_view(tmp_path / "deltas", w), "prefix_resend") == []
 
 
 def test_replies_that_rise_by_chance_hold_no_answer_and_are_no_turns(tmp_path):
