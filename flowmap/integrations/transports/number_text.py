@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from flowmap.integrations.transports.relay_bytes import byte_view
+
 MIN_BYTES = 1024  # below this a message is its framing, as `serialisation` reads it
 WINDOW = 64
 _DIGITS = b"0123456789"
@@ -34,9 +36,7 @@ def numbers_in(buf: Any) -> int | None:
     """The numbers a serialised text message holds, estimated; None where it is no number
     text (or small, or not contiguous bytes)."""
     try:
-        m = buf if isinstance(buf, memoryview) else memoryview(buf)
-        if m.format != "B" or m.ndim != 1:
-            m = m.cast("B")
+        m = byte_view(buf)
         n = m.nbytes
         if n < MIN_BYTES:
             return None

@@ -78,9 +78,7 @@ class MessageKey:
 
     def add(self, data: Any) -> int:
         """Fold one buffer in; returns its length in bytes."""
-        m = data if isinstance(data, memoryview) else memoryview(data)
-        if m.format != "B" or m.ndim != 1:
-            m = m.cast("B")
+        m = relay_bytes.byte_view(data)
         n = m.nbytes
         self.nbytes += n
         if n <= 2 * KEY_SPAN:

@@ -50,15 +50,20 @@ _kept: list[tuple[Samples, str, int, frozenset[int], str, int]] = []
 forksafe.at_fork(after_in_child=_kept.clear)  # the ids are the parent's shard's
 
 
+def byte_view(data: Any) -> memoryview:
+    """`data` (bytes, a frame, a buffer) as one flat run of bytes, without a copy; raises
+    TypeError or ValueError where it is not contiguous bytes."""
+    m = data if isinstance(data, memoryview) else memoryview(data)
+    return m if m.format == "B" and m.ndim == 1 else m.cast("B")
+
+
 def sample_of(data: Any) -> Samples | None:
     """The samples of a received message's bytes, None where it is small or too uniform:
     up to `MAX_SAMPLES` windows, from the middle outwards, each where it tells data apart.
     The first says a relay's bytes carry the message; all of them, that a copy is all of
     it."""
     try:
-        m = data if isinstance(data, memoryview) else memoryview(data)
-        if m.format != "B" or m.ndim != 1:
-            m = m.cast("B")
+        m = byte_view(data)
         n = m.nbytes
         if n < MIN_BYTES:
             return None
