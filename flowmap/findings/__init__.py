@@ -2,9 +2,10 @@
 
 One detector per module, each a function of the `RunView` (its seams, and
 its events where identity matters: storages, items). flowmap sees metadata
-only — shapes, dtypes, sizes, storage addresses, item ids — never tensor
-values, so every figure here is either counted from the trace or an estimate
-whose method is written in docs/findings.md. They read the view and nothing else:
+only — shapes, dtypes, sizes, storage addresses, item ids, and checksums of small
+windows of bytes a transport already serialised — never tensor values (but what
+`--values` samples), so every figure here is either counted from the trace or an
+estimate whose method is written in docs/findings.md. They read the view and nothing else:
 `findings(run.view)` lists them; the reporters call it for the view they show.
 """
 
