@@ -7,13 +7,14 @@ bytes at fixed offsets of each (`w` lines, `trace_format.WINDOW_OFFSETS`): a mes
 resends the previous turn starts with its bytes, so their windows agree wherever both
 have one. Those conversations are certain, and `prefix_resend` takes them where there
 are any; where content links none (arrays computed anew every turn), the shapes decide
-as before. Each message
-continues the open chain whose last message it so extends (longer along one dim, the
-others equal, the windows agreeing at two offsets or more: past a template's first
-16 bytes), else opens a chain; where it extends several (conversations whose content is
-alike as far as it was read: a long system prompt, the same ids in each), content cannot
-tell them apart, and none is returned. A leaf whose windows
-are all alike (a mask of ones, zeros) says nothing of its content and links nothing.
+as before.
+
+Each message continues the open chain whose last message it so extends (longer along
+one dim, the others equal, the windows agreeing at two offsets or more: past a
+template's first 16 bytes), else opens a chain. Where it extends several (conversations
+whose content is alike as far as it was read: a long system prompt, the same ids in
+each), content cannot tell them apart, and none is returned. A leaf whose windows are
+all alike (a mask of ones, zeros) says nothing of its content and links nothing.
 """
 
 from __future__ import annotations
