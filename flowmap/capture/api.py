@@ -241,7 +241,9 @@ class owner:
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
                 token, started = state.current_owner.set(name), state.owner_runs(name)
                 try:
-                    return await fn(*args, **kwargs)
+                    out = await fn(*args, **kwargs)
+                    state.owner_made(name, out)
+                    return out
                 finally:
                     state.current_owner.reset(token)
                     state.owner_ran(name, started)
@@ -252,7 +254,9 @@ class owner:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             token, started = state.current_owner.set(name), state.owner_runs(name)
             try:
-                return fn(*args, **kwargs)
+                out = fn(*args, **kwargs)
+                state.owner_made(name, out)  # what it returns, no hop carried yet, it made
+                return out
             finally:
                 state.current_owner.reset(token)
                 state.owner_ran(name, started)
@@ -273,6 +277,7 @@ def _owned_generator(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
             try:
                 with block:
                     out = inner.send(sent) if thrown is None else inner.throw(thrown)
+                    state.owner_made(name, out)
             except StopIteration as stop:
                 return stop.value
             try:
@@ -300,6 +305,7 @@ def _owned_async_generator(fn: Callable[..., Any], name: str) -> Callable[..., A
             try:
                 with block:
                     out = await (inner.asend(sent) if thrown is None else inner.athrow(thrown))
+                    state.owner_made(name, out)
             except StopAsyncIteration:
                 return
             try:

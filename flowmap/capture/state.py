@@ -103,6 +103,25 @@ def owner_ran(name: str | None, started: Any) -> None:
             pass
 
 
+def owner_made(name: str, value: Any) -> None:
+    """`name`'s decorated function returned `value` (or its generator yielded it): tensors
+    no hop carried yet are that stage's making (`BlockWrites.made`). Never raises."""
+    t = tracer
+    if t is None or value is None:
+        return
+    try:
+        from flowmap.capture import describe_lazy  # the describers: loaded at the first use
+
+        d = describe_lazy.describe(value, None)
+        if d.storages:
+            w = _writer_of(t)
+            with w.lock:
+                if not t.closed:
+                    w.writes.made(w.versions, name, list(d.storages), list(d.holders))
+    except Exception:  # a forked child's stand-in, a value of no tensor: nothing said
+        pass
+
+
 def _writer_of(t: Tracer) -> TraceWriter:
     """The tracer's writer; a KeyError for a forked child's stand-in, which an owner block
     must not open (its shard opens at the child's first event)."""

@@ -61,6 +61,23 @@ class BlockWrites:
         """`stepped`, noting here the parameters no hop carried yet."""
         stepped(versions, owner, keys, holders, self.unseen)
 
+    def made(self, versions: dict[Hashable, list[Any]], owner: str, keys: Sequence[Hashable],
+             holders: Sequence[Any]) -> None:
+        """What `owner`'s decorated function returned (or its generator yielded): each
+        tensor no hop carried yet is its making, until a hop does (`stepped_first`): the
+        loader whose prompts the driver hands on. An inner stage's making, returned on
+        unchanged by an outer one, stays the inner's."""
+        for key, holder, version in zip(keys, holders, versions_of(holders), strict=False):
+            storage = storage_of(holder)
+            if version is None or key in versions or storage is None:
+                continue  # hopped before: its maker is known
+            got = self.unseen.get(key)
+            if got is not None and got[1] == version and got[2]() is storage:
+                continue
+            if len(self.unseen) >= MAX_UNSEEN:
+                self.unseen.clear()
+            self.unseen[key] = (owner, version, weakref.ref(storage))
+
     def stepped_first(self, key: Hashable, version: int, holder: Any) -> str | None:
         """`stepped_first`, of the parameters noted here."""
         return stepped_first(self.unseen, key, version, holder)

@@ -355,3 +355,27 @@ def test_arrays_a_pipe_pickles_carry_content_windows_that_show_a_prefix(tmp_path
         shared = min(len(a["ids"]), len(b["ids"]))
         assert shared >= 2 and a["ids"][:shared] == b["ids"][:shared]
         assert a["new"] != b["new"]
+
+
+def test_what_a_decorated_owner_returns_or_yields_is_its_making(tmp_path: Path) -> None:
+    # GIVEN a loader generator and a tokenizer function, decorated as owners, that never
+    # hop what they make; the driver hands it on
+    @flowmap.owner("loader")
+    def batches():
+        for _ in range(2):
+            yield torch.randn(8, 16)
+
+    @flowmap.owner("tokenizer")
+    def tokenize(prompts: torch.Tensor) -> torch.Tensor:
+        return (prompts * 100).long()
+
+    kept = []
+    with flowmap.tracing(tmp_path / "run"):
+        for prompts in batches():
+            kept.append(prompts)
+            ids = tokenize(prompts)
+            kept.append(ids)
+            flowmap.hop("driver", "generator", {"prompts": prompts, "ids": ids}, name="batch")
+    edges = {(e.src, e.dst) for e in flowmap.load(tmp_path / "run").view.flow.edges}
+    # THEN the generator's data comes from the loader and the tokenizer, not the driver
+    assert edges == {("loader", "generator"), ("tokenizer", "generator")}
