@@ -132,8 +132,8 @@ def build_flow(hops: Iterable[Hop], parts: Mapping[tuple[int, int], int] | None 
     root_links: dict[int, list[int]] = {}  # id(a root's hop into a group) -> its links
     hand_offs = 0
     for i, h in enumerate(ordered):
-        if not h.nbytes and (not h.leaves or GROUP in (h.src[:6], h.dst[:6])):
-            continue  # a call given nothing, a barrier: no data, no producer
+        if not h.nbytes and GROUP in (h.src[:6], h.dst[:6]):
+            continue  # a barrier: it synchronises the ranks and moves no data
         first_seen.setdefault(h.src, h.t_ns)
         first_seen.setdefault(h.dst, h.t_ns)
         if not h.storages:  # no tensor to follow: one link, from its sender, unless text

@@ -70,7 +70,6 @@ def test_a_result_that_is_its_input_and_hops_without_tensors_stay_direct_edges()
     s.call("check", [1], [1])  # returns what it was given
     s.hops.append(Hop(10_000, 1, "main", "logger", "metrics", 16,  # no tensor: its own edge
                       (Leaf("loss", "float", (), "", "", 16, 1, None),), (), None, None, "ref", ()))
-    s.hop("main", "loader", "loader", [])  # a call given nothing: no data, no edge
     flow = build_flow(s.hops)
     pairs = {(e.src, e.dst) for e in flow.edges}
     assert pairs == {("main", "check"), ("main", "logger")}
